@@ -1,0 +1,356 @@
+#include "config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "topic_pattern.hpp"
+
+namespace jetfan {
+
+const char* to_string(AckPolicy policy) {
+  switch (policy) {
+    case AckPolicy::kExplicit: return "explicit";
+    case AckPolicy::kAll: return "all";
+    case AckPolicy::kNone: return "none";
+  }
+  return "?";
+}
+
+namespace {
+
+// Walks the YAML tree, filling a Config and collecting every error with its line and key path.
+class ConfigReader {
+ public:
+  ConfigReader(std::string file, std::vector<std::string>& errors)
+      : file_(std::move(file)), errors_(errors) {}
+
+  void error(const YAML::Node& at, const std::string& key, const std::string& message) {
+    const int line = at.Mark().line;  // -1 for nodes that do not come from the text
+    errors_.push_back(file_ + ":" + (line >= 0 ? std::to_string(line + 1) : std::string("?")) +
+                      ": " + key + ": " + message);
+  }
+
+  // Reports keys of `map` not listed in `known`; a typo must never be silently ignored.
+  bool check_map(const YAML::Node& map, const std::string& path,
+                 std::initializer_list<const char*> known) {
+    if (!map.IsMap()) {
+      error(map, path, "expected a mapping of keys to values");
+      return false;
+    }
+    for (const auto& entry : map) {
+      const auto name = entry.first.Scalar();
+      bool found = false;
+      for (const char* k : known) found = found || name == k;
+      if (!found) {
+        std::string list;
+        for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        error(entry.first, join(path, name), "unknown key (expected one of: " + list + ")");
+      }
+    }
+    return true;
+  }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  std::optional<std::string> string(const YAML::Node& node, const std::string& path) {
+    if (!node.IsScalar()) {
+      error(node, path, "expected a single value");
+      return std::nullopt;
+    }
+    return node.Scalar();
+  }
+
+  void read_string(const YAML::Node& parent, const std::string& path, const char* key,
+                   std::string& out, bool required = false) {
+    const auto node = parent[key];
+    if (!node) {
+      if (required) error(parent, join(path, key), "is required");
+      return;
+    }
+    if (auto text = string(node, join(path, key))) {
+      if (required && text->empty()) error(node, join(path, key), "cannot be empty");
+      out = *text;
+    }
+  }
+
+  void read_duration(const YAML::Node& parent, const std::string& path, const char* key,
+                     Duration& out) {
+    const auto node = parent[key];
+    if (!node) return;
+    const auto text = string(node, join(path, key));
+    if (!text) return;
+    if (auto parsed = parse_duration(*text)) {
+      out = *parsed;
+    } else {
+      error(node, join(path, key),
+            "\"" + *text + "\" is not a duration; write a whole number and a unit, e.g. 250ms, 30s, 5m");
+    }
+  }
+
+  template <typename Int>
+  void read_int(const YAML::Node& parent, const std::string& path, const char* key, Int& out,
+                long long min, long long max) {
+    const auto node = parent[key];
+    if (!node) return;
+    const auto text = string(node, join(path, key));
+    if (!text) return;
+    long long value = 0;
+    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+    if (ec != std::errc() || end != text->data() + text->size() || value < min || value > max) {
+      error(node, join(path, key),
+            "\"" + *text + "\" must be a whole number from " + std::to_string(min) + " to " +
+                std::to_string(max));
+      return;
+    }
+    out = static_cast<Int>(value);
+  }
+
+  std::vector<std::string> read_string_list(const YAML::Node& node, const std::string& path) {
+    std::vector<std::string> out;
+    if (node.IsScalar()) {
+      out.push_back(node.Scalar());
+    } else if (node.IsSequence()) {
+      for (std::size_t i = 0; i < node.size(); ++i) {
+        if (auto text = string(node[i], path + "[" + std::to_string(i) + "]")) out.push_back(*text);
+      }
+    } else {
+      error(node, path, "expected a list of strings");
+    }
+    return out;
+  }
+
+  void read_nats(const YAML::Node& node, NatsSettings& nats) {
+    if (!node) return;
+    if (!check_map(node, "nats",
+                   {"servers", "name", "creds", "nkey_seed", "token", "user", "password", "tls",
+                    "connect_timeout", "reconnect_wait", "retry_max"})) {
+      return;
+    }
+    if (node["servers"]) {
+      nats.servers = read_string_list(node["servers"], "nats.servers");
+      if (nats.servers.empty()) error(node["servers"], "nats.servers", "needs at least one server URL");
+    }
+    read_string(node, "nats", "name", nats.name);
+    read_string(node, "nats", "creds", nats.creds);
+    read_string(node, "nats", "nkey_seed", nats.nkey_seed);
+    read_string(node, "nats", "token", nats.token);
+    read_string(node, "nats", "user", nats.user);
+    read_string(node, "nats", "password", nats.password);
+    read_duration(node, "nats", "connect_timeout", nats.connect_timeout);
+    read_duration(node, "nats", "reconnect_wait", nats.reconnect_wait);
+    read_duration(node, "nats", "retry_max", nats.retry_max);
+    const int ways = !nats.creds.empty() + !nats.nkey_seed.empty() + !nats.token.empty() +
+                     !nats.user.empty();
+    if (ways > 1) error(node, "nats", "give only one of creds, nkey_seed, token or user+password");
+    if (!nats.user.empty() && nats.password.empty()) error(node, "nats.password", "is required with nats.user");
+    if (nats.user.empty() && !nats.password.empty()) error(node["password"], "nats.user", "is required with nats.password");
+    if (const auto tls = node["tls"]) {
+      if (check_map(tls, "nats.tls", {"ca", "cert", "key"})) {
+        TlsSettings settings;
+        read_string(tls, "nats.tls", "ca", settings.ca);
+        read_string(tls, "nats.tls", "cert", settings.cert);
+        read_string(tls, "nats.tls", "key", settings.key);
+        if (settings.cert.empty() != settings.key.empty()) {
+          error(tls, "nats.tls", "cert and key go together: give both or neither");
+        }
+        nats.tls = settings;
+      }
+    }
+  }
+
+  void check_name(const YAML::Node& parent, const std::string& path, const std::string& name) {
+    if (name.find_first_of(" \t\r\n.*>") != std::string::npos) {
+      error(parent, path, "\"" + name + "\" cannot contain white space, '.', '*' or '>'");
+    }
+  }
+
+  void read_consumer(const YAML::Node& node, ConsumerSettings& consumer) {
+    if (!node) {
+      errors_.push_back(file_ + ":1: consumer: is required (with stream and durable)");
+      return;
+    }
+    if (!check_map(node, "consumer",
+                   {"stream", "durable", "ack_policy", "max_held", "batch", "pull_expires",
+                    "idle_heartbeat"})) {
+      return;
+    }
+    read_string(node, "consumer", "stream", consumer.stream, true);
+    read_string(node, "consumer", "durable", consumer.durable, true);
+    check_name(node["stream"], "consumer.stream", consumer.stream);
+    check_name(node["durable"], "consumer.durable", consumer.durable);
+    if (const auto policy = node["ack_policy"]) {
+      if (const auto text = string(policy, "consumer.ack_policy")) {
+        if (*text == "explicit") consumer.ack_policy = AckPolicy::kExplicit;
+        else if (*text == "all") consumer.ack_policy = AckPolicy::kAll;
+        else if (*text == "none") consumer.ack_policy = AckPolicy::kNone;
+        else error(policy, "consumer.ack_policy", "\"" + *text + "\" must be explicit, all or none");
+      }
+    }
+    if (node["max_held"]) {
+      std::int64_t max_held = 0;
+      read_int(node, "consumer", "max_held", max_held, 1, 10'000'000);
+      if (max_held > 0) consumer.max_held = max_held;
+    }
+    read_int(node, "consumer", "batch", consumer.batch, 1, 10'000);
+    read_duration(node, "consumer", "pull_expires", consumer.pull_expires);
+    read_duration(node, "consumer", "idle_heartbeat", consumer.idle_heartbeat);
+    if (consumer.pull_expires < Duration(1000)) {
+      error(node["pull_expires"], "consumer.pull_expires", "must be at least 1s");
+    }
+    if (consumer.idle_heartbeat * 2 > consumer.pull_expires || consumer.idle_heartbeat < Duration(100)) {
+      error(node["idle_heartbeat"], "consumer.idle_heartbeat",
+            "must be at least 100ms and at most half of consumer.pull_expires");
+    }
+  }
+
+  void read_socket(const YAML::Node& node, SocketSettings& socket) {
+    if (!node) {
+      errors_.push_back(file_ + ":1: socket: is required (with path)");
+      return;
+    }
+    if (!check_map(node, "socket", {"path", "mode", "hello_timeout"})) return;
+    read_string(node, "socket", "path", socket.path, true);
+    if (socket.path.size() >= 108) {  // sizeof(sockaddr_un::sun_path)
+      error(node["path"], "socket.path", "is longer than the 107 bytes a Unix socket path may have");
+    }
+    if (const auto mode = node["mode"]) {
+      if (const auto text = string(mode, "socket.mode")) {
+        unsigned value = 0;
+        const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value, 8);
+        if (ec != std::errc() || end != text->data() + text->size() || value > 0777) {
+          error(mode, "socket.mode", "\"" + *text + "\" must be an octal file mode such as \"0660\"");
+        } else {
+          socket.mode = static_cast<mode_t>(value);
+        }
+      }
+    }
+    read_duration(node, "socket", "hello_timeout", socket.hello_timeout);
+  }
+
+  void read_handlers(const YAML::Node& node, std::vector<HandlerSettings>& handlers) {
+    if (!node) {
+      errors_.push_back(file_ + ":1: handlers: is required (a list of handlers with name and patterns)");
+      return;
+    }
+    if (!node.IsSequence() || node.size() == 0) {
+      error(node, "handlers", "expected a non-empty list of handlers");
+      return;
+    }
+    if (node.size() > kMaxHandlers) {
+      error(node, "handlers", "at most " + std::to_string(kMaxHandlers) + " handlers may be declared");
+    }
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const auto item = node[i];
+      const std::string path = "handlers[" + std::to_string(i) + "]";
+      if (!check_map(item, path, {"name", "patterns", "max_inflight", "ack_timeout"})) continue;
+      HandlerSettings handler;
+      read_string(item, path, "name", handler.name, true);
+      if (!handler.name.empty()) {
+        if (handler.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+            std::string::npos) {
+          error(item["name"], path + ".name", "\"" + handler.name + "\" may use only letters, digits, '_' and '-'");
+        } else if (!names.insert(handler.name).second) {
+          error(item["name"], path + ".name", "\"" + handler.name + "\" is declared twice");
+        }
+      }
+      if (const auto patterns = item["patterns"]) {
+        handler.patterns = read_string_list(patterns, path + ".patterns");
+        if (handler.patterns.empty()) error(patterns, path + ".patterns", "needs at least one pattern");
+        for (std::size_t p = 0; p < handler.patterns.size(); ++p) {
+          if (auto why = pattern_error(handler.patterns[p])) {
+            const auto at = patterns.IsSequence() ? patterns[p] : patterns;
+            error(at, path + ".patterns[" + std::to_string(p) + "]", "\"" + handler.patterns[p] + "\": " + *why);
+          }
+        }
+      } else {
+        error(item, path + ".patterns", "is required");
+      }
+      read_int(item, path, "max_inflight", handler.max_inflight, 1, 65536);
+      read_duration(item, path, "ack_timeout", handler.ack_timeout);
+      if (handler.ack_timeout < Duration(1)) error(item["ack_timeout"], path + ".ack_timeout", "must be more than 0");
+      handlers.push_back(std::move(handler));
+    }
+  }
+
+  void read_delivery(const YAML::Node& node, DeliverySettings& delivery) {
+    if (!node) return;
+    if (!check_map(node, "delivery", {"nak_delay", "nak_delay_max", "remember", "drain_timeout"})) return;
+    read_duration(node, "delivery", "nak_delay", delivery.nak_delay);
+    read_duration(node, "delivery", "nak_delay_max", delivery.nak_delay_max);
+    read_int(node, "delivery", "remember", delivery.remember, 0, 100'000'000);
+    read_duration(node, "delivery", "drain_timeout", delivery.drain_timeout);
+    if (delivery.nak_delay_max < delivery.nak_delay) {
+      error(node, "delivery.nak_delay_max", "must not be less than delivery.nak_delay");
+    }
+  }
+
+  void read_log(const YAML::Node& node, std::string& level) {
+    if (!node) return;
+    if (!check_map(node, "log", {"level"})) return;
+    read_string(node, "log", "level", level);
+    static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
+    if (!kLevels.count(level)) error(node["level"], "log.level", "\"" + level + "\" must be trace, debug, info, warn or error");
+  }
+
+  void read(const YAML::Node& root, Config& config) {
+    if (!root || root.IsNull()) {
+      errors_.push_back(file_ + ":1: (top): the file is empty");
+      return;
+    }
+    if (!check_map(root, "", {"nats", "consumer", "key", "socket", "handlers", "delivery", "log"})) return;
+    read_nats(root["nats"], config.nats);
+    read_consumer(root["consumer"], config.consumer);
+    if (const auto key = root["key"]) {
+      if (check_map(key, "key", {"strip_prefix"})) read_string(key, "key", "strip_prefix", config.key.strip_prefix);
+    }
+    read_socket(root["socket"], config.socket);
+    read_handlers(root["handlers"], config.handlers);
+    read_delivery(root["delivery"], config.delivery);
+    read_log(root["log"], config.log_level);
+    if (config.nats.servers.empty()) config.nats.servers = {"nats://127.0.0.1:4222"};
+    if (config.nats.name.empty()) config.nats.name = "jetfan-" + config.consumer.durable;
+  }
+
+ private:
+  std::string file_;
+  std::vector<std::string>& errors_;
+};
+
+}  // namespace
+
+ConfigResult load_config_text(const std::string& text, const std::string& name) {
+  ConfigResult result;
+  Config config;
+  config.file = name;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    result.errors.push_back(name + ":" + std::to_string(e.mark.line + 1) + ": (syntax): " + e.msg);
+    return result;
+  }
+  ConfigReader(name, result.errors).read(root, config);
+  if (result.errors.empty()) result.config = std::move(config);
+  return result;
+}
+
+ConfigResult load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    ConfigResult result;
+    result.errors.push_back(path + ":0: (file): cannot be read");
+    return result;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return load_config_text(text.str(), path);
+}
+
+}  // namespace jetfan

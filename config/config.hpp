@@ -1,0 +1,92 @@
+#pragma once
+// jetfan.yaml: what the daemon is told to do. Loading is pure apart from reading the file; every
+// problem found is reported, not only the first, as "FILE:LINE: KEY: what is wrong".
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "duration.hpp"
+
+namespace jetfan {
+
+enum class AckPolicy { kExplicit, kAll, kNone };
+const char* to_string(AckPolicy policy);
+
+struct TlsSettings {
+  std::string ca;    // empty: system trust store
+  std::string cert;  // client certificate, with key
+  std::string key;
+};
+
+struct NatsSettings {
+  std::vector<std::string> servers;
+  std::string name;  // connection name shown by the server; default "jetfan-<durable>"
+  // At most one way to authenticate.
+  std::string creds;      // file with JWT and NKey seed
+  std::string nkey_seed;  // file with an NKey seed
+  std::string token;
+  std::string user, password;
+  std::optional<TlsSettings> tls;
+  Duration connect_timeout{2000};
+  Duration reconnect_wait{250};   // between reconnect attempts once connected
+  Duration retry_max{5000};       // cap of the backoff while the server is unreachable at start
+};
+
+struct ConsumerSettings {
+  std::string stream;
+  std::string durable;
+  std::optional<AckPolicy> ack_policy;  // used only when consumer info cannot be read
+  std::optional<std::int64_t> max_held; // default: the consumer's MaxAckPending
+  int batch = 256;                      // messages asked for by one pull request
+  Duration pull_expires{30000};         // how long one pull request waits at the server
+  Duration idle_heartbeat{5000};        // the server's heartbeat while a pull waits
+};
+
+struct KeySettings {
+  std::string strip_prefix;
+};
+
+struct SocketSettings {
+  std::string path;
+  mode_t mode = 0660;
+  Duration hello_timeout{5000};
+};
+
+struct HandlerSettings {
+  std::string name;
+  std::vector<std::string> patterns;
+  int max_inflight = 64;
+  Duration ack_timeout{30000};
+};
+
+struct DeliverySettings {
+  Duration nak_delay{1000};       // delay of the first redelivery after a failure
+  Duration nak_delay_max{60000};  // the delay doubles with each delivery up to this
+  std::size_t remember = 100000;  // messages whose per-handler confirmations are remembered
+  Duration drain_timeout{10000};  // on SIGTERM, how long deliveries in flight may finish
+};
+
+struct Config {
+  std::string file;  // where it was loaded from
+  NatsSettings nats;
+  ConsumerSettings consumer;
+  KeySettings key;
+  SocketSettings socket;
+  std::vector<HandlerSettings> handlers;
+  DeliverySettings delivery;
+  std::string log_level = "info";
+};
+
+struct ConfigResult {
+  std::optional<Config> config;     // set only when errors is empty
+  std::vector<std::string> errors;  // one line each, "FILE:LINE: KEY: message"
+};
+
+ConfigResult load_config_file(const std::string& path);
+// For tests: parse text as if it had been read from `name`.
+ConfigResult load_config_text(const std::string& text, const std::string& name);
+
+}  // namespace jetfan

@@ -1,0 +1,136 @@
+#include <catch2/catch.hpp>
+
+#include "config.hpp"
+
+using jetfan::load_config_text;
+
+namespace {
+const char* kGood = R"(nats:
+  servers: ["nats://127.0.0.1:4222"]
+consumer:
+  stream: EVENTS
+  durable: node1_builder
+key:
+  strip_prefix: "events."
+socket:
+  path: /run/jetfan/builder.sock
+  mode: "0660"
+handlers:
+  - name: builder
+    patterns: ["mesh-build-machine.built", "mesh-controller.built-before"]
+    max_inflight: 64
+    ack_timeout: 30s
+  - name: audit
+    patterns: ["#"]
+)";
+
+std::vector<std::string> errors_of(const std::string& text) {
+  return load_config_text(text, "jetfan.yaml").errors;
+}
+
+bool any_contains(const std::vector<std::string>& errors, const std::string& part) {
+  for (const auto& e : errors) {
+    if (e.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+}  // namespace
+
+TEST_CASE("the issue's example config loads") {
+  const auto result = load_config_text(kGood, "jetfan.yaml");
+  REQUIRE(result.errors.empty());
+  const auto& config = *result.config;
+  CHECK(config.consumer.stream == "EVENTS");
+  CHECK(config.consumer.durable == "node1_builder");
+  CHECK(config.key.strip_prefix == "events.");
+  CHECK(config.socket.mode == 0660);
+  REQUIRE(config.handlers.size() == 2);
+  CHECK(config.handlers[0].ack_timeout == jetfan::Duration(30'000));
+  CHECK(config.handlers[1].max_inflight == 64);
+  CHECK(config.handlers[1].patterns == std::vector<std::string>{"#"});
+  CHECK(config.nats.name == "jetfan-node1_builder");
+  CHECK_FALSE(config.consumer.ack_policy);
+}
+
+TEST_CASE("every error is reported with file, line and key") {
+  const auto errors = errors_of(R"(nats:
+  servers: []
+  token: abc
+  user: me
+consumer:
+  stream: EVENTS
+  durabel: x
+  ack_policy: sometimes
+socket:
+  path: /tmp/x.sock
+  mode: "999"
+handlers:
+  - name: builder
+    patterns: ["a..b"]
+    ack_timeout: 30x
+    max_inflight: 0
+  - name: builder
+    patterns: []
+  - name: "bad name"
+    colour: red
+)");
+  CHECK(any_contains(errors, "jetfan.yaml:2: nats.servers: needs at least one"));
+  CHECK(any_contains(errors, "nats: give only one of creds"));
+  CHECK(any_contains(errors, "nats.password: is required with nats.user"));
+  CHECK(any_contains(errors, "jetfan.yaml:7: consumer.durabel: unknown key"));
+  CHECK(any_contains(errors, "consumer.durable: is required"));
+  CHECK(any_contains(errors, "jetfan.yaml:8: consumer.ack_policy: \"sometimes\""));
+  CHECK(any_contains(errors, "jetfan.yaml:11: socket.mode: \"999\""));
+  CHECK(any_contains(errors, "jetfan.yaml:14: handlers[0].patterns[0]: \"a..b\""));
+  CHECK(any_contains(errors, "jetfan.yaml:15: handlers[0].ack_timeout: \"30x\" is not a duration"));
+  CHECK(any_contains(errors, "jetfan.yaml:16: handlers[0].max_inflight: \"0\" must be"));
+  CHECK(any_contains(errors, "jetfan.yaml:17: handlers[1].name: \"builder\" is declared twice"));
+  CHECK(any_contains(errors, "handlers[1].patterns: needs at least one pattern"));
+  CHECK(any_contains(errors, "handlers[2].name: \"bad name\" may use only"));
+  CHECK(any_contains(errors, "jetfan.yaml:20: handlers[2].colour: unknown key"));
+  CHECK(any_contains(errors, "handlers[2].patterns: is required"));
+  CHECK(errors.size() == 15);
+}
+
+TEST_CASE("missing sections are named") {
+  const auto errors = errors_of("nats: {}\n");
+  CHECK(any_contains(errors, "consumer: is required"));
+  CHECK(any_contains(errors, "socket: is required"));
+  CHECK(any_contains(errors, "handlers: is required"));
+}
+
+TEST_CASE("syntax errors, empty files and unknown top-level keys are errors") {
+  CHECK(any_contains(errors_of("nats: [\n"), "jetfan.yaml:2: (syntax)"));
+  CHECK(any_contains(errors_of(""), "the file is empty"));
+  CHECK(any_contains(errors_of(std::string(kGood) + "handler:\n  - x\n"), "handler: unknown key"));
+  CHECK(any_contains(errors_of("- a\n- b\n"), "expected a mapping"));
+}
+
+TEST_CASE("tls, heartbeat, delivery and log settings are checked") {
+  const std::string base = kGood;
+  CHECK(any_contains(errors_of(base + "delivery:\n  nak_delay: 5s\n  nak_delay_max: 1s\n"),
+                     "delivery.nak_delay_max: must not be less"));
+  CHECK(any_contains(errors_of(base + "log:\n  level: loud\n"), "log.level: \"loud\""));
+  auto with_nats = [&](const std::string& nats) {
+    std::string text = base;
+    text.replace(0, text.find("consumer:"), nats);
+    return errors_of(text);
+  };
+  CHECK(any_contains(with_nats("nats:\n  tls: {cert: a.pem}\n"), "cert and key go together"));
+  CHECK(any_contains(with_nats("nats:\n  tls: {ca: a, foo: b}\n"), "nats.tls.foo: unknown key"));
+  CHECK(any_contains(with_nats("nats:\n  connect_timeout: soon\n"), "nats.connect_timeout"));
+  CHECK(errors_of(base + "delivery:\n  drain_timeout: 2s\n  remember: 10\n").empty());
+  std::string consumer = base;
+  consumer.insert(consumer.find("key:"), "  idle_heartbeat: 20s\n");
+  CHECK(any_contains(errors_of(consumer), "consumer.idle_heartbeat: must be at least 100ms"));
+}
+
+TEST_CASE("ack_policy and max_held are read") {
+  std::string text = kGood;
+  text.insert(text.find("key:"), "  ack_policy: all\n  max_held: 500\n  batch: 32\n");
+  const auto result = load_config_text(text, "x.yaml");
+  REQUIRE(result.errors.empty());
+  CHECK(result.config->consumer.ack_policy == jetfan::AckPolicy::kAll);
+  CHECK(result.config->consumer.max_held == 500);
+  CHECK(result.config->consumer.batch == 32);
+}
