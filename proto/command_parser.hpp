@@ -1,0 +1,32 @@
+#pragma once
+// Parses what a handler sends to jetfan (PROTOCOL.md, "Handler -> jetfan"): incremental, I/O-free,
+// in the style of Asio's request_parser. Feed it whatever bytes arrived; it hands out one command
+// at a time. After kError the stream is unusable: the peer is to be told error() and dropped.
+// Not thread-safe; one parser per connection.
+
+#include <string>
+#include <string_view>
+
+#include "line_reader.hpp"
+#include "protocol.hpp"
+
+namespace jetfan::proto {
+
+class CommandParser {
+ public:
+  enum class Result { kCommand, kNeedMore, kError };
+
+  // Consumes from the front of `input` up to and including one command.
+  Result parse(std::string_view& input, Command& out);
+  const std::string& error() const { return error_; }
+
+ private:
+  Result fail(std::string why);
+  LineReader lines_{kMaxCommandLine};
+  std::string error_;
+};
+
+// Parses one complete control line (without its line end). Exposed for tests.
+bool parse_command_line(std::string_view line, Command& out, std::string& error);
+
+}  // namespace jetfan::proto

@@ -1,0 +1,97 @@
+#include "delivery_parser.hpp"
+
+namespace jetfan::proto {
+
+DeliveryParser::Result DeliveryParser::fail(std::string why) {
+  error_ = std::move(why);
+  return Result::kError;
+}
+
+DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& out) {
+  const auto words = split_words(line);
+  if (words.empty()) return fail("empty line");
+  const auto verb = words[0];
+  if (equals_ignoring_case(verb, "MSG")) {
+    if (words.size() != 7) return fail("MSG needs 6 arguments, got " + std::to_string(words.size() - 1));
+    const auto id = parse_number(words[1]);
+    const auto seq = parse_number(words[3]);
+    const auto deliveries = parse_number(words[4]);
+    const auto header_bytes = parse_number(words[5]);
+    const auto total_bytes = parse_number(words[6]);
+    if (!id || !seq || !deliveries || !header_bytes || !total_bytes) return fail("MSG: malformed number");
+    if (*header_bytes > *total_bytes) return fail("MSG: header bytes exceed total bytes");
+    if (*total_bytes > kMaxBody) return fail("MSG: body larger than " + std::to_string(kMaxBody) + " bytes");
+    body_frame_ = Frame{};
+    body_frame_.kind = Frame::Kind::kMsg;
+    auto& d = body_frame_.delivery;
+    d.id = *id;
+    d.key = std::string(words[2]);
+    d.stream_seq = *seq;
+    d.deliveries = *deliveries;
+    header_bytes_ = *header_bytes;
+    body_left_ = *total_bytes + 2;
+    body_.clear();
+    body_.reserve(body_left_);
+    in_body_ = true;
+    return Result::kNeedMore;
+  }
+  out = Frame{};
+  if (equals_ignoring_case(verb, "READY")) {
+    if (words.size() < 5) return fail("READY needs a version, a handler, a limit and patterns");
+    const auto version = parse_number(words[1]);
+    const auto limit = parse_number(words[3]);
+    if (!version || !limit || *version > 1'000'000 || *limit > 1'000'000) return fail("READY: malformed number");
+    out.kind = Frame::Kind::kReady;
+    out.ready.version = static_cast<std::uint32_t>(*version);
+    out.ready.handler = std::string(words[2]);
+    out.ready.max_unconfirmed = static_cast<std::uint32_t>(*limit);
+    for (std::size_t i = 4; i < words.size(); ++i) out.ready.patterns.emplace_back(words[i]);
+    return Result::kFrame;
+  }
+  if (equals_ignoring_case(verb, "ERR")) {
+    out.kind = Frame::Kind::kErr;
+    if (words.size() > 1) out.error = std::string(line.substr(static_cast<std::size_t>(words[1].data() - line.data())));
+    return Result::kFrame;
+  }
+  if (equals_ignoring_case(verb, "PING") && words.size() == 1) {
+    out.kind = Frame::Kind::kPing;
+    return Result::kFrame;
+  }
+  if (equals_ignoring_case(verb, "PONG") && words.size() == 1) {
+    out.kind = Frame::Kind::kPong;
+    return Result::kFrame;
+  }
+  return fail("unknown frame \"" + std::string(verb.substr(0, 32)) + "\"");
+}
+
+DeliveryParser::Result DeliveryParser::parse(std::string_view& input, Frame& out) {
+  if (!error_.empty()) return Result::kError;
+  for (;;) {
+    if (in_body_) {
+      const std::size_t take = std::min(body_left_, input.size());
+      body_.append(input.substr(0, take));
+      input.remove_prefix(take);
+      body_left_ -= take;
+      if (body_left_ > 0) return Result::kNeedMore;
+      in_body_ = false;
+      if (body_.compare(body_.size() - 2, 2, "\r\n") != 0) return fail("MSG body not followed by \\r\\n");
+      body_.resize(body_.size() - 2);
+      out = std::move(body_frame_);
+      out.delivery.headers.assign(body_, 0, header_bytes_);
+      out.delivery.payload.assign(body_, header_bytes_);
+      return Result::kFrame;
+    }
+    std::string_view line;
+    switch (lines_.next(input, line)) {
+      case LineReader::Result::kNeedMore: return Result::kNeedMore;
+      case LineReader::Result::kTooLong:
+        return fail("control line longer than " + std::to_string(kMaxDeliveryLine) + " bytes");
+      case LineReader::Result::kLine: break;
+    }
+    const Result result = parse_line(line, out);
+    if (result != Result::kNeedMore) return result;  // a frame, or an error
+    // A MSG line was read; its body follows.
+  }
+}
+
+}  // namespace jetfan::proto

@@ -1,0 +1,36 @@
+#pragma once
+// Parses what jetfan sends to a handler (PROTOCOL.md, "jetfan -> handler"): incremental, I/O-free.
+// Used by client libraries. After kError the stream is unusable. Not thread-safe.
+
+#include <string>
+#include <string_view>
+
+#include "line_reader.hpp"
+#include "protocol.hpp"
+
+namespace jetfan::proto {
+
+class DeliveryParser {
+ public:
+  enum class Result { kFrame, kNeedMore, kError };
+
+  // Consumes from the front of `input` up to and including one frame.
+  Result parse(std::string_view& input, Frame& out);
+  const std::string& error() const { return error_; }
+
+ private:
+  Result fail(std::string why);
+  Result parse_line(std::string_view line, Frame& out);
+
+  LineReader lines_{kMaxDeliveryLine};
+  std::string error_;
+  // While a MSG body is being read: the frame so far and how many body bytes (with the final
+  // "\r\n") are still to come.
+  bool in_body_ = false;
+  Frame body_frame_;
+  std::size_t header_bytes_ = 0;
+  std::size_t body_left_ = 0;
+  std::string body_;
+};
+
+}  // namespace jetfan::proto

@@ -1,0 +1,135 @@
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "command_parser.hpp"
+#include "delivery_parser.hpp"
+#include "encoder.hpp"
+
+using namespace jetfan::proto;
+
+namespace {
+std::vector<Frame> parse_all(const std::string& stream, std::vector<std::size_t> cuts, std::string* error = nullptr) {
+  DeliveryParser parser;
+  std::vector<Frame> out;
+  cuts.push_back(stream.size());
+  std::size_t from = 0;
+  for (std::size_t cut : cuts) {
+    std::string chunk = stream.substr(from, cut - from);
+    from = cut;
+    std::string_view input(chunk);
+    Frame frame;
+    for (;;) {
+      const auto result = parser.parse(input, frame);
+      if (result == DeliveryParser::Result::kFrame) {
+        out.push_back(frame);
+        continue;
+      }
+      if (result == DeliveryParser::Result::kError) {
+        if (error) *error = parser.error();
+        return out;
+      }
+      REQUIRE(input.empty());
+      break;
+    }
+  }
+  return out;
+}
+
+const std::string kHeaders = "NATS/1.0\r\nNats-Msg-Id: 7\r\n\r\n";
+const std::string kBinary = std::string("a\r\nMSG 1 x 1 1 0 0\r\n\0\xff", 22);
+
+std::string all_frames() {
+  std::string s;
+  append_ready(s, "builder", 64, {"mesh-build-machine.built", "#"});
+  append_msg(s, 1, "mesh-build-machine.built", 42, 1, "", "{\"machine\":3}");
+  append_msg(s, 2, "a.b", 43, 2, kHeaders, kBinary);
+  append_msg(s, 3, "empty", 44, 1, "", "");
+  append_ping(s);
+  append_pong(s);
+  append_err(s, "unknown handler \"x\"\r\nPING");
+  return s;
+}
+
+void check_all(const std::vector<Frame>& f) {
+  REQUIRE(f.size() == 7);
+  CHECK(f[0].kind == Frame::Kind::kReady);
+  CHECK(f[0].ready.version == 1);
+  CHECK(f[0].ready.handler == "builder");
+  CHECK(f[0].ready.max_unconfirmed == 64);
+  CHECK(f[0].ready.patterns == std::vector<std::string>{"mesh-build-machine.built", "#"});
+  CHECK(f[1].kind == Frame::Kind::kMsg);
+  CHECK(f[1].delivery.id == 1);
+  CHECK(f[1].delivery.key == "mesh-build-machine.built");
+  CHECK(f[1].delivery.stream_seq == 42);
+  CHECK(f[1].delivery.deliveries == 1);
+  CHECK(f[1].delivery.headers.empty());
+  CHECK(f[1].delivery.payload == "{\"machine\":3}");
+  CHECK(f[2].delivery.headers == kHeaders);
+  CHECK(f[2].delivery.payload == kBinary);
+  CHECK(f[2].delivery.deliveries == 2);
+  CHECK(f[3].delivery.payload.empty());
+  CHECK(f[4].kind == Frame::Kind::kPing);
+  CHECK(f[5].kind == Frame::Kind::kPong);
+  CHECK(f[6].kind == Frame::Kind::kErr);
+  CHECK(f[6].error == "unknown handler \"x\"  PING");  // a reason can never break the framing
+}
+}  // namespace
+
+TEST_CASE("frames parse whole") { check_all(parse_all(all_frames(), {})); }
+
+TEST_CASE("frames parse when split at every byte boundary") {
+  const auto stream = all_frames();
+  for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+    INFO("cut at " << cut);
+    check_all(parse_all(stream, {cut}));
+  }
+}
+
+TEST_CASE("frames parse when split at every pair of byte boundaries") {
+  const auto stream = all_frames();
+  for (std::size_t a = 0; a <= stream.size(); a += 3) {
+    for (std::size_t b = a; b <= stream.size(); b += 5) check_all(parse_all(stream, {a, b}));
+  }
+}
+
+TEST_CASE("bad frames are errors that say what was wrong") {
+  const std::pair<std::string, const char*> cases[] = {
+      {"MSG 1 k 1 1 0\r\n", "MSG needs 6 arguments"},
+      {"MSG 1 k 1 1 5 3\r\nabc\r\n", "header bytes exceed"},
+      {"MSG 1 k x 1 0 3\r\nabc\r\n", "malformed number"},
+      {"MSG 1 k 1 1 0 3\r\nabcd\r\n", "not followed by \\r\\n"},
+      {"MSG 1 k 1 1 0 99999999999\r\n", "body larger than"},
+      {"READY 1 b\r\n", "READY needs"},
+      {"HELLO x 1\r\n", "unknown frame \"HELLO\""},
+      {std::string(5000, 'x'), "longer than 4096"},
+  };
+  for (const auto& [input, expected] : cases) {
+    INFO(input.substr(0, 40));
+    std::string error;
+    CHECK(parse_all(input, {}, &error).empty());
+    CHECK_THAT(error, Catch::Contains(expected));
+  }
+}
+
+TEST_CASE("random garbage never crashes either parser and never yields a frame past an error") {
+  std::mt19937 random(7);
+  const std::string alphabet = "MSGREADYPINGOERRACKNT 0123456789\r\n.#*>";
+  for (int round = 0; round < 2000; ++round) {
+    std::string garbage;
+    const int length = std::uniform_int_distribution<int>(1, 200)(random);
+    for (int i = 0; i < length; ++i) {
+      garbage += alphabet[std::uniform_int_distribution<std::size_t>(0, alphabet.size() - 1)(random)];
+    }
+    DeliveryParser parser;
+    std::string_view input(garbage);
+    Frame frame;
+    while (parser.parse(input, frame) == DeliveryParser::Result::kFrame) {
+    }
+    CommandParser commands;
+    std::string_view command_input(garbage);
+    Command command;
+    while (commands.parse(command_input, command) == CommandParser::Result::kCommand) {
+    }
+  }
+}

@@ -1,0 +1,109 @@
+#include "encoder.hpp"
+
+#include <charconv>
+
+#include "protocol.hpp"
+
+namespace jetfan::proto {
+namespace {
+
+void append_number(std::string& out, std::uint64_t value) {
+  char digits[20];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, end);
+}
+
+void append_verb_id(std::string& out, std::string_view verb, std::uint64_t id) {
+  out.append(verb);
+  out.push_back(' ');
+  append_number(out, id);
+}
+
+// A line of free text must not end the control line early or smuggle in another frame.
+void append_one_line(std::string& out, std::string_view text) {
+  for (char c : text) out.push_back(c == '\r' || c == '\n' ? ' ' : c);
+}
+
+}  // namespace
+
+void append_ready(std::string& out, std::string_view handler, std::uint32_t max_unconfirmed,
+                  const std::vector<std::string>& patterns) {
+  out.append("READY ");
+  append_number(out, kVersion);
+  out.push_back(' ');
+  out.append(handler);
+  out.push_back(' ');
+  append_number(out, max_unconfirmed);
+  for (const auto& pattern : patterns) {
+    out.push_back(' ');
+    out.append(pattern);
+  }
+  out.append("\r\n");
+}
+
+void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                std::uint64_t deliveries, std::string_view headers, std::string_view payload) {
+  out.append("MSG ");
+  append_number(out, id);
+  out.push_back(' ');
+  out.append(key);
+  out.push_back(' ');
+  append_number(out, stream_seq);
+  out.push_back(' ');
+  append_number(out, deliveries);
+  out.push_back(' ');
+  append_number(out, headers.size());
+  out.push_back(' ');
+  append_number(out, headers.size() + payload.size());
+  out.append("\r\n");
+  out.append(headers);
+  out.append(payload);
+  out.append("\r\n");
+}
+
+void append_err(std::string& out, std::string_view reason) {
+  out.append("ERR ");
+  append_one_line(out, reason);
+  out.append("\r\n");
+}
+
+void append_ping(std::string& out) { out.append("PING\r\n"); }
+void append_pong(std::string& out) { out.append("PONG\r\n"); }
+
+void append_hello(std::string& out, std::string_view handler) {
+  out.append("HELLO ");
+  out.append(handler);
+  out.push_back(' ');
+  append_number(out, kVersion);
+  out.append("\r\n");
+}
+
+void append_ack(std::string& out, std::uint64_t id) {
+  append_verb_id(out, "ACK", id);
+  out.append("\r\n");
+}
+
+void append_nak(std::string& out, std::uint64_t id, std::optional<std::uint64_t> delay_ms) {
+  append_verb_id(out, "NAK", id);
+  if (delay_ms) {
+    out.push_back(' ');
+    append_number(out, *delay_ms);
+  }
+  out.append("\r\n");
+}
+
+void append_term(std::string& out, std::uint64_t id, std::string_view reason) {
+  append_verb_id(out, "TERM", id);
+  if (!reason.empty()) {
+    out.push_back(' ');
+    append_one_line(out, reason);
+  }
+  out.append("\r\n");
+}
+
+void append_wip(std::string& out, std::uint64_t id) {
+  append_verb_id(out, "WIP", id);
+  out.append("\r\n");
+}
+
+}  // namespace jetfan::proto

@@ -1,0 +1,50 @@
+#include "protocol.hpp"
+
+#include <charconv>
+
+namespace jetfan::proto {
+
+const char* to_string(Verb verb) {
+  switch (verb) {
+    case Verb::kHello: return "HELLO";
+    case Verb::kAck: return "ACK";
+    case Verb::kNak: return "NAK";
+    case Verb::kTerm: return "TERM";
+    case Verb::kWip: return "WIP";
+    case Verb::kPing: return "PING";
+    case Verb::kPong: return "PONG";
+  }
+  return "?";
+}
+
+std::vector<std::string_view> split_words(std::string_view line) {
+  std::vector<std::string_view> words;
+  std::size_t at = 0;
+  while (at < line.size()) {
+    while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) ++at;
+    const std::size_t start = at;
+    while (at < line.size() && line[at] != ' ' && line[at] != '\t') ++at;
+    if (at > start) words.push_back(line.substr(start, at - start));
+  }
+  return words;
+}
+
+std::optional<std::uint64_t> parse_number(std::string_view word) {
+  if (word.empty() || word.size() > 20) return std::nullopt;
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
+  if (ec != std::errc() || end != word.data() + word.size()) return std::nullopt;
+  return value;
+}
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const char x = (a[i] >= 'a' && a[i] <= 'z') ? static_cast<char>(a[i] - 32) : a[i];
+    const char y = (b[i] >= 'a' && b[i] <= 'z') ? static_cast<char>(b[i] - 32) : b[i];
+    if (x != y) return false;
+  }
+  return true;
+}
+
+}  // namespace jetfan::proto

@@ -1,0 +1,61 @@
+#pragma once
+// The handler protocol, version 1 (PROTOCOL.md): its limits and the frames each side sends.
+// Plain values; no I/O.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jetfan::proto {
+
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::size_t kMaxCommandLine = 1024;       // handler -> jetfan, with the line end
+inline constexpr std::size_t kMaxDeliveryLine = 4096;      // jetfan -> handler, with the line end
+inline constexpr std::size_t kMaxBody = 64 * 1024 * 1024;  // headers + payload of one MSG
+
+// What a handler sends to jetfan.
+enum class Verb { kHello, kAck, kNak, kTerm, kWip, kPing, kPong };
+const char* to_string(Verb verb);
+
+struct Command {
+  Verb verb = Verb::kPing;
+  std::string handler;                  // HELLO
+  std::uint32_t version = 0;            // HELLO
+  std::uint64_t id = 0;                 // ACK, NAK, TERM, WIP
+  std::optional<std::uint64_t> delay_ms;  // NAK
+  std::string reason;                   // TERM
+};
+
+// What jetfan sends to a handler.
+struct Ready {
+  std::uint32_t version = 0;
+  std::string handler;
+  std::uint32_t max_unconfirmed = 0;
+  std::vector<std::string> patterns;
+};
+
+struct Delivery {
+  std::uint64_t id = 0;
+  std::string key;
+  std::uint64_t stream_seq = 0;
+  std::uint64_t deliveries = 0;
+  std::string headers;  // a NATS/1.0 header block, or empty
+  std::string payload;
+};
+
+struct Frame {
+  enum class Kind { kReady, kMsg, kErr, kPing, kPong };
+  Kind kind = Kind::kPing;
+  Ready ready;        // kReady
+  Delivery delivery;  // kMsg
+  std::string error;  // kErr
+};
+
+// Helpers shared by the parsers.
+std::vector<std::string_view> split_words(std::string_view line);
+std::optional<std::uint64_t> parse_number(std::string_view word);
+bool equals_ignoring_case(std::string_view a, std::string_view b);
+
+}  // namespace jetfan::proto
