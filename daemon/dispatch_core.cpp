@@ -1,0 +1,363 @@
+#include "dispatch_core.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+
+namespace jetfan {
+
+DispatchCore::DispatchCore(CoreSettings settings) : settings_(std::move(settings)) {
+  assert(settings_.handlers.size() <= kMaxHandlers);
+  for (const auto& limits : settings_.handlers) handlers_.push_back(Handler{limits, {}, {}});
+}
+
+void DispatchCore::emit(Effect::Kind kind, MessageHandle handle, Duration delay) {
+  effects_.push_back(Effect{kind, handle, 0, 0, delay});
+}
+
+std::size_t DispatchCore::in_flight() const {
+  std::size_t total = 0;
+  for (const auto& [id, connection] : connections_) total += connection.flights.size();
+  return total;
+}
+
+bool DispatchCore::is_in_flight(ConnectionId connection, DeliveryId delivery) const {
+  auto found = connections_.find(connection);
+  return found != connections_.end() && found->second.flights.count(delivery) != 0;
+}
+
+Duration DispatchCore::backoff(std::uint64_t deliveries) const {
+  Duration delay = settings_.nak_delay;
+  for (std::uint64_t i = 1; i < deliveries && delay < settings_.nak_delay_max; ++i) delay *= 2;
+  return std::min(delay, settings_.nak_delay_max);
+}
+
+void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
+  ++counters_.arrived;
+  if (!next_keepalive_) next_keepalive_ = now + settings_.keepalive;
+  const std::uint64_t seq = arrival.stream_seq;
+
+  // The server delivered again a message still held (its AckWait ran out before our +WPI arrived,
+  // or it restarted). Keep the state we have and answer on the newest copy.
+  if (auto held = messages_.find(seq); held != messages_.end()) {
+    ++counters_.already_held;
+    emit(Effect::Kind::kRelease, held->second.handle);
+    held->second.handle = arrival.message;
+    held->second.deliveries = arrival.deliveries;
+    held->second.touched = now;
+    return;
+  }
+  if (auto waiting = settled_unacked_.find(seq); waiting != settled_unacked_.end()) {
+    ++counters_.already_held;
+    emit(Effect::Kind::kRelease, waiting->second.handle);
+    waiting->second = SettledUnacked{arrival.message, now};
+    return;
+  }
+
+  if (draining_) {
+    // Shutting down: hand it straight back for prompt redelivery to the next reader.
+    if (to_server()) emit(Effect::Kind::kNak, arrival.message);
+    ++counters_.naked;
+    emit(Effect::Kind::kRelease, arrival.message);
+    return;
+  }
+
+  Message message;
+  message.handle = arrival.message;
+  message.deliveries = std::max<std::uint64_t>(arrival.deliveries, 1);
+  message.recipients = arrival.recipients;
+  message.touched = now;
+  if (auto known = memory_.find(seq); known != memory_.end()) {
+    message.settled = known->second.settled & arrival.recipients;
+    message.termed = known->second.termed & arrival.recipients;
+  }
+  if (arrival.recipients == 0) ++counters_.no_recipient;
+  message.queued = arrival.recipients & ~message.settled;
+  if (settings_.ack_policy == AckPolicy::kAll) unsettled_.insert(seq);
+  messages_.emplace(seq, message);
+  if (message.queued == 0) {
+    maybe_finish(seq);
+    return;
+  }
+  for (std::size_t h = 0; h < handlers_.size(); ++h) {
+    if (message.queued & (HandlerMask{1} << h)) {
+      handlers_[h].queue.push_back(seq);
+      dispatch(h, now);
+    }
+  }
+}
+
+void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
+  if (draining_) return;
+  Handler& handler = handlers_[handler_index];
+  const HandlerMask bit = HandlerMask{1} << handler_index;
+  while (!handler.queue.empty()) {
+    Connection* least = nullptr;
+    ConnectionId least_id = 0;
+    for (const ConnectionId id : handler.connections) {
+      Connection& candidate = connections_.at(id);
+      if (candidate.flights.size() >= handler.limits.max_inflight) continue;
+      if (!least || candidate.flights.size() < least->flights.size()) {
+        least = &candidate;
+        least_id = id;
+      }
+    }
+    if (!least) return;
+    const std::uint64_t seq = handler.queue.front();
+    handler.queue.pop_front();
+    auto found = messages_.find(seq);
+    if (found == messages_.end() || !(found->second.queued & bit)) continue;  // stale entry
+    Message& message = found->second;
+    message.queued &= ~bit;
+    message.in_flight |= bit;
+    const DeliveryId delivery = next_delivery_++;
+    const TimePoint deadline = now + handler.limits.ack_timeout;
+    least->flights.emplace(delivery, Flight{seq, deadline});
+    deadlines_.push(Deadline{deadline, least_id, delivery});
+    ++counters_.deliveries;
+    effects_.push_back(Effect{Effect::Kind::kDeliver, message.handle, least_id, delivery, Duration(0)});
+  }
+}
+
+void DispatchCore::connect(ConnectionId connection, std::size_t handler, TimePoint now) {
+  assert(handler < handlers_.size());
+  connections_.emplace(connection, Connection{handler, {}});
+  handlers_[handler].connections.push_back(connection);
+  dispatch(handler, now);
+}
+
+void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
+  auto found = connections_.find(connection_id);
+  if (found == connections_.end()) return;
+  const std::size_t handler = found->second.handler;
+  auto& list = handlers_[handler].connections;
+  list.erase(std::remove(list.begin(), list.end(), connection_id), list.end());
+  const auto flights = std::move(found->second.flights);
+  connections_.erase(found);
+  for (const auto& [delivery, flight] : flights) {
+    auto message = messages_.find(flight.stream_seq);
+    if (message == messages_.end()) continue;
+    ++counters_.failed_disconnect;
+    message->second.in_flight &= ~(HandlerMask{1} << handler);
+    fail(message->second, handler, std::nullopt);
+    maybe_finish(flight.stream_seq);
+  }
+  (void)now;
+}
+
+void DispatchCore::fail(Message& message, std::size_t handler, std::optional<Duration> delay) {
+  message.failed |= HandlerMask{1} << handler;
+  message.nak_delay = std::max(message.nak_delay, delay ? *delay : backoff(message.deliveries));
+}
+
+bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Outcome outcome,
+                            std::optional<Duration> delay, TimePoint now) {
+  auto connection = connections_.find(connection_id);
+  if (connection == connections_.end()) return false;
+  auto flight = connection->second.flights.find(delivery);
+  if (flight == connection->second.flights.end()) {
+    ++counters_.unknown_confirmations;
+    return false;
+  }
+  const std::uint64_t seq = flight->second.stream_seq;
+  const std::size_t handler = connection->second.handler;
+  connection->second.flights.erase(flight);
+  Message& message = messages_.at(seq);
+  const HandlerMask bit = HandlerMask{1} << handler;
+  message.in_flight &= ~bit;
+  switch (outcome) {
+    case Outcome::kAck: message.settled |= bit; break;
+    case Outcome::kTerm:
+      message.settled |= bit;
+      message.termed |= bit;
+      break;
+    case Outcome::kFail: fail(message, handler, delay); break;
+  }
+  maybe_finish(seq);
+  dispatch(handler, now);
+  return true;
+}
+
+bool DispatchCore::ack(ConnectionId connection, DeliveryId delivery, TimePoint now) {
+  return complete(connection, delivery, Outcome::kAck, std::nullopt, now);
+}
+
+bool DispatchCore::nak(ConnectionId connection, DeliveryId delivery, std::optional<Duration> delay,
+                       TimePoint now) {
+  const bool known = complete(connection, delivery, Outcome::kFail, delay, now);
+  if (known) ++counters_.failed_nak;
+  return known;
+}
+
+bool DispatchCore::term(ConnectionId connection, DeliveryId delivery, TimePoint now) {
+  return complete(connection, delivery, Outcome::kTerm, std::nullopt, now);
+}
+
+bool DispatchCore::wip(ConnectionId connection_id, DeliveryId delivery, TimePoint now) {
+  auto connection = connections_.find(connection_id);
+  if (connection == connections_.end()) return false;
+  auto flight = connection->second.flights.find(delivery);
+  if (flight == connection->second.flights.end()) {
+    ++counters_.unknown_confirmations;
+    return false;
+  }
+  const auto timeout = handlers_[connection->second.handler].limits.ack_timeout;
+  flight->second.deadline = now + timeout;
+  deadlines_.push(Deadline{flight->second.deadline, connection_id, delivery});
+  return true;
+}
+
+void DispatchCore::maybe_finish(std::uint64_t seq) {
+  auto found = messages_.find(seq);
+  Message& message = found->second;
+  if (message.in_flight != 0) return;
+  if (message.queued != 0 && !draining_) return;
+
+  const HandlerMask owed = message.failed | message.queued;
+  const MessageHandle handle = message.handle;
+  if (owed != 0) {
+    const Duration delay = draining_ ? Duration(0) : message.nak_delay;
+    if (to_server()) emit(Effect::Kind::kNak, handle, delay);
+    ++counters_.naked;
+    remember(seq, message);
+    const bool last_delivery =
+        settings_.max_deliver > 0 && message.deliveries >= static_cast<std::uint64_t>(settings_.max_deliver);
+    messages_.erase(found);
+    emit(Effect::Kind::kRelease, handle);
+    if (settings_.ack_policy == AckPolicy::kAll && last_delivery) {
+      // The server will not deliver it again, so it must not hold back the ack floor.
+      unsettled_.erase(seq);
+      advance_ack_floor();
+    }
+    return;
+  }
+  const bool terminate = message.termed != 0;
+  const TimePoint touched = message.touched;
+  messages_.erase(found);
+  forget(seq);
+  settle_at_server(seq, handle, terminate, touched);
+}
+
+void DispatchCore::settle_at_server(std::uint64_t seq, MessageHandle handle, bool terminate, TimePoint touched) {
+  if (terminate) {
+    ++counters_.termed;
+  } else {
+    ++counters_.acked;
+  }
+  if (settings_.ack_policy != AckPolicy::kAll) {
+    if (to_server()) emit(terminate ? Effect::Kind::kTerm : Effect::Kind::kAck, handle);
+    emit(Effect::Kind::kRelease, handle);
+    return;
+  }
+  unsettled_.erase(seq);
+  if (terminate) {
+    emit(Effect::Kind::kTerm, handle);
+    emit(Effect::Kind::kRelease, handle);
+  } else {
+    settled_unacked_.emplace(seq, SettledUnacked{handle, touched});
+  }
+  advance_ack_floor();
+}
+
+void DispatchCore::advance_ack_floor() {
+  const std::uint64_t floor =
+      unsettled_.empty() ? std::numeric_limits<std::uint64_t>::max() : *unsettled_.begin();
+  auto end = settled_unacked_.lower_bound(floor);
+  if (end == settled_unacked_.begin()) return;
+  // One ack of the highest settled sequence below the floor settles all of them at the server.
+  emit(Effect::Kind::kAck, std::prev(end)->second.handle);
+  for (auto it = settled_unacked_.begin(); it != end; ++it) emit(Effect::Kind::kRelease, it->second.handle);
+  settled_unacked_.erase(settled_unacked_.begin(), end);
+}
+
+void DispatchCore::remember(std::uint64_t seq, const Message& message) {
+  if (settings_.remember == 0 || message.settled == 0) {
+    memory_.erase(seq);
+    return;
+  }
+  const std::uint64_t stamp = ++memory_stamp_;
+  memory_[seq] = Memory{message.settled, message.termed, stamp};
+  memory_order_.emplace_back(seq, stamp);
+  while (memory_.size() > settings_.remember && !memory_order_.empty()) {
+    const auto [oldest, oldest_stamp] = memory_order_.front();
+    memory_order_.pop_front();
+    auto entry = memory_.find(oldest);
+    if (entry != memory_.end() && entry->second.stamp == oldest_stamp) memory_.erase(entry);
+  }
+  // Entries for sequences forgotten later linger in memory_order_; compact now and then.
+  if (memory_order_.size() > 2 * settings_.remember + 1024) {
+    std::erase_if(memory_order_, [this](const auto& entry) {
+      auto found = memory_.find(entry.first);
+      return found == memory_.end() || found->second.stamp != entry.second;
+    });
+  }
+}
+
+void DispatchCore::forget(std::uint64_t seq) { memory_.erase(seq); }
+
+void DispatchCore::tick(TimePoint now) {
+  while (!deadlines_.empty() && deadlines_.top().at <= now) {
+    const Deadline due = deadlines_.top();
+    deadlines_.pop();
+    auto connection = connections_.find(due.connection);
+    if (connection == connections_.end()) continue;
+    auto flight = connection->second.flights.find(due.delivery);
+    if (flight == connection->second.flights.end() || flight->second.deadline != due.at) continue;
+    ++counters_.failed_timeout;
+    complete(due.connection, due.delivery, Outcome::kFail, std::nullopt, now);
+  }
+  if (next_keepalive_ && *next_keepalive_ <= now) {
+    next_keepalive_ = now + settings_.keepalive;
+    if (to_server()) {
+      const TimePoint stale = now - settings_.keepalive;
+      for (auto& [seq, message] : messages_) {
+        if (message.touched <= stale) {
+          emit(Effect::Kind::kWip, message.handle);
+          message.touched = now;
+        }
+      }
+      for (auto& [seq, waiting] : settled_unacked_) {
+        if (waiting.touched <= stale) {
+          emit(Effect::Kind::kWip, waiting.handle);
+          waiting.touched = now;
+        }
+      }
+    }
+  }
+}
+
+std::optional<TimePoint> DispatchCore::next_wakeup() const {
+  std::optional<TimePoint> wake;
+  if (!deadlines_.empty()) wake = deadlines_.top().at;
+  if (next_keepalive_ && held() > 0 && (!wake || *next_keepalive_ < *wake)) wake = next_keepalive_;
+  return wake;
+}
+
+void DispatchCore::begin_drain(TimePoint now) {
+  draining_ = true;
+  std::vector<std::uint64_t> idle;
+  for (const auto& [seq, message] : messages_) {
+    if (message.in_flight == 0) idle.push_back(seq);
+  }
+  for (const std::uint64_t seq : idle) maybe_finish(seq);
+  (void)now;
+}
+
+void DispatchCore::abandon_all(TimePoint now) {
+  draining_ = true;
+  for (auto& [id, connection] : connections_) {
+    for (const auto& [delivery, flight] : connection.flights) {
+      auto message = messages_.find(flight.stream_seq);
+      if (message == messages_.end()) continue;
+      message->second.in_flight &= ~(HandlerMask{1} << connection.handler);
+      message->second.failed |= HandlerMask{1} << connection.handler;
+    }
+    connection.flights.clear();
+  }
+  std::vector<std::uint64_t> left;
+  for (const auto& [seq, message] : messages_) left.push_back(seq);
+  for (const std::uint64_t seq : left) maybe_finish(seq);
+  (void)now;
+}
+
+}  // namespace jetfan
