@@ -128,7 +128,7 @@ class ConfigReader {
   void read_nats(const YAML::Node& node, NatsSettings& nats) {
     if (!node) return;
     if (!check_map(node, "nats",
-                   {"servers", "name", "creds", "nkey_seed", "token", "user", "password", "tls",
+                   {"servers", "name", "creds", "nkey_seed", "nkey", "token", "user", "password", "tls",
                     "connect_timeout", "reconnect_wait", "retry_max"})) {
       return;
     }
@@ -139,6 +139,7 @@ class ConfigReader {
     read_string(node, "nats", "name", nats.name);
     read_string(node, "nats", "creds", nats.creds);
     read_string(node, "nats", "nkey_seed", nats.nkey_seed);
+    read_string(node, "nats", "nkey", nats.nkey);
     read_string(node, "nats", "token", nats.token);
     read_string(node, "nats", "user", nats.user);
     read_string(node, "nats", "password", nats.password);
@@ -148,6 +149,7 @@ class ConfigReader {
     const int ways = !nats.creds.empty() + !nats.nkey_seed.empty() + !nats.token.empty() +
                      !nats.user.empty();
     if (ways > 1) error(node, "nats", "give only one of creds, nkey_seed, token or user+password");
+    if (nats.nkey.empty() != nats.nkey_seed.empty()) error(node, "nats.nkey", "nkey (the public key) and nkey_seed (its seed file) go together");
     if (!nats.user.empty() && nats.password.empty()) error(node, "nats.password", "is required with nats.user");
     if (nats.user.empty() && !nats.password.empty()) error(node["password"], "nats.user", "is required with nats.password");
     if (const auto tls = node["tls"]) {

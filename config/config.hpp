@@ -27,6 +27,7 @@ struct NatsSettings {
   // At most one way to authenticate.
   std::string creds;      // file with JWT and NKey seed
   std::string nkey_seed;  // file with an NKey seed
+  std::string nkey;       // the public key of that seed (cnats signs with the seed, names the key)
   std::string token;
   std::string user, password;
   std::optional<TlsSettings> tls;

@@ -1,0 +1,142 @@
+#include "cli.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "daemon.hpp"
+#include "jetfan/version.hpp"
+#include "startup_error.hpp"
+
+namespace jetfan {
+namespace {
+
+const char* kUsage = R"(usage: jetfan <command> [options]
+
+jetfan is the one reader of a module's durable JetStream consumer. It dispatches each message over a
+Unix socket to every handler whose patterns match the message's key, and acknowledges it to JetStream
+only when every one of them has confirmed it.
+
+commands:
+  serve --config FILE [--log-level LEVEL]   run the daemon
+  check --config FILE                       check a config file; print every error; exit 0 if good
+  version, --version                        print the version
+  help, --help                              print this help
+
+exit status: 0 ok, 64 bad command line, 69 a resource is unavailable (socket in use),
+             77 the NATS server refused the credentials, 78 bad config or missing consumer.
+The handler protocol is described in proto/PROTOCOL.md.
+)";
+
+struct Arguments {
+  std::string command;
+  std::string config;
+  std::string log_level;
+  std::string error;
+};
+
+Arguments parse_arguments(int argc, char** argv) {
+  Arguments args;
+  std::vector<std::string> words(argv + 1, argv + argc);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= words.size()) {
+        args.error = word + " needs a value";
+      } else {
+        out = words[++i];
+      }
+    };
+    if (word == "--config" || word == "-c") {
+      value(args.config);
+    } else if (word.rfind("--config=", 0) == 0) {
+      args.config = word.substr(9);
+    } else if (word == "--log-level") {
+      value(args.log_level);
+    } else if (word == "--version" || word == "--help" || word == "-h") {
+      args.command = word == "--version" ? "version" : "help";
+    } else if (args.command.empty() && !word.empty() && word[0] != '-') {
+      args.command = word;
+    } else {
+      args.error = "unexpected argument \"" + word + "\"";
+    }
+  }
+  return args;
+}
+
+int usage_error(const std::string& why) {
+  std::fprintf(stderr, "jetfan: %s\n\n%s", why.c_str(), kUsage);
+  return kExitUsage;
+}
+
+// Loads the config, printing every error. nullopt: it is not usable.
+std::optional<Config> load(const std::string& path) {
+  auto result = load_config_file(path);
+  for (const auto& error : result.errors) std::fprintf(stderr, "%s\n", error.c_str());
+  if (!result.errors.empty()) {
+    std::fprintf(stderr, "jetfan: %zu error(s) in %s\n", result.errors.size(), path.c_str());
+  }
+  return std::move(result.config);
+}
+
+int serve(const Arguments& args) {
+  auto config = load(args.config);
+  if (!config) return kExitConfig;
+  const std::string level = args.log_level.empty() ? config->log_level : args.log_level;
+  spdlog::set_level(spdlog::level::from_str(level));
+  spdlog::info("jetfan {} starting with {}", kVersion, config->file);
+  try {
+    Daemon daemon(std::move(*config));
+    return daemon.run();
+  } catch (const StartupError& e) {
+    spdlog::critical("{}", e.what());
+    return e.exit_code();
+  }
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  try {
+    auto logger = spdlog::stderr_color_mt("jetfan");
+    spdlog::set_default_logger(logger);
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    const Arguments args = parse_arguments(argc, argv);
+    if (!args.error.empty()) return usage_error(args.error);
+    if (args.command == "version") {
+      std::printf("jetfan %s\n", kVersion);
+      return kExitOk;
+    }
+    if (args.command == "help") {
+      std::printf("%s", kUsage);
+      return kExitOk;
+    }
+    if (args.command != "serve" && args.command != "check") {
+      return usage_error(args.command.empty() ? "no command given" : "unknown command \"" + args.command + "\"");
+    }
+    if (args.config.empty()) return usage_error(args.command + " needs --config FILE");
+    if (!args.log_level.empty() && spdlog::level::from_str(args.log_level) == spdlog::level::off &&
+        args.log_level != "off") {
+      return usage_error("--log-level must be trace, debug, info, warn or error");
+    }
+    if (args.command == "check") {
+      const auto config = load(args.config);
+      if (!config) return kExitConfig;
+      std::printf("%s: OK: consumer \"%s\" of stream \"%s\", %zu handler(s), socket %s\n", config->file.c_str(),
+                  config->consumer.durable.c_str(), config->consumer.stream.c_str(), config->handlers.size(),
+                  config->socket.path.c_str());
+      return kExitOk;
+    }
+    return serve(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jetfan: internal error: %s\n", e.what());
+    return kExitSoftware;
+  }
+}
+
+}  // namespace jetfan

@@ -1,0 +1,51 @@
+#include "jetstream_subject.hpp"
+
+#include <charconv>
+#include <vector>
+
+namespace jetfan {
+namespace {
+
+std::optional<std::uint64_t> number(std::string_view token) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (ec != std::errc() || end != token.data() + token.size() || token.empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::optional<std::string_view> key_of(std::string_view subject, std::string_view prefix) {
+  if (subject.size() <= prefix.size() || subject.substr(0, prefix.size()) != prefix) return std::nullopt;
+  return subject.substr(prefix.size());
+}
+
+std::optional<AckSubject> parse_ack_subject(std::string_view reply) {
+  std::vector<std::string_view> tokens;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t dot = reply.find('.', start);
+    tokens.push_back(reply.substr(start, dot == std::string_view::npos ? reply.npos : dot - start));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  if (tokens.size() < 9 || tokens[0] != "$JS" || tokens[1] != "ACK") return std::nullopt;
+  // The older form has exactly nine tokens; the newer adds domain and account hash after ACK.
+  const std::size_t first = tokens.size() == 9 ? 4 : 6;
+  if (tokens.size() != 9 && tokens.size() < 11) return std::nullopt;
+  const auto deliveries = number(tokens[first]);
+  const auto stream_seq = number(tokens[first + 1]);
+  const auto consumer_seq = number(tokens[first + 2]);
+  if (!deliveries || !stream_seq || !consumer_seq) return std::nullopt;
+  return AckSubject{*deliveries, *stream_seq, *consumer_seq};
+}
+
+std::string pull_subject(std::string_view stream, std::string_view durable) {
+  std::string subject = "$JS.API.CONSUMER.MSG.NEXT.";
+  subject.append(stream);
+  subject.push_back('.');
+  subject.append(durable);
+  return subject;
+}
+
+}  // namespace jetfan

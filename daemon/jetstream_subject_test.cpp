@@ -1,0 +1,39 @@
+#include <catch2/catch.hpp>
+
+#include "jetstream_subject.hpp"
+
+using namespace jetfan;
+
+TEST_CASE("a key is the subject less the prefix") {
+  CHECK(key_of("events.mesh-build-machine.built", "events.") == "mesh-build-machine.built");
+  CHECK(key_of("a.b", "") == "a.b");
+  CHECK_FALSE(key_of("other.mesh.built", "events."));
+  CHECK_FALSE(key_of("events.", "events."));
+  CHECK_FALSE(key_of("events", "events."));
+  CHECK_FALSE(key_of("", ""));
+}
+
+TEST_CASE("ack subjects of both forms are read") {
+  const auto old_form = parse_ack_subject("$JS.ACK.EVENTS.node1_builder.3.42.17.1700000000000000000.5");
+  REQUIRE(old_form);
+  CHECK(old_form->deliveries == 3);
+  CHECK(old_form->stream_seq == 42);
+  CHECK(old_form->consumer_seq == 17);
+  const auto new_form = parse_ack_subject("$JS.ACK.hub.ACCHASH.EVENTS.node1_builder.1.9.8.1700000000000000000.0.tok");
+  REQUIRE(new_form);
+  CHECK(new_form->deliveries == 1);
+  CHECK(new_form->stream_seq == 9);
+  CHECK(new_form->consumer_seq == 8);
+}
+
+TEST_CASE("anything else is not an ack subject") {
+  for (const char* bad : {"", "_INBOX.abc", "$JS.ACK.EVENTS.d.x.42.17.1.5", "$JS.ACK.EVENTS.d.3.42.17.1",
+                          "$JS.NAK.EVENTS.d.3.42.17.1.5", "$JS.ACK.a.b.EVENTS.d.3.42.17.1"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_ack_subject(bad));
+  }
+}
+
+TEST_CASE("the pull subject names stream and durable") {
+  CHECK(pull_subject("EVENTS", "node1_builder") == "$JS.API.CONSUMER.MSG.NEXT.EVENTS.node1_builder");
+}

@@ -1,0 +1,97 @@
+#include "mesh_controller.hpp"
+
+#include <stdexcept>
+
+namespace jetfan::example {
+namespace {
+
+void check(natsStatus status, const std::string& what) {
+  if (status == NATS_OK) return;
+  natsStatus ignored;
+  const char* detail = nats_GetLastError(&ignored);
+  throw std::runtime_error(what + ": " + natsStatus_GetText(status) + (detail ? std::string(" ") + detail : ""));
+}
+
+}  // namespace
+
+MeshController::MeshController(const std::string& url, const std::string& token) {
+  natsOptions* raw_options = nullptr;
+  check(natsOptions_Create(&raw_options), "options");
+  NatsOptionsPtr options(raw_options);
+  natsOptions_SetURL(raw_options, url.c_str());
+  if (!token.empty()) natsOptions_SetToken(raw_options, token.c_str());
+  natsOptions_SetTimeout(raw_options, 2000);
+  natsConnection* connection = nullptr;
+  check(natsConnection_Connect(&connection, raw_options), "connect to " + url);
+  connection_.reset(connection);
+  jsCtx* js = nullptr;
+  check(natsConnection_JetStream(&js, connection, nullptr), "jetstream");
+  js_.reset(js);
+}
+
+void MeshController::create_stream(const std::string& stream, const std::vector<std::string>& subjects) {
+  jsStreamConfig config;
+  jsStreamConfig_Init(&config);
+  config.Name = stream.c_str();
+  std::vector<const char*> names;
+  for (const auto& s : subjects) names.push_back(s.c_str());
+  config.Subjects = names.data();
+  config.SubjectsLen = static_cast<int>(names.size());
+  config.Storage = js_FileStorage;
+  jsStreamInfo* info = nullptr;
+  jsErrCode code;
+  const natsStatus status = js_AddStream(&info, js_.get(), &config, nullptr, &code);
+  std::unique_ptr<jsStreamInfo, NatsDeleter<jsStreamInfo, jsStreamInfo_Destroy>> owned(info);
+  check(status, "create stream " + stream);
+}
+
+void MeshController::create_consumer(const std::string& stream, const ConsumerSpec& spec) {
+  jsConsumerConfig config;
+  jsConsumerConfig_Init(&config);
+  config.Durable = spec.durable.c_str();
+  if (!spec.filter.empty()) config.FilterSubject = spec.filter.c_str();
+  config.AckPolicy = spec.ack_policy == "none" ? js_AckNone : spec.ack_policy == "all" ? js_AckAll : js_AckExplicit;
+  config.AckWait = std::chrono::duration_cast<std::chrono::nanoseconds>(spec.ack_wait).count();
+  config.MaxDeliver = spec.max_deliver;
+  config.MaxAckPending = spec.max_ack_pending;
+  jsConsumerInfo* info = nullptr;
+  jsErrCode code;
+  const natsStatus status = js_AddConsumer(&info, js_.get(), stream.c_str(), &config, nullptr, &code);
+  JsConsumerInfoPtr owned(info);
+  check(status, "create consumer " + spec.durable);
+}
+
+std::uint64_t MeshController::publish(const std::string& subject, const std::string& payload,
+                                      const std::vector<std::pair<std::string, std::string>>& headers) {
+  natsMsg* raw = nullptr;
+  check(natsMsg_Create(&raw, subject.c_str(), nullptr, payload.data(), static_cast<int>(payload.size())), "message");
+  NatsMsgPtr message(raw);
+  for (const auto& [key, value] : headers) natsMsgHeader_Add(raw, key.c_str(), value.c_str());
+  jsPubAck* ack = nullptr;
+  jsErrCode code;
+  const natsStatus status = js_PublishMsg(&ack, js_.get(), raw, nullptr, &code);
+  std::unique_ptr<jsPubAck, NatsDeleter<jsPubAck, jsPubAck_Destroy>> owned(ack);
+  check(status, "publish to " + subject);
+  return ack->Sequence;
+}
+
+ConsumerState MeshController::state(const std::string& stream, const std::string& durable) {
+  jsConsumerInfo* info = nullptr;
+  jsErrCode code;
+  const natsStatus status = js_GetConsumerInfo(&info, js_.get(), stream.c_str(), durable.c_str(), nullptr, &code);
+  JsConsumerInfoPtr owned(info);
+  check(status, "consumer info " + durable);
+  return ConsumerState{info->NumPending, info->NumAckPending, info->NumRedelivered, info->Delivered.Stream,
+                       info->AckFloor.Stream};
+}
+
+std::vector<std::string> MeshController::consumers(const std::string& stream) {
+  jsConsumerNamesList* list = nullptr;
+  jsErrCode code;
+  const natsStatus status = js_ConsumerNames(&list, js_.get(), stream.c_str(), nullptr, &code);
+  std::unique_ptr<jsConsumerNamesList, NatsDeleter<jsConsumerNamesList, jsConsumerNamesList_Destroy>> owned(list);
+  check(status, "consumer names");
+  return std::vector<std::string>(list->List, list->List + list->Count);
+}
+
+}  // namespace jetfan::example

@@ -1,0 +1,55 @@
+#pragma once
+// MeshController: a stand-in for the module controller of an event mesh. It does what jetfan
+// never does: creates the stream and the module's durable pull consumer. It also publishes events
+// and reads the consumer's state. The demo and the integration tests use it; it is not part of
+// the daemon.
+//
+// Blocking; one thread at a time. Errors throw std::runtime_error.
+
+#include "nats_handles.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace jetfan::example {
+
+struct ConsumerSpec {
+  std::string durable;
+  std::string filter;  // empty: the whole stream
+  std::string ack_policy = "explicit";
+  std::chrono::milliseconds ack_wait{30000};
+  std::int64_t max_deliver = -1;
+  std::int64_t max_ack_pending = 1000;
+};
+
+struct ConsumerState {
+  std::uint64_t num_pending = 0;      // in the stream, not yet delivered
+  std::int64_t num_ack_pending = 0;   // delivered, not yet acked
+  std::int64_t num_redelivered = 0;
+  std::uint64_t delivered_stream_seq = 0;
+  std::uint64_t ack_floor_stream_seq = 0;
+};
+
+class MeshController {
+ public:
+  // Connects to `url`; `token` is used if not empty.
+  explicit MeshController(const std::string& url, const std::string& token = "");
+
+  void create_stream(const std::string& stream, const std::vector<std::string>& subjects);
+  void create_consumer(const std::string& stream, const ConsumerSpec& spec);
+  // Publishes to JetStream and waits for the stream's ack. Returns the stream sequence.
+  std::uint64_t publish(const std::string& subject, const std::string& payload,
+                        const std::vector<std::pair<std::string, std::string>>& headers = {});
+  ConsumerState state(const std::string& stream, const std::string& durable);
+  // The names of the stream's consumers, to show none was added.
+  std::vector<std::string> consumers(const std::string& stream);
+
+ private:
+  NatsConnectionPtr connection_;
+  JsCtxPtr js_;
+};
+
+}  // namespace jetfan::example
