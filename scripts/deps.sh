@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what building, testing and the demo need, from Debian 12 packages, if it is missing.
+set -euo pipefail
+packages=(g++ cmake ninja-build pkg-config libnats-dev libboost-dev libspdlog-dev libyaml-cpp-dev
+          catch2 libsystemd-dev nats-server)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "scripts/deps.sh: these packages are missing and installing them needs root: ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
