@@ -167,6 +167,7 @@ void Daemon::settle() {
 
 void Daemon::apply_effects() {
   auto& effects = core_->effects();
+  std::size_t kept_alive = 0;
   for (const Effect& effect : effects) {
     auto stored = stored_.find(effect.message);
     if (stored == stored_.end()) continue;
@@ -184,11 +185,15 @@ void Daemon::apply_effects() {
       case Effect::Kind::kAck: reader_->ack(message); break;
       case Effect::Kind::kNak: reader_->nak(message, effect.delay); break;
       case Effect::Kind::kTerm: reader_->term(message); break;
-      case Effect::Kind::kWip: reader_->wip(message); break;
+      case Effect::Kind::kWip:
+        reader_->wip(message);
+        ++kept_alive;
+        break;
       case Effect::Kind::kRelease: stored_.erase(stored); break;
     }
   }
   effects.clear();
+  if (kept_alive > 0) spdlog::debug("kept {} held message(s) alive at the server (+WPI)", kept_alive);
   for (auto& session : dirty_) session->flush();
   dirty_.clear();
 }

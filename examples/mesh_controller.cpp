@@ -90,8 +90,22 @@ std::vector<std::string> MeshController::consumers(const std::string& stream) {
   jsErrCode code;
   const natsStatus status = js_ConsumerNames(&list, js_.get(), stream.c_str(), nullptr, &code);
   std::unique_ptr<jsConsumerNamesList, NatsDeleter<jsConsumerNamesList, jsConsumerNamesList_Destroy>> owned(list);
+  if (status == NATS_NOT_FOUND) return {};
   check(status, "consumer names");
   return std::vector<std::string>(list->List, list->List + list->Count);
+}
+
+void MeshController::watch(const std::string& subject) {
+  natsSubscription* sub = nullptr;
+  check(natsConnection_SubscribeSync(&sub, connection_.get(), subject.c_str()), "subscribe " + subject);
+  watch_.reset(sub);
+  natsConnection_Flush(connection_.get());
+}
+
+int MeshController::watched() {
+  std::uint64_t count = 0;
+  if (watch_) natsSubscription_QueuedMsgs(watch_.get(), &count);
+  return static_cast<int>(count);
 }
 
 }  // namespace jetfan::example

@@ -46,10 +46,14 @@ class MeshController {
   ConsumerState state(const std::string& stream, const std::string& durable);
   // The names of the stream's consumers, to show none was added.
   std::vector<std::string> consumers(const std::string& stream);
+  // Subscribes to `subject` (plain NATS); watched() counts what has arrived since.
+  void watch(const std::string& subject);
+  int watched();
 
  private:
   NatsConnectionPtr connection_;
   JsCtxPtr js_;
+  NatsSubscriptionPtr watch_;
 };
 
 }  // namespace jetfan::example

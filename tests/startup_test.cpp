@@ -1,0 +1,106 @@
+// Section 6a (one reader: binding, an unreachable server, refused credentials) and the command
+// line's config handling, against the real binary and a real nats-server.
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+
+#include "mesh.hpp"
+
+using namespace jetfan::testing;
+
+namespace {
+const std::string kBuilder = "  - name: builder\n    patterns: [\"a.>\"]\n";
+
+int run_jetfan(const std::vector<std::string>& args, const std::string& dir, std::string& output) {
+  std::vector<std::string> argv = {JETFAN_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Process process(argv, dir + "/cli.out");
+  const auto status = process.wait(20s);
+  output = read_file(dir + "/cli.out");
+  return status.value_or(-1);
+}
+}  // namespace
+
+TEST_CASE("6a: a missing consumer stops jetfan with status 78, naming the stream and the durable") {
+  Mesh mesh({.create_consumer = false});
+  auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder), false);
+  REQUIRE(jetfan.wait(20s) == 78);
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("consumer \"node1_builder\" of stream \"EVENTS\" does not exist"));
+  CHECK(mesh.controller().consumers("EVENTS").empty());  // and it did not create one
+}
+
+TEST_CASE("6a: jetfan binds the existing consumer and never creates another") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilder));
+  mesh.start_handler("builder");
+  mesh.publish("a.b");
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.controller().consumers("EVENTS") == std::vector<std::string>{"node1_builder"});
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("bound consumer \"node1_builder\""));
+}
+
+TEST_CASE("6a: an unreachable server is retried with logged attempts, and served once it is up") {
+  Mesh mesh({.start_server = false});
+  mesh.start_jetfan(mesh.config(kBuilder), false);
+  REQUIRE(mesh.wait_for_log("cannot reach", 20s, 3));
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("(attempt 3)"));
+  mesh.start_server();
+  mesh.controller().create_stream("EVENTS", {"events.>"});
+  jetfan::example::ConsumerSpec spec;
+  spec.durable = "node1_builder";
+  mesh.controller().create_consumer("EVENTS", spec);
+  REQUIRE(mesh.wait_for_log("serving consumer"));
+  mesh.start_handler("builder");
+  mesh.publish("a.b", "hello");
+  REQUIRE(mesh.wait_seen("builder", 1));
+  REQUIRE(mesh.wait_settled());
+}
+
+TEST_CASE("6a: refused credentials stop jetfan at once with status 77 and a clear message") {
+  Mesh mesh({.token = "right-token"});
+  auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder, "", "  token: wrong-token\n"), false);
+  REQUIRE(jetfan.wait(20s) == 77);
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("refused jetfan's credentials"));
+  CHECK(count_lines_containing(mesh.jetfan_log(), "cannot reach") == 0);  // it did not retry
+}
+
+TEST_CASE("6a: the right credentials are accepted") {
+  Mesh mesh({.token = "right-token"});
+  mesh.start_jetfan(mesh.config(kBuilder, "", "  token: right-token\n"));
+  mesh.start_handler("builder");
+  mesh.publish("a.b");
+  REQUIRE(mesh.wait_settled());
+}
+
+TEST_CASE("a bad config exits 78 with one line per error naming file, line and key") {
+  Mesh mesh({.start_server = false});
+  const std::string path = mesh.dir() + "/bad.yaml";
+  std::ofstream(path) << "consumer:\n  stream: EVENTS\n  durable: d\n  colour: red\nsocket:\n  path: /tmp/x\n"
+                         "handlers:\n  - name: b\n    patterns: [\"a..b\"]\n    ack_timeout: 3 seconds\n";
+  std::string output;
+  CHECK(run_jetfan({"serve", "--config", path}, mesh.dir(), output) == 78);
+  CHECK_THAT(output, Catch::Contains(path + ":4: consumer.colour: unknown key"));
+  CHECK_THAT(output, Catch::Contains(path + ":9: handlers[0].patterns[0]: \"a..b\""));
+  CHECK_THAT(output, Catch::Contains(path + ":10: handlers[0].ack_timeout: \"3 seconds\" is not a duration"));
+}
+
+TEST_CASE("jetfan check reports every error, and exits 0 on a good file") {
+  Mesh mesh({.start_server = false});
+  const std::string bad = mesh.dir() + "/bad.yaml";
+  std::ofstream(bad) << "nats:\n  tokn: x\nconsumer:\n  stream: EVENTS\nsocket: {path: /tmp/x, mode: \"8\"}\n"
+                        "handlers: []\n";
+  std::string output;
+  CHECK(run_jetfan({"check", "--config", bad}, mesh.dir(), output) == 78);
+  CHECK(count_lines_containing(output, bad + ":") == 4);  // tokn, durable, mode, handlers
+  const std::string good = mesh.dir() + "/good.yaml";
+  std::ofstream(good) << mesh.config(kBuilder);
+  CHECK(run_jetfan({"check", "--config", good}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::Contains("OK"));
+  CHECK(run_jetfan({"check"}, mesh.dir(), output) == 64);
+  CHECK(run_jetfan({"--version"}, mesh.dir(), output) == 0);
+  CHECK(run_jetfan({"--help"}, mesh.dir(), output) == 0);
+  CHECK(run_jetfan({"check", "--config", mesh.dir() + "/missing.yaml"}, mesh.dir(), output) == 78);
+  CHECK_THAT(output, Catch::Contains("missing.yaml:0: (file): cannot be read"));
+}

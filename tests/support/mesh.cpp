@@ -1,0 +1,159 @@
+#include "mesh.hpp"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "unique_fd.hpp"
+
+namespace jetfan::testing {
+namespace {
+
+int free_port() {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) throw std::runtime_error("bind");
+  socklen_t length = sizeof address;
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length);
+  return ntohs(address.sin_port);
+}
+
+}  // namespace
+
+Mesh::Mesh(MeshOptions options) : options_(std::move(options)) {
+  std::string pattern = std::filesystem::temp_directory_path().string() + "/jetfan-test.XXXXXX";
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp");
+  dir_ = pattern;
+  port_ = free_port();
+  if (!options_.start_server) return;
+  start_server();
+  controller().create_stream("EVENTS", {"events.>", "other.>"});
+  if (options_.create_consumer) {
+    example::ConsumerSpec spec;
+    spec.durable = "node1_builder";
+    spec.ack_policy = options_.ack_policy;
+    spec.ack_wait = options_.ack_wait;
+    spec.max_deliver = options_.max_deliver;
+    spec.max_ack_pending = options_.max_ack_pending;
+    controller().create_consumer("EVENTS", spec);
+  }
+}
+
+Mesh::~Mesh() {
+  handlers_.clear();
+  jetfan_.reset();
+  controller_.reset();
+  server_.reset();
+  std::error_code ignored;
+  if (!std::getenv("JETFAN_KEEP_TEST_DIRS")) std::filesystem::remove_all(dir_, ignored);
+}
+
+std::string Mesh::url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+
+void Mesh::start_server() {
+  std::vector<std::string> argv = {"nats-server", "-js", "-sd", dir_ + "/jetstream", "-a", "127.0.0.1",
+                                   "-p", std::to_string(port_)};
+  if (!options_.token.empty()) {
+    argv.push_back("--auth");
+    argv.push_back(options_.token);
+  }
+  const std::string log = dir_ + "/nats.log";
+  const std::size_t before = count_lines_containing(read_file(log), "Server is ready");
+  server_ = std::make_unique<Process>(argv, log);
+  if (!wait_until([&] { return count_lines_containing(read_file(log), "Server is ready") > before; })) {
+    throw std::runtime_error("nats-server did not start: " + read_file(log));
+  }
+}
+
+void Mesh::stop_server() {
+  controller_.reset();
+  if (!server_) return;
+  server_->signal(SIGTERM);
+  server_->wait(20s);
+  server_.reset();
+}
+
+example::MeshController& Mesh::controller() {
+  if (!controller_) controller_ = std::make_unique<example::MeshController>(url(), options_.token);
+  return *controller_;
+}
+
+std::uint64_t Mesh::publish(const std::string& key, const std::string& payload) {
+  return controller().publish("events." + key, payload);
+}
+
+example::ConsumerState Mesh::state() { return controller().state("EVENTS", "node1_builder"); }
+
+std::string Mesh::config(const std::string& handlers, const std::string& extra, const std::string& nats_extra) const {
+  std::ostringstream text;
+  text << "nats:\n  servers: [\"" << url() << "\"]\n  retry_max: 500ms\n" << nats_extra
+       << "consumer:\n  stream: EVENTS\n  durable: node1_builder\n"
+       << "key:\n  strip_prefix: \"events.\"\n"
+       << "socket:\n  path: " << socket_path() << "\n"
+       << "handlers:\n" << handlers << extra;
+  return text.str();
+}
+
+Process& Mesh::start_jetfan(const std::string& config_text, bool wait_ready) {
+  const std::string path = dir_ + "/jetfan.yaml";
+  std::ofstream(path) << config_text;
+  jetfan_ = std::make_unique<Process>(
+      std::vector<std::string>{JETFAN_BIN, "serve", "--config", path, "--log-level", "debug"}, dir_ + "/jetfan.log");
+  if (wait_ready && !wait_for_log("serving consumer")) {
+    throw std::runtime_error("jetfan did not start serving:\n" + jetfan_log());
+  }
+  return *jetfan_;
+}
+
+bool Mesh::wait_for_log(const std::string& part, std::chrono::milliseconds timeout, std::size_t occurrences) const {
+  return wait_until([&] { return count_lines_containing(jetfan_log(), part) >= occurrences; }, timeout);
+}
+
+Process& Mesh::start_handler(const std::string& name, const std::vector<std::string>& flags) {
+  int instance = 1;
+  for (const auto& [n, i] : handler_names_) instance += n == name;
+  handler_names_.emplace_back(name, instance);
+  const std::string base = dir_ + "/" + name + "-" + std::to_string(instance);
+  std::vector<std::string> argv = {TEST_HANDLER_BIN, socket_path(), name, base + ".seen"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  handlers_.push_back(std::make_unique<Process>(argv, base + ".log"));
+  // Connected once READY came back: the handler writes a marker first thing.
+  if (!wait_until([&] { return read_file(base + ".log").find("ready") != std::string::npos; })) {
+    throw std::runtime_error("handler " + name + " did not connect: " + read_file(base + ".log"));
+  }
+  return *handlers_.back();
+}
+
+std::vector<Seen> Mesh::seen(const std::string& name, int instance) const {
+  std::vector<Seen> out;
+  std::istringstream lines(read_file(dir_ + "/" + name + "-" + std::to_string(instance) + ".seen"));
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    Seen s;
+    words >> s.stream_seq >> s.key >> s.deliveries;
+    std::getline(words >> std::ws, s.payload);
+    out.push_back(s);
+  }
+  return out;
+}
+
+bool Mesh::wait_seen(const std::string& name, std::size_t count, int instance, std::chrono::milliseconds timeout) const {
+  return wait_until([&] { return seen(name, instance).size() >= count; }, timeout);
+}
+
+bool Mesh::wait_settled(std::chrono::milliseconds timeout) {
+  return wait_until([&] {
+    const auto s = state();
+    return s.num_pending == 0 && s.num_ack_pending == 0;
+  }, timeout);
+}
+
+}  // namespace jetfan::testing

@@ -1,0 +1,86 @@
+#pragma once
+// Test support: a whole mesh for one test, made of real parts.
+//   - a temp dir, removed afterwards;
+//   - a real nats-server with JetStream and file storage in it, on a free port, restartable;
+//   - stream EVENTS on events.> and durable pull consumer node1_builder, made as a controller would;
+//   - the real jetfan binary, and real handler processes (tests/test_handler) on the real socket.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mesh_controller.hpp"
+#include "process.hpp"
+
+namespace jetfan::testing {
+
+using namespace std::chrono_literals;
+
+struct MeshOptions {
+  std::string ack_policy = "explicit";
+  std::chrono::milliseconds ack_wait = 30s;
+  std::int64_t max_deliver = -1;
+  std::int64_t max_ack_pending = 1000;
+  std::string token;         // nats-server requires this token when set
+  bool create_consumer = true;
+  bool start_server = true;
+};
+
+// One line a test handler wrote for a message it was given.
+struct Seen {
+  std::uint64_t stream_seq = 0;
+  std::string key;
+  std::uint64_t deliveries = 0;
+  std::string payload;
+};
+
+class Mesh {
+ public:
+  explicit Mesh(MeshOptions options = {});
+  ~Mesh();
+
+  const std::string& dir() const { return dir_; }
+  std::string url() const;
+  std::string socket_path() const { return dir_ + "/jetfan.sock"; }
+
+  void start_server();
+  void stop_server();  // SIGTERM, waits for it to exit
+
+  example::MeshController& controller();
+  std::uint64_t publish(const std::string& key, const std::string& payload = "x");
+  example::ConsumerState state();
+
+  // The config jetfan runs with: `handlers` and `extra` are YAML spliced in.
+  std::string config(const std::string& handlers, const std::string& extra = "",
+                     const std::string& nats_extra = "") const;
+  // Writes the config and starts `jetfan serve`. With wait_ready, waits until it serves.
+  Process& start_jetfan(const std::string& config_text, bool wait_ready = true);
+  std::string jetfan_log() const { return read_file(dir_ + "/jetfan.log"); }
+  bool wait_for_log(const std::string& part, std::chrono::milliseconds timeout = 20s,
+                    std::size_t occurrences = 1) const;
+  Process& jetfan() { return *jetfan_; }
+
+  // Starts tests/test_handler as `name`; what it sees goes to <dir>/<name>-<n>.seen.
+  // The handler's answer per message is set by the payload (see test_handler.cpp).
+  Process& start_handler(const std::string& name, const std::vector<std::string>& flags = {});
+  std::vector<Seen> seen(const std::string& name, int instance = 1) const;
+  bool wait_seen(const std::string& name, std::size_t count, int instance = 1,
+                 std::chrono::milliseconds timeout = 20s) const;
+
+  // Waits until the server says nothing is pending or awaiting ack for the consumer.
+  bool wait_settled(std::chrono::milliseconds timeout = 20s);
+
+ private:
+  MeshOptions options_;
+  std::string dir_;
+  int port_ = 0;
+  std::unique_ptr<Process> server_;
+  std::unique_ptr<example::MeshController> controller_;
+  std::unique_ptr<Process> jetfan_;
+  std::vector<std::unique_ptr<Process>> handlers_;
+  std::vector<std::pair<std::string, int>> handler_names_;
+};
+
+}  // namespace jetfan::testing

@@ -1,0 +1,36 @@
+#pragma once
+// Test support: a handler peer that speaks the protocol byte by byte, so a test can send exactly
+// what it wants (including garbage) and see exactly what jetfan answers.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "delivery_parser.hpp"
+#include "unique_fd.hpp"
+
+namespace jetfan::testing {
+
+class RawPeer {
+ public:
+  explicit RawPeer(const std::string& socket_path);
+  void send(std::string_view bytes);
+  // The next frame from jetfan; nullopt when it closed the connection or nothing came in time.
+  std::optional<proto::Frame> next(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // True once jetfan has closed the connection (reads until end of stream).
+  bool wait_closed(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Sends PING and waits for the PONG: everything sent before it has been processed.
+  // Frames that arrive first are kept for next().
+  bool sync();
+
+ private:
+  UniqueFd fd_;
+  proto::DeliveryParser parser_;
+  std::string buffer_;
+  std::size_t offset_ = 0;
+  bool eof_ = false;
+  std::vector<proto::Frame> kept_;
+};
+
+}  // namespace jetfan::testing

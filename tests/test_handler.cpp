@@ -1,0 +1,95 @@
+// test_handler: a real handler process for the integration tests, on the C++ client.
+//
+//   test_handler SOCKET NAME SEEN_FILE [--default ACTION]
+//
+// For every message it appends "<stream-seq> <key> <deliveries> <payload>" to SEEN_FILE, then
+// answers. The payload may carry directives "<action>@<name>"; the one naming this handler wins,
+// else --default (ack). Actions:
+//   ack, term, nak          answer so
+//   nak1                    nak on the first delivery, ack later ones
+//   wip<ms>, sleep<ms>      see below
+//   hang, hang1             never answer (the delivery times out); hang1 only on the first delivery
+//   die, die1               exit at once with status 3, without answering; die1 only on the first
+//   sleep<ms>               wait that long, then ack
+//   wip<ms>                 send WIP every ms/3 for ms, then ack
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "handler_client.hpp"
+
+namespace {
+
+std::string action_for(const std::string& payload, const std::string& name, const std::string& fallback) {
+  std::istringstream words(payload);
+  for (std::string word; words >> word;) {
+    const auto at = word.find('@');
+    if (at != std::string::npos && word.substr(at + 1) == name) return word.substr(0, at);
+  }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: test_handler SOCKET NAME SEEN_FILE [--default ACTION]\n");
+    return 64;
+  }
+  const std::string name = argv[2];
+  std::string fallback = "ack";
+  for (int i = 4; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--default") fallback = argv[i + 1];
+  }
+  try {
+    jetfan::HandlerClient client(argv[1], name);
+    std::printf("ready %s\n", name.c_str());
+    std::fflush(stdout);
+    std::ofstream seen(argv[3], std::ios::app);
+    while (auto message = client.next()) {
+      seen << message->stream_seq << ' ' << message->key << ' ' << message->deliveries << ' ' << message->payload
+           << '\n'
+           << std::flush;
+      std::string action = action_for(message->payload, name, fallback);
+      if (action.size() > 1 && action.back() == '1') {
+        // First delivery only; later ones are acked.
+        action = message->deliveries == 1 ? action.substr(0, action.size() - 1) : "ack";
+      }
+      if (action == "ack") {
+        client.ack(message->id);
+      } else if (action == "term") {
+        client.term(message->id, "test says poison");
+      } else if (action == "nak") {
+        client.nak(message->id);
+      } else if (action == "hang") {
+      } else if (action == "die") {
+        _exit(3);
+      } else if (action.rfind("sleep", 0) == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(action.substr(5))));
+        client.ack(message->id);
+      } else if (action.rfind("wip", 0) == 0) {
+        const int total = std::stoi(action.substr(3));
+        for (int waited = 0; waited < total; waited += total / 3) {
+          client.wip(message->id);
+          std::this_thread::sleep_for(std::chrono::milliseconds(total / 3));
+        }
+        client.ack(message->id);
+      } else {
+        std::fprintf(stderr, "unknown action %s\n", action.c_str());
+        return 2;
+      }
+    }
+    client.flush();
+    std::printf("closed\n");
+    return 0;
+  } catch (const jetfan::ClientError& e) {
+    std::printf("error: %s\n", e.what());
+    return 1;
+  }
+}
