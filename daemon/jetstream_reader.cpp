@@ -246,6 +246,7 @@ void JetStreamReader::top_up(std::size_t held) {
       return;
     }
     if (pulls_.empty()) last_heard_ = Clock::now();
+    spdlog::trace("nats: pull request {} for {} message(s); {} held", id, count, held);
     pulls_.emplace(id, Pull{count, Clock::now() + config_.consumer.pull_expires});
     requested_ += count;
   }
@@ -266,20 +267,21 @@ void JetStreamReader::on_ingress() {
   std::vector<NatsMsgPtr> batch;
   batch.reserve(incoming.size());
   for (auto& message : incoming) {
-    const std::string_view subject = natsMsg_GetSubject(message.get());
-    std::uint64_t pull = 0;
-    if (subject.size() > inbox_.size()) {
-      const auto token = subject.substr(inbox_.size());
-      std::from_chars(token.data(), token.data() + token.size(), pull);
-    }
     const char* reply = natsMsg_GetReply(message.get());
     if (!reply || std::string_view(reply).rfind("$JS.ACK.", 0) != 0) {
+      // Status replies come on the request's own reply subject, which names the pull.
+      const std::string_view subject = natsMsg_GetSubject(message.get());
+      std::uint64_t pull = 0;
+      if (subject.size() > inbox_.size()) {
+        const auto token = subject.substr(inbox_.size());
+        std::from_chars(token.data(), token.data() + token.size(), pull);
+      }
       const char* status = nullptr;
       natsMsgHeader_Get(message.get(), "Status", &status);
       handle_status(message.get(), pull, status ? status : "");
       continue;
     }
-    forget_pull(pull);
+    used_one_credit();
     batch.push_back(std::move(message));
   }
   if (on_messages_) on_messages_(batch);
@@ -299,13 +301,13 @@ void JetStreamReader::handle_status(natsMsg* message, std::uint64_t pull, const 
   spdlog::warn("nats: pull request answered with status {} ({}); pulling anew", code, description ? description : "");
 }
 
-void JetStreamReader::forget_pull(std::uint64_t pull, std::size_t delivered) {
-  auto found = pulls_.find(pull);
-  if (found == pulls_.end()) return;
-  const std::size_t used = std::min(delivered, found->second.remaining);
-  found->second.remaining -= used;
-  requested_ -= used;
-  if (found->second.remaining == 0) pulls_.erase(found);
+void JetStreamReader::used_one_credit() {
+  // A message arrives under its own subject, not the request's, so it cannot say which pull it
+  // answers. The server fills waiting requests oldest first, so it is charged to the oldest.
+  auto oldest = pulls_.begin();
+  if (oldest == pulls_.end()) return;  // from a request dropped after a reconnect
+  --requested_;
+  if (--oldest->second.remaining == 0) pulls_.erase(oldest);
 }
 
 void JetStreamReader::drop_all_pulls(const char* why) {

@@ -89,7 +89,7 @@ class JetStreamReader {
   NatsOptionsPtr make_options();
   void on_ingress();
   void handle_status(natsMsg* message, std::uint64_t pull, const char* status);
-  void forget_pull(std::uint64_t pull, std::size_t delivered = 1);
+  void used_one_credit();
   void drop_all_pulls(const char* why);
   void reply(natsMsg* message, const char* body, std::size_t length);
 

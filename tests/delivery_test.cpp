@@ -1,1 +1,283 @@
+// Section 6b-6k: who receives what, and when a message is settled at the server. Each test runs
+// a real nats-server, the real jetfan and real handler processes over the real socket, and checks
+// both what each handler saw and what the server says about the consumer.
+
 #include <catch2/catch.hpp>
+
+#include <csignal>
+#include <set>
+
+#include "mesh.hpp"
+#include "raw_peer.hpp"
+
+using namespace jetfan::testing;
+using jetfan::proto::Frame;
+
+namespace {
+
+const std::string kBuilderAndAudit =
+    "  - name: builder\n    patterns: [\"mesh-build-machine.built\", \"mesh-controller.built-before\"]\n"
+    "  - name: audit\n    patterns: [\"#\"]\n";
+const std::string kFastRetry = "delivery:\n  nak_delay: 50ms\n  nak_delay_max: 200ms\n";
+
+std::vector<std::string> keys_of(const std::vector<Seen>& seen) {
+  std::vector<std::string> keys;
+  for (const auto& s : seen) keys.push_back(s.key);
+  return keys;
+}
+
+// Reads frames until a MSG arrives.
+Frame next_msg(RawPeer& peer) {
+  for (;;) {
+    auto frame = peer.next();
+    REQUIRE(frame);
+    if (frame->kind == Frame::Kind::kMsg) return *frame;
+    REQUIRE(frame->kind != Frame::Kind::kErr);
+  }
+}
+
+RawPeer hello(const Mesh& mesh, const std::string& name) {
+  RawPeer peer(mesh.socket_path());
+  peer.send("HELLO " + name + " 1\r\n");
+  auto ready = peer.next();
+  REQUIRE(ready);
+  REQUIRE(ready->kind == Frame::Kind::kReady);
+  return peer;
+}
+
+}  // namespace
+
+TEST_CASE("6b: each handler receives exactly the messages its patterns match") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit));
+  mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  mesh.publish("mesh-build-machine.built");
+  mesh.publish("mesh-controller.built-before");
+  mesh.publish("mesh-catalog.upgraded");
+  mesh.publish("mesh-build-machine.built-not");
+  REQUIRE(mesh.wait_seen("audit", 4));
+  REQUIRE(mesh.wait_settled());
+  CHECK(keys_of(mesh.seen("builder")) ==
+        std::vector<std::string>{"mesh-build-machine.built", "mesh-controller.built-before"});
+  CHECK(keys_of(mesh.seen("audit")) == std::vector<std::string>{"mesh-build-machine.built", "mesh-controller.built-before",
+                                                                "mesh-catalog.upgraded", "mesh-build-machine.built-not"});
+}
+
+TEST_CASE("6c: a message is acked only once every recipient has confirmed it") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"a.*\"]\n"
+                                "  - name: audit\n    patterns: [\"a.one\"]\n"));
+  RawPeer audit = hello(mesh, "audit");
+  mesh.start_handler("builder");
+  const auto first = mesh.publish("a.one");  // for builder and audit
+  mesh.publish("a.two");                     // for builder only: acked after builder acked a.one
+  const Frame to_audit = next_msg(audit);
+  CHECK(to_audit.delivery.stream_seq == first);
+  REQUIRE(mesh.wait_seen("builder", 2));
+  // Builder acked a.one before a.two, and jetfan replies in order on one connection: had it acked
+  // a.one on builder's word alone, the server would show it before or with a.two's ack.
+  REQUIRE(wait_until([&] { return mesh.state().num_ack_pending <= 1; }));
+  const auto waiting = mesh.state();
+  CHECK(waiting.num_ack_pending == 1);
+  CHECK(waiting.ack_floor_stream_seq == 0);  // a.one, the first, is not acked
+  audit.send("ACK " + std::to_string(to_audit.delivery.id) + "\r\n");
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.state().ack_floor_stream_seq == 2);
+}
+
+TEST_CASE("6d: a message no declared handler matches is acked and counted") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"a.one\"]\n"));
+  mesh.start_handler("builder");
+  mesh.publish("zzz.nobody");
+  mesh.publish("a.one");
+  REQUIRE(mesh.wait_settled());
+  CHECK(keys_of(mesh.seen("builder")) == std::vector<std::string>{"a.one"});
+  mesh.jetfan().signal(SIGTERM);
+  REQUIRE(mesh.jetfan().wait(20s) == 0);
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("2 acked") && Catch::Contains("1 with no recipient"));
+}
+
+TEST_CASE("6e: a recipient with no instance holds its messages, kept alive, until one connects") {
+  Mesh mesh({.ack_wait = 1s});
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit));
+  mesh.start_handler("builder");
+  mesh.publish("mesh-build-machine.built");
+  REQUIRE(mesh.wait_seen("builder", 1));
+  // Keepalives are every AckWait/3; four rounds span more than the server's AckWait.
+  REQUIRE(mesh.wait_for_log("kept 1 held message(s) alive", 20s, 4));
+  const auto held = mesh.state();
+  CHECK(held.num_ack_pending == 1);  // neither acked
+  CHECK(held.num_redelivered == 0);  // nor let run out at the server
+  CHECK(count_lines_containing(mesh.jetfan_log(), "nak") == 0);
+  mesh.start_handler("audit");
+  REQUIRE(mesh.wait_seen("audit", 1));
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("audit")[0].deliveries == 1);
+  CHECK(mesh.seen("builder").size() == 1);
+}
+
+TEST_CASE("6f: instances of one handler share its messages; each message goes to one instance") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_inflight: 2\n"));
+  mesh.start_handler("builder", {"--default", "sleep20"});
+  mesh.start_handler("builder", {"--default", "sleep20"});
+  const int kCount = 40;
+  for (int i = 0; i < kCount; ++i) mesh.publish("a.b", "n" + std::to_string(i));
+  REQUIRE(mesh.wait_settled());
+  const auto one = mesh.seen("builder", 1);
+  const auto two = mesh.seen("builder", 2);
+  CHECK(one.size() + two.size() == kCount);
+  CHECK(one.size() >= 5);  // with two in flight each and slow answers, both take a share
+  CHECK(two.size() >= 5);
+  std::set<std::uint64_t> sequences;
+  for (const auto& s : one) sequences.insert(s.stream_seq);
+  for (const auto& s : two) sequences.insert(s.stream_seq);
+  CHECK(sequences.size() == kCount);
+}
+
+TEST_CASE("6g: a NAK fails the delivery; the redelivery goes only to the recipient that still owes it") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit, kFastRetry));
+  mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  const auto seq = mesh.publish("mesh-build-machine.built", "nak1@builder");
+  REQUIRE(mesh.wait_seen("builder", 2));
+  REQUIRE(mesh.wait_settled());
+  const auto builder = mesh.seen("builder");
+  CHECK(builder[0].deliveries == 1);
+  CHECK(builder[1].deliveries == 2);
+  CHECK(builder[1].stream_seq == seq);
+  REQUIRE(mesh.seen("audit").size() == 1);  // audit confirmed it the first time
+}
+
+TEST_CASE("6g: no answer within ack_timeout fails the delivery, and it is redelivered") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 300ms\n"
+                                "  - name: audit\n    patterns: [\"#\"]\n",
+                                kFastRetry));
+  mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  mesh.publish("a.b", "hang1@builder");
+  REQUIRE(mesh.wait_seen("builder", 2));
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("builder")[1].deliveries == 2);
+  CHECK(mesh.seen("audit").size() == 1);
+}
+
+TEST_CASE("6g: WIP keeps a slow delivery alive past its ack_timeout") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 500ms\n", kFastRetry));
+  mesh.start_handler("builder");
+  mesh.publish("a.b", "wip1200@builder");  // WIP every 400ms, ack at 1200ms
+  REQUIRE(mesh.wait_seen("builder", 1));
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("builder").size() == 1);
+}
+
+TEST_CASE("6g: a handler dying with a message unconfirmed fails it; a new instance gets it") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit, kFastRetry));
+  auto& doomed = mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  const auto seq = mesh.publish("mesh-build-machine.built", "die1@builder");
+  REQUIRE(doomed.wait(20s) == 3);
+  REQUIRE(mesh.wait_for_log("disconnected"));
+  mesh.start_handler("builder");
+  REQUIRE(mesh.wait_seen("builder", 1, 2));
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("builder", 2)[0].stream_seq == seq);
+  CHECK(mesh.seen("builder", 2)[0].deliveries == 2);
+  CHECK(mesh.seen("audit").size() == 1);
+}
+
+TEST_CASE("6h: TERM from a recipient terminates the message at the server once all have settled") {
+  Mesh mesh;
+  mesh.controller().watch("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.EVENTS.node1_builder");
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit, kFastRetry));
+  mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  mesh.publish("mesh-build-machine.built", "term@builder");
+  REQUIRE(mesh.wait_settled());
+  REQUIRE(wait_until([&] { return mesh.controller().watched() == 1; }));
+  CHECK(mesh.seen("builder").size() == 1);
+  CHECK(mesh.seen("audit").size() == 1);
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("test says poison"));
+}
+
+TEST_CASE("6i: a message whose subject lacks the prefix is terminated at once, and the log names it") {
+  Mesh mesh;
+  mesh.controller().watch("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.EVENTS.node1_builder");
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit));
+  mesh.start_handler("audit");
+  const auto seq = mesh.controller().publish("other.thing", "x");
+  REQUIRE(mesh.wait_settled());
+  REQUIRE(wait_until([&] { return mesh.controller().watched() == 1; }));
+  CHECK(mesh.seen("audit").empty());
+  CHECK_THAT(mesh.jetfan_log(),
+             Catch::Contains("subject \"other.thing\" (stream seq " + std::to_string(seq) + ") has no key"));
+}
+
+TEST_CASE("6j: AckPolicy all acks only the highest sequence below which all is settled") {
+  Mesh mesh({.ack_policy = "all", .ack_wait = 1500ms});
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n"));
+  RawPeer builder = hello(mesh, "builder");
+  mesh.publish("a.one");
+  mesh.publish("a.two");
+  const Frame one = next_msg(builder);
+  const Frame two = next_msg(builder);
+  builder.send("ACK " + std::to_string(two.delivery.id) + "\r\n");
+  REQUIRE(builder.sync());
+  // Two keepalive rounds after the ACK: an ack sent for a.two would have reached the server.
+  const auto rounds = count_lines_containing(mesh.jetfan_log(), "alive at the server");
+  REQUIRE(mesh.wait_for_log("alive at the server", 20s, rounds + 2));
+  CHECK(mesh.state().num_ack_pending == 2);
+  CHECK(mesh.state().num_redelivered == 0);
+  builder.send("ACK " + std::to_string(one.delivery.id) + "\r\n");
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.state().ack_floor_stream_seq == 2);
+}
+
+TEST_CASE("6j: AckPolicy none warns at start that delivery is at-most-once, and still delivers") {
+  Mesh mesh({.ack_policy = "none"});
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n"));
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("at-most-once"));
+  mesh.start_handler("builder");
+  mesh.publish("a.b");
+  REQUIRE(mesh.wait_seen("builder", 1));
+  REQUIRE(mesh.wait_settled());
+}
+
+TEST_CASE("6k: jetfan pulls only while fewer than max_held messages are held") {
+  Mesh mesh;
+  std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_inflight: 100\n");
+  config.insert(config.find("key:"), "  max_held: 5\n");
+  mesh.start_jetfan(config);
+  RawPeer builder = hello(mesh, "builder");
+  for (int i = 0; i < 12; ++i) mesh.publish("a.b");
+  std::vector<Frame> got;
+  for (int i = 0; i < 5; ++i) got.push_back(next_msg(builder));
+  REQUIRE(wait_until([&] { return mesh.state().num_pending == 7; }));
+  CHECK(mesh.state().num_ack_pending == 5);
+  CHECK_FALSE(builder.next(300ms));  // nothing beyond max_held arrives
+  builder.send("ACK " + std::to_string(got[0].delivery.id) + "\r\n");
+  next_msg(builder);  // room for one more
+  CHECK(mesh.state().num_ack_pending == 5);
+}
+
+TEST_CASE("6k: at most max_inflight deliveries are unconfirmed on one connection") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_inflight: 3\n"));
+  RawPeer builder = hello(mesh, "builder");
+  for (int i = 0; i < 6; ++i) mesh.publish("a.b");
+  std::vector<Frame> got;
+  for (int i = 0; i < 3; ++i) got.push_back(next_msg(builder));
+  REQUIRE(wait_until([&] { return mesh.state().num_ack_pending == 6; }));  // all held by jetfan
+  REQUIRE(builder.sync());  // nothing but the PONG came after the three
+  builder.send("ACK " + std::to_string(got[1].delivery.id) + "\r\nACK " + std::to_string(got[2].delivery.id) + "\r\n");
+  got.push_back(next_msg(builder));
+  got.push_back(next_msg(builder));
+  REQUIRE(builder.sync());
+  CHECK(got.size() == 5);
+}

@@ -106,7 +106,7 @@ Process& Mesh::start_jetfan(const std::string& config_text, bool wait_ready) {
   const std::string path = dir_ + "/jetfan.yaml";
   std::ofstream(path) << config_text;
   jetfan_ = std::make_unique<Process>(
-      std::vector<std::string>{JETFAN_BIN, "serve", "--config", path, "--log-level", "debug"}, dir_ + "/jetfan.log");
+      std::vector<std::string>{JETFAN_BIN, "serve", "--config", path, "--log-level", "trace"}, dir_ + "/jetfan.log");
   if (wait_ready && !wait_for_log("serving consumer")) {
     throw std::runtime_error("jetfan did not start serving:\n" + jetfan_log());
   }
