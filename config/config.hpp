@@ -42,8 +42,9 @@ struct ConsumerSettings {
   std::optional<AckPolicy> ack_policy;  // used only when consumer info cannot be read
   std::optional<std::int64_t> max_held; // default: the consumer's MaxAckPending
   int batch = 256;                      // messages asked for by one pull request
-  Duration pull_expires{30000};         // how long one pull request waits at the server
-  Duration idle_heartbeat{5000};        // the server's heartbeat while a pull waits
+  Duration pull_expires{5000};          // how long one pull request waits at the server; also
+                                        // bounds how long a message handed back at shutdown waits
+  Duration idle_heartbeat{1000};        // the server's heartbeat while a pull waits
 };
 
 struct KeySettings {

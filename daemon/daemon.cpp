@@ -183,7 +183,9 @@ void Daemon::apply_effects() {
         break;
       }
       case Effect::Kind::kAck: reader_->ack(message); break;
-      case Effect::Kind::kNak: reader_->nak(message, effect.delay); break;
+      case Effect::Kind::kNak:
+        reader_->nak(message, state_ == State::kServing ? effect.delay : reader_->handback_delay());
+        break;
       case Effect::Kind::kTerm: reader_->term(message); break;
       case Effect::Kind::kWip:
         reader_->wip(message);
@@ -304,8 +306,9 @@ void Daemon::begin_drain() {
   sd_notify(0, "STOPPING=1");
   reader_->stop_pulling();
   listener_->stop();
-  spdlog::info("draining: {} deliveries in flight may finish within {}ms; the rest is handed back now",
-               core_->in_flight(), config_.delivery.drain_timeout.count());
+  spdlog::info("draining: {} deliveries in flight may finish within {}ms; the rest is handed back now, "
+               "to be redelivered in {}ms, once jetfan's pull requests at the server have expired",
+               core_->in_flight(), config_.delivery.drain_timeout.count(), reader_->handback_delay().count());
   core_->begin_drain(Clock::now());
   drain_timer_.expires_after(config_.delivery.drain_timeout);
   drain_timer_.async_wait([this](const boost::system::error_code& error) {

@@ -231,7 +231,9 @@ void JetStreamReader::top_up(std::size_t held) {
   const std::size_t batch = static_cast<std::size_t>(config_.consumer.batch);
   const auto expires_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.consumer.pull_expires).count();
   const auto heartbeat_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.consumer.idle_heartbeat).count();
-  while (requested_ < 2 * batch && held + requested_ < max_held_) {
+  // Between one and two batches stay requested: the next request is at the server before the
+  // current one is used up, and there is one request per batch, not one per message.
+  while (requested_ < batch && held + requested_ < max_held_) {
     const std::size_t count = std::min(batch, max_held_ - held - requested_);
     // With a request already waiting, let room gather into a full batch rather than ask for a few.
     if (count < batch && requested_ > 0) return;
@@ -336,6 +338,16 @@ void JetStreamReader::check_liveness() {
 }
 
 void JetStreamReader::stop_pulling() { pulling_ = false; }
+
+Duration JetStreamReader::handback_delay() const {
+  // A message nak'd while one of our pull requests still waits at the server would be redelivered
+  // into it at once; nats-server 2.9 does not check that anyone still reads a request's reply
+  // subject before it delivers. So a message handed back waits until our last request expired.
+  if (pulls_.empty()) return Duration(0);
+  auto latest = Clock::now();
+  for (const auto& [id, pull] : pulls_) latest = std::max(latest, pull.expires);
+  return std::chrono::duration_cast<Duration>(latest - Clock::now()) + Duration(250);
+}
 
 void JetStreamReader::reply(natsMsg* message, const char* body, std::size_t length) {
   if (!connection_) return;

@@ -65,7 +65,11 @@ class JetStreamReader {
   void top_up(std::size_t held);
   // Retires requests the server can no longer answer (expired, or silent past the heartbeat).
   void check_liveness();
+  // Sends no more pull requests. Those already at the server stay until filled or expired.
   void stop_pulling();
+  // The shortest delay with which a message can be handed back (nak'd) without the server
+  // delivering it straight back into one of our pull requests: 0 when none is outstanding.
+  Duration handback_delay() const;
 
   // Replies to the server about a message. Never blocks on the network.
   void ack(natsMsg* message);

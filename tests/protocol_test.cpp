@@ -1,1 +1,116 @@
+// The handler protocol against the real daemon: garbage and broken limits get ERR and a
+// disconnect, nothing else is affected, and nothing owed to anyone is lost.
+
 #include <catch2/catch.hpp>
+
+#include "mesh.hpp"
+#include "raw_peer.hpp"
+
+using namespace jetfan::testing;
+using jetfan::proto::Frame;
+
+namespace {
+
+const std::string kHandlers = "  - name: builder\n    patterns: [\"#\"]\n  - name: audit\n    patterns: [\"a.*\"]\n";
+const std::string kShortHello = "delivery:\n  nak_delay: 50ms\n";
+
+std::string shortened_hello(const Mesh& mesh) {
+  std::string config = mesh.config(kHandlers, kShortHello);
+  config.insert(config.find("handlers:"), "  hello_timeout: 300ms\n");
+  return config;
+}
+
+// Sends `bytes` on a fresh connection and returns the ERR jetfan answers with; checks it then
+// closes the connection.
+std::string error_for(const Mesh& mesh, const std::string& bytes) {
+  RawPeer peer(mesh.socket_path());
+  peer.send(bytes);
+  for (;;) {
+    auto frame = peer.next();
+    REQUIRE(frame);
+    if (frame->kind == Frame::Kind::kErr) {
+      CHECK(peer.wait_closed());
+      return frame->error;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("protocol: bad peers get ERR and are disconnected; a good handler is unaffected") {
+  Mesh mesh;
+  mesh.start_jetfan(shortened_hello(mesh));
+  mesh.start_handler("builder");
+
+  CHECK_THAT(error_for(mesh, "HELLO nobody 1\r\n"), Catch::Contains("unknown handler \"nobody\"") &&
+                                                        Catch::Contains("declares: builder, audit"));
+  CHECK_THAT(error_for(mesh, "HELLO builder 2\r\n"), Catch::Contains("protocol version 2 is not supported"));
+  CHECK_THAT(error_for(mesh, "ACK 1\r\n"), Catch::Contains("expected HELLO first"));
+  CHECK_THAT(error_for(mesh, "HELLO audit 1\r\nHELLO audit 1\r\n"), Catch::Contains("HELLO was already said"));
+  CHECK_THAT(error_for(mesh, "HELLO audit 1\r\nFROB 7\r\n"), Catch::Contains("unknown command \"FROB\""));
+  CHECK_THAT(error_for(mesh, "HELLO audit 1\r\nACK x\r\n"), Catch::Contains("is not a delivery id"));
+  CHECK_THAT(error_for(mesh, std::string(3000, 'A')), Catch::Contains("longer than 1024 bytes"));
+  CHECK_THAT(error_for(mesh, std::string("\0\xff\x01\n", 4)), Catch::Contains("unknown command"));
+  CHECK_THAT(error_for(mesh, ""), Catch::Contains("no HELLO within"));  // nothing said at all
+
+  mesh.publish("z.z", "still works");  // builder's alone
+  REQUIRE(mesh.wait_seen("builder", 1));
+  REQUIRE(mesh.wait_settled());
+  CHECK(count_lines_containing(mesh.jetfan_log(), "protocol error") == 9);
+}
+
+TEST_CASE("protocol: a peer that breaks the protocol with deliveries unconfirmed loses nothing") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kHandlers, kShortHello));
+  RawPeer bad(mesh.socket_path());
+  bad.send("HELLO audit 1\r\n");
+  REQUIRE(bad.next()->kind == Frame::Kind::kReady);
+  const auto seq = mesh.publish("a.b", "for both");
+  auto msg = bad.next();
+  REQUIRE(msg);
+  REQUIRE(msg->kind == Frame::Kind::kMsg);
+  bad.send("GARBAGE\r\n");
+  REQUIRE(bad.next()->kind == Frame::Kind::kErr);
+  mesh.start_handler("audit");
+  mesh.start_handler("builder");
+  REQUIRE(mesh.wait_seen("audit", 1));
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("audit")[0].stream_seq == seq);
+  CHECK(mesh.seen("audit")[0].deliveries == 2);
+  CHECK(mesh.seen("builder").size() == 1);
+}
+
+TEST_CASE("protocol: MSG carries the key, sequence, delivery count, NATS headers and a binary payload") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kHandlers));
+  RawPeer peer(mesh.socket_path());
+  peer.send("hello builder 1\n");  // lower case and a bare \n, as typed into socat
+  const auto ready = peer.next();
+  REQUIRE(ready->kind == Frame::Kind::kReady);
+  CHECK(ready->ready.handler == "builder");
+  CHECK(ready->ready.max_unconfirmed == 64);
+  CHECK(ready->ready.patterns == std::vector<std::string>{"#"});
+  const std::string binary("line\r\nMSG 9 x 1 1 0 0\r\n\0end", 26);
+  const auto seq = mesh.controller().publish("events.b.c", binary, {{"Trace-Id", "abc"}});  // builder's alone
+  const auto msg = peer.next();
+  REQUIRE(msg->kind == Frame::Kind::kMsg);
+  CHECK(msg->delivery.key == "b.c");
+  CHECK(msg->delivery.stream_seq == seq);
+  CHECK(msg->delivery.deliveries == 1);
+  CHECK(msg->delivery.payload == binary);
+  CHECK_THAT(msg->delivery.headers, Catch::StartsWith("NATS/1.0\r\n") && Catch::Contains("Trace-Id: abc\r\n") &&
+                                        Catch::EndsWith("\r\n\r\n"));
+  peer.send("ACK 999999\r\n");  // names nothing in flight: ignored, the connection stays
+  REQUIRE(peer.sync());
+  peer.send("ack " + std::to_string(msg->delivery.id) + "\n");
+  REQUIRE(mesh.wait_settled());
+}
+
+TEST_CASE("protocol: jetfan answers PING with PONG") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kHandlers));
+  RawPeer peer(mesh.socket_path());
+  peer.send("HELLO builder 1\r\nPING\r\n");
+  CHECK(peer.next()->kind == Frame::Kind::kReady);
+  CHECK(peer.next()->kind == Frame::Kind::kPong);
+}

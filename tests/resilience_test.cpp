@@ -1,1 +1,94 @@
+// Section 6l (shutdown) and section 7 (the server restarting mid-stream), for real.
+
 #include <catch2/catch.hpp>
+
+#include <csignal>
+#include <set>
+
+#include "mesh.hpp"
+#include "raw_peer.hpp"
+
+using namespace jetfan::testing;
+
+namespace {
+const std::string kBuilderAndAudit = "  - name: builder\n    patterns: [\"#\"]\n  - name: audit\n    patterns: [\"a.*\"]\n";
+}
+
+TEST_CASE("7: after nats-server restarts mid-stream, delivery resumes by itself and nothing is lost") {
+  Mesh mesh;
+  // A long pull expiry: resuming must not wait for it.
+  std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n");
+  config.insert(config.find("key:"), "  pull_expires: 5m\n  idle_heartbeat: 30s\n");
+  mesh.start_jetfan(config);
+  mesh.start_handler("builder");
+  for (int i = 0; i < 20; ++i) mesh.publish("a.b", "before-" + std::to_string(i));
+  REQUIRE(mesh.wait_seen("builder", 20));
+  REQUIRE(mesh.wait_settled());
+
+  mesh.stop_server();
+  REQUIRE(mesh.wait_for_log("disconnected"));
+  mesh.start_server();
+  REQUIRE(mesh.wait_for_log("reconnected"));
+  for (int i = 0; i < 20; ++i) mesh.publish("a.b", "after-" + std::to_string(i));
+  REQUIRE(mesh.wait_seen("builder", 40, 1, 20s));
+  REQUIRE(mesh.wait_settled());
+  std::set<std::string> payloads;
+  for (const auto& s : mesh.seen("builder")) payloads.insert(s.payload);
+  CHECK(payloads.size() == 40);
+}
+
+TEST_CASE("7: messages held across a server restart are still delivered and settled") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit));
+  mesh.start_handler("builder");
+  const auto seq = mesh.publish("a.b", "audit is away");  // held for audit
+  REQUIRE(mesh.wait_seen("builder", 1));
+  mesh.stop_server();
+  mesh.start_server();
+  REQUIRE(mesh.wait_for_log("reconnected"));
+  mesh.start_handler("audit");
+  REQUIRE(mesh.wait_seen("audit", 1));
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("audit")[0].stream_seq == seq);
+}
+
+TEST_CASE("6l: SIGTERM lets deliveries in flight finish, hands the rest back at once, exits 0") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit));
+  mesh.start_handler("builder");
+  const auto held = mesh.publish("a.b", "x");                  // builder acks; audit is away: held
+  mesh.publish("z.z", "sleep1000@builder");                    // builder only: in flight for a second
+  REQUIRE(mesh.wait_seen("builder", 2));
+  mesh.jetfan().signal(SIGTERM);
+  REQUIRE(mesh.jetfan().wait(20s) == 0);
+  const auto log = mesh.jetfan_log();
+  CHECK_THAT(log, Catch::Contains("draining"));
+  CHECK_THAT(log, Catch::Contains("2 messages arrived, 1 acked, 1 nak'd"));  // z.z finished; a.b handed back once
+  CHECK(mesh.seen("builder").size() == 2);
+
+  // The next jetfan gets only what is owed, at once (no delay on the nak).
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit));
+  mesh.start_handler("audit");
+  mesh.start_handler("builder");
+  REQUIRE(mesh.wait_seen("audit", 1));
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("audit")[0].stream_seq == held);
+  CHECK(mesh.seen("builder", 2).size() == 1);  // redelivered a.b: jetfan's memory went with it
+}
+
+TEST_CASE("6l: deliveries still in flight at drain_timeout are handed back, and jetfan exits 0") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n", "delivery:\n  drain_timeout: 300ms\n"));
+  mesh.start_handler("builder", {"--default", "hang"});
+  const auto seq = mesh.publish("a.b");
+  REQUIRE(mesh.wait_seen("builder", 1));
+  mesh.jetfan().signal(SIGTERM);
+  REQUIRE(mesh.jetfan().wait(20s) == 0);
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("drain_timeout reached with 1 deliveries still in flight"));
+  // Handed back with no delay: the server has it ready for the next reader.
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n"));
+  mesh.start_handler("builder");
+  REQUIRE(mesh.wait_seen("builder", 1, 2));
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("builder", 2)[0].stream_seq == seq);
+}
