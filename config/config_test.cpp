@@ -134,3 +134,10 @@ TEST_CASE("ack_policy and max_held are read") {
   CHECK(result.config->consumer.max_held == 500);
   CHECK(result.config->consumer.batch == 32);
 }
+
+TEST_CASE("the annotated example config in the repository is valid") {
+  const auto result = jetfan::load_config_file(JETFAN_EXAMPLE_CONFIG);
+  CHECK(result.errors == std::vector<std::string>{});
+  REQUIRE(result.config);
+  CHECK(result.config->handlers.size() == 2);
+}

@@ -306,9 +306,11 @@ void Daemon::begin_drain() {
   sd_notify(0, "STOPPING=1");
   reader_->stop_pulling();
   listener_->stop();
-  spdlog::info("draining: {} deliveries in flight may finish within {}ms; the rest is handed back now, "
-               "to be redelivered in {}ms, once jetfan's pull requests at the server have expired",
-               core_->in_flight(), config_.delivery.drain_timeout.count(), reader_->handback_delay().count());
+  const std::size_t in_flight = core_->in_flight();
+  spdlog::info("draining: {} deliveries in flight may finish within {}ms; {} other held message(s) handed back now, "
+               "redelivered in {}ms (once jetfan's pull requests at the server have expired)",
+               in_flight, config_.delivery.drain_timeout.count(), core_->held() - std::min(core_->held(), in_flight),
+               reader_->handback_delay().count());
   core_->begin_drain(Clock::now());
   drain_timer_.expires_after(config_.delivery.drain_timeout);
   drain_timer_.async_wait([this](const boost::system::error_code& error) {

@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing, builds, runs every test.
+# The README's test command: installs what is missing, builds, runs every test; then builds again
+# with AddressSanitizer and UndefinedBehaviorSanitizer and runs every test once more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+jobs=$(nproc)
+
+echo "== build and test (build/)"
 scripts/build.sh
-build=${JETFAN_BUILD_DIR:-build}
-ctest --test-dir "$build" -j "$(nproc)" --output-on-failure
+ctest --test-dir build -j "$jobs" --output-on-failure
+
+echo "== build and test with ASan and UBSan (build-sanitize/)"
+JETFAN_BUILD_DIR=build-sanitize scripts/build.sh -DJETFAN_SANITIZE=address,undefined
+# A sanitizer finding stops the process, so the test that exercised it fails.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+ctest --test-dir build-sanitize -j "$jobs" --output-on-failure
