@@ -29,7 +29,8 @@ class ConfigReader {
       : file_(std::move(file)), errors_(errors) {}
 
   void error(const YAML::Node& at, const std::string& key, const std::string& message) {
-    const int line = at.Mark().line;  // -1 for nodes that do not come from the text
+    // An absent key's node has no position (and Mark() would throw); -1 for nodes not from the text.
+    const int line = at.IsDefined() ? at.Mark().line : -1;
     errors_.push_back(file_ + ":" + (line >= 0 ? std::to_string(line + 1) : std::string("?")) +
                       ": " + key + ": " + message);
   }
@@ -52,6 +53,12 @@ class ConfigReader {
       }
     }
     return true;
+  }
+
+  // The node of `key` in `map` if it is there, else the map itself: where an error about it points.
+  static YAML::Node either(const YAML::Node& map, const char* key) {
+    const YAML::Node child = map[key];
+    return child.IsDefined() ? child : map;
   }
 
   static std::string join(const std::string& path, const std::string& key) {
@@ -151,7 +158,7 @@ class ConfigReader {
     if (ways > 1) error(node, "nats", "give only one of creds, nkey_seed, token or user+password");
     if (nats.nkey.empty() != nats.nkey_seed.empty()) error(node, "nats.nkey", "nkey (the public key) and nkey_seed (its seed file) go together");
     if (!nats.user.empty() && nats.password.empty()) error(node, "nats.password", "is required with nats.user");
-    if (nats.user.empty() && !nats.password.empty()) error(node["password"], "nats.user", "is required with nats.password");
+    if (nats.user.empty() && !nats.password.empty()) error(either(node, "password"), "nats.user", "is required with nats.password");
     if (const auto tls = node["tls"]) {
       if (check_map(tls, "nats.tls", {"ca", "cert", "key"})) {
         TlsSettings settings;
@@ -184,8 +191,8 @@ class ConfigReader {
     }
     read_string(node, "consumer", "stream", consumer.stream, true);
     read_string(node, "consumer", "durable", consumer.durable, true);
-    check_name(node["stream"], "consumer.stream", consumer.stream);
-    check_name(node["durable"], "consumer.durable", consumer.durable);
+    check_name(either(node, "stream"), "consumer.stream", consumer.stream);
+    check_name(either(node, "durable"), "consumer.durable", consumer.durable);
     if (const auto policy = node["ack_policy"]) {
       if (const auto text = string(policy, "consumer.ack_policy")) {
         if (*text == "explicit") consumer.ack_policy = AckPolicy::kExplicit;
@@ -203,10 +210,10 @@ class ConfigReader {
     read_duration(node, "consumer", "pull_expires", consumer.pull_expires);
     read_duration(node, "consumer", "idle_heartbeat", consumer.idle_heartbeat);
     if (consumer.pull_expires < Duration(1000)) {
-      error(node["pull_expires"], "consumer.pull_expires", "must be at least 1s");
+      error(either(node, "pull_expires"), "consumer.pull_expires", "must be at least 1s");
     }
     if (consumer.idle_heartbeat * 2 > consumer.pull_expires || consumer.idle_heartbeat < Duration(100)) {
-      error(node["idle_heartbeat"], "consumer.idle_heartbeat",
+      error(either(node, "idle_heartbeat"), "consumer.idle_heartbeat",
             "must be at least 100ms and at most half of consumer.pull_expires");
     }
   }
@@ -219,7 +226,7 @@ class ConfigReader {
     if (!check_map(node, "socket", {"path", "mode", "hello_timeout"})) return;
     read_string(node, "socket", "path", socket.path, true);
     if (socket.path.size() >= 108) {  // sizeof(sockaddr_un::sun_path)
-      error(node["path"], "socket.path", "is longer than the 107 bytes a Unix socket path may have");
+      error(either(node, "path"), "socket.path", "is longer than the 107 bytes a Unix socket path may have");
     }
     if (const auto mode = node["mode"]) {
       if (const auto text = string(mode, "socket.mode")) {
@@ -257,9 +264,9 @@ class ConfigReader {
       if (!handler.name.empty()) {
         if (handler.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
             std::string::npos) {
-          error(item["name"], path + ".name", "\"" + handler.name + "\" may use only letters, digits, '_' and '-'");
+          error(either(item, "name"), path + ".name", "\"" + handler.name + "\" may use only letters, digits, '_' and '-'");
         } else if (!names.insert(handler.name).second) {
-          error(item["name"], path + ".name", "\"" + handler.name + "\" is declared twice");
+          error(either(item, "name"), path + ".name", "\"" + handler.name + "\" is declared twice");
         }
       }
       if (const auto patterns = item["patterns"]) {
@@ -276,7 +283,7 @@ class ConfigReader {
       }
       read_int(item, path, "max_inflight", handler.max_inflight, 1, 65536);
       read_duration(item, path, "ack_timeout", handler.ack_timeout);
-      if (handler.ack_timeout < Duration(1)) error(item["ack_timeout"], path + ".ack_timeout", "must be more than 0");
+      if (handler.ack_timeout < Duration(1)) error(either(item, "ack_timeout"), path + ".ack_timeout", "must be more than 0");
       handlers.push_back(std::move(handler));
     }
   }
@@ -298,7 +305,7 @@ class ConfigReader {
     if (!check_map(node, "log", {"level"})) return;
     read_string(node, "log", "level", level);
     static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
-    if (!kLevels.count(level)) error(node["level"], "log.level", "\"" + level + "\" must be trace, debug, info, warn or error");
+    if (!kLevels.count(level)) error(either(node, "level"), "log.level", "\"" + level + "\" must be trace, debug, info, warn or error");
   }
 
   void read(const YAML::Node& root, Config& config) {
@@ -338,7 +345,12 @@ ConfigResult load_config_text(const std::string& text, const std::string& name) 
     result.errors.push_back(name + ":" + std::to_string(e.mark.line + 1) + ": (syntax): " + e.msg);
     return result;
   }
-  ConfigReader(name, result.errors).read(root, config);
+  try {
+    ConfigReader(name, result.errors).read(root, config);
+  } catch (const YAML::Exception& e) {
+    // A shape of document the reader did not foresee: still an error report, never a crash.
+    result.errors.push_back(name + ":" + std::to_string(e.mark.line + 1) + ": (document): " + e.msg);
+  }
   if (result.errors.empty()) result.config = std::move(config);
   return result;
 }

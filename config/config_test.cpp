@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "config.hpp"
 
 using jetfan::load_config_text;
@@ -140,4 +142,18 @@ TEST_CASE("the annotated example config in the repository is valid") {
   CHECK(result.errors == std::vector<std::string>{});
   REQUIRE(result.config);
   CHECK(result.config->handlers.size() == 2);
+}
+
+TEST_CASE("an error about a key left at its default points at its section, not a crash") {
+  std::string text = kGood;
+  text.insert(text.find("key:"), "  pull_expires: 1s\n");  // the default idle_heartbeat (1s) is too long
+  const auto errors = errors_of(text);
+  CHECK(any_contains(errors, "jetfan.yaml:4: consumer.idle_heartbeat: must be at least 100ms"));
+}
+
+TEST_CASE("inputs the fuzzer found are reported, not crashed on") {
+  for (const auto& entry : std::filesystem::directory_iterator(JETFAN_FUZZ_REGRESSIONS)) {
+    INFO(entry.path());
+    CHECK_NOTHROW(jetfan::load_config_file(entry.path().string()));
+  }
 }
