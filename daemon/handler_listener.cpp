@@ -41,7 +41,7 @@ void clear_stale_socket(const std::string& path) {
 }  // namespace
 
 HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& settings, SessionOwner& owner)
-    : settings_(settings), owner_(owner), acceptor_(io) {
+    : settings_(settings), owner_(owner), acceptor_(io), retry_(io) {
   clear_stale_socket(settings.path);
   boost::system::error_code error;
   acceptor_.open(Protocol(), error);
@@ -71,16 +71,22 @@ void HandlerListener::start(Accepted accepted) {
 void HandlerListener::stop() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);
+  retry_.cancel();
 }
 
 void HandlerListener::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& error, Protocol::socket socket) {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (!error) {
-      accepted_(std::make_shared<HandlerSession>(std::move(socket), next_id_++, owner_, settings_.hello_timeout));
-    } else {
-      spdlog::warn("socket {}: accept failed: {}", settings_.path, error.message());
+    if (error) {
+      // Accepting again at once would spin while the cause (EMFILE, say) lasts.
+      spdlog::warn("socket {}: accept failed: {}; accepting again in 100ms", settings_.path, error.message());
+      retry_.expires_after(std::chrono::milliseconds(100));
+      retry_.async_wait([this](const boost::system::error_code& cancelled) {
+        if (!cancelled) accept();
+      });
+      return;
     }
+    accepted_(std::make_shared<HandlerSession>(std::move(socket), next_id_++, owner_, settings_.hello_timeout));
     accept();
   });
 }

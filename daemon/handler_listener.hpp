@@ -7,6 +7,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <functional>
 #include <memory>
@@ -34,6 +35,7 @@ class HandlerListener {
   const SocketSettings& settings_;
   SessionOwner& owner_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
+  boost::asio::steady_timer retry_;  // after a failed accept (out of file descriptors, say)
   Accepted accepted_;
   ConnectionId next_id_ = 1;
   bool bound_ = false;

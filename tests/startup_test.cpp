@@ -104,3 +104,36 @@ TEST_CASE("jetfan check reports every error, and exits 0 on a good file") {
   CHECK(run_jetfan({"check", "--config", mesh.dir() + "/missing.yaml"}, mesh.dir(), output) == 78);
   CHECK_THAT(output, Catch::Contains("missing.yaml:0: (file): cannot be read"));
 }
+
+namespace {
+// jetfan's user may pull, ack and publish, but not read consumer info.
+const char* kNoConsumerInfo = R"(
+authorization {
+  users = [
+    {user: admin, password: admin}
+    {user: jetfan, password: jetfan, permissions: {publish: {deny: ["$JS.API.CONSUMER.INFO.>"]}}}
+  ]
+}
+)";
+const std::string kJetfanUser = "  user: jetfan\n  password: jetfan\n";
+}  // namespace
+
+TEST_CASE("6j: without consumer info and without consumer.ack_policy, jetfan says what to set and exits 78") {
+  Mesh mesh({.server_conf = kNoConsumerInfo, .controller_credentials = "admin:admin"});
+  auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder, "", kJetfanUser), false);
+  REQUIRE(jetfan.wait(30s) == 78);
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("cannot read the info of consumer \"node1_builder\"") &&
+                                    Catch::Contains("consumer.ack_policy is not set"));
+}
+
+TEST_CASE("6j: where consumer info cannot be read, consumer.ack_policy from the config is used") {
+  Mesh mesh({.server_conf = kNoConsumerInfo, .controller_credentials = "admin:admin"});
+  std::string config = mesh.config(kBuilder, "", kJetfanUser);
+  config.insert(config.find("key:"), "  ack_policy: explicit\n");
+  mesh.start_jetfan(config);
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("using consumer.ack_policy explicit"));
+  mesh.start_handler("builder");
+  mesh.publish("a.b");
+  REQUIRE(mesh.wait_seen("builder", 1));
+  REQUIRE(mesh.wait_settled());
+}

@@ -65,6 +65,11 @@ void Mesh::start_server() {
     argv.push_back("--auth");
     argv.push_back(options_.token);
   }
+  if (!options_.server_conf.empty()) {
+    std::ofstream(dir_ + "/nats.conf") << options_.server_conf;
+    argv.push_back("-c");
+    argv.push_back(dir_ + "/nats.conf");
+  }
   const std::string log = dir_ + "/nats.log";
   const std::size_t before = count_lines_containing(read_file(log), "Server is ready");
   server_ = std::make_unique<Process>(argv, log);
@@ -82,7 +87,11 @@ void Mesh::stop_server() {
 }
 
 example::MeshController& Mesh::controller() {
-  if (!controller_) controller_ = std::make_unique<example::MeshController>(url(), options_.token);
+  if (!controller_) {
+    std::string where = url();
+    if (!options_.controller_credentials.empty()) where.insert(7, options_.controller_credentials + "@");
+    controller_ = std::make_unique<example::MeshController>(where, options_.token);
+  }
   return *controller_;
 }
 

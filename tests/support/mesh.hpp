@@ -24,6 +24,8 @@ struct MeshOptions {
   std::int64_t max_deliver = -1;
   std::int64_t max_ack_pending = 1000;
   std::string token;         // nats-server requires this token when set
+  std::string server_conf;   // nats-server config file text, e.g. users and their permissions
+  std::string controller_credentials;  // "user:password" the controller connects with
   bool create_consumer = true;
   bool start_server = true;
 };
