@@ -45,6 +45,12 @@ void MeshController::create_stream(const std::string& stream, const std::vector<
   check(status, "create stream " + stream);
 }
 
+void MeshController::delete_stream(const std::string& stream) {
+  jsErrCode code;
+  const natsStatus status = js_DeleteStream(js_.get(), stream.c_str(), nullptr, &code);
+  if (status != NATS_NOT_FOUND) check(status, "delete stream " + stream);
+}
+
 void MeshController::create_consumer(const std::string& stream, const ConsumerSpec& spec) {
   jsConsumerConfig config;
   jsConsumerConfig_Init(&config);

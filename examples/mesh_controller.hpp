@@ -39,6 +39,7 @@ class MeshController {
   explicit MeshController(const std::string& url, const std::string& token = "");
 
   void create_stream(const std::string& stream, const std::vector<std::string>& subjects);
+  void delete_stream(const std::string& stream);  // no error if there is none
   void create_consumer(const std::string& stream, const ConsumerSpec& spec);
   // Publishes to JetStream and waits for the stream's ack. Returns the stream sequence.
   std::uint64_t publish(const std::string& subject, const std::string& payload,

@@ -15,3 +15,6 @@ JETFAN_BUILD_DIR=build-sanitize scripts/build.sh -DJETFAN_SANITIZE=address,undef
 # A sanitizer finding stops the process, so the test that exercised it fails.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 ctest --test-dir build-sanitize -j "$jobs" --output-on-failure
+
+echo "== benchmark harness, smoke mode (proves it works; no timing is asserted)"
+bench/run.sh --smoke

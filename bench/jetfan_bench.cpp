@@ -1,0 +1,258 @@
+// jetfan-bench: the pieces bench/run.sh puts together. Every time printed is CLOCK_MONOTONIC in
+// nanoseconds, which all processes on the machine share (Node's process.hrtime too).
+//
+//   jetfan-bench setup URL STREAM DURABLE MAX_ACK_PENDING
+//       (re)creates the stream on <STREAM-lower>.> with file storage and one durable pull consumer
+//   jetfan-bench publish URL PREFIX KEYS COUNT SIZE [RATE]
+//       publishes COUNT messages of SIZE bytes to PREFIX<key>, keys taken in turn from the comma
+//       list KEYS; each payload starts with its publish time. RATE (msg/s): paced; else as fast as
+//       JetStream acknowledges. Prints published_ns=<time the last was stored>.
+//   jetfan-bench direct URL STREAM DURABLE COUNT LATENCY_FILE
+//       the ceiling (A): a cnats pull reader of the durable that acks every message itself, reading
+//       the way jetfan does (outstanding pull requests), without the hop to a handler
+//   jetfan-bench handler SOCKET NAME LATENCY_FILE
+//       a jetfan handler (C) on the C++ client; acks every message
+//   jetfan-bench watch URL STREAM DURABLE TIMEOUT_S
+//       polls consumer info until nothing is pending or unacked; prints settled_ns=...
+//   jetfan-bench now
+//       prints the current CLOCK_MONOTONIC time in nanoseconds
+//   jetfan-bench held URL STREAM DURABLE COUNT TIMEOUT_S
+//       waits until COUNT messages are delivered and unacked (held by the reader)
+//
+// Readers print ready_ns=<time they could first receive> and, when stopped, write one publish-to-
+// receipt latency in microseconds per line to LATENCY_FILE.
+
+#include <nats/nats.h>
+#include <time.h>
+
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "handler_client.hpp"
+#include "mesh_controller.hpp"
+#include "nats_handles.hpp"
+
+namespace {
+
+std::uint64_t now_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(t.tv_nsec);
+}
+
+void check(natsStatus status, const char* what) {
+  if (status != NATS_OK) throw std::runtime_error(std::string(what) + ": " + natsStatus_GetText(status));
+}
+
+std::vector<std::string> split(const std::string& text, char by) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : text) {
+    if (c == by) {
+      out.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  out.push_back(item);
+  return out;
+}
+
+// Latencies of one reader, from the publish time at the start of each payload.
+struct Latencies {
+  std::vector<std::uint32_t> micros;
+  void record(const char* data, std::size_t size) {
+    const std::uint64_t now = now_ns();
+    std::uint64_t sent = 0;
+    for (std::size_t i = 0; i < size && data[i] >= '0' && data[i] <= '9'; ++i) sent = sent * 10 + (data[i] - '0');
+    if (sent > 0 && sent < now) micros.push_back(static_cast<std::uint32_t>((now - sent) / 1000));
+  }
+  void write(const std::string& path) const {
+    std::ofstream out(path);
+    for (auto m : micros) out << m << '\n';
+  }
+};
+
+std::atomic<bool> stopping{false};
+
+int setup(const std::vector<std::string>& a) {
+  jetfan::example::MeshController controller(a[0]);
+  std::string lower = a[1];
+  for (char& c : lower) c = static_cast<char>(std::tolower(c));
+  controller.delete_stream(a[1]);
+  controller.create_stream(a[1], {lower + ".>"});
+  jetfan::example::ConsumerSpec spec;
+  spec.durable = a[2];
+  spec.max_ack_pending = std::stoll(a[3]);
+  controller.create_consumer(a[1], spec);
+  return 0;
+}
+
+int publish(const std::vector<std::string>& a) {
+  natsConnection* raw = nullptr;
+  check(natsConnection_ConnectTo(&raw, a[0].c_str()), "connect");
+  jetfan::NatsConnectionPtr connection(raw);
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.PublishAsync.MaxPending = 4096;
+  jsCtx* js = nullptr;
+  check(natsConnection_JetStream(&js, raw, &options), "jetstream");
+  jetfan::JsCtxPtr owned_js(js);
+  const auto keys = split(a[2], ',');
+  const long count = std::stol(a[3]);
+  const std::size_t size = std::stoul(a[4]);
+  const double rate = a.size() > 5 ? std::stod(a[5]) : 0;
+  std::vector<std::string> subjects;
+  for (const auto& key : keys) subjects.push_back(a[1] + key);
+  std::string payload(size, 'x');
+  const std::uint64_t start = now_ns();
+  for (long i = 0; i < count; ++i) {
+    if (rate > 0) {
+      const auto due = start + static_cast<std::uint64_t>(static_cast<double>(i) * 1e9 / rate);
+      while (now_ns() < due) {
+      }
+    }
+    const std::string stamp = std::to_string(now_ns()) + " ";
+    payload.replace(0, std::min(stamp.size(), size), stamp.substr(0, std::min(stamp.size(), size)));
+    check(js_PublishAsync(js, subjects[static_cast<std::size_t>(i) % subjects.size()].c_str(), payload.data(),
+                          static_cast<int>(payload.size()), nullptr),
+          "publish");
+  }
+  jsPubOptions done;
+  jsPubOptions_Init(&done);
+  done.MaxWait = 60000;
+  check(js_PublishAsyncComplete(js, &done), "publish complete");
+  std::printf("published_ns=%llu\n", static_cast<unsigned long long>(now_ns()));
+  return 0;
+}
+
+// The ceiling: the same way of reading as jetfan (pull requests kept outstanding, each with its own
+// reply subject; the next requested before the current is used up), acking every message in the
+// delivery callback itself. Everything runs on cnats's one delivery thread for the subscription.
+struct DirectReader {
+  natsConnection* connection = nullptr;
+  std::string pull_subject, inbox;
+  long batch = 256;
+  long credit = 0;  // requested and not yet delivered
+  std::uint64_t next_pull = 1;
+  std::atomic<long> received{0};
+  Latencies latencies;
+
+  void top_up() {
+    while (credit < batch) {
+      const std::string reply = inbox + std::to_string(next_pull++);
+      const std::string body = "{\"batch\":" + std::to_string(batch) + ",\"expires\":5000000000}";
+      natsConnection_PublishRequest(connection, pull_subject.c_str(), reply.c_str(), body.data(), static_cast<int>(body.size()));
+      credit += batch;
+    }
+  }
+  static void on_message(natsConnection*, natsSubscription*, natsMsg* message, void* closure) {
+    auto& self = *static_cast<DirectReader*>(closure);
+    const char* reply = natsMsg_GetReply(message);
+    if (reply && std::string_view(reply).rfind("$JS.ACK.", 0) == 0) {
+      self.latencies.record(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message)));
+      natsConnection_Publish(self.connection, reply, "+ACK", 4);
+      --self.credit;
+      ++self.received;
+    } else {
+      const char* pending = nullptr;  // what an expired request had left
+      if (natsMsgHeader_Get(message, "Nats-Pending-Messages", &pending) == NATS_OK) self.credit -= std::atol(pending);
+    }
+    natsMsg_Destroy(message);
+    self.top_up();
+  }
+};
+
+int direct(const std::vector<std::string>& a) {
+  natsConnection* raw = nullptr;
+  check(natsConnection_ConnectTo(&raw, a[0].c_str()), "connect");
+  jetfan::NatsConnectionPtr connection(raw);
+  DirectReader reader;
+  reader.connection = raw;
+  reader.pull_subject = "$JS.API.CONSUMER.MSG.NEXT." + a[1] + "." + a[2];
+  natsInbox* inbox = nullptr;
+  check(natsInbox_Create(&inbox), "inbox");
+  reader.inbox = std::string(inbox) + ".";
+  natsInbox_Destroy(inbox);
+  natsSubscription* sub = nullptr;
+  check(natsConnection_Subscribe(&sub, raw, (reader.inbox + "*").c_str(), DirectReader::on_message, &reader), "subscribe");
+  jetfan::NatsSubscriptionPtr owned_sub(sub);
+  natsSubscription_SetPendingLimits(sub, -1, -1);
+  const long count = std::stol(a[3]);
+  std::printf("ready_ns=%llu\n", static_cast<unsigned long long>(now_ns()));
+  std::fflush(stdout);
+  natsConnection_Flush(raw);
+  reader.top_up();  // before the callback can run, so this thread is the only one touching credit
+  while (reader.received < count && !stopping) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  natsSubscription_Unsubscribe(sub);
+  natsConnection_Flush(raw);
+  reader.latencies.write(a[4]);
+  return 0;
+}
+
+int handler(const std::vector<std::string>& a) {
+  jetfan::HandlerClient client(a[0], a[1]);
+  Latencies latencies;
+  std::printf("ready_ns=%llu\n", static_cast<unsigned long long>(now_ns()));
+  std::fflush(stdout);
+  while (auto message = client.next()) {
+    latencies.record(message->payload.data(), message->payload.size());
+    client.ack(message->id);
+  }
+  latencies.write(a[2]);
+  return 0;
+}
+
+int watch(const std::vector<std::string>& a, bool held) {
+  jetfan::example::MeshController controller(a[0]);
+  const long want = held ? std::stol(a[3]) : 0;
+  const auto deadline = now_ns() + std::stoull(a[held ? 4 : 3]) * 1'000'000'000ULL;
+  while (now_ns() < deadline) {
+    const auto state = controller.state(a[1], a[2]);
+    const bool done = held ? state.num_ack_pending >= want : state.num_pending == 0 && state.num_ack_pending == 0;
+    if (done) {
+      std::printf("settled_ns=%llu\n", static_cast<unsigned long long>(now_ns()));
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::fprintf(stderr, "jetfan-bench: consumer %s did not settle in time\n", a[2].c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  std::signal(SIGTERM, [](int) { stopping = true; });
+  std::signal(SIGINT, [](int) { stopping = true; });
+  try {
+    const std::string command = args.empty() ? "" : args[0];
+    const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+    if (command == "now") {
+      std::printf("%llu\n", static_cast<unsigned long long>(now_ns()));
+      return 0;
+    }
+    if (command == "setup" && rest.size() == 4) return setup(rest);
+    if (command == "publish" && rest.size() >= 5) return publish(rest);
+    if (command == "direct" && rest.size() == 5) return direct(rest);
+    if (command == "handler" && rest.size() == 3) return handler(rest);
+    if (command == "watch" && rest.size() == 4) return watch(rest, false);
+    if (command == "held" && rest.size() == 5) return watch(rest, true);
+    std::fprintf(stderr, "usage: see the comment at the top of bench/jetfan_bench.cpp\n");
+    return 64;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jetfan-bench: %s\n", e.what());
+    return 1;
+  }
+}

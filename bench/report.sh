@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Writes bench.md (tables, targets) and bench.png (plot) from the CSVs bench/run.sh wrote.
+#   bench/report.sh RESULTS_DIR HELD_RSS_MIB HELD_PEAK_MIB HELD_N
+set -euo pipefail
+out=$1 held_rss=$2 held_peak=$3 held_n=$4
+csv=$out/bench.csv md=$out/bench.md
+
+# C/A and C/B use the A and B rows of the same size from the same run.
+ratios=$out/ratios.csv
+awk -F, 'NR == 1 {next}
+  $2 == "A" {a[$5] = $8} $2 == "B" && $3 == 1 {b[$5] = $8} {row[NR] = $0; size[NR] = $5; rate[NR] = $8; stack[NR] = $2}
+  END {for (i = 2; i <= NR; i++) printf "%s,%s,%s\n", row[i], (a[size[i]] ? sprintf("%.2f", rate[i] / a[size[i]]) : ""),
+                                                     (b[size[i]] ? sprintf("%.2f", rate[i] / b[size[i]]) : "")}' "$csv" > "$ratios"
+
+lookup() { awk -F, -v c="$1" -v s="$2" -v col="$3" '$1 == c && $5 == s {print $col; exit}' "$ratios"; }
+lat() { awk -F, -v s="$1" -v col="$2" '$1 == s {print $col}' "$out/latency.csv"; }
+ipm() { awk -F, -v p="$1" '$1 == p {print $2}' "$out/instructions.csv"; }
+
+{
+  echo "# jetfan benchmark"
+  echo
+  echo "Run $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(sed -n 's/^model name\t: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/Mem:/ {print $2}') GiB;"
+  echo "$(nats-server --version 2>&1 | head -1) with file storage on the same machine; cnats $(dpkg-query -W -f='${Version}' libnats-dev 2>/dev/null);"
+  echo "node $(node --version), npm nats $(node -p 'require("./bench/node/node_modules/nats/package.json").version' 2>/dev/null)."
+  echo "End to end: from the moment the reader can read (messages already in the stream) until the server shows"
+  echo "num_pending = 0 and num_ack_pending = 0. A: direct cnats pull reader acking itself. B: Node, consume() and"
+  echo "in-process dispatch (the seed's design). C: jetfan and handler processes on the C++ client."
+  echo
+  echo "| case | size | msg/s | MB/s | C/A | C/B | jetfan CPU s per 1M msgs | jetfan peak RSS MiB |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  awk -F, '{ca = ($2 == "C") ? $12 : ""; cb = ($2 == "C") ? $13 : "";
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $5, $8, $9, ca, cb, $10, $11}' "$ratios"
+  echo
+  echo "Publish-to-handler latency, 128 B at the paced rate (µs):"
+  echo
+  echo "| stack | p50 | p99 | p99.9 | samples |"
+  echo "|---|---:|---:|---:|---:|"
+  awk -F, 'NR > 1 {printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5}' "$out/latency.csv"
+  echo
+  echo "## Targets"
+  echo
+  echo "| case | target | measured |"
+  echo "|---|---|---|"
+  echo "| C, 1 handler, 128 B | ≥ 0.9× A | $(lookup "C jetfan 1 h all" 128 12)× |"
+  echo "| C, 1 handler, 128 B | ≥ 2.5× B | $(lookup "C jetfan 1 h all" 128 13)× |"
+  echo "| C, 4 all-matching handlers, 128 B | ≥ 0.7× A | $(lookup "C jetfan 4 h all" 128 12)× |"
+  echo "| C, 2 all-matching handlers, 128 B | (for the smoke run) | $(lookup "C jetfan 2 h all" 128 12)× |"
+  echo "| added p99 latency (C − A) | ≤ 1 ms | $(awk -v c="$(lat C 3)" -v a="$(lat A 3)" 'BEGIN {print c - a}') µs |"
+  echo "| jetfan RSS, $held_n messages of 1 KiB held | ≤ 32 MiB | $held_rss MiB (peak $held_peak) |"
+  echo "| instructions per message, 2 → 100 patterns | flat | $(ipm 2) → $(ipm 100) |"
+} > "$md"
+
+# The plot: msg/s per case at 128 B.
+awk -F, '$5 == 128 {gsub(/"/, "", $1); printf "\"%s\" %s\n", $1, $8}' "$ratios" > "$out/plot.dat"
+gnuplot <<GP
+set terminal pngcairo size 1000,520 font "sans,10"
+set output "$out/bench.png"
+set title "jetfan vs direct reader (A) and in-process dispatch (B): 128 B messages, drained"
+set style data histograms
+set style fill solid 0.8 border -1
+set boxwidth 0.8
+set ylabel "messages per second"
+set xtics rotate by -35 scale 0
+set grid ytics
+set yrange [0:*]
+unset key
+plot "$out/plot.dat" using 2:xtic(1) linecolor rgb "#3b6ea8"
+GP
+cat "$md"

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# The benchmark, in one command: jetfan (C) against the ceiling, a direct cnats reader (A), and the
+# alternative it replaces, an in-process Node dispatcher (B), side by side in one run.
+#
+#   bench/run.sh            full run; writes bench/results/{bench.csv,bench.md,bench.png}
+#   bench/run.sh --smoke    tiny N, results in a temp dir: proves the harness works (CI runs this)
+#
+# End to end is from the moment a reader can read (messages already in the stream) until the server
+# says the consumer has nothing pending and nothing unacked. Ratios are taken within this run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+smoke=0
+[ "${1:-}" = "--smoke" ] && smoke=1
+
+scripts/deps.sh
+need=()
+command -v node > /dev/null || need+=(nodejs npm)
+command -v gnuplot > /dev/null || need+=(gnuplot-nox)
+command -v valgrind > /dev/null || need+=(valgrind)
+if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q --no-install-recommends "${need[@]}"; fi
+scripts/build.sh > /dev/null
+(cd bench/node && npm ci --no-audit --no-fund --silent)
+
+bin=$root/${JETFAN_BUILD_DIR:-build}
+tool=$bin/bench/jetfan-bench
+work=$(mktemp -d /tmp/jetfan-bench.XXXXXX)
+if [ $smoke = 1 ]; then out=$work/results; else out=$root/bench/results; fi
+mkdir -p "$out"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [ $smoke = 1 ]; then
+  declare -A count=([128]=300); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300)
+else
+  declare -A count=([128]=100000 [1024]=50000 [16384]=10000); sizes=(128 1024 16384); fanout=(2 4 8)
+  lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000)
+fi
+
+nats-server -js -sd "$work/js" -a 127.0.0.1 -p -1 > "$work/nats.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 200); do grep -q "Listening for client" "$work/nats.log" && break; sleep 0.05; done
+url="nats://127.0.0.1:$(sed -n 's/.*Listening for client connections on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/nats.log")"
+
+value() { sed -n "s/^$1=//p" "$2" | head -1; }
+wait_file() { for _ in $(seq 400); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done; echo "bench: timed out waiting for $2 in $1" >&2; return 1; }
+now() { "$tool" now; }
+keys_for() {  # keys_for N: N distinct keys k0..k(N-1)
+  local n=$1 list=""; for i in $(seq 0 $((n - 1))); do list+="${list:+,}k$i"; done; echo "$list"
+}
+fresh_stream() { "$tool" setup "$url" BENCH bench_durable "${1:-20000}"; }
+prepublish() { "$tool" publish "$url" bench. "$3" "$1" "$2" > /dev/null; }
+
+# jetfan config: handlers given as "name:pattern,pattern;name:pattern..."
+jetfan_config() {
+  local handlers=$1 extra=${2:-} h p hs ps first
+  {
+    printf 'nats:\n  servers: ["%s"]\nconsumer:\n  stream: BENCH\n  durable: bench_durable\n%s' "$url" "$extra"
+    printf 'key:\n  strip_prefix: "bench."\nsocket:\n  path: %s/jetfan.sock\nhandlers:\n' "$work"
+    IFS=';' read -ra hs <<< "$handlers"
+    for h in "${hs[@]}"; do
+      printf '  - name: %s\n    max_inflight: 1024\n    patterns: [' "${h%%:*}"
+      IFS=',' read -ra ps <<< "${h#*:}"
+      first=1
+      for p in "${ps[@]}"; do [ $first = 1 ] || printf ', '; printf '"%s"' "$p"; first=0; done
+      printf ']\n'
+    done
+    printf 'log:\n  level: warn\n'
+  } > "$work/jetfan.yaml"
+}
+
+stop_all() {
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
+}
+
+# Starts jetfan (optionally under a wrapper) and the named handlers; sets jetfan_pid, handler_pids, t0.
+start_jetfan() {
+  local names=$1; shift
+  rm -f "$work/jetfan.sock" "$work"/handler-*.out "$work"/handler-*.lat
+  "$@" "$bin/daemon/jetfan" serve --config "$work/jetfan.yaml" > "$work/jetfan.log" 2>&1 &
+  jetfan_pid=$!
+  for _ in $(seq 3000); do [ -S "$work/jetfan.sock" ] && break; sleep 0.005; done
+  t0=$(now)
+  handler_pids=()
+  for name in $names; do
+    "$tool" handler "$work/jetfan.sock" "$name" "$work/handler-$name.lat" > "$work/handler-$name.out" &
+    handler_pids+=($!)
+  done
+}
+
+cpu_seconds() { awk '{printf "%.3f", ($14 + $15) / 100}' "/proc/$1/stat"; }
+peak_rss_mib() { awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+rss_mib() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+
+csv=$out/bench.csv
+echo "case,stack,handlers,patterns,size,messages,seconds,msgs_per_s,mb_per_s,jetfan_cpu_s_per_million,jetfan_peak_rss_mib" > "$csv"
+record() {  # record CASE STACK HANDLERS PATTERNS SIZE N SECONDS CPU RSS
+  awk -v c="$1" -v st="$2" -v h="$3" -v p="$4" -v s="$5" -v n="$6" -v sec="$7" -v cpu="$8" -v rss="$9" 'BEGIN {
+    rate = n / sec; printf "%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.2f,%s,%s\n", c, st, h, p, s, n, sec, rate, rate * s / 1048576,
+      (cpu == "" ? "" : sprintf("%.2f", cpu / n * 1e6)), rss }' >> "$csv"
+  printf '  %-28s %6s B  %9.0f msg/s\n' "$1" "$5" "$(awk -v n="$6" -v s="$7" 'BEGIN{print n/s}')"
+}
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.4f", (b - a) / 1e9}'; }
+
+run_direct() {  # size
+  local size=$1 n=${count[$1]}
+  fresh_stream; prepublish "$n" "$size" "$(keys_for 4)"
+  "$tool" direct "$url" BENCH bench_durable "$n" "$work/direct.lat" > "$work/direct.out" &
+  local pid=$!
+  wait_file "$work/direct.out" ready_ns
+  "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
+  record "A direct cnats" A 1 - "$size" "$n" "$(elapsed "$(value ready_ns "$work/direct.out")" "$(value settled_ns "$work/watch.out")")" "" ""
+  stop_all $pid
+}
+
+run_inprocess() {  # size handlers
+  local size=$1 handlers=$2 n=${count[$1]} args=()
+  fresh_stream; prepublish "$n" "$size" "$(keys_for 4)"
+  for i in $(seq "$handlers"); do args+=("#"); done
+  node bench/node/reader.mjs "$url" BENCH bench_durable bench. "$work/node.lat" "${args[@]}" > "$work/node.out" 2>&1 &
+  local pid=$!
+  wait_file "$work/node.out" ready_ns
+  "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
+  record "B in-process node $handlers h" B "$handlers" "#" "$size" "$n" "$(elapsed "$(value ready_ns "$work/node.out")" "$(value settled_ns "$work/watch.out")")" "" ""
+  stop_all $pid
+}
+
+run_jetfan() {  # size handlers mode(all|disjoint|p100)
+  local size=$1 handlers=$2 mode=$3 n=${count[$1]} spec="" names="" keys patterns
+  case $mode in
+    all) keys=$(keys_for 4); for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:#"; names+=" h$i"; done; patterns=1 ;;
+    disjoint) keys=$(keys_for "$handlers"); for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:k$i"; names+=" h$i"; done; patterns=1 ;;
+    p100) keys=$(keys_for 16); local list=""; for i in $(seq 0 98); do list+="mesh-$i.built-before,"; done
+          spec="h0:${list}#"; names=" h0"; patterns=100 ;;
+  esac
+  fresh_stream; prepublish "$n" "$size" "$keys"
+  jetfan_config "$spec"
+  start_jetfan "$names"
+  "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
+  record "C jetfan $handlers h $mode" C "$handlers" "$patterns" "$size" "$n" "$(elapsed "$t0" "$(value settled_ns "$work/watch.out")")" \
+         "$(cpu_seconds $jetfan_pid)" "$(peak_rss_mib $jetfan_pid)"
+  stop_all $jetfan_pid "${handler_pids[@]}"
+}
+
+echo "== throughput: messages pre-published, then drained"
+for size in "${sizes[@]}"; do
+  echo "  ($size B: ${count[$size]} messages)"
+  run_direct $size
+  run_inprocess $size 1
+  run_jetfan $size 1 all
+  for h in "${fanout[@]}"; do run_jetfan $size $h all; run_jetfan $size $h disjoint; done
+done
+run_inprocess 128 4
+run_jetfan 128 1 p100
+
+echo "== latency: $lat_n messages published at $lat_rate msg/s while consumed"
+lat_csv=$out/latency.csv
+echo "stack,p50_us,p99_us,p999_us,samples" > "$lat_csv"
+percentiles() {  # file -> p50,p99,p999,n
+  sort -n "$1" | awk '{v[NR] = $1}
+    function at(q,   i) { i = int(NR * q); if (i < 1) i = 1; return v[i] }
+    END {if (NR == 0) {print "0,0,0,0"; exit} printf "%d,%d,%d,%d", at(0.5), at(0.99), at(0.999), NR}'
+}
+latency_run() {  # stack label: starts the reader, publishes paced, stops, records
+  local stack=$1
+  fresh_stream
+  case $stack in
+    A) "$tool" direct "$url" BENCH bench_durable "$lat_n" "$work/lat.lat" > "$work/lat.out" & local pids_here=($!); wait_file "$work/lat.out" ready_ns ;;
+    B) node bench/node/reader.mjs "$url" BENCH bench_durable bench. "$work/lat.lat" "#" > "$work/lat.out" 2>&1 & local pids_here=($!); wait_file "$work/lat.out" ready_ns ;;
+    C) jetfan_config "h0:#"; start_jetfan " h0"; wait_file "$work/handler-h0.out" ready_ns; local pids_here=($jetfan_pid "${handler_pids[@]}") ;;
+  esac
+  "$tool" publish "$url" bench. k0 "$lat_n" 128 "$lat_rate" > /dev/null
+  "$tool" watch "$url" BENCH bench_durable 120 > /dev/null
+  stop_all "${pids_here[@]}"
+  [ "$stack" = C ] && cp "$work/handler-h0.lat" "$work/lat.lat"
+  echo "$stack,$(percentiles "$work/lat.lat")" >> "$lat_csv"
+  echo "  $stack: p50/p99/p99.9/n = $(percentiles "$work/lat.lat") (us)"
+}
+latency_run A; latency_run B; latency_run C
+
+echo "== memory: $held_n messages of 1 KiB held (handler declared, not connected)"
+fresh_stream 20000
+jetfan_config "absent:#" "  max_held: $held_n"$'\n'
+start_jetfan ""
+prepublish "$held_n" 1024 k0
+"$tool" held "$url" BENCH bench_durable "$held_n" 120 > /dev/null
+held_rss=$(rss_mib $jetfan_pid); held_peak=$(peak_rss_mib $jetfan_pid)
+stop_all $jetfan_pid
+echo "  jetfan RSS $held_rss MiB (peak $held_peak MiB)"
+
+echo "== instructions per message inside jetfan (callgrind, ${cg[0]} vs ${cg[1]} messages of 128 B)"
+instructions() {  # patterns N -> total instructions of the jetfan process
+  local spec=$1 n=$2
+  fresh_stream; prepublish "$n" 128 "$(keys_for 16)"
+  jetfan_config "$spec"
+  start_jetfan " h0" valgrind --tool=callgrind --callgrind-out-file="$work/cg.out"
+  "$tool" watch "$url" BENCH bench_durable 600 > /dev/null
+  stop_all $jetfan_pid "${handler_pids[@]}"
+  sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/jetfan.log" | tail -1
+}
+p100=""; for i in $(seq 0 98); do p100+="mesh-$i.built-before,"; done
+ipm() { awk -v a="$1" -v b="$2" -v n1="${cg[0]}" -v n2="${cg[1]}" 'BEGIN{printf "%.0f", (b - a) / (n2 - n1)}'; }
+ipm2=$(ipm "$(instructions "h0:#,mesh-x.y" "${cg[0]}")" "$(instructions "h0:#,mesh-x.y" "${cg[1]}")")
+ipm100=$(ipm "$(instructions "h0:${p100}#" "${cg[0]}")" "$(instructions "h0:${p100}#" "${cg[1]}")")
+echo "  2 patterns: $ipm2 instructions/message; 100 patterns: $ipm100"
+echo "patterns,instructions_per_message" > "$out/instructions.csv"
+printf '2,%s\n100,%s\n' "$ipm2" "$ipm100" >> "$out/instructions.csv"
+
+bash bench/report.sh "$out" "$held_rss" "$held_peak" "$held_n"
+echo "== results in $out"
+[ $smoke = 1 ] && echo "bench: smoke run OK" || true
