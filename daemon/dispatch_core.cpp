@@ -150,18 +150,24 @@ void DispatchCore::fail(Message& message, std::size_t handler, std::optional<Dur
   message.nak_delay = std::max(message.nak_delay, delay ? *delay : backoff(message.deliveries));
 }
 
-bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Outcome outcome,
-                            std::optional<Duration> delay, TimePoint now) {
+std::optional<DispatchCore::FlightRef> DispatchCore::find_flight(ConnectionId connection_id, DeliveryId delivery) {
   auto connection = connections_.find(connection_id);
-  if (connection == connections_.end()) return false;
+  if (connection == connections_.end()) return std::nullopt;
   auto flight = connection->second.flights.find(delivery);
   if (flight == connection->second.flights.end()) {
     ++counters_.unknown_confirmations;
-    return false;
+    return std::nullopt;
   }
-  const std::uint64_t seq = flight->second.stream_seq;
-  const std::size_t handler = connection->second.handler;
-  connection->second.flights.erase(flight);
+  return FlightRef{&connection->second, flight};
+}
+
+bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Outcome outcome,
+                            std::optional<Duration> delay, TimePoint now) {
+  const auto found = find_flight(connection_id, delivery);
+  if (!found) return false;
+  const std::uint64_t seq = found->flight->second.stream_seq;
+  const std::size_t handler = found->connection->handler;
+  found->connection->flights.erase(found->flight);
   Message& message = messages_.at(seq);
   const HandlerMask bit = HandlerMask{1} << handler;
   message.in_flight &= ~bit;
@@ -194,16 +200,11 @@ bool DispatchCore::term(ConnectionId connection, DeliveryId delivery, TimePoint 
 }
 
 bool DispatchCore::wip(ConnectionId connection_id, DeliveryId delivery, TimePoint now) {
-  auto connection = connections_.find(connection_id);
-  if (connection == connections_.end()) return false;
-  auto flight = connection->second.flights.find(delivery);
-  if (flight == connection->second.flights.end()) {
-    ++counters_.unknown_confirmations;
-    return false;
-  }
-  const auto timeout = handlers_[connection->second.handler].limits.ack_timeout;
-  flight->second.deadline = now + timeout;
-  deadlines_.push(Deadline{flight->second.deadline, connection_id, delivery});
+  const auto found = find_flight(connection_id, delivery);
+  if (!found) return false;
+  Flight& flight = found->flight->second;
+  flight.deadline = now + handlers_[found->connection->handler].limits.ack_timeout;
+  deadlines_.push(Deadline{flight.deadline, connection_id, delivery});
   return true;
 }
 

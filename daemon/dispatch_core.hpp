@@ -170,6 +170,12 @@ class DispatchCore {
     TimePoint touched;
   };
 
+  struct FlightRef {
+    Connection* connection;
+    std::unordered_map<DeliveryId, Flight>::iterator flight;
+  };
+  // The delivery in flight on a connection; nullopt (counted as unknown) when there is none.
+  std::optional<FlightRef> find_flight(ConnectionId connection, DeliveryId delivery);
   bool complete(ConnectionId connection, DeliveryId delivery, Outcome outcome,
                 std::optional<Duration> delay, TimePoint now);
   void fail(Message& message, std::size_t handler, std::optional<Duration> delay);

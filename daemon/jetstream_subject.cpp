@@ -1,7 +1,6 @@
 #include "jetstream_subject.hpp"
 
 #include <charconv>
-#include <vector>
 
 namespace jetfan {
 namespace {
@@ -21,18 +20,22 @@ std::optional<std::string_view> key_of(std::string_view subject, std::string_vie
 }
 
 std::optional<AckSubject> parse_ack_subject(std::string_view reply) {
-  std::vector<std::string_view> tokens;
+  // Called once per message: tokens go into a fixed array, not a vector.
+  constexpr std::size_t kMaxTokens = 16;
+  std::string_view tokens[kMaxTokens];
+  std::size_t count = 0;
   std::size_t start = 0;
   for (;;) {
+    if (count == kMaxTokens) return std::nullopt;
     const std::size_t dot = reply.find('.', start);
-    tokens.push_back(reply.substr(start, dot == std::string_view::npos ? reply.npos : dot - start));
+    tokens[count++] = reply.substr(start, dot == std::string_view::npos ? reply.npos : dot - start);
     if (dot == std::string_view::npos) break;
     start = dot + 1;
   }
-  if (tokens.size() < 9 || tokens[0] != "$JS" || tokens[1] != "ACK") return std::nullopt;
+  if (count < 9 || tokens[0] != "$JS" || tokens[1] != "ACK") return std::nullopt;
   // The older form has exactly nine tokens; the newer adds domain and account hash after ACK.
-  const std::size_t first = tokens.size() == 9 ? 4 : 6;
-  if (tokens.size() != 9 && tokens.size() < 11) return std::nullopt;
+  if (count != 9 && count < 11) return std::nullopt;
+  const std::size_t first = count == 9 ? 4 : 6;
   const auto deliveries = number(tokens[first]);
   const auto stream_seq = number(tokens[first + 1]);
   const auto consumer_seq = number(tokens[first + 2]);

@@ -26,8 +26,9 @@ bool exact_words(const std::vector<std::string_view>& words, std::size_t count, 
 
 }  // namespace
 
-bool parse_command_line(std::string_view line, Command& out, std::string& error) {
-  const auto words = split_words(line);
+bool parse_command_line(std::string_view line, Command& out, std::string& error,
+                        std::vector<std::string_view>& words) {
+  split_words(line, words);
   if (words.empty()) {
     error = "empty line";
     return false;
@@ -113,7 +114,7 @@ CommandParser::Result CommandParser::parse(std::string_view& input, Command& out
     }
   } while (line.find_first_not_of(" \t") == std::string_view::npos);
   std::string why;
-  if (!parse_command_line(line, out, why)) return fail(std::move(why));
+  if (!parse_command_line(line, out, why, words_)) return fail(std::move(why));
   return Result::kCommand;
 }
 

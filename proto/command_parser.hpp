@@ -24,9 +24,11 @@ class CommandParser {
   Result fail(std::string why);
   LineReader lines_{kMaxCommandLine};
   std::string error_;
+  std::vector<std::string_view> words_;
 };
 
-// Parses one complete control line (without its line end). Exposed for tests.
-bool parse_command_line(std::string_view line, Command& out, std::string& error);
+// Parses one complete control line (without its line end); `words` is scratch space.
+bool parse_command_line(std::string_view line, Command& out, std::string& error,
+                        std::vector<std::string_view>& words);
 
 }  // namespace jetfan::proto

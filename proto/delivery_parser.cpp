@@ -8,7 +8,8 @@ DeliveryParser::Result DeliveryParser::fail(std::string why) {
 }
 
 DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& out) {
-  const auto words = split_words(line);
+  auto& words = words_;
+  split_words(line, words);
   if (words.empty()) return fail("empty line");
   const auto verb = words[0];
   if (equals_ignoring_case(verb, "MSG")) {
@@ -30,8 +31,9 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     d.deliveries = *deliveries;
     header_bytes_ = *header_bytes;
     body_left_ = *total_bytes + 2;
-    body_.clear();
-    body_.reserve(body_left_);
+    d.headers.reserve(*header_bytes);
+    d.payload.reserve(*total_bytes - *header_bytes);
+    trailer_.clear();
     in_body_ = true;
     return Result::kNeedMore;
   }
@@ -68,17 +70,22 @@ DeliveryParser::Result DeliveryParser::parse(std::string_view& input, Frame& out
   if (!error_.empty()) return Result::kError;
   for (;;) {
     if (in_body_) {
-      const std::size_t take = std::min(body_left_, input.size());
-      body_.append(input.substr(0, take));
-      input.remove_prefix(take);
-      body_left_ -= take;
+      // Headers, then payload, then "\r\n", each copied once, straight where it belongs.
+      auto& d = body_frame_.delivery;
+      while (body_left_ > 0 && !input.empty()) {
+        std::string& into = d.headers.size() < header_bytes_ ? d.headers : body_left_ > 2 ? d.payload : trailer_;
+        const std::size_t room = &into == &d.headers ? header_bytes_ - d.headers.size()
+                                 : &into == &d.payload ? body_left_ - 2
+                                                       : body_left_;
+        const std::size_t take = std::min(room, input.size());
+        into.append(input.substr(0, take));
+        input.remove_prefix(take);
+        body_left_ -= take;
+      }
       if (body_left_ > 0) return Result::kNeedMore;
       in_body_ = false;
-      if (body_.compare(body_.size() - 2, 2, "\r\n") != 0) return fail("MSG body not followed by \\r\\n");
-      body_.resize(body_.size() - 2);
+      if (trailer_ != "\r\n") return fail("MSG body not followed by \\r\\n");
       out = std::move(body_frame_);
-      out.delivery.headers.assign(body_, 0, header_bytes_);
-      out.delivery.payload.assign(body_, header_bytes_);
       return Result::kFrame;
     }
     std::string_view line;

@@ -24,13 +24,14 @@ class DeliveryParser {
 
   LineReader lines_{kMaxDeliveryLine};
   std::string error_;
+  std::vector<std::string_view> words_;
   // While a MSG body is being read: the frame so far and how many body bytes (with the final
   // "\r\n") are still to come.
   bool in_body_ = false;
   Frame body_frame_;
   std::size_t header_bytes_ = 0;
-  std::size_t body_left_ = 0;
-  std::string body_;
+  std::size_t body_left_ = 0;  // payload bytes and the final "\r\n" still to come
+  std::string trailer_;        // the "\r\n" after the body, as it arrives
 };
 
 }  // namespace jetfan::proto

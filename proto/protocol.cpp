@@ -17,8 +17,8 @@ const char* to_string(Verb verb) {
   return "?";
 }
 
-std::vector<std::string_view> split_words(std::string_view line) {
-  std::vector<std::string_view> words;
+void split_words(std::string_view line, std::vector<std::string_view>& words) {
+  words.clear();
   std::size_t at = 0;
   while (at < line.size()) {
     while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) ++at;
@@ -26,7 +26,6 @@ std::vector<std::string_view> split_words(std::string_view line) {
     while (at < line.size() && line[at] != ' ' && line[at] != '\t') ++at;
     if (at > start) words.push_back(line.substr(start, at - start));
   }
-  return words;
 }
 
 std::optional<std::uint64_t> parse_number(std::string_view word) {

@@ -54,7 +54,9 @@ struct Frame {
 };
 
 // Helpers shared by the parsers.
-std::vector<std::string_view> split_words(std::string_view line);
+// Splits at spaces and tabs into `words`, which is cleared first; its capacity is reused, so a
+// parser that keeps one vector allocates nothing per line.
+void split_words(std::string_view line, std::vector<std::string_view>& words);
 std::optional<std::uint64_t> parse_number(std::string_view word);
 bool equals_ignoring_case(std::string_view a, std::string_view b);
 
