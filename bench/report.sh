@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Writes bench.md (tables, targets) and bench.png (plot) from the CSVs bench/run.sh wrote.
-#   bench/report.sh RESULTS_DIR HELD_RSS_MIB HELD_PEAK_MIB HELD_N
+#   bench/report.sh RESULTS_DIR HELD_RSS_MIB HELD_PEAK_MIB HELD_N REPS
 set -euo pipefail
-out=$1 held_rss=$2 held_peak=$3 held_n=$4
+out=$1 held_rss=$2 held_peak=$3 held_n=$4 reps=$5
 csv=$out/bench.csv md=$out/bench.md
 
 # C/A and C/B use the A and B rows of the same size from the same run.
@@ -25,6 +25,7 @@ ipm() { awk -F, -v p="$1" '$1 == p {print $2}' "$out/instructions.csv"; }
   echo "End to end: from the moment the reader can read (messages already in the stream) until the server shows"
   echo "num_pending = 0 and num_ack_pending = 0. A: direct cnats pull reader acking itself. B: Node, consume() and"
   echo "in-process dispatch (the seed's design). C: jetfan and handler processes on the C++ client."
+  echo "Each throughput row is the median of $reps runs; ratios are within this run. Command: \`bench/run.sh\`."
   echo
   echo "| case | size | msg/s | MB/s | C/A | C/B | jetfan CPU s per 1M msgs | jetfan peak RSS MiB |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -44,10 +45,11 @@ ipm() { awk -F, -v p="$1" '$1 == p {print $2}' "$out/instructions.csv"; }
   echo "| C, 1 handler, 128 B | ≥ 0.9× A | $(lookup "C jetfan 1 h all" 128 12)× |"
   echo "| C, 1 handler, 128 B | ≥ 2.5× B | $(lookup "C jetfan 1 h all" 128 13)× |"
   echo "| C, 4 all-matching handlers, 128 B | ≥ 0.7× A | $(lookup "C jetfan 4 h all" 128 12)× |"
-  echo "| C, 2 all-matching handlers, 128 B | (for the smoke run) | $(lookup "C jetfan 2 h all" 128 12)× |"
   echo "| added p99 latency (C − A) | ≤ 1 ms | $(awk -v c="$(lat C 3)" -v a="$(lat A 3)" 'BEGIN {print c - a}') µs |"
   echo "| jetfan RSS, $held_n messages of 1 KiB held | ≤ 32 MiB | $held_rss MiB (peak $held_peak) |"
   echo "| instructions per message, 2 → 100 patterns | flat | $(ipm 2) → $(ipm 100) |"
+  echo
+  echo "![msg/s by case, 128 B](bench/results/bench.png)"
 } > "$md"
 
 # The plot: msg/s per case at 128 B.

@@ -36,10 +36,10 @@ cleanup() {
 trap cleanup EXIT
 
 if [ $smoke = 1 ]; then
-  declare -A count=([128]=300); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300)
+  declare -A count=([128]=300); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1
 else
   declare -A count=([128]=100000 [1024]=50000 [16384]=10000); sizes=(128 1024 16384); fanout=(2 4 8)
-  lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000)
+  lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000); reps=3
 fi
 
 nats-server -js -sd "$work/js" -a 127.0.0.1 -p -1 > "$work/nats.log" 2>&1 &
@@ -115,7 +115,7 @@ run_direct() {  # size
   local pid=$!
   wait_file "$work/direct.out" ready_ns
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
-  record "A direct cnats" A 1 - "$size" "$n" "$(elapsed "$(value ready_ns "$work/direct.out")" "$(value settled_ns "$work/watch.out")")" "" ""
+  sec=$(elapsed "$(value ready_ns "$work/direct.out")" "$(value settled_ns "$work/watch.out")"); cpu=-; rss=-
   stop_all $pid
 }
 
@@ -127,37 +127,50 @@ run_inprocess() {  # size handlers
   local pid=$!
   wait_file "$work/node.out" ready_ns
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
-  record "B in-process node $handlers h" B "$handlers" "#" "$size" "$n" "$(elapsed "$(value ready_ns "$work/node.out")" "$(value settled_ns "$work/watch.out")")" "" ""
+  sec=$(elapsed "$(value ready_ns "$work/node.out")" "$(value settled_ns "$work/watch.out")"); cpu=-; rss=-
   stop_all $pid
 }
 
 run_jetfan() {  # size handlers mode(all|disjoint|p100)
-  local size=$1 handlers=$2 mode=$3 n=${count[$1]} spec="" names="" keys patterns
+  local size=$1 handlers=$2 mode=$3 n=${count[$1]} spec="" names="" keys
   case $mode in
-    all) keys=$(keys_for 4); for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:#"; names+=" h$i"; done; patterns=1 ;;
-    disjoint) keys=$(keys_for "$handlers"); for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:k$i"; names+=" h$i"; done; patterns=1 ;;
+    all) keys=$(keys_for 4); for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:#"; names+=" h$i"; done ;;
+    disjoint) keys=$(keys_for "$handlers"); for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:k$i"; names+=" h$i"; done ;;
     p100) keys=$(keys_for 16); local list=""; for i in $(seq 0 98); do list+="mesh-$i.built-before,"; done
-          spec="h0:${list}#"; names=" h0"; patterns=100 ;;
+          spec="h0:${list}#"; names=" h0" ;;
   esac
   fresh_stream; prepublish "$n" "$size" "$keys"
   jetfan_config "$spec"
   start_jetfan "$names"
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
-  record "C jetfan $handlers h $mode" C "$handlers" "$patterns" "$size" "$n" "$(elapsed "$t0" "$(value settled_ns "$work/watch.out")")" \
-         "$(cpu_seconds $jetfan_pid)" "$(peak_rss_mib $jetfan_pid)"
+  sec=$(elapsed "$t0" "$(value settled_ns "$work/watch.out")"); cpu=$(cpu_seconds $jetfan_pid); rss=$(peak_rss_mib $jetfan_pid)
   stop_all $jetfan_pid "${handler_pids[@]}"
 }
 
-echo "== throughput: messages pre-published, then drained"
+# measure LABEL STACK HANDLERS PATTERNS SIZE FN ARGS...: runs FN (which sets sec, cpu, rss) $reps
+# times and records the run with the median time.
+measure() {
+  local label=$1 stack=$2 handlers=$3 patterns=$4 size=$5; shift 5
+  : > "$work/reps"
+  for _ in $(seq "$reps"); do "$@"; echo "$sec $cpu $rss" >> "$work/reps"; done
+  read -r sec cpu rss < <(sort -n "$work/reps" | sed -n "$(( (reps + 1) / 2 ))p")
+  [ "$cpu" = - ] && cpu="" && rss=""
+  record "$label" "$stack" "$handlers" "$patterns" "$size" "${count[$size]}" "$sec" "$cpu" "$rss"
+}
+
+echo "== throughput: messages pre-published, then drained; median of $reps runs"
 for size in "${sizes[@]}"; do
   echo "  ($size B: ${count[$size]} messages)"
-  run_direct $size
-  run_inprocess $size 1
-  run_jetfan $size 1 all
-  for h in "${fanout[@]}"; do run_jetfan $size $h all; run_jetfan $size $h disjoint; done
+  measure "A direct cnats" A 1 - $size run_direct $size
+  measure "B in-process node 1 h" B 1 "#" $size run_inprocess $size 1
+  measure "C jetfan 1 h all" C 1 1 $size run_jetfan $size 1 all
+  for h in "${fanout[@]}"; do
+    measure "C jetfan $h h all" C $h 1 $size run_jetfan $size $h all
+    measure "C jetfan $h h disjoint" C $h 1 $size run_jetfan $size $h disjoint
+  done
 done
-run_inprocess 128 4
-run_jetfan 128 1 p100
+measure "B in-process node 4 h" B 4 "#" 128 run_inprocess 128 4
+measure "C jetfan 1 h p100" C 1 100 128 run_jetfan 128 1 p100
 
 echo "== latency: $lat_n messages published at $lat_rate msg/s while consumed"
 lat_csv=$out/latency.csv
@@ -212,6 +225,11 @@ echo "  2 patterns: $ipm2 instructions/message; 100 patterns: $ipm100"
 echo "patterns,instructions_per_message" > "$out/instructions.csv"
 printf '2,%s\n100,%s\n' "$ipm2" "$ipm100" >> "$out/instructions.csv"
 
-bash bench/report.sh "$out" "$held_rss" "$held_peak" "$held_n"
+bash bench/report.sh "$out" "$held_rss" "$held_peak" "$held_n" "$reps"
+# The README shows the latest full run.
+if [ $smoke = 0 ]; then
+  awk -v table="$out/bench.md" '/<!-- bench:start -->/ {print; while ((getline line < table) > 0) if (line !~ /^# /) print line; skip = 1; next}
+    /<!-- bench:end -->/ {skip = 0} !skip' README.md > "$work/README.md" && cp "$work/README.md" README.md
+fi
 echo "== results in $out"
 [ $smoke = 1 ] && echo "bench: smoke run OK" || true
