@@ -36,10 +36,10 @@ cleanup() {
 trap cleanup EXIT
 
 if [ $smoke = 1 ]; then
-  declare -A count=([128]=300); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1
+  declare -A count=([128]=300); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
 else
   declare -A count=([128]=100000 [1024]=50000 [16384]=10000); sizes=(128 1024 16384); fanout=(2 4 8)
-  lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000); reps=3
+  lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000); reps=3; rounds=5
 fi
 
 nats-server -js -sd "$work/js" -a 127.0.0.1 -p -1 > "$work/nats.log" 2>&1 &
@@ -172,9 +172,22 @@ done
 measure "B in-process node 4 h" B 4 "#" 128 run_inprocess 128 4
 measure "C jetfan 1 h p100" C 1 100 128 run_jetfan 128 1 p100
 
+# The targets' ratios: A, B and C run back to back in each round, so drift on a shared machine
+# (disk, page cache, neighbours) hits all of them alike; report.sh takes the median per-round ratio.
+echo "== ratios at 128 B, interleaved: A, B, C 1 handler, C 4 all-matching; $rounds rounds"
+echo "round,a_s,b_s,c1_s,c4_s" > "$out/rounds.csv"
+for r in $(seq "$rounds"); do
+  run_direct 128; a=$sec
+  run_inprocess 128 1; b=$sec
+  run_jetfan 128 1 all; c1=$sec
+  run_jetfan 128 4 all; c4=$sec
+  echo "$r,$a,$b,$c1,$c4" >> "$out/rounds.csv"
+  awk -v a="$a" -v b="$b" -v c1="$c1" -v c4="$c4" 'BEGIN {printf "  round %d: C1/A %.2f  C1/B %.2f  C4/A %.2f\n", '"$r"', a / c1, b / c1, a / c4}'
+done
+
 echo "== latency: $lat_n messages published at $lat_rate msg/s while consumed"
 lat_csv=$out/latency.csv
-echo "stack,p50_us,p99_us,p999_us,samples" > "$lat_csv"
+echo "stack,p50_us,p99_us,p999_us,samples,round" > "$lat_csv"
 percentiles() {  # file -> p50,p99,p999,n
   sort -n "$1" | awk '{v[NR] = $1}
     function at(q,   i) { i = int(NR * q); if (i < 1) i = 1; return v[i] }
@@ -192,10 +205,10 @@ latency_run() {  # stack label: starts the reader, publishes paced, stops, recor
   "$tool" watch "$url" BENCH bench_durable 120 > /dev/null
   stop_all "${pids_here[@]}"
   [ "$stack" = C ] && cp "$work/handler-h0.lat" "$work/lat.lat"
-  echo "$stack,$(percentiles "$work/lat.lat")" >> "$lat_csv"
+  echo "$stack,$(percentiles "$work/lat.lat"),$r" >> "$lat_csv"
   echo "  $stack: p50/p99/p99.9/n = $(percentiles "$work/lat.lat") (us)"
 }
-latency_run A; latency_run B; latency_run C
+for r in $(seq "$(( rounds > 1 ? 3 : 1 ))"); do latency_run A; latency_run B; latency_run C; done
 
 echo "== memory: $held_n messages of 1 KiB held (handler declared, not connected)"
 fresh_stream 20000
