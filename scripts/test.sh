@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing, builds, runs every test; then builds again
-# with AddressSanitizer and UndefinedBehaviorSanitizer and runs every test once more.
+# The README's test command: installs what is missing, builds, runs every test; runs the benchmark
+# harness in smoke mode (it must work; no timing is asserted); then builds again with
+# AddressSanitizer and UndefinedBehaviorSanitizer and runs every test once more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -10,11 +11,11 @@ echo "== build and test (build/)"
 scripts/build.sh
 ctest --test-dir build -j "$jobs" --output-on-failure
 
+echo "== benchmark harness, smoke mode"
+bench/run.sh --smoke
+
 echo "== build and test with ASan and UBSan (build-sanitize/)"
 JETFAN_BUILD_DIR=build-sanitize scripts/build.sh -DJETFAN_SANITIZE=address,undefined
 # A sanitizer finding stops the process, so the test that exercised it fails.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 ctest --test-dir build-sanitize -j "$jobs" --output-on-failure
-
-echo "== benchmark harness, smoke mode (proves it works; no timing is asserted)"
-bench/run.sh --smoke
