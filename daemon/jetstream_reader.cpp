@@ -255,7 +255,11 @@ void JetStreamReader::top_up(std::size_t held) {
 }
 
 void JetStreamReader::on_ingress() {
-  std::vector<NatsMsgPtr> incoming;
+  // incoming_ and batch_ are members so their capacity is reused from batch to batch.
+  auto& incoming = incoming_;
+  auto& batch = batch_;
+  incoming.clear();
+  batch.clear();
   bool reconnected = false;
   {
     std::lock_guard lock(ingress_->mutex);
@@ -266,8 +270,6 @@ void JetStreamReader::on_ingress() {
   // The server forgets pull requests when it restarts, and cnats does not re-send them.
   if (reconnected) drop_all_pulls("reconnected");
   if (!incoming.empty()) last_heard_ = Clock::now();
-  std::vector<NatsMsgPtr> batch;
-  batch.reserve(incoming.size());
   for (auto& message : incoming) {
     const char* reply = natsMsg_GetReply(message.get());
     if (!reply || std::string_view(reply).rfind("$JS.ACK.", 0) != 0) {

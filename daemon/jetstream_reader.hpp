@@ -105,6 +105,7 @@ class JetStreamReader {
   std::string inbox_;
   std::string pull_subject_;
   MessagesHandler on_messages_;
+  std::vector<NatsMsgPtr> incoming_, batch_;
   std::size_t max_held_ = 0;
   std::map<std::uint64_t, Pull> pulls_;
   std::size_t requested_ = 0;
