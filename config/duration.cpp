@@ -26,12 +26,4 @@ std::optional<Duration> parse_duration(std::string_view text) {
   return Duration(static_cast<Duration::rep>(value * scale));
 }
 
-std::string format_duration(Duration d) {
-  const auto ms = d.count();
-  if (ms != 0 && ms % 3'600'000 == 0) return std::to_string(ms / 3'600'000) + "h";
-  if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
-  if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
-  return std::to_string(ms) + "ms";
-}
-
 }  // namespace jetfan

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <optional>
-#include <string>
 #include <string_view>
 
 namespace jetfan {
@@ -14,8 +13,5 @@ using Duration = std::chrono::milliseconds;
 // Parses "<digits><unit>" with unit one of ms, s, m, h. Returns nullopt for anything else,
 // including negatives, fractions, a missing unit and values that overflow.
 std::optional<Duration> parse_duration(std::string_view text);
-
-// The shortest exact spelling, e.g. 1500ms -> "1500ms", 30000ms -> "30s", 300000ms -> "5m".
-std::string format_duration(Duration d);
 
 }  // namespace jetfan

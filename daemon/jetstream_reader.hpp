@@ -80,8 +80,6 @@ class JetStreamReader {
   // Sends whatever is buffered, waiting at most `timeout`, then closes the connection.
   void close(Duration timeout);
 
-  std::size_t requested() const { return requested_; }
-
   struct Ingress;  // what cnats threads hand over; defined in the .cpp
 
  private:
