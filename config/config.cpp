@@ -11,15 +11,6 @@
 
 namespace jetfan {
 
-const char* to_string(AckPolicy policy) {
-  switch (policy) {
-    case AckPolicy::kExplicit: return "explicit";
-    case AckPolicy::kAll: return "all";
-    case AckPolicy::kNone: return "none";
-  }
-  return "?";
-}
-
 namespace {
 
 // Walks the YAML tree, filling a Config and collecting every error with its line and key path.
@@ -323,7 +314,7 @@ class ConfigReader {
     read_handlers(root["handlers"], config.handlers);
     read_delivery(root["delivery"], config.delivery);
     read_log(root["log"], config.log_level);
-    if (config.nats.servers.empty()) config.nats.servers = {"nats://127.0.0.1:4222"};
+    if (config.nats.servers.empty()) config.nats.servers = {defaults::kServer};
     if (config.nats.name.empty()) config.nats.name = "jetfan-" + config.consumer.durable;
   }
 

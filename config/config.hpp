@@ -8,12 +8,11 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "ack_policy.hpp"
+#include "defaults.hpp"
 #include "duration.hpp"
 
 namespace jetfan {
-
-enum class AckPolicy { kExplicit, kAll, kNone };
-const char* to_string(AckPolicy policy);
 
 struct TlsSettings {
   std::string ca;    // empty: system trust store
@@ -31,9 +30,9 @@ struct NatsSettings {
   std::string token;
   std::string user, password;
   std::optional<TlsSettings> tls;
-  Duration connect_timeout{2000};
-  Duration reconnect_wait{250};   // between reconnect attempts once connected
-  Duration retry_max{5000};       // cap of the backoff while the server is unreachable at start
+  Duration connect_timeout = defaults::kConnectTimeout;
+  Duration reconnect_wait = defaults::kReconnectWait;  // between reconnect attempts once connected
+  Duration retry_max = defaults::kRetryMax;            // cap of the backoff while unreachable at start
 };
 
 struct ConsumerSettings {
@@ -41,10 +40,9 @@ struct ConsumerSettings {
   std::string durable;
   std::optional<AckPolicy> ack_policy;  // used only when consumer info cannot be read
   std::optional<std::int64_t> max_held; // default: the consumer's MaxAckPending
-  int batch = 256;                      // messages asked for by one pull request
-  Duration pull_expires{5000};          // how long one pull request waits at the server; also
-                                        // bounds how long a message handed back at shutdown waits
-  Duration idle_heartbeat{1000};        // the server's heartbeat while a pull waits
+  int batch = defaults::kBatch;         // messages asked for by one pull request
+  Duration pull_expires = defaults::kPullExpires;      // how long one pull request waits at the server
+  Duration idle_heartbeat = defaults::kIdleHeartbeat;  // the server's heartbeat while a pull waits
 };
 
 struct KeySettings {
@@ -53,22 +51,22 @@ struct KeySettings {
 
 struct SocketSettings {
   std::string path;
-  mode_t mode = 0660;
-  Duration hello_timeout{5000};
+  mode_t mode = defaults::kSocketMode;
+  Duration hello_timeout = defaults::kHelloTimeout;
 };
 
 struct HandlerSettings {
   std::string name;
   std::vector<std::string> patterns;
-  int max_inflight = 64;
-  Duration ack_timeout{30000};
+  int max_inflight = defaults::kMaxInflight;
+  Duration ack_timeout = defaults::kAckTimeout;
 };
 
 struct DeliverySettings {
-  Duration nak_delay{1000};       // delay of the first redelivery after a failure
-  Duration nak_delay_max{60000};  // the delay doubles with each delivery up to this
-  std::size_t remember = 100000;  // messages whose per-handler confirmations are remembered
-  Duration drain_timeout{10000};  // on SIGTERM, how long deliveries in flight may finish
+  Duration nak_delay = defaults::kNakDelay;          // delay of the first redelivery after a failure
+  Duration nak_delay_max = defaults::kNakDelayMax;   // the delay doubles with each delivery up to this
+  std::size_t remember = defaults::kRemember;        // messages whose confirmations are remembered
+  Duration drain_timeout = defaults::kDrainTimeout;  // on SIGTERM, how long deliveries in flight may finish
 };
 
 struct Config {

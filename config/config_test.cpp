@@ -38,7 +38,7 @@ bool any_contains(const std::vector<std::string>& errors, const std::string& par
 }
 }  // namespace
 
-TEST_CASE("the issue's example config loads") {
+TEST_CASE("the issue's example config loads", "[unit]") {
   const auto result = load_config_text(kGood, "jetfan.yaml");
   REQUIRE(result.errors.empty());
   const auto& config = *result.config;
@@ -54,7 +54,7 @@ TEST_CASE("the issue's example config loads") {
   CHECK_FALSE(config.consumer.ack_policy);
 }
 
-TEST_CASE("every error is reported with file, line and key") {
+TEST_CASE("every error is reported with file, line and key", "[unit]") {
   const auto errors = errors_of(R"(nats:
   servers: []
   token: abc
@@ -94,21 +94,21 @@ handlers:
   CHECK(errors.size() == 15);
 }
 
-TEST_CASE("missing sections are named") {
+TEST_CASE("missing sections are named", "[unit]") {
   const auto errors = errors_of("nats: {}\n");
   CHECK(any_contains(errors, "consumer: is required"));
   CHECK(any_contains(errors, "socket: is required"));
   CHECK(any_contains(errors, "handlers: is required"));
 }
 
-TEST_CASE("syntax errors, empty files and unknown top-level keys are errors") {
+TEST_CASE("syntax errors, empty files and unknown top-level keys are errors", "[unit]") {
   CHECK(any_contains(errors_of("nats: [\n"), "jetfan.yaml:2: (syntax)"));
   CHECK(any_contains(errors_of(""), "the file is empty"));
   CHECK(any_contains(errors_of(std::string(kGood) + "handler:\n  - x\n"), "handler: unknown key"));
   CHECK(any_contains(errors_of("- a\n- b\n"), "expected a mapping"));
 }
 
-TEST_CASE("tls, heartbeat, delivery and log settings are checked") {
+TEST_CASE("tls, heartbeat, delivery and log settings are checked", "[unit]") {
   const std::string base = kGood;
   CHECK(any_contains(errors_of(base + "delivery:\n  nak_delay: 5s\n  nak_delay_max: 1s\n"),
                      "delivery.nak_delay_max: must not be less"));
@@ -127,7 +127,7 @@ TEST_CASE("tls, heartbeat, delivery and log settings are checked") {
   CHECK(any_contains(errors_of(consumer), "consumer.idle_heartbeat: must be at least 100ms"));
 }
 
-TEST_CASE("ack_policy and max_held are read") {
+TEST_CASE("ack_policy and max_held are read", "[unit]") {
   std::string text = kGood;
   text.insert(text.find("key:"), "  ack_policy: all\n  max_held: 500\n  batch: 32\n");
   const auto result = load_config_text(text, "x.yaml");
@@ -137,21 +137,21 @@ TEST_CASE("ack_policy and max_held are read") {
   CHECK(result.config->consumer.batch == 32);
 }
 
-TEST_CASE("the annotated example config in the repository is valid") {
+TEST_CASE("the annotated example config in the repository is valid", "[unit]") {
   const auto result = jetfan::load_config_file(JETFAN_EXAMPLE_CONFIG);
   CHECK(result.errors == std::vector<std::string>{});
   REQUIRE(result.config);
   CHECK(result.config->handlers.size() == 2);
 }
 
-TEST_CASE("an error about a key left at its default points at its section, not a crash") {
+TEST_CASE("an error about a key left at its default points at its section, not a crash", "[unit]") {
   std::string text = kGood;
   text.insert(text.find("key:"), "  pull_expires: 1s\n");  // the default idle_heartbeat (1s) is too long
   const auto errors = errors_of(text);
   CHECK(any_contains(errors, "jetfan.yaml:4: consumer.idle_heartbeat: must be at least 100ms"));
 }
 
-TEST_CASE("inputs the fuzzer found are reported, not crashed on") {
+TEST_CASE("inputs the fuzzer found are reported, not crashed on", "[unit]") {
   for (const auto& entry : std::filesystem::directory_iterator(JETFAN_FUZZ_REGRESSIONS)) {
     INFO(entry.path());
     CHECK_NOTHROW(jetfan::load_config_file(entry.path().string()));

@@ -2,13 +2,12 @@
 // Durations as written in jetfan.yaml: a whole number followed by a unit, "250ms", "30s", "5m".
 // Pure functions; no state.
 
-#include <chrono>
 #include <optional>
 #include <string_view>
 
-namespace jetfan {
+#include "time.hpp"
 
-using Duration = std::chrono::milliseconds;
+namespace jetfan {
 
 // Parses "<digits><unit>" with unit one of ms, s, m, h. Returns nullopt for anything else,
 // including negatives, fractions, a missing unit and values that overflow.

@@ -11,10 +11,14 @@
 #include "config.hpp"
 #include "daemon.hpp"
 #include "jetfan/version.hpp"
+#include "nats_handles.hpp"
 #include "startup_error.hpp"
 
 namespace jetfan {
 namespace {
+
+// How long exiting waits for cnats's threads to finish; they have nothing left to do by then.
+constexpr std::int64_t kCnatsShutdownWaitMs = 2000;
 
 const char* kUsage = R"(usage: jetfan <command> [options]
 
@@ -90,13 +94,17 @@ int serve(const Arguments& args) {
   const std::string level = args.log_level.empty() ? config->log_level : args.log_level;
   spdlog::set_level(spdlog::level::from_str(level));
   spdlog::info("jetfan {} starting with {}", kVersion, config->file);
+  int status = kExitOk;
   try {
     Daemon daemon(std::move(*config));
-    return daemon.run();
+    status = daemon.run();
   } catch (const StartupError& e) {
     spdlog::critical("{}", e.what());
-    return e.exit_code();
+    status = e.exit_code();
   }
+  // cnats may still run a callback on one of its threads; wait for them all before exiting.
+  nats_CloseAndWait(kCnatsShutdownWaitMs);
+  return status;
 }
 
 }  // namespace

@@ -38,6 +38,10 @@ void clear_stale_socket(const std::string& path) {
   ::unlink(path.c_str());
 }
 
+// After a failed accept (out of file descriptors, say) accepting again at once would spin while the
+// cause lasts; a tenth of a second lets connections close meanwhile.
+constexpr Duration kAcceptRetry{100};
+
 }  // namespace
 
 HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& settings, SessionOwner& owner)
@@ -79,8 +83,9 @@ void HandlerListener::accept() {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (error) {
       // Accepting again at once would spin while the cause (EMFILE, say) lasts.
-      spdlog::warn("socket {}: accept failed: {}; accepting again in 100ms", settings_.path, error.message());
-      retry_.expires_after(std::chrono::milliseconds(100));
+      spdlog::warn("socket {}: accept failed: {}; accepting again in {}ms", settings_.path, error.message(),
+                   kAcceptRetry.count());
+      retry_.expires_after(kAcceptRetry);
       retry_.async_wait([this](const boost::system::error_code& cancelled) {
         if (!cancelled) accept();
       });

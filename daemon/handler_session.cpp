@@ -10,24 +10,56 @@
 namespace jetfan {
 namespace asio = boost::asio;
 
-HandlerSession::HandlerSession(Socket socket, ConnectionId id, SessionOwner& owner, Duration hello_timeout)
-    : socket_(std::move(socket)), id_(id), owner_(owner), timer_(socket_.get_executor()) {
-  peer_ = "connection " + std::to_string(id);
+namespace {
+
+// A peer that does not read its ERR must not keep the connection open.
+constexpr Duration kErrLinger{1000};
+
+PeerCredentials read_credentials(int fd) {
+  PeerCredentials peer;
   ucred credentials{};
   socklen_t length = sizeof credentials;
-  if (::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0) {
-    peer_ += ", pid " + std::to_string(credentials.pid);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0) {
+    peer.pid = credentials.pid;
+    peer.uid = credentials.uid;
+    peer.gid = credentials.gid;
   }
+  // The peer's supplementary groups, as they were when it connected (Linux 4.13 and later).
+  gid_t groups[256];
+  length = sizeof groups;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &length) == 0) {
+    peer.groups.assign(groups, groups + length / sizeof(gid_t));
+  }
+  return peer;
+}
+
+}  // namespace
+
+HandlerSession::HandlerSession(Socket socket, ConnectionId id, SessionOwner& owner, Duration hello_timeout)
+    : socket_(std::move(socket)),
+      id_(id),
+      owner_(owner),
+      credentials_(read_credentials(socket_.native_handle())),
+      peer_("connection " + std::to_string(id) + ", pid " + std::to_string(credentials_.pid) + ", uid " +
+            std::to_string(credentials_.uid)),
+      timer_(socket_.get_executor()) {
   timer_.expires_after(hello_timeout);
 }
 
 void HandlerSession::start() {
+  JETFAN_ON_IO_THREAD(thread_);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
-    if (!error && !self->handler && !self->closed_) {
+    if (!error && !self->handler_ && !self->closed_) {
       self->fail("no HELLO within the hello_timeout; say \"HELLO <handler> 1\" first");
     }
   });
   read();
+}
+
+void HandlerSession::admit(std::size_t handler, std::string name) {
+  JETFAN_ON_IO_THREAD(thread_);
+  handler_ = handler;
+  handler_name_ = std::move(name);
 }
 
 void HandlerSession::read() {
@@ -52,7 +84,7 @@ void HandlerSession::consume(std::size_t bytes) {
       case proto::CommandParser::Result::kError: fail(parser_.error()); return;
       case proto::CommandParser::Result::kCommand: break;
     }
-    if (!handler) {
+    if (!handler_) {
       if (command.verb != proto::Verb::kHello) {
         fail(std::string("expected HELLO first, got ") + proto::to_string(command.verb));
         return;
@@ -73,7 +105,24 @@ void HandlerSession::consume(std::size_t bytes) {
   }
 }
 
+void HandlerSession::send_ready(std::uint32_t max_unconfirmed, const std::vector<std::string>& patterns) {
+  JETFAN_ON_IO_THREAD(thread_);
+  proto::append_ready(out_, handler_name_, max_unconfirmed, patterns);
+}
+
+void HandlerSession::send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
+                              std::string_view headers, std::string_view payload) {
+  JETFAN_ON_IO_THREAD(thread_);
+  proto::append_msg(out_, id, key, stream_seq, deliveries, headers, payload);
+}
+
+void HandlerSession::send_pong() {
+  JETFAN_ON_IO_THREAD(thread_);
+  proto::append_pong(out_);
+}
+
 void HandlerSession::flush() {
+  JETFAN_ON_IO_THREAD(thread_);
   if (write_pending_ || out_.empty() || closed_) return;
   write_pending_ = true;
   writing_.swap(out_);
@@ -92,20 +141,22 @@ void HandlerSession::flush() {
 }
 
 void HandlerSession::fail(const std::string& reason) {
+  JETFAN_ON_IO_THREAD(thread_);
   if (closed_ || failing_) return;
-  spdlog::warn("handler {} ({}): protocol error: {}; sent ERR and disconnected it. What it had unconfirmed will be redelivered.",
-               handler_name.empty() ? "?" : handler_name, peer_, reason);
+  spdlog::warn("handler {} ({}): protocol error: {}; sent ERR and disconnected it. What it had unconfirmed will be "
+               "redelivered.",
+               handler_name_.empty() ? "?" : handler_name_, peer_, reason);
   failing_ = true;
   proto::append_err(out_, reason);
   flush();
-  // A peer that does not read its ERR must not keep the connection open.
-  timer_.expires_after(std::chrono::seconds(1));
+  timer_.expires_after(kErrLinger);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
     if (!error) self->close();
   });
 }
 
 void HandlerSession::close() {
+  JETFAN_ON_IO_THREAD(thread_);
   if (closed_) return;
   closed_ = true;
   boost::system::error_code ignored;

@@ -1,10 +1,12 @@
 #pragma once
-// One handler connection on jetfan's Unix socket: reads and parses commands, writes frames.
+// HandlerSession: one connection on jetfan's handler socket. Reads and parses commands, writes
+// frames. Protocol decisions are the owner's; this class only moves bytes.
 //
-// Thread: the io_context thread only. Lifetime: owned by shared_ptr; its pending reads and writes
-// keep it alive, and so does the owner's connection table until on_closed.
-// Writes coalesce: frames appended to out() between two flush() calls go out in one write, and
-// whatever is appended while a write is under way goes in the next one.
+// Thread: the io_context thread only (checked in debug and JETFAN_CHECKS builds).
+// Lifetime: owned by shared_ptr; its pending reads and writes keep it alive, and so does the owner's
+// connection table until on_closed.
+// Writes coalesce: frames appended between two flush() calls go out in one write, and whatever is
+// appended while a write is under way goes in the next one.
 
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -13,9 +15,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "admission.hpp"
 #include "command_parser.hpp"
 #include "dispatch_core.hpp"
+#include "io_thread.hpp"
 
 namespace jetfan {
 
@@ -24,31 +29,40 @@ class HandlerSession;
 // What a session tells its owner. Called on the io_context thread.
 class SessionOwner {
  public:
-  virtual ~SessionOwner() = default;
-  // A well-formed HELLO. Return why it is refused, or nullopt once the session is registered.
+  // A well-formed HELLO. The owner either calls session.admit() or returns why it refuses.
   virtual std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) = 0;
-  // Any later command.
+  // Any command after an admitted HELLO.
   virtual void on_command(HandlerSession& session, const proto::Command& command) = 0;
   // The connection is gone. Called exactly once, for every session that was started.
   virtual void on_closed(HandlerSession& session) = 0;
+
+ protected:
+  ~SessionOwner() = default;
 };
 
 class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
  public:
   using Socket = boost::asio::local::stream_protocol::socket;
 
+  // Reads the peer's credentials from the kernel at once.
   HandlerSession(Socket socket, ConnectionId id, SessionOwner& owner, Duration hello_timeout);
 
   void start();
   ConnectionId id() const { return id_; }
-  // Who is on the other end, for logs: "connection 7, pid 1234".
+  const PeerCredentials& credentials() const { return credentials_; }
+  // Who is on the other end, for logs: "connection 7, pid 1234, uid 1000".
   const std::string& peer() const { return peer_; }
 
-  // Set by the owner when HELLO is accepted.
-  std::optional<std::size_t> handler;
-  std::string handler_name;
+  // The declared handler this connection is an instance of, once admitted. Set once.
+  void admit(std::size_t handler, std::string name);
+  std::optional<std::size_t> handler() const { return handler_; }
+  const std::string& handler_name() const { return handler_name_; }
 
-  std::string& out() { return out_; }
+  // Frames to send; they go out at the next flush().
+  void send_ready(std::uint32_t max_unconfirmed, const std::vector<std::string>& patterns);
+  void send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
+                std::string_view headers, std::string_view payload);
+  void send_pong();
   void flush();
   // Sends ERR with the reason, then closes. Nothing more is read.
   void fail(const std::string& reason);
@@ -61,6 +75,11 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   Socket socket_;
   ConnectionId id_;
   SessionOwner& owner_;
+  IoThread thread_;
+  PeerCredentials credentials_;
+  std::string peer_;
+  std::optional<std::size_t> handler_;
+  std::string handler_name_;
   boost::asio::steady_timer timer_;  // the HELLO deadline, then the deadline for a last ERR
   proto::CommandParser parser_;
   std::array<char, 64 * 1024> input_;
@@ -68,7 +87,6 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   bool write_pending_ = false;
   bool failing_ = false;
   bool closed_ = false;
-  std::string peer_;
 };
 
 }  // namespace jetfan

@@ -3,8 +3,8 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
-#include <charconv>
 #include <atomic>
+#include <charconv>
 #include <mutex>
 
 #include "jetstream_subject.hpp"
@@ -12,10 +12,9 @@
 
 namespace jetfan {
 namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 
-// What cnats threads hand to the io_context thread. Shared so that a post already queued when the
-// reader goes away finds it gone rather than dangling.
+// What cnats threads hand to the io_context thread. cnats holds raw pointers to it; `held_by_*`
+// are the references those pointers stand for, dropped in the callback that ends each one.
 struct JetStreamReader::Ingress : std::enable_shared_from_this<Ingress> {
   explicit Ingress(asio::io_context& context) : io(context) {}
 
@@ -36,6 +35,12 @@ struct JetStreamReader::Ingress : std::enable_shared_from_this<Ingress> {
       if (self->reader) self->reader->on_ingress();
     });
   }
+  // Called by cnats when it will call no more with this pointer. The last reference may go here;
+  // nothing of `this` is touched after it.
+  static void release(std::shared_ptr<Ingress>& reference) {
+    std::shared_ptr<Ingress> last;
+    last.swap(reference);
+  }
 
   asio::io_context& io;
   std::mutex mutex;
@@ -44,9 +49,15 @@ struct JetStreamReader::Ingress : std::enable_shared_from_this<Ingress> {
   bool posted = false;
   std::atomic<bool> closing{false};   // set before an intended close, read by cnats threads
   JetStreamReader* reader = nullptr;  // read and cleared on the io thread only
+  std::shared_ptr<Ingress> held_by_subscription;  // until its on-complete callback
+  std::shared_ptr<Ingress> held_by_connection;    // until its closed callback
+  std::mutex held_mutex;                          // guards the two above
+  bool connection_closed = false;                 // the closed callback already ran
 };
 
 namespace {
+
+using Ingress = JetStreamReader::Ingress;
 
 std::string last_error(natsStatus status) {
   natsStatus ignored;
@@ -63,19 +74,33 @@ std::string join(const std::vector<std::string>& items) {
 }
 
 void on_message(natsConnection*, natsSubscription*, natsMsg* message, void* closure) {
-  static_cast<JetStreamReader::Ingress*>(closure)->push_message(message);
+  static_cast<Ingress*>(closure)->push_message(message);
+}
+void on_subscription_complete(void* closure) {
+  auto* ingress = static_cast<Ingress*>(closure);
+  std::lock_guard lock(ingress->held_mutex);
+  Ingress::release(ingress->held_by_subscription);
 }
 void on_disconnected(natsConnection*, void* closure) {
-  if (static_cast<JetStreamReader::Ingress*>(closure)->closing) return;
+  if (static_cast<Ingress*>(closure)->closing) return;
   spdlog::warn("nats: disconnected; reconnecting. Messages held and in flight are kept.");
 }
 void on_reconnected(natsConnection* connection, void* closure) {
+  auto* ingress = static_cast<Ingress*>(closure);
+  if (ingress->closing) return;
   char url[256] = {0};
   natsConnection_GetConnectedUrl(connection, url, sizeof url);
   spdlog::info("nats: reconnected to {}; pulling anew", url);
-  static_cast<JetStreamReader::Ingress*>(closure)->push_reconnected();
+  ingress->push_reconnected();
 }
-void on_async_error(natsConnection*, natsSubscription*, natsStatus status, void*) {
+void on_closed(natsConnection*, void* closure) {
+  auto* ingress = static_cast<Ingress*>(closure);
+  std::lock_guard lock(ingress->held_mutex);
+  ingress->connection_closed = true;
+  Ingress::release(ingress->held_by_connection);
+}
+void on_async_error(natsConnection*, natsSubscription*, natsStatus status, void* closure) {
+  if (static_cast<Ingress*>(closure)->closing) return;
   spdlog::error("nats: asynchronous error: {}", natsStatus_GetText(status));
 }
 
@@ -102,15 +127,17 @@ NatsOptionsPtr JetStreamReader::make_options() {
   auto check = [&](natsStatus status, const std::string& what) {
     if (status != NATS_OK) throw StartupError(kExitConfig, config_.file + ": nats." + what + ": " + last_error(status));
   };
+  Ingress* closure = ingress_.get();
   check(natsOptions_SetServers(raw, servers.data(), static_cast<int>(servers.size())), "servers");
   check(natsOptions_SetName(raw, nats.name.c_str()), "name");
   check(natsOptions_SetTimeout(raw, nats.connect_timeout.count()), "connect_timeout");
   check(natsOptions_SetMaxReconnect(raw, -1), "reconnect");
   check(natsOptions_SetReconnectWait(raw, nats.reconnect_wait.count()), "reconnect_wait");
-  check(natsOptions_SetReconnectBufSize(raw, 64 * 1024 * 1024), "reconnect buffer");
-  check(natsOptions_SetDisconnectedCB(raw, on_disconnected, ingress_.get()), "callbacks");
-  check(natsOptions_SetReconnectedCB(raw, on_reconnected, ingress_.get()), "callbacks");
-  check(natsOptions_SetErrorHandler(raw, on_async_error, ingress_.get()), "callbacks");
+  check(natsOptions_SetReconnectBufSize(raw, defaults::kReconnectBufferBytes), "reconnect buffer");
+  check(natsOptions_SetDisconnectedCB(raw, on_disconnected, closure), "callbacks");
+  check(natsOptions_SetReconnectedCB(raw, on_reconnected, closure), "callbacks");
+  check(natsOptions_SetClosedCB(raw, on_closed, closure), "callbacks");
+  check(natsOptions_SetErrorHandler(raw, on_async_error, closure), "callbacks");
   if (!nats.creds.empty()) check(natsOptions_SetUserCredentialsFromFiles(raw, nats.creds.c_str(), nullptr), "creds");
   if (!nats.nkey_seed.empty()) check(natsOptions_SetNKeyFromSeed(raw, nats.nkey.c_str(), nats.nkey_seed.c_str()), "nkey_seed");
   if (!nats.token.empty()) check(natsOptions_SetToken(raw, nats.token.c_str()), "token");
@@ -126,14 +153,20 @@ NatsOptionsPtr JetStreamReader::make_options() {
 }
 
 bool JetStreamReader::connect(const std::function<bool()>& stopping) {
+  JETFAN_ON_IO_THREAD(thread_);
   const auto options = make_options();
   const std::string servers = join(config_.nats.servers);
-  Duration delay(100);
+  Duration delay = defaults::kRetryFirst;
   for (int attempt = 1;; ++attempt) {
     natsConnection* raw = nullptr;
     const natsStatus status = natsConnection_Connect(&raw, options.get());
     if (status == NATS_OK) {
       connection_.reset(raw);
+      {
+        // From now on cnats may call the connection callbacks until the closed one.
+        std::lock_guard lock(ingress_->held_mutex);
+        if (!ingress_->connection_closed) ingress_->held_by_connection = ingress_;
+      }
       spdlog::info("nats: connected to {} as \"{}\"", servers, config_.nats.name);
       return true;
     }
@@ -156,6 +189,7 @@ bool JetStreamReader::connect(const std::function<bool()>& stopping) {
 }
 
 ConsumerFacts JetStreamReader::bind_consumer() {
+  JETFAN_ON_IO_THREAD(thread_);
   const auto& consumer = config_.consumer;
   const std::string named = "consumer \"" + consumer.durable + "\" of stream \"" + consumer.stream + "\"";
   jsCtx* raw_js = nullptr;
@@ -165,24 +199,17 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   JsCtxPtr js(raw_js);
   jsConsumerInfo* raw_info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  const natsStatus status = js_GetConsumerInfo(&raw_info, js.get(), consumer.stream.c_str(), consumer.durable.c_str(), nullptr, &code);
+  const natsStatus status =
+      js_GetConsumerInfo(&raw_info, js.get(), consumer.stream.c_str(), consumer.durable.c_str(), nullptr, &code);
   JsConsumerInfoPtr info(raw_info);
   ConsumerFacts facts;
   if (status == NATS_NOT_FOUND) {
-    throw StartupError(kExitConfig, config_.file + ": consumer: " + named +
-                                        " does not exist (" + last_error(status) +
-                                        "). jetfan binds the module's existing durable consumer and never creates one; "
-                                        "its controller creates it.");
+    throw StartupError(kExitConfig, config_.file + ": consumer: " + named + " does not exist (" + last_error(status) +
+                                        "). jetfan binds the module's existing durable consumer and never creates "
+                                        "one; its controller creates it.");
   }
   if (status != NATS_OK) {
-    if (!consumer.ack_policy) {
-      throw StartupError(kExitConfig, "nats: cannot read the info of " + named + " (" + last_error(status) +
-                                          ") and consumer.ack_policy is not set in " + config_.file +
-                                          "; set it to the consumer's policy (explicit, all or none)");
-    }
-    facts.ack_policy = *consumer.ack_policy;
-    spdlog::warn("nats: cannot read the info of {} ({}); using consumer.ack_policy {} from {} and AckWait {}ms",
-                 named, last_error(status), to_string(facts.ack_policy), config_.file, facts.ack_wait.count());
+    spdlog::warn("nats: cannot read the info of {}: {}", named, last_error(status));
     return facts;
   }
   const jsConsumerConfig& server = *info->Config;
@@ -194,164 +221,101 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   facts.ack_policy = server.AckPolicy == js_AckNone  ? AckPolicy::kNone
                      : server.AckPolicy == js_AckAll ? AckPolicy::kAll
                                                       : AckPolicy::kExplicit;
-  if (server.AckWait > 0) facts.ack_wait = std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(server.AckWait));
+  if (server.AckWait > 0) {
+    facts.ack_wait = std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(server.AckWait));
+  }
   facts.max_deliver = server.MaxDeliver;
   facts.max_ack_pending = server.MaxAckPending;
   facts.filter = server.FilterSubject ? server.FilterSubject : "";
-  if (consumer.ack_policy && *consumer.ack_policy != facts.ack_policy) {
-    spdlog::warn("{}: consumer.ack_policy says {}, but the server says {}; using the server's", config_.file,
-                 to_string(*consumer.ack_policy), to_string(facts.ack_policy));
-  }
-  spdlog::info("nats: bound {}: ack policy {}, AckWait {}ms, MaxDeliver {}, MaxAckPending {}, filter \"{}\", {} pending",
-               named, to_string(facts.ack_policy), facts.ack_wait.count(), facts.max_deliver, facts.max_ack_pending,
-               facts.filter, info->NumPending);
+  facts.num_pending = info->NumPending;
   return facts;
 }
 
-void JetStreamReader::start(MessagesHandler on_messages, std::size_t max_held) {
-  on_messages_ = std::move(on_messages);
-  max_held_ = max_held;
+void JetStreamReader::subscribe(IngressHandler handler) {
+  JETFAN_ON_IO_THREAD(thread_);
+  handler_ = std::move(handler);
   natsInbox* raw_inbox = nullptr;
   if (natsInbox_Create(&raw_inbox) != NATS_OK) throw StartupError(kExitSoftware, "nats: cannot create an inbox");
   NatsInboxPtr inbox(raw_inbox);
   inbox_ = std::string(inbox.get()) + ".";
   natsSubscription* raw = nullptr;
   const std::string wildcard = inbox_ + "*";
-  const natsStatus status = natsConnection_Subscribe(&raw, connection_.get(), wildcard.c_str(), on_message, ingress_.get());
-  if (status != NATS_OK) throw StartupError(kExitUnavailable, "nats: cannot subscribe: " + last_error(status));
+  {
+    // Held before cnats can call back; released by the on-complete callback.
+    std::lock_guard lock(ingress_->held_mutex);
+    ingress_->held_by_subscription = ingress_;
+  }
+  const natsStatus status =
+      natsConnection_Subscribe(&raw, connection_.get(), wildcard.c_str(), on_message, ingress_.get());
+  if (status != NATS_OK) {
+    std::lock_guard lock(ingress_->held_mutex);
+    ingress_->held_by_subscription.reset();
+    throw StartupError(kExitUnavailable, "nats: cannot subscribe: " + last_error(status));
+  }
   subscription_.reset(raw);
+  natsSubscription_SetOnCompleteCB(raw, on_subscription_complete, ingress_.get());
   // Pull credit, not the client's queue, bounds what can be waiting here.
   natsSubscription_SetPendingLimits(raw, -1, -1);
-  pulling_ = true;
-  last_heard_ = Clock::now();
 }
 
-void JetStreamReader::top_up(std::size_t held) {
-  if (!pulling_ || !connection_) return;
-  const std::size_t batch = static_cast<std::size_t>(config_.consumer.batch);
-  const auto expires_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.consumer.pull_expires).count();
-  const auto heartbeat_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.consumer.idle_heartbeat).count();
-  // Between one and two batches stay requested: the next request is at the server before the
-  // current one is used up, and there is one request per batch, not one per message.
-  while (requested_ < batch && held + requested_ < max_held_) {
-    const std::size_t count = std::min(batch, max_held_ - held - requested_);
-    // With a request already waiting, let room gather into a full batch rather than ask for a few.
-    if (count < batch && requested_ > 0) return;
-    const std::uint64_t id = next_pull_++;
-    const std::string reply = inbox_ + std::to_string(id);
-    const std::string body = "{\"batch\":" + std::to_string(count) + ",\"expires\":" + std::to_string(expires_ns) +
-                             ",\"idle_heartbeat\":" + std::to_string(heartbeat_ns) + "}";
-    const natsStatus status = natsConnection_PublishRequest(connection_.get(), pull_subject_.c_str(), reply.c_str(),
-                                                            body.data(), static_cast<int>(body.size()));
-    if (status != NATS_OK) {
-      spdlog::warn("nats: pull request failed: {}; retrying shortly", last_error(status));
-      return;
-    }
-    if (pulls_.empty()) last_heard_ = Clock::now();
-    spdlog::trace("nats: pull request {} for {} message(s); {} held", id, count, held);
-    pulls_.emplace(id, Pull{count, Clock::now() + config_.consumer.pull_expires});
-    requested_ += count;
+void JetStreamReader::stop_delivering() {
+  JETFAN_ON_IO_THREAD(thread_);
+  handler_ = nullptr;
+}
+
+bool JetStreamReader::send_pull(const PullRequest& request) {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (!connection_) return false;
+  using std::chrono::nanoseconds;
+  const std::string reply = inbox_ + std::to_string(request.id);
+  request_body_.assign("{\"batch\":").append(std::to_string(request.batch));
+  request_body_.append(",\"expires\":").append(std::to_string(nanoseconds(request.expires).count()));
+  request_body_.append(",\"idle_heartbeat\":").append(std::to_string(nanoseconds(request.idle_heartbeat).count()));
+  request_body_.push_back('}');
+  const natsStatus status = natsConnection_PublishRequest(connection_.get(), pull_subject_.c_str(), reply.c_str(),
+                                                          request_body_.data(), static_cast<int>(request_body_.size()));
+  if (status != NATS_OK) {
+    spdlog::warn("nats: pull request failed: {}; retrying shortly", last_error(status));
+    return false;
   }
+  spdlog::trace("nats: pull request {} for {} message(s)", request.id, request.batch);
+  return true;
 }
 
 void JetStreamReader::on_ingress() {
-  // incoming_ and batch_ are members so their capacity is reused from batch to batch.
-  auto& incoming = incoming_;
-  auto& batch = batch_;
-  incoming.clear();
-  batch.clear();
+  JETFAN_ON_IO_THREAD(thread_);
+  incoming_.clear();
   bool reconnected = false;
   {
     std::lock_guard lock(ingress_->mutex);
-    incoming.swap(ingress_->messages);
+    incoming_.swap(ingress_->messages);
     reconnected = std::exchange(ingress_->reconnected, false);
     ingress_->posted = false;
   }
-  // The server forgets pull requests when it restarts, and cnats does not re-send them.
-  if (reconnected) drop_all_pulls("reconnected");
-  if (!incoming.empty()) last_heard_ = Clock::now();
-  for (auto& message : incoming) {
-    const char* reply = natsMsg_GetReply(message.get());
-    if (!reply || std::string_view(reply).rfind("$JS.ACK.", 0) != 0) {
-      // Status replies come on the request's own reply subject, which names the pull.
-      const std::string_view subject = natsMsg_GetSubject(message.get());
-      std::uint64_t pull = 0;
-      if (subject.size() > inbox_.size()) {
-        const auto token = subject.substr(inbox_.size());
-        std::from_chars(token.data(), token.data() + token.size(), pull);
-      }
-      const char* status = nullptr;
-      natsMsgHeader_Get(message.get(), "Status", &status);
-      handle_status(message.get(), pull, status ? status : "");
-      continue;
-    }
-    used_one_credit();
-    batch.push_back(std::move(message));
-  }
-  if (on_messages_) on_messages_(batch);
+  if (handler_) handler_(incoming_, reconnected);
 }
 
-void JetStreamReader::handle_status(natsMsg* message, std::uint64_t pull, const char* status) {
-  const std::string_view code(status);
-  if (code == "100") return;  // idle heartbeat: the request is alive
+std::optional<PullStatus> JetStreamReader::status_of(natsMsg* message) const {
+  const char* reply = natsMsg_GetReply(message);
+  if (reply && std::string_view(reply).rfind("$JS.ACK.", 0) == 0) return std::nullopt;
+  // Status replies come on the request's own reply subject, which names the pull.
+  PullStatus status;
+  const std::string_view subject = natsMsg_GetSubject(message);
+  if (subject.size() > inbox_.size()) {
+    const auto token = subject.substr(inbox_.size());
+    std::from_chars(token.data(), token.data() + token.size(), status.pull);
+  }
+  const char* code = nullptr;
   const char* description = nullptr;
+  natsMsgHeader_Get(message, "Status", &code);
   natsMsgHeader_Get(message, "Description", &description);
-  auto found = pulls_.find(pull);
-  if (found != pulls_.end()) {
-    requested_ -= found->second.remaining;
-    pulls_.erase(found);
-  }
-  if (code == "404" || code == "408") return;  // nothing more for that request
-  spdlog::warn("nats: pull request answered with status {} ({}); pulling anew", code, description ? description : "");
-}
-
-void JetStreamReader::used_one_credit() {
-  // A message arrives under its own subject, not the request's, so it cannot say which pull it
-  // answers. The server fills waiting requests oldest first, so it is charged to the oldest.
-  auto oldest = pulls_.begin();
-  if (oldest == pulls_.end()) return;  // from a request dropped after a reconnect
-  --requested_;
-  if (--oldest->second.remaining == 0) pulls_.erase(oldest);
-}
-
-void JetStreamReader::drop_all_pulls(const char* why) {
-  if (!pulls_.empty()) spdlog::info("nats: dropping {} outstanding pull request(s): {}", pulls_.size(), why);
-  pulls_.clear();
-  requested_ = 0;
-  last_heard_ = Clock::now();
-}
-
-void JetStreamReader::check_liveness() {
-  if (pulls_.empty()) return;
-  const auto now = Clock::now();
-  if (now - last_heard_ > 3 * config_.consumer.idle_heartbeat) {
-    drop_all_pulls("no heartbeat from the server");
-    return;
-  }
-  // An expiry whose 408 never came (lost in a reconnect) must not hold credit for ever.
-  for (auto it = pulls_.begin(); it != pulls_.end();) {
-    if (it->second.expires + std::chrono::seconds(2) < now) {
-      requested_ -= it->second.remaining;
-      it = pulls_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void JetStreamReader::stop_pulling() { pulling_ = false; }
-
-Duration JetStreamReader::handback_delay() const {
-  // A message nak'd while one of our pull requests still waits at the server would be redelivered
-  // into it at once; nats-server 2.9 does not check that anyone still reads a request's reply
-  // subject before it delivers. So a message handed back waits until our last request expired.
-  if (pulls_.empty()) return Duration(0);
-  auto latest = Clock::now();
-  for (const auto& [id, pull] : pulls_) latest = std::max(latest, pull.expires);
-  return std::chrono::duration_cast<Duration>(latest - Clock::now()) + Duration(250);
+  status.code = code ? code : "";
+  status.description = description ? description : "";
+  return status;
 }
 
 void JetStreamReader::reply(natsMsg* message, const char* body, std::size_t length) {
+  JETFAN_ON_IO_THREAD(thread_);
   if (!connection_) return;
   const char* subject = natsMsg_GetReply(message);
   const natsStatus status = natsConnection_Publish(connection_.get(), subject, body, static_cast<int>(length));
@@ -375,7 +339,8 @@ void JetStreamReader::nak(natsMsg* message, Duration delay) {
 }
 
 void JetStreamReader::close(Duration timeout) {
-  pulling_ = false;
+  JETFAN_ON_IO_THREAD(thread_);
+  handler_ = nullptr;
   ingress_->closing = true;
   if (subscription_) {
     natsSubscription_Unsubscribe(subscription_.get());

@@ -1,47 +1,52 @@
 #pragma once
-// JetStreamReader: jetfan's one reader of the module's durable pull consumer.
+// JetStreamReader: jetfan's one connection to NATS, and the cnats calls made on it. What to ask
+// for and what to answer is decided elsewhere (PullLedger, DispatchCore); this class only talks.
 //
 // It binds the consumer named in the config and never creates, updates or deletes one. It reads
-// with plain NATS pull requests to $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>, each with its own
-// reply subject under one private inbox, so the credit each request has left is known exactly, and
-// status replies (100 heartbeat, 404/408 done, 409) retire the right request. cnats's own Fetch is
-// avoided: in 3.4.1 it can ignore its timeout and overrun its batch array, and it does not re-send a
-// pull after a reconnect. Here a reconnect, or a server that stays silent past the heartbeat, drops
-// every outstanding request and pulls anew at once.
+// with plain pull requests to $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>, each with its own reply
+// subject <inbox>.<id> under one private inbox. cnats's own Fetch is not used: in 3.4.1 it can
+// ignore its timeout and overrun its batch array, and it does not re-send a pull after a reconnect.
 //
-// Threads: every public method runs on the io_context thread. cnats calls back on its own threads;
-// those callbacks only append to a locked queue and post one drain into the io_context.
-// Ownership: the reader owns the connection and every message until it is handed out as NatsMsgPtr.
+// Threads and lifetimes:
+//   - Every public method runs on the io_context thread (checked in debug and JETFAN_CHECKS builds).
+//   - cnats calls back on its own threads (delivery, reconnect, async callbacks). Those callbacks
+//     only append to Ingress, a locked queue, and post one drain into the io_context.
+//   - cnats may run a callback after Unsubscribe or Close has returned. Each pointer cnats holds is
+//     therefore backed by a reference that keeps Ingress alive until cnats says it is done: the
+//     subscription's until its on-complete callback, the connection's until its closed callback.
+//   - After close() begins, disconnect and reconnect callbacks are ignored.
+// Ownership: the reader owns the connection. Every message it hands out is the receiver's
+// (NatsMsgPtr); replies need only the message's reply subject, so they may outlive nothing.
 
 #include <boost/asio/io_context.hpp>
 
-#include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config.hpp"
-#include "dispatch_core.hpp"
+#include "consumer_facts.hpp"
+#include "io_thread.hpp"
 #include "nats_handles.hpp"
+#include "pull_ledger.hpp"
 
 namespace jetfan {
 
-// What the server says about the consumer, or what the config says in its place.
-struct ConsumerFacts {
-  AckPolicy ack_policy = AckPolicy::kExplicit;
-  Duration ack_wait{30000};
-  std::int64_t max_deliver = -1;
-  std::int64_t max_ack_pending = -1;
-  std::string filter;
-  bool from_server = false;  // false: consumer info could not be read, config values are used
+// A status reply to one of jetfan's pull requests: it came on <inbox>.<pull>.
+struct PullStatus {
+  std::uint64_t pull = 0;
+  std::string_view code;         // "100", "404", "408", "409", ...
+  std::string_view description;  // e.g. "Leadership Change"; may be empty
 };
 
 class JetStreamReader {
  public:
-  // Messages arrive in batches, in the order the server sent them.
-  using MessagesHandler = std::function<void(std::vector<NatsMsgPtr>& messages)>;
+  // Everything cnats delivered since the last call, in the order it arrived: messages and status
+  // replies. `reconnected`: the connection was re-established before (some of) them.
+  using IngressHandler = std::function<void(std::vector<NatsMsgPtr>& incoming, bool reconnected)>;
 
   JetStreamReader(boost::asio::io_context& io, const Config& config);
   ~JetStreamReader();
@@ -54,24 +59,21 @@ class JetStreamReader {
   bool connect(const std::function<bool()>& stopping);
 
   // Reads the consumer's info. Throws StartupError (kExitConfig) when the stream or the consumer
-  // does not exist, or when it is a push consumer.
+  // does not exist, or when it is a push consumer. Facts stay empty when info cannot be read.
   ConsumerFacts bind_consumer();
 
-  // Subscribes the inbox and starts pulling. `max_held` bounds held + requested messages.
-  void start(MessagesHandler on_messages, std::size_t max_held);
+  // Subscribes the private inbox; from then on `handler` is called on the io thread.
+  void subscribe(IngressHandler handler);
+  // No more calls to the handler (its owner is going away).
+  void stop_delivering();
 
-  // Issues pull requests so that `held` plus what is requested stays within max_held, keeping the
-  // next request in flight before the current one is used up.
-  void top_up(std::size_t held);
-  // Retires requests the server can no longer answer (expired, or silent past the heartbeat).
-  void check_liveness();
-  // Sends no more pull requests. Those already at the server stay until filled or expired.
-  void stop_pulling();
-  // The shortest delay with which a message can be handed back (nak'd) without the server
-  // delivering it straight back into one of our pull requests: 0 when none is outstanding.
-  Duration handback_delay() const;
+  // A status reply to a pull request, or nullopt for a message of the stream. Valid while `message` is.
+  std::optional<PullStatus> status_of(natsMsg* message) const;
 
-  // Replies to the server about a message. Never blocks on the network.
+  // Sends one pull request. False (and logged) when cnats refused it.
+  bool send_pull(const PullRequest& request);
+
+  // Replies to the server about a message. Never block on the network.
   void ack(natsMsg* message);
   void nak(natsMsg* message, Duration delay);
   void term(natsMsg* message);
@@ -83,33 +85,21 @@ class JetStreamReader {
   struct Ingress;  // what cnats threads hand over; defined in the .cpp
 
  private:
-  struct Pull {
-    std::size_t remaining;
-    std::chrono::steady_clock::time_point expires;
-  };
-
   NatsOptionsPtr make_options();
   void on_ingress();
-  void handle_status(natsMsg* message, std::uint64_t pull, const char* status);
-  void used_one_credit();
-  void drop_all_pulls(const char* why);
   void reply(natsMsg* message, const char* body, std::size_t length);
 
   boost::asio::io_context& io_;
   const Config& config_;
+  IoThread thread_;
   std::shared_ptr<Ingress> ingress_;
   NatsConnectionPtr connection_;
   NatsSubscriptionPtr subscription_;
-  std::string inbox_;
+  std::string inbox_;  // "<inbox>." : a pull's reply subject is inbox_ + id
   std::string pull_subject_;
-  MessagesHandler on_messages_;
-  std::vector<NatsMsgPtr> incoming_, batch_;
-  std::size_t max_held_ = 0;
-  std::map<std::uint64_t, Pull> pulls_;
-  std::size_t requested_ = 0;
-  std::uint64_t next_pull_ = 1;
-  bool pulling_ = false;
-  std::chrono::steady_clock::time_point last_heard_;
+  std::string request_body_;  // reused: no allocation per pull request
+  IngressHandler handler_;
+  std::vector<NatsMsgPtr> incoming_;  // reused from batch to batch
 };
 
 }  // namespace jetfan

@@ -64,9 +64,9 @@ void check_all(const std::vector<Command>& c) {
 }
 }  // namespace
 
-TEST_CASE("commands parse whole") { check_all(parse_all(all_commands(), {})); }
+TEST_CASE("commands parse whole", "[unit]") { check_all(parse_all(all_commands(), {})); }
 
-TEST_CASE("commands parse when split at every byte boundary") {
+TEST_CASE("commands parse when split at every byte boundary", "[unit]") {
   const auto stream = all_commands();
   for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
     INFO("cut at " << cut);
@@ -74,20 +74,20 @@ TEST_CASE("commands parse when split at every byte boundary") {
   }
 }
 
-TEST_CASE("commands parse when fed one byte at a time") {
+TEST_CASE("commands parse when fed one byte at a time", "[unit]") {
   const auto stream = all_commands();
   std::vector<std::size_t> cuts;
   for (std::size_t i = 1; i < stream.size(); ++i) cuts.push_back(i);
   check_all(parse_all(stream, cuts));
 }
 
-TEST_CASE("blank lines are skipped") {
+TEST_CASE("blank lines are skipped", "[unit]") {
   const auto c = parse_all("\r\n\n  \nPING\n", {});
   REQUIRE(c.size() == 1);
   CHECK(c[0].verb == Verb::kPing);
 }
 
-TEST_CASE("garbage is an error that says what was wrong") {
+TEST_CASE("garbage is an error that says what was wrong", "[unit]") {
   const std::pair<const char*, const char*> cases[] = {
       {"FOO 1\r\n", "unknown command \"FOO\""},
       {"ACK\r\n", "ACK needs a delivery id"},
@@ -111,7 +111,7 @@ TEST_CASE("garbage is an error that says what was wrong") {
   }
 }
 
-TEST_CASE("the control line limit is enforced, with or without a line end") {
+TEST_CASE("the control line limit is enforced, with or without a line end", "[unit]") {
   std::string error;
   const std::string longest = "TERM 1 " + std::string(kMaxCommandLine - 9, 'x') + "\r\n";
   REQUIRE(longest.size() == kMaxCommandLine);
@@ -125,7 +125,7 @@ TEST_CASE("the control line limit is enforced, with or without a line end") {
   CHECK_THAT(error, Catch::Contains("longer than 1024"));
 }
 
-TEST_CASE("after an error the parser stays in error") {
+TEST_CASE("after an error the parser stays in error", "[unit]") {
   CommandParser parser;
   std::string bad = "NOPE\r\nPING\r\n";
   std::string_view input(bad);

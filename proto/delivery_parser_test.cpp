@@ -76,9 +76,9 @@ void check_all(const std::vector<Frame>& f) {
 }
 }  // namespace
 
-TEST_CASE("frames parse whole") { check_all(parse_all(all_frames(), {})); }
+TEST_CASE("frames parse whole", "[unit]") { check_all(parse_all(all_frames(), {})); }
 
-TEST_CASE("frames parse when split at every byte boundary") {
+TEST_CASE("frames parse when split at every byte boundary", "[unit]") {
   const auto stream = all_frames();
   for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
     INFO("cut at " << cut);
@@ -86,14 +86,14 @@ TEST_CASE("frames parse when split at every byte boundary") {
   }
 }
 
-TEST_CASE("frames parse when split at every pair of byte boundaries") {
+TEST_CASE("frames parse when split at every pair of byte boundaries", "[unit]") {
   const auto stream = all_frames();
   for (std::size_t a = 0; a <= stream.size(); a += 3) {
     for (std::size_t b = a; b <= stream.size(); b += 5) check_all(parse_all(stream, {a, b}));
   }
 }
 
-TEST_CASE("bad frames are errors that say what was wrong") {
+TEST_CASE("bad frames are errors that say what was wrong", "[unit]") {
   const std::pair<std::string, const char*> cases[] = {
       {"MSG 1 k 1 1 0\r\n", "MSG needs 6 arguments"},
       {"MSG 1 k 1 1 5 3\r\nabc\r\n", "header bytes exceed"},
@@ -112,7 +112,7 @@ TEST_CASE("bad frames are errors that say what was wrong") {
   }
 }
 
-TEST_CASE("random garbage never crashes either parser and never yields a frame past an error") {
+TEST_CASE("random garbage never crashes either parser and never yields a frame past an error", "[unit]") {
   std::mt19937 random(7);
   const std::string alphabet = "MSGREADYPINGOERRACKNT 0123456789\r\n.#*>";
   for (int round = 0; round < 2000; ++round) {

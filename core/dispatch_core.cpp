@@ -6,8 +6,10 @@
 
 namespace jetfan {
 
-DispatchCore::DispatchCore(CoreSettings settings) : settings_(std::move(settings)) {
+DispatchCore::DispatchCore(CoreSettings settings)
+    : settings_(std::move(settings)), settled_(settings_.remember) {
   assert(settings_.handlers.size() <= kMaxHandlers);
+  assert(settings_.keepalive > Duration(0));
   for (const auto& limits : settings_.handlers) handlers_.push_back(Handler{limits, {}, {}});
 }
 
@@ -32,10 +34,39 @@ Duration DispatchCore::backoff(std::uint64_t deliveries) const {
   return std::min(delay, settings_.nak_delay_max);
 }
 
+Duration DispatchCore::handback_delay(TimePoint now) const {
+  if (handback_until_ <= now) return Duration(0);
+  return std::chrono::ceil<Duration>(handback_until_ - now);
+}
+
 void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   ++counters_.arrived;
+  if (arrival.deliveries > 1) ++counters_.redelivered;
   if (!next_keepalive_) next_keepalive_ = now + settings_.keepalive;
+  if (arrival.unroutable) {
+    ++counters_.unroutable;
+    if (settings_.ack_policy == AckPolicy::kAll) {
+      // +TERM would settle everything below it too. Without a sequence it cannot wait its turn: the
+      // server redelivers it after AckWait, until MaxDeliver.
+      if (auto waiting = settled_unacked_.find(arrival.stream_seq); waiting != settled_unacked_.end()) {
+        ++counters_.already_held;
+        emit(Effect::Kind::kRelease, waiting->second.handle);
+        waiting->second.handle = arrival.message;
+        waiting->second.touched = now;
+        return;
+      }
+      if (arrival.stream_seq != 0) {
+        wait_for_floor(arrival.stream_seq, arrival.message, true, now);
+        return;
+      }
+    } else if (to_server()) {
+      emit(Effect::Kind::kTerm, arrival.message);
+    }
+    emit(Effect::Kind::kRelease, arrival.message);
+    return;
+  }
   const std::uint64_t seq = arrival.stream_seq;
+  assert(seq != 0);
 
   // The server delivered again a message still held (its AckWait ran out before our +WPI arrived,
   // or it restarted). Keep the state we have and answer on the newest copy.
@@ -50,14 +81,20 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   if (auto waiting = settled_unacked_.find(seq); waiting != settled_unacked_.end()) {
     ++counters_.already_held;
     emit(Effect::Kind::kRelease, waiting->second.handle);
-    waiting->second = SettledUnacked{arrival.message, now};
+    waiting->second.handle = arrival.message;
+    waiting->second.touched = now;
+    return;
+  }
+
+  if (const auto verb = settled_.find(seq)) {
+    arrive_copy_of_settled(arrival, *verb, now);
     return;
   }
 
   if (draining_) {
-    // Shutting down: hand it straight back for prompt redelivery to the next reader.
-    if (to_server()) emit(Effect::Kind::kNak, arrival.message);
-    ++counters_.naked;
+    // Shutting down: hand it straight back, for the next reader.
+    if (to_server()) emit(Effect::Kind::kNak, arrival.message, handback_delay(now));
+    ++counters_.nakked;
     emit(Effect::Kind::kRelease, arrival.message);
     return;
   }
@@ -67,7 +104,7 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   message.deliveries = std::max<std::uint64_t>(arrival.deliveries, 1);
   message.recipients = arrival.recipients;
   message.touched = now;
-  if (auto known = memory_.find(seq); known != memory_.end()) {
+  if (auto known = confirmations_.find(seq); known != confirmations_.end()) {
     message.settled = known->second.settled & arrival.recipients;
     message.termed = known->second.termed & arrival.recipients;
   }
@@ -76,7 +113,7 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   if (settings_.ack_policy == AckPolicy::kAll) unsettled_.insert(seq);
   messages_.emplace(seq, message);
   if (message.queued == 0) {
-    maybe_finish(seq);
+    maybe_finish(seq, now);
     return;
   }
   for (std::size_t h = 0; h < handlers_.size(); ++h) {
@@ -85,6 +122,18 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
       dispatch(h, now);
     }
   }
+}
+
+void DispatchCore::arrive_copy_of_settled(const Arrival& arrival, SettledRecord::Verb verb, TimePoint now) {
+  ++counters_.already_settled;
+  const bool terminate = verb == SettledRecord::Verb::kTerminated;
+  if (settings_.ack_policy == AckPolicy::kAll && !unsettled_.empty() && *unsettled_.begin() < arrival.stream_seq) {
+    // Either verb now would also settle the lower sequence still unsettled: it waits its turn.
+    wait_for_floor(arrival.stream_seq, arrival.message, terminate, now);
+    return;
+  }
+  if (to_server()) emit(terminate ? Effect::Kind::kTerm : Effect::Kind::kAck, arrival.message);
+  emit(Effect::Kind::kRelease, arrival.message);
 }
 
 void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
@@ -140,9 +189,8 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
     ++counters_.failed_disconnect;
     message->second.in_flight &= ~(HandlerMask{1} << handler);
     fail(message->second, handler, std::nullopt);
-    maybe_finish(flight.stream_seq);
+    maybe_finish(flight.stream_seq, now);
   }
-  (void)now;
 }
 
 void DispatchCore::fail(Message& message, std::size_t handler, std::optional<Duration> delay) {
@@ -179,7 +227,7 @@ bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Out
       break;
     case Outcome::kFail: fail(message, handler, delay); break;
   }
-  maybe_finish(seq);
+  maybe_finish(seq, now);
   dispatch(handler, now);
   return true;
 }
@@ -208,93 +256,105 @@ bool DispatchCore::wip(ConnectionId connection_id, DeliveryId delivery, TimePoin
   return true;
 }
 
-void DispatchCore::maybe_finish(std::uint64_t seq) {
+void DispatchCore::maybe_finish(std::uint64_t seq, TimePoint now) {
   auto found = messages_.find(seq);
   Message& message = found->second;
   if (message.in_flight != 0) return;
   if (message.queued != 0 && !draining_) return;
-
-  const HandlerMask owed = message.failed | message.queued;
-  const MessageHandle handle = message.handle;
-  if (owed != 0) {
-    const Duration delay = draining_ ? Duration(0) : message.nak_delay;
-    if (to_server()) emit(Effect::Kind::kNak, handle, delay);
-    ++counters_.naked;
-    remember(seq, message);
-    const bool last_delivery =
-        settings_.max_deliver > 0 && message.deliveries >= static_cast<std::uint64_t>(settings_.max_deliver);
-    messages_.erase(found);
-    emit(Effect::Kind::kRelease, handle);
-    if (settings_.ack_policy == AckPolicy::kAll && last_delivery) {
-      // The server will not deliver it again, so it must not hold back the ack floor.
-      unsettled_.erase(seq);
-      advance_ack_floor();
-    }
+  if ((message.failed | message.queued) != 0) {
+    hand_back(seq, message, now);
     return;
   }
   const bool terminate = message.termed != 0;
+  const MessageHandle handle = message.handle;
   const TimePoint touched = message.touched;
   messages_.erase(found);
-  forget(seq);
+  confirmations_.erase(seq);
   settle_at_server(seq, handle, terminate, touched);
+}
+
+void DispatchCore::hand_back(std::uint64_t seq, Message& message, TimePoint now) {
+  const MessageHandle handle = message.handle;
+  const Duration delay = draining_ ? handback_delay(now) : message.nak_delay;
+  if (to_server()) emit(Effect::Kind::kNak, handle, delay);
+  ++counters_.nakked;
+  remember(seq, message);
+  const bool last_delivery =
+      settings_.max_deliver > 0 && message.deliveries >= static_cast<std::uint64_t>(settings_.max_deliver);
+  messages_.erase(seq);
+  emit(Effect::Kind::kRelease, handle);
+  if (settings_.ack_policy == AckPolicy::kAll && last_delivery) {
+    // The server will not deliver it again, so it must not hold back the ack floor.
+    unsettled_.erase(seq);
+    advance_ack_floor();
+  }
 }
 
 void DispatchCore::settle_at_server(std::uint64_t seq, MessageHandle handle, bool terminate, TimePoint touched) {
   if (terminate) {
-    ++counters_.termed;
+    ++counters_.terminated;
   } else {
     ++counters_.acked;
   }
-  if (settings_.ack_policy != AckPolicy::kAll) {
-    if (to_server()) emit(terminate ? Effect::Kind::kTerm : Effect::Kind::kAck, handle);
-    emit(Effect::Kind::kRelease, handle);
+  if (to_server()) settled_.add(seq, terminate ? SettledRecord::Verb::kTerminated : SettledRecord::Verb::kAcked);
+  if (settings_.ack_policy == AckPolicy::kAll) {
+    unsettled_.erase(seq);
+    wait_for_floor(seq, handle, terminate, touched);
     return;
   }
-  unsettled_.erase(seq);
-  if (terminate) {
-    emit(Effect::Kind::kTerm, handle);
-    emit(Effect::Kind::kRelease, handle);
-  } else {
-    settled_unacked_.emplace(seq, SettledUnacked{handle, touched});
-  }
+  if (to_server()) emit(terminate ? Effect::Kind::kTerm : Effect::Kind::kAck, handle);
+  emit(Effect::Kind::kRelease, handle);
+}
+
+void DispatchCore::wait_for_floor(std::uint64_t seq, MessageHandle handle, bool terminate, TimePoint touched) {
+  settled_unacked_.emplace(seq, SettledUnacked{handle, touched, terminate});
   advance_ack_floor();
 }
 
 void DispatchCore::advance_ack_floor() {
   const std::uint64_t floor =
       unsettled_.empty() ? std::numeric_limits<std::uint64_t>::max() : *unsettled_.begin();
-  auto end = settled_unacked_.lower_bound(floor);
+  const auto end = settled_unacked_.lower_bound(floor);
   if (end == settled_unacked_.begin()) return;
-  // One ack of the highest settled sequence below the floor settles all of them at the server.
-  emit(Effect::Kind::kAck, std::prev(end)->second.handle);
+  // Everything below the floor is settled, so each +TERM (in order, for its advisory) and the one
+  // +ACK of the highest settle only what may be settled.
+  for (auto it = settled_unacked_.begin(); it != end; ++it) {
+    if (it->second.terminate) emit(Effect::Kind::kTerm, it->second.handle);
+  }
+  const auto highest = std::prev(end);
+  if (!highest->second.terminate) emit(Effect::Kind::kAck, highest->second.handle);
   for (auto it = settled_unacked_.begin(); it != end; ++it) emit(Effect::Kind::kRelease, it->second.handle);
   settled_unacked_.erase(settled_unacked_.begin(), end);
 }
 
 void DispatchCore::remember(std::uint64_t seq, const Message& message) {
   if (settings_.remember == 0 || message.settled == 0) {
-    memory_.erase(seq);
+    confirmations_.erase(seq);
     return;
   }
-  const std::uint64_t stamp = ++memory_stamp_;
-  memory_[seq] = Memory{message.settled, message.termed, stamp};
-  memory_order_.emplace_back(seq, stamp);
-  while (memory_.size() > settings_.remember && !memory_order_.empty()) {
-    const auto [oldest, oldest_stamp] = memory_order_.front();
-    memory_order_.pop_front();
-    auto entry = memory_.find(oldest);
-    if (entry != memory_.end() && entry->second.stamp == oldest_stamp) memory_.erase(entry);
+  const std::uint64_t stamp = ++confirmations_stamp_;
+  confirmations_[seq] = Confirmations{message.settled, message.termed, stamp};
+  confirmations_order_.emplace_back(seq, stamp);
+  while (confirmations_.size() > settings_.remember && !confirmations_order_.empty()) {
+    const auto [oldest, oldest_stamp] = confirmations_order_.front();
+    confirmations_order_.pop_front();
+    auto entry = confirmations_.find(oldest);
+    if (entry != confirmations_.end() && entry->second.stamp == oldest_stamp) confirmations_.erase(entry);
   }
-  // Entries for sequences forgotten later linger in memory_order_; compact now and then.
-  if (memory_order_.size() > 2 * settings_.remember + 1024) {
-    std::erase_if(memory_order_, [this](const auto& entry) {
-      auto found = memory_.find(entry.first);
-      return found == memory_.end() || found->second.stamp != entry.second;
+  // Entries for sequences settled later linger in confirmations_order_; compact now and then.
+  if (confirmations_order_.size() > 2 * settings_.remember + 1024) {
+    std::erase_if(confirmations_order_, [this](const auto& entry) {
+      auto found = confirmations_.find(entry.first);
+      return found == confirmations_.end() || found->second.stamp != entry.second;
     });
   }
 }
 
-void DispatchCore::forget(std::uint64_t seq) { memory_.erase(seq); }
+void DispatchCore::forget_history() {
+  confirmations_.clear();
+  confirmations_order_.clear();
+  settled_.clear();
+}
 
 void DispatchCore::tick(TimePoint now) {
   while (!deadlines_.empty() && deadlines_.top().at <= now) {
@@ -334,18 +394,18 @@ std::optional<TimePoint> DispatchCore::next_wakeup() const {
   return wake;
 }
 
-void DispatchCore::begin_drain(TimePoint now) {
+void DispatchCore::begin_drain(TimePoint now, Duration handback_delay) {
   draining_ = true;
+  handback_until_ = now + handback_delay;
   std::vector<std::uint64_t> idle;
   for (const auto& [seq, message] : messages_) {
     if (message.in_flight == 0) idle.push_back(seq);
   }
-  for (const std::uint64_t seq : idle) maybe_finish(seq);
-  (void)now;
+  for (const std::uint64_t seq : idle) maybe_finish(seq, now);
 }
 
 void DispatchCore::abandon_all(TimePoint now) {
-  draining_ = true;
+  assert(draining_);
   for (auto& [id, connection] : connections_) {
     for (const auto& [delivery, flight] : connection.flights) {
       auto message = messages_.find(flight.stream_seq);
@@ -357,8 +417,14 @@ void DispatchCore::abandon_all(TimePoint now) {
   }
   std::vector<std::uint64_t> left;
   for (const auto& [seq, message] : messages_) left.push_back(seq);
-  for (const std::uint64_t seq : left) maybe_finish(seq);
-  (void)now;
+  for (const std::uint64_t seq : left) maybe_finish(seq, now);
+  // AckPolicy all: settled, but something below will never be settled by this reader now.
+  for (const auto& [seq, waiting] : settled_unacked_) {
+    emit(Effect::Kind::kNak, waiting.handle, handback_delay(now));
+    ++counters_.nakked;
+    emit(Effect::Kind::kRelease, waiting.handle);
+  }
+  settled_unacked_.clear();
 }
 
 }  // namespace jetfan

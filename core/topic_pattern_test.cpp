@@ -78,14 +78,14 @@ const Case kCases[] = {
 };
 }  // namespace
 
-TEST_CASE("the reference matcher follows the table") {
+TEST_CASE("the reference matcher follows the table", "[unit]") {
   for (const auto& c : kCases) {
     INFO(c.pattern << " ~ " << c.key);
     CHECK(topic_matches(c.pattern, c.key) == c.matches);
   }
 }
 
-TEST_CASE("the trie matcher follows the table, one pattern at a time") {
+TEST_CASE("the trie matcher follows the table, one pattern at a time", "[unit]") {
   for (const auto& c : kCases) {
     INFO(c.pattern << " ~ " << c.key);
     TopicMatcher matcher;
@@ -94,7 +94,7 @@ TEST_CASE("the trie matcher follows the table, one pattern at a time") {
   }
 }
 
-TEST_CASE("a message is for every pattern that matches it, and nothing else (the seed's case)") {
+TEST_CASE("a message is for every pattern that matches it, and nothing else (the seed's case)", "[unit]") {
   TopicMatcher matcher;
   matcher.add("mesh-build-machine.built", 0);
   matcher.add("mesh-controller.built-before", 0);
@@ -104,7 +104,7 @@ TEST_CASE("a message is for every pattern that matches it, and nothing else (the
   CHECK(matcher.match("mesh-catalog.upgraded") == 0b10);
 }
 
-TEST_CASE("invalid patterns say why") {
+TEST_CASE("invalid patterns say why", "[unit]") {
   for (const char* bad : {"", "a..b", ".a", "a.", "a*", "a.b#", ">.a", "a.>.b", "a b", "x.*y"}) {
     INFO(bad);
     CHECK(pattern_error(bad));
@@ -115,7 +115,7 @@ TEST_CASE("invalid patterns say why") {
   }
 }
 
-TEST_CASE("the trie agrees with the reference on random patterns and keys") {
+TEST_CASE("the trie agrees with the reference on random patterns and keys", "[unit]") {
   std::mt19937 random(20261129);
   const char* tokens[] = {"a", "b", "c", "*", "#", ">"};
   const char* key_tokens[] = {"a", "b", "c", "d"};

@@ -4,7 +4,7 @@
 
 using namespace jetfan;
 
-TEST_CASE("a key is the subject less the prefix") {
+TEST_CASE("a key is the subject less the prefix", "[unit]") {
   CHECK(key_of("events.mesh-build-machine.built", "events.") == "mesh-build-machine.built");
   CHECK(key_of("a.b", "") == "a.b");
   CHECK_FALSE(key_of("other.mesh.built", "events."));
@@ -13,7 +13,7 @@ TEST_CASE("a key is the subject less the prefix") {
   CHECK_FALSE(key_of("", ""));
 }
 
-TEST_CASE("ack subjects of both forms are read") {
+TEST_CASE("ack subjects of both forms are read", "[unit]") {
   const auto old_form = parse_ack_subject("$JS.ACK.EVENTS.node1_builder.3.42.17.1700000000000000000.5");
   REQUIRE(old_form);
   CHECK(old_form->deliveries == 3);
@@ -26,7 +26,7 @@ TEST_CASE("ack subjects of both forms are read") {
   CHECK(new_form->consumer_seq == 8);
 }
 
-TEST_CASE("anything else is not an ack subject") {
+TEST_CASE("anything else is not an ack subject", "[unit]") {
   for (const char* bad : {"", "_INBOX.abc", "$JS.ACK.EVENTS.d.x.42.17.1.5", "$JS.ACK.EVENTS.d.3.42.17.1",
                           "$JS.NAK.EVENTS.d.3.42.17.1.5", "$JS.ACK.a.b.EVENTS.d.3.42.17.1"}) {
     INFO(bad);
@@ -34,6 +34,6 @@ TEST_CASE("anything else is not an ack subject") {
   }
 }
 
-TEST_CASE("the pull subject names stream and durable") {
+TEST_CASE("the pull subject names stream and durable", "[unit]") {
   CHECK(pull_subject("EVENTS", "node1_builder") == "$JS.API.CONSUMER.MSG.NEXT.EVENTS.node1_builder");
 }

@@ -1,0 +1,57 @@
+#include "serve_settings.hpp"
+
+#include <algorithm>
+
+namespace jetfan {
+
+ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFacts& facts) {
+  ServeSettingsResult result;
+  const std::string named =
+      "consumer \"" + config.consumer.durable + "\" of stream \"" + config.consumer.stream + "\"";
+  const AckPolicyDecision policy = decide_ack_policy(facts.ack_policy, config.consumer.ack_policy);
+  if (!policy.policy) {
+    result.error = "cannot read the info of " + named + " and consumer.ack_policy is not set in " + config.file +
+                   "; set it to the consumer's policy (explicit, all or none)";
+    return result;
+  }
+  ServeSettings s;
+  if (policy.config_disagrees) {
+    s.warnings.push_back(config.file + ": consumer.ack_policy says " + to_string(*config.consumer.ack_policy) +
+                         ", but the server says " + to_string(*policy.policy) + "; using the server's");
+  }
+  if (*policy.policy == AckPolicy::kNone) {
+    s.warnings.push_back(named + " has AckPolicy none: delivery is at-most-once. The server forgets each message "
+                         "once sent, so jetfan cannot redeliver one a handler failed or never got.");
+  }
+
+  s.ack_wait = facts.ack_wait.value_or(defaults::kAckWaitUnknown);
+  if (!facts.ack_policy) {
+    s.warnings.push_back("consumer info of " + named + " could not be read; using consumer.ack_policy " +
+                         to_string(*policy.policy) + " from " + config.file + ", and an AckWait of " +
+                         std::to_string(s.ack_wait.count()) + "ms (the server's default) for the keepalive");
+  }
+  CoreSettings& core = s.core;
+  for (const auto& handler : config.handlers) {
+    core.handlers.push_back(HandlerLimits{static_cast<std::uint32_t>(handler.max_inflight), handler.ack_timeout});
+    s.admission.push_back(AdmissionRule{handler.name, {}, 0});
+  }
+  core.ack_policy = *policy.policy;
+  core.nak_delay = config.delivery.nak_delay;
+  core.nak_delay_max = config.delivery.nak_delay_max;
+  core.remember = config.delivery.remember;
+  core.keepalive = std::max(s.ack_wait / defaults::kKeepalivesPerAckWait, defaults::kMinKeepalive);
+  core.max_deliver = facts.max_deliver;
+
+  std::size_t max_held = defaults::kMaxHeldUnlimited;
+  if (config.consumer.max_held) {
+    max_held = static_cast<std::size_t>(*config.consumer.max_held);
+  } else if (facts.max_ack_pending > 0) {
+    max_held = static_cast<std::size_t>(facts.max_ack_pending);
+  }
+  s.pull = PullSettings{static_cast<std::size_t>(config.consumer.batch), max_held, config.consumer.pull_expires,
+                        config.consumer.idle_heartbeat};
+  result.settings = std::move(s);
+  return result;
+}
+
+}  // namespace jetfan

@@ -1,0 +1,92 @@
+#include "serve_settings.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace jetfan;
+using std::chrono::milliseconds;
+
+namespace {
+
+Config config_with(std::optional<AckPolicy> configured = std::nullopt, std::optional<std::int64_t> max_held = std::nullopt) {
+  auto loaded = load_config_text(R"(consumer: {stream: EVENTS, durable: d}
+socket: {path: /run/jetfan/x.sock}
+handlers:
+  - {name: a, patterns: ["#"], max_inflight: 7, ack_timeout: 2s}
+  - {name: b, patterns: ["x.*"]}
+)",
+                                 "x.yaml");
+  REQUIRE(loaded.config);
+  loaded.config->consumer.ack_policy = configured;
+  loaded.config->consumer.max_held = max_held;
+  return *loaded.config;
+}
+
+ConsumerFacts from_server(AckPolicy policy, milliseconds ack_wait, std::int64_t max_ack_pending) {
+  ConsumerFacts facts;
+  facts.ack_policy = policy;
+  facts.ack_wait = ack_wait;
+  facts.max_ack_pending = max_ack_pending;
+  facts.max_deliver = 5;
+  facts.from_server = true;
+  return facts;
+}
+
+}  // namespace
+
+TEST_CASE("serve settings: keepalive is a third of AckWait, max_held is MaxAckPending", "[unit]") {
+  const auto result = derive_serve_settings(config_with(), from_server(AckPolicy::kAll, milliseconds(9000), 500));
+  REQUIRE(result.settings);
+  const auto& s = *result.settings;
+  CHECK(s.core.keepalive == milliseconds(3000));
+  CHECK(s.core.ack_policy == AckPolicy::kAll);
+  CHECK(s.core.max_deliver == 5);
+  CHECK(s.pull.max_held == 500);
+  CHECK(s.pull.batch == static_cast<std::size_t>(defaults::kBatch));
+  REQUIRE(s.core.handlers.size() == 2);
+  CHECK(s.core.handlers[0].max_inflight == 7);
+  CHECK(s.core.handlers[0].ack_timeout == milliseconds(2000));
+  CHECK(s.core.handlers[1].max_inflight == static_cast<std::uint32_t>(defaults::kMaxInflight));
+  CHECK(s.core.handlers[1].ack_timeout == defaults::kAckTimeout);
+  CHECK(s.admission.at(1).name == "b");
+  CHECK(s.warnings.empty());
+}
+
+TEST_CASE("serve settings: the config's max_held wins; unlimited MaxAckPending has a default", "[unit]") {
+  CHECK(derive_serve_settings(config_with(std::nullopt, 42), from_server(AckPolicy::kExplicit, milliseconds(30000), 500))
+            .settings->pull.max_held == 42);
+  CHECK(derive_serve_settings(config_with(), from_server(AckPolicy::kExplicit, milliseconds(30000), -1))
+            .settings->pull.max_held == defaults::kMaxHeldUnlimited);
+}
+
+TEST_CASE("serve settings: a tiny AckWait does not make the keepalive spin", "[unit]") {
+  CHECK(derive_serve_settings(config_with(), from_server(AckPolicy::kExplicit, milliseconds(60), 10))
+            .settings->core.keepalive == defaults::kMinKeepalive);
+}
+
+TEST_CASE("serve settings: the server's AckPolicy wins over the config's, with a warning", "[unit]") {
+  const auto result =
+      derive_serve_settings(config_with(AckPolicy::kAll), from_server(AckPolicy::kExplicit, milliseconds(30000), 10));
+  CHECK(result.settings->core.ack_policy == AckPolicy::kExplicit);
+  REQUIRE(result.settings->warnings.size() == 1);
+  CHECK_THAT(result.settings->warnings[0], Catch::Contains("using the server's"));
+}
+
+TEST_CASE("serve settings: without consumer info the config's AckPolicy is used, or it is an error", "[unit]") {
+  ConsumerFacts unknown;
+  const auto used = derive_serve_settings(config_with(AckPolicy::kAll), unknown);
+  REQUIRE(used.settings);
+  CHECK(used.settings->core.ack_policy == AckPolicy::kAll);
+  CHECK(used.settings->ack_wait == defaults::kAckWaitUnknown);
+  CHECK(used.settings->core.keepalive == defaults::kAckWaitUnknown / defaults::kKeepalivesPerAckWait);
+  REQUIRE(used.settings->warnings.size() == 1);
+  CHECK_THAT(used.settings->warnings[0], Catch::Contains("using consumer.ack_policy all"));
+  const auto refused = derive_serve_settings(config_with(), unknown);
+  CHECK_FALSE(refused.settings);
+  CHECK_THAT(refused.error, Catch::Contains("consumer.ack_policy is not set"));
+}
+
+TEST_CASE("serve settings: AckPolicy none warns that delivery is at-most-once", "[unit]") {
+  const auto result = derive_serve_settings(config_with(), from_server(AckPolicy::kNone, milliseconds(30000), 10));
+  REQUIRE(result.settings->warnings.size() == 1);
+  CHECK_THAT(result.settings->warnings[0], Catch::Contains("at-most-once"));
+}

@@ -1,0 +1,54 @@
+#include "admission.hpp"
+
+#include <algorithm>
+
+namespace jetfan {
+
+bool AllowList::allows(const PeerCredentials& peer) const {
+  if (empty()) return true;
+  auto listed = [](const std::vector<std::uint32_t>& ids, std::uint32_t id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  if (listed(uids, peer.uid) || listed(gids, peer.gid)) return true;
+  return std::any_of(peer.groups.begin(), peer.groups.end(), [&](std::uint32_t g) { return listed(gids, g); });
+}
+
+Admission admit(std::span<const AdmissionRule> rules, const Hello& hello, const PeerCredentials& peer,
+                std::span<const std::size_t> instances, bool serving, std::uint32_t version) {
+  Admission out;
+  const std::string name(hello.handler);
+  if (!serving) {
+    out.refusal = "jetfan is not serving (it is starting or shutting down); connect again shortly";
+    out.detail = out.refusal;
+    return out;
+  }
+  if (hello.version != version) {
+    out.refusal = "protocol version " + std::to_string(hello.version) + " is not supported; this jetfan speaks version " +
+                  std::to_string(version);
+    out.detail = out.refusal;
+    return out;
+  }
+  const auto rule = std::find_if(rules.begin(), rules.end(), [&](const AdmissionRule& r) { return r.name == name; });
+  if (rule == rules.end()) {
+    out.refusal = "unknown handler \"" + name + "\"; it must be declared in jetfan's config";
+    out.detail = "handler \"" + name + "\" is not declared";
+    return out;
+  }
+  const auto index = static_cast<std::size_t>(rule - rules.begin());
+  if (!rule->allow.allows(peer)) {
+    out.refusal = "this process may not be handler \"" + name + "\"";
+    out.detail = "uid " + std::to_string(peer.uid) + " gid " + std::to_string(peer.gid) +
+                 " is not on the allow list of handler \"" + name + "\"";
+    return out;
+  }
+  if (rule->max_instances > 0 && index < instances.size() && instances[index] >= rule->max_instances) {
+    out.refusal = "handler \"" + name + "\" already has its " + std::to_string(rule->max_instances) +
+                  " instance(s) connected (max_instances)";
+    out.detail = out.refusal;
+    return out;
+  }
+  out.handler = index;
+  return out;
+}
+
+}  // namespace jetfan

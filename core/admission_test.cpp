@@ -1,0 +1,61 @@
+#include "admission.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace jetfan;
+
+namespace {
+
+std::vector<AdmissionRule> rules() {
+  std::vector<AdmissionRule> r(3);
+  r[0].name = "builder";
+  r[1].name = "audit";
+  r[1].allow.uids = {1001};
+  r[1].allow.gids = {2000};
+  r[2].name = "single";
+  r[2].max_instances = 1;
+  return r;
+}
+
+Admission admit_as(std::string_view name, const PeerCredentials& peer = {}, std::vector<std::size_t> instances = {0, 0, 0},
+                   bool serving = true, std::uint32_t version = 1) {
+  const auto r = rules();
+  return admit(r, Hello{name, version}, peer, instances, serving, 1);
+}
+
+}  // namespace
+
+TEST_CASE("admission: a declared handler is admitted, by its index", "[unit]") {
+  CHECK(admit_as("builder").handler == 0u);
+  CHECK(admit_as("single").handler == 2u);
+}
+
+TEST_CASE("admission: an undeclared handler is refused without naming the others or the config", "[unit]") {
+  const auto refused = admit_as("nobody");
+  CHECK_FALSE(refused.handler);
+  CHECK_THAT(refused.refusal, Catch::Contains("unknown handler \"nobody\""));
+  CHECK_THAT(refused.refusal, !Catch::Contains("builder") && !Catch::Contains("audit") && !Catch::Contains(".yaml"));
+}
+
+TEST_CASE("admission: nothing is admitted while not serving, nor in another protocol version", "[unit]") {
+  CHECK_FALSE(admit_as("builder", {}, {0, 0, 0}, false).handler);
+  const auto old = admit_as("builder", {}, {0, 0, 0}, true, 2);
+  CHECK_FALSE(old.handler);
+  CHECK_THAT(old.refusal, Catch::Contains("version 2"));
+}
+
+TEST_CASE("admission: an allow list admits listed uids, gids and supplementary groups only", "[unit]") {
+  CHECK(admit_as("audit", PeerCredentials{1, 1001, 1001, {}}).handler);
+  CHECK(admit_as("audit", PeerCredentials{1, 1500, 2000, {}}).handler);
+  CHECK(admit_as("audit", PeerCredentials{1, 1500, 1500, {7, 2000}}).handler);
+  const auto refused = admit_as("audit", PeerCredentials{1, 1500, 1500, {7}});
+  CHECK_FALSE(refused.handler);
+  CHECK_THAT(refused.detail, Catch::Contains("uid 1500"));
+  CHECK(admit_as("builder", PeerCredentials{1, 1500, 1500, {}}).handler);  // no list: anyone
+}
+
+TEST_CASE("admission: max_instances caps the connected instances of a handler", "[unit]") {
+  CHECK(admit_as("single", {}, {0, 0, 0}).handler);
+  CHECK_FALSE(admit_as("single", {}, {0, 0, 1}).handler);
+  CHECK(admit_as("builder", {}, {500, 0, 1}).handler);
+}

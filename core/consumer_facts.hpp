@@ -1,0 +1,25 @@
+#pragma once
+// What the NATS server says about the bound consumer. Plain values, read once at startup by the
+// daemon's JetStream reader; the settings jetfan serves with are derived from them and the config.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ack_policy.hpp"
+#include "time.hpp"
+
+namespace jetfan {
+
+struct ConsumerFacts {
+  // All nullopt/-1 when consumer info could not be read (an account without that permission).
+  std::optional<AckPolicy> ack_policy;
+  std::optional<Duration> ack_wait;
+  std::int64_t max_deliver = -1;      // -1: unlimited
+  std::int64_t max_ack_pending = -1;  // -1: unlimited
+  std::string filter;                 // the consumer's filter subject, empty for the whole stream
+  std::uint64_t num_pending = 0;
+  bool from_server = false;
+};
+
+}  // namespace jetfan

@@ -1,0 +1,252 @@
+#pragma once
+// DispatchCore: who gets which message, and what jetfan tells the server about each one.
+//
+// A pure state machine: no I/O, no clock, no threads. Inputs are method calls carrying the current
+// time as a value; outputs are Effects appended to effects(), which the caller applies in order
+// (write a MSG to a connection, publish +ACK/-NAK/+TERM/+WPI on the message's reply subject, free
+// the message's bytes) and then clears. Every verb jetfan sends to the server comes from here.
+//
+// The rules:
+//   - A message's recipients are the declared handlers whose patterns match its key, computed by the
+//     caller when it arrives and fixed from then on. Each recipient gets it on one connected
+//     instance, the least loaded, never more than that handler's max_inflight at once per instance.
+//   - A recipient with no connected instance (or none with room) queues the message: not failed,
+//     kept alive at the server.
+//   - The message is acked once every recipient has ACKed; terminated once every recipient has
+//     settled (ACK or TERM) and at least one said TERM; nak'd once nothing is in flight for it and
+//     some recipient failed (NAK, ack_timeout, or disconnect). The nak's delay is the longest any
+//     failure asked for; by default it doubles with each delivery from nak_delay up to nak_delay_max,
+//     so the consumer's MaxDeliver keeps its meaning. Which recipients already settled is
+//     remembered (at most `remember` messages), so a redelivery goes only to those that still owe it.
+//   - No recipient: acked at once, and counted.
+//   - Unroutable (its subject has no key): terminated at once, and counted; redelivering it would
+//     only loop.
+//   - A copy the server delivers while the core still holds the message changes nothing but the
+//     copy jetfan answers on. A copy of a message jetfan already settled (the server lost the ack)
+//     is settled again the same way, without troubling any handler, while the settled record
+//     remembers it (`remember` sequences).
+//   - AckPolicy all: one +ACK, and one +TERM too, settles everything up to its sequence at the
+//     server. So a message is acked or terminated only once everything below it is settled: the
+//     terminated ones in order, then the highest with +ACK (unless it was terminated). At the end of
+//     a drain, settled messages still waiting for that are handed back like the rest.
+//   - AckPolicy none: nothing is sent to the server.
+//   - Every message held is touched (+WPI) at least every `keepalive`, so the server never
+//     redelivers a message the core still owns.
+//   - Draining (shutdown): nothing new is dispatched; each message is handed back (nak'd) as soon as
+//     nothing is in flight for it, and abandon_all() hands back whatever is left. A hand-back waits
+//     the `handback_delay` given to begin_drain, counted from then: long enough that no pull request
+//     of this reader is still open at the server to take it straight back.
+//
+// Invariants (checked by the model test over every effect):
+//   - no +ACK or +TERM before every recipient has confirmed; no message settled twice per copy;
+//   - no -NAK for a message every recipient has confirmed, and none without a failure or a drain;
+//   - no MSG to a handler that is not a recipient or has already confirmed the message;
+//   - no more than max_inflight deliveries in flight on one connection;
+//   - every message that arrives is eventually settled or handed back, and its bytes released.
+//
+// Thread: one owner (the daemon's io_context thread). Not thread-safe.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "ack_policy.hpp"
+#include "settled_record.hpp"
+#include "time.hpp"
+#include "topic_pattern.hpp"
+
+namespace jetfan {
+
+using MessageHandle = std::uint64_t;  // the caller's name for one received copy of a message
+using ConnectionId = std::uint64_t;
+using DeliveryId = std::uint64_t;     // names one delivery on one connection; the protocol's <id>
+
+struct HandlerLimits {
+  std::uint32_t max_inflight = 0;  // > 0
+  Duration ack_timeout{0};         // > 0
+};
+
+// Built from the config and the consumer's facts (config/serve_settings.hpp); no defaults here.
+struct CoreSettings {
+  std::vector<HandlerLimits> handlers;  // index = handler index, as in HandlerMask
+  AckPolicy ack_policy = AckPolicy::kExplicit;
+  Duration nak_delay{0};
+  Duration nak_delay_max{0};
+  std::size_t remember = 0;     // messages whose confirmations, and sequences settled, are remembered
+  Duration keepalive{0};        // at most this long between touches of a held message; > 0
+  std::int64_t max_deliver = -1;  // the consumer's MaxDeliver, -1 for unlimited
+};
+
+struct Effect {
+  enum class Kind {
+    kDeliver,  // send message to connection as delivery
+    kAck,      // +ACK message at the server
+    kNak,      // -NAK message at the server, redeliver after delay
+    kTerm,     // +TERM message at the server
+    kWip,      // +WPI message at the server
+    kRelease,  // the core no longer refers to message; its bytes may go
+  };
+  Kind kind;
+  MessageHandle message = 0;
+  ConnectionId connection = 0;  // kDeliver
+  DeliveryId delivery = 0;      // kDeliver
+  Duration delay{0};            // kNak
+};
+
+struct Arrival {
+  MessageHandle message = 0;
+  std::uint64_t stream_seq = 0;  // 0 (not known) is allowed only when unroutable
+  std::uint64_t deliveries = 1;  // how often the server has delivered it, 1 the first time
+  HandlerMask recipients = 0;
+  bool unroutable = false;       // its subject has no key: no handler can be chosen
+};
+
+struct CoreCounters {
+  std::uint64_t arrived = 0;           // copies the server delivered, of every kind
+  std::uint64_t acked = 0;             // messages acked at the server
+  std::uint64_t nakked = 0;            // messages nak'd (handed back for redelivery)
+  std::uint64_t terminated = 0;        // messages terminated because a handler said TERM
+  std::uint64_t no_recipient = 0;
+  std::uint64_t unroutable = 0;        // terminated for want of a key
+  std::uint64_t redelivered = 0;       // arrivals with a delivery count above 1
+  std::uint64_t already_held = 0;      // a copy of a message still held
+  std::uint64_t already_settled = 0;   // a copy of a message already settled, settled again
+  std::uint64_t deliveries = 0;        // MSGs sent to handlers
+  std::uint64_t failed_nak = 0;        // deliveries failed by NAK
+  std::uint64_t failed_timeout = 0;    // ... by ack_timeout
+  std::uint64_t failed_disconnect = 0; // ... by the connection closing
+  std::uint64_t unknown_confirmations = 0;
+};
+
+class DispatchCore {
+ public:
+  explicit DispatchCore(CoreSettings settings);
+
+  // Precondition: stream_seq != 0 unless unroutable.
+  void arrive(const Arrival& arrival, TimePoint now);
+  // Precondition: handler < settings.handlers.size(); connection ids are never reused.
+  void connect(ConnectionId connection, std::size_t handler, TimePoint now);
+  void disconnect(ConnectionId connection, TimePoint now);
+
+  // Confirmations from a connection. False: that delivery is not in flight there (late or bogus).
+  bool ack(ConnectionId connection, DeliveryId delivery, TimePoint now);
+  bool nak(ConnectionId connection, DeliveryId delivery, std::optional<Duration> delay, TimePoint now);
+  bool term(ConnectionId connection, DeliveryId delivery, TimePoint now);
+  bool wip(ConnectionId connection, DeliveryId delivery, TimePoint now);
+
+  // Fails deliveries whose ack_timeout passed and touches held messages that are due.
+  void tick(TimePoint now);
+  // The earliest time tick() has work to do, if any.
+  std::optional<TimePoint> next_wakeup() const;
+
+  // Stops dispatching and hands back what is not in flight; see the rules above.
+  void begin_drain(TimePoint now, Duration handback_delay);
+  // Hands back everything still held; what is in flight counts as failed. Precondition: draining.
+  void abandon_all(TimePoint now);
+
+  // The consumer was deleted (and perhaps made anew): what was remembered about its sequences no
+  // longer holds.
+  void forget_history();
+
+  std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
+  std::size_t in_flight() const;
+  bool draining() const { return draining_; }
+  bool is_in_flight(ConnectionId connection, DeliveryId delivery) const;
+  const CoreCounters& counters() const { return counters_; }
+  std::vector<Effect>& effects() { return effects_; }
+
+ private:
+  enum class Outcome { kAck, kTerm, kFail };
+
+  struct Message {
+    MessageHandle handle = 0;
+    std::uint64_t deliveries = 1;
+    HandlerMask recipients = 0;
+    HandlerMask settled = 0;   // ACKed or TERMed, now or in an earlier delivery
+    HandlerMask termed = 0;
+    HandlerMask failed = 0;    // failed in this delivery
+    HandlerMask queued = 0;    // waiting for an instance with room
+    HandlerMask in_flight = 0;
+    Duration nak_delay{0};     // the longest delay any failure asked for
+    TimePoint touched;         // last time the server heard about it
+  };
+  struct Flight {
+    std::uint64_t stream_seq;
+    TimePoint deadline;
+  };
+  struct Connection {
+    std::size_t handler;
+    std::unordered_map<DeliveryId, Flight> flights;
+  };
+  struct Handler {
+    HandlerLimits limits;
+    std::vector<ConnectionId> connections;
+    std::deque<std::uint64_t> queue;  // stream seqs; an entry whose queued bit is gone is skipped
+  };
+  struct Deadline {
+    TimePoint at;
+    ConnectionId connection;
+    DeliveryId delivery;
+    bool operator>(const Deadline& other) const { return at > other.at; }
+  };
+  struct Confirmations {  // of a message handed back, for its redelivery
+    HandlerMask settled = 0;
+    HandlerMask termed = 0;
+    std::uint64_t stamp = 0;
+  };
+  struct SettledUnacked {  // AckPolicy all: settled, waiting for everything below to settle
+    MessageHandle handle;
+    TimePoint touched;
+    bool terminate;
+  };
+  struct FlightRef {
+    Connection* connection;
+    std::unordered_map<DeliveryId, Flight>::iterator flight;
+  };
+
+  void arrive_copy_of_settled(const Arrival& arrival, SettledRecord::Verb verb, TimePoint now);
+  // The delivery in flight on a connection; nullopt (counted as unknown) when there is none.
+  std::optional<FlightRef> find_flight(ConnectionId connection, DeliveryId delivery);
+  bool complete(ConnectionId connection, DeliveryId delivery, Outcome outcome, std::optional<Duration> delay,
+                TimePoint now);
+  void fail(Message& message, std::size_t handler, std::optional<Duration> delay);
+  void dispatch(std::size_t handler, TimePoint now);
+  void maybe_finish(std::uint64_t stream_seq, TimePoint now);
+  void hand_back(std::uint64_t stream_seq, Message& message, TimePoint now);
+  void settle_at_server(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);
+  // AckPolicy all: settled, to be acked or terminated once nothing below it is unsettled.
+  void wait_for_floor(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);
+  void advance_ack_floor();
+  void remember(std::uint64_t stream_seq, const Message& message);
+  Duration backoff(std::uint64_t deliveries) const;
+  Duration handback_delay(TimePoint now) const;
+  void emit(Effect::Kind kind, MessageHandle handle, Duration delay = Duration(0));
+  bool to_server() const { return settings_.ack_policy != AckPolicy::kNone; }
+
+  CoreSettings settings_;
+  std::vector<Handler> handlers_;
+  std::unordered_map<ConnectionId, Connection> connections_;
+  std::unordered_map<std::uint64_t, Message> messages_;  // by stream seq
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
+  std::unordered_map<std::uint64_t, Confirmations> confirmations_;
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> confirmations_order_;  // (seq, stamp), oldest first
+  std::uint64_t confirmations_stamp_ = 0;
+  SettledRecord settled_;
+  // AckPolicy all: sequences not yet settled (held, or nak'd and due back), and settled ones
+  // waiting for everything below them to settle.
+  std::set<std::uint64_t> unsettled_;
+  std::map<std::uint64_t, SettledUnacked> settled_unacked_;
+  std::optional<TimePoint> next_keepalive_;
+  bool draining_ = false;
+  TimePoint handback_until_{};  // draining: hand-backs are redelivered no earlier than this
+  DeliveryId next_delivery_ = 1;
+  CoreCounters counters_;
+  std::vector<Effect> effects_;
+};
+
+}  // namespace jetfan

@@ -1,0 +1,669 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "dispatch_core.hpp"
+
+using namespace jetfan;
+using Kind = Effect::Kind;
+using std::chrono::milliseconds;
+
+namespace {
+
+const TimePoint kStart{};
+
+CoreSettings settings(std::size_t handlers, AckPolicy policy = AckPolicy::kExplicit) {
+  CoreSettings s;
+  s.handlers.assign(handlers, HandlerLimits{4, milliseconds(1000)});
+  s.ack_policy = policy;
+  s.nak_delay = milliseconds(100);
+  s.nak_delay_max = milliseconds(1000);
+  s.keepalive = milliseconds(500);
+  s.remember = 100000;
+  return s;
+}
+
+// Takes the core's effects and makes them easy to assert on.
+struct Taken {
+  std::vector<Effect> all;
+  explicit Taken(DispatchCore& core) : all(std::move(core.effects())) { core.effects().clear(); }
+  std::vector<Effect> of(Kind kind) const {
+    std::vector<Effect> out;
+    for (const auto& e : all) {
+      if (e.kind == kind) out.push_back(e);
+    }
+    return out;
+  }
+  std::size_t count(Kind kind) const { return of(kind).size(); }
+};
+
+Arrival arrival(std::uint64_t seq, HandlerMask recipients, std::uint64_t deliveries = 1) {
+  return Arrival{seq * 100 + deliveries, seq, deliveries, recipients};
+}
+
+}  // namespace
+
+TEST_CASE("a message is acked only once every recipient has acked", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.arrive(arrival(7, 0b11), kStart);
+  Taken sent(core);
+  REQUIRE(sent.count(Kind::kDeliver) == 2);
+  const auto to_first = sent.of(Kind::kDeliver)[0];
+  const auto to_second = sent.of(Kind::kDeliver)[1];
+  CHECK(core.ack(to_first.connection, to_first.delivery, kStart));
+  CHECK(Taken(core).count(Kind::kAck) == 0);
+  CHECK(core.ack(to_second.connection, to_second.delivery, kStart));
+  Taken done(core);
+  REQUIRE(done.count(Kind::kAck) == 1);
+  CHECK(done.of(Kind::kAck)[0].message == 701);
+  CHECK(done.count(Kind::kRelease) == 1);
+  CHECK(core.held() == 0);
+}
+
+TEST_CASE("a message nobody declared is acked at once and counted", "[unit]") {
+  DispatchCore core(settings(2));
+  core.arrive(arrival(1, 0), kStart);
+  Taken d(core);
+  CHECK(d.count(Kind::kAck) == 1);
+  CHECK(core.counters().no_recipient == 1);
+}
+
+TEST_CASE("a recipient with no instance holds its messages until one connects", "[unit]") {
+  DispatchCore core(settings(1));
+  core.arrive(arrival(1, 0b1), kStart);
+  core.arrive(arrival(2, 0b1), kStart);
+  CHECK(Taken(core).all.empty());
+  CHECK(core.held() == 2);
+  core.tick(kStart + milliseconds(10'000));  // held is not failed, whatever the time
+  Taken kept(core);
+  CHECK(kept.count(Kind::kNak) == 0);
+  CHECK(kept.count(Kind::kWip) == 2);  // and it is kept alive at the server
+  core.connect(5, 0, kStart + milliseconds(10'000));
+  Taken d(core);
+  REQUIRE(d.count(Kind::kDeliver) == 2);
+  CHECK(d.of(Kind::kDeliver)[0].message == 101);  // in stream order
+  CHECK(d.of(Kind::kDeliver)[1].message == 201);
+}
+
+TEST_CASE("instances of one handler share its messages, least loaded first, within max_inflight", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.connect(2, 0, kStart);
+  for (std::uint64_t seq = 1; seq <= 10; ++seq) core.arrive(arrival(seq, 0b1), kStart);
+  Taken d(core);
+  std::map<ConnectionId, int> per_connection;
+  for (const auto& e : d.of(Kind::kDeliver)) ++per_connection[e.connection];
+  CHECK(per_connection[1] == 4);  // max_inflight 4 each
+  CHECK(per_connection[2] == 4);
+  CHECK(core.held() == 10);
+  const auto first = d.of(Kind::kDeliver)[0];
+  core.ack(first.connection, first.delivery, kStart);
+  Taken more(core);
+  REQUIRE(more.count(Kind::kDeliver) == 1);
+  CHECK(more.of(Kind::kDeliver)[0].connection == first.connection);
+}
+
+TEST_CASE("a NAK fails the delivery; the nak waits for the other recipients, then goes with a growing delay", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.arrive(arrival(3, 0b11, 3), kStart);
+  Taken sent(core);
+  const auto a = sent.of(Kind::kDeliver)[0];
+  const auto b = sent.of(Kind::kDeliver)[1];
+  core.nak(a.connection, a.delivery, std::nullopt, kStart);
+  CHECK(Taken(core).count(Kind::kNak) == 0);  // b still has it
+  core.ack(b.connection, b.delivery, kStart);
+  Taken d(core);
+  REQUIRE(d.count(Kind::kNak) == 1);
+  CHECK(d.of(Kind::kNak)[0].delay == milliseconds(400));  // 100ms doubled per earlier delivery
+  CHECK(d.count(Kind::kAck) == 0);
+
+  // Redelivered: only the recipient that still owes it receives it.
+  core.arrive(arrival(3, 0b11, 4), kStart);
+  Taken again(core);
+  REQUIRE(again.count(Kind::kDeliver) == 1);
+  CHECK(again.of(Kind::kDeliver)[0].connection == a.connection);
+  core.ack(a.connection, again.of(Kind::kDeliver)[0].delivery, kStart);
+  CHECK(Taken(core).count(Kind::kAck) == 1);
+}
+
+TEST_CASE("the nak delay is capped, and a handler's own delay is honoured", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.arrive(arrival(1, 0b1, 20), kStart);
+  auto d = Taken(core).of(Kind::kDeliver)[0];
+  core.nak(d.connection, d.delivery, std::nullopt, kStart);
+  CHECK(Taken(core).of(Kind::kNak)[0].delay == milliseconds(1000));
+  core.arrive(arrival(2, 0b1, 20), kStart);
+  d = Taken(core).of(Kind::kDeliver)[0];
+  core.nak(d.connection, d.delivery, milliseconds(5), kStart);
+  CHECK(Taken(core).of(Kind::kNak)[0].delay == milliseconds(5));
+}
+
+TEST_CASE("no confirmation within ack_timeout fails the delivery; WIP extends it", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.arrive(arrival(1, 0b1), kStart);
+  core.arrive(arrival(2, 0b1), kStart);
+  Taken sent(core);
+  const auto first = sent.of(Kind::kDeliver)[0];
+  REQUIRE(core.next_wakeup() == kStart + milliseconds(500));  // the keepalive comes first
+  core.wip(first.connection, first.delivery, kStart + milliseconds(900));
+  core.tick(kStart + milliseconds(1000));
+  Taken d(core);
+  REQUIRE(d.count(Kind::kNak) == 1);
+  CHECK(d.of(Kind::kNak)[0].message == 201);
+  CHECK(core.counters().failed_timeout == 1);
+  core.tick(kStart + milliseconds(1900));
+  CHECK(Taken(core).of(Kind::kNak)[0].message == 101);
+  CHECK_FALSE(core.ack(first.connection, first.delivery, kStart));  // too late
+  CHECK(core.counters().unknown_confirmations == 1);
+}
+
+TEST_CASE("a disconnect fails what was in flight on that connection only", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.connect(2, 0, kStart);
+  core.arrive(arrival(1, 0b1), kStart);
+  core.arrive(arrival(2, 0b1), kStart);
+  Taken sent(core);
+  const auto on_one = sent.of(Kind::kDeliver)[0].connection == 1 ? sent.of(Kind::kDeliver)[0] : sent.of(Kind::kDeliver)[1];
+  core.disconnect(1, kStart);
+  Taken d(core);
+  REQUIRE(d.count(Kind::kNak) == 1);
+  CHECK(d.of(Kind::kNak)[0].message == on_one.message);
+  CHECK(core.held() == 1);
+}
+
+TEST_CASE("TERM from every recipient terminates; TERM and ACK terminates; TERM and NAK naks", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.arrive(arrival(1, 0b11), kStart);
+  core.arrive(arrival(2, 0b11), kStart);
+  Taken sent(core);
+  auto deliveries = sent.of(Kind::kDeliver);
+  auto find = [&](MessageHandle m, ConnectionId c) {
+    for (const auto& e : deliveries) {
+      if (e.message == m && e.connection == c) return e.delivery;
+    }
+    FAIL("no delivery");
+    return DeliveryId{};
+  };
+  core.term(1, find(101, 1), kStart);
+  core.ack(2, find(101, 2), kStart);
+  Taken one(core);
+  CHECK(one.count(Kind::kTerm) == 1);
+  CHECK(one.count(Kind::kAck) == 0);
+  core.term(1, find(201, 1), kStart);
+  core.nak(2, find(201, 2), std::nullopt, kStart);
+  Taken two(core);
+  CHECK(two.count(Kind::kNak) == 1);
+  core.arrive(arrival(2, 0b11, 2), kStart);
+  Taken again(core);
+  REQUIRE(again.count(Kind::kDeliver) == 1);  // the one that TERMed does not get it back
+  CHECK(again.of(Kind::kDeliver)[0].connection == 2);
+  core.ack(2, again.of(Kind::kDeliver)[0].delivery, kStart);
+  CHECK(Taken(core).count(Kind::kTerm) == 1);  // still terminated: one recipient called it poison
+}
+
+TEST_CASE("a redelivery of a message still held changes nothing but the copy answered on", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.arrive(arrival(1, 0b1, 1), kStart);
+  const auto sent = Taken(core).of(Kind::kDeliver)[0];
+  core.arrive(arrival(1, 0b1, 2), kStart);
+  Taken dup(core);
+  CHECK(dup.count(Kind::kDeliver) == 0);
+  CHECK(dup.of(Kind::kRelease)[0].message == 101);
+  core.ack(1, sent.delivery, kStart);
+  CHECK(Taken(core).of(Kind::kAck)[0].message == 102);
+}
+
+TEST_CASE("AckPolicy all acks only the highest sequence below which everything is settled", "[unit]") {
+  DispatchCore core(settings(1, AckPolicy::kAll));
+  core.connect(1, 0, kStart);
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) core.arrive(arrival(seq, 0b1), kStart);
+  auto sent = Taken(core).of(Kind::kDeliver);
+  core.ack(1, sent[1].delivery, kStart);
+  core.ack(1, sent[2].delivery, kStart);
+  CHECK(Taken(core).count(Kind::kAck) == 0);  // 1 is still held: acking 3 would ack it too
+  core.ack(1, sent[0].delivery, kStart);
+  Taken d(core);
+  REQUIRE(d.count(Kind::kAck) == 1);
+  CHECK(d.of(Kind::kAck)[0].message == 301);
+  CHECK(d.count(Kind::kRelease) == 3);
+  CHECK(core.held() == 0);
+}
+
+TEST_CASE("AckPolicy all: a nak'd message holds the floor until it comes back, unless MaxDeliver is reached", "[unit]") {
+  auto s = settings(1, AckPolicy::kAll);
+  s.max_deliver = 2;
+  DispatchCore core(s);
+  core.connect(1, 0, kStart);
+  core.arrive(arrival(1, 0b1), kStart);
+  core.arrive(arrival(2, 0b1), kStart);
+  auto sent = Taken(core).of(Kind::kDeliver);
+  core.nak(1, sent[0].delivery, std::nullopt, kStart);
+  core.ack(1, sent[1].delivery, kStart);
+  CHECK(Taken(core).count(Kind::kAck) == 0);
+  core.arrive(arrival(1, 0b1, 2), kStart);
+  const auto again = Taken(core).of(Kind::kDeliver)[0];
+  core.nak(1, again.delivery, std::nullopt, kStart);  // its last delivery
+  Taken d(core);
+  REQUIRE(d.count(Kind::kAck) == 1);
+  CHECK(d.of(Kind::kAck)[0].message == 201);
+}
+
+TEST_CASE("AckPolicy none sends nothing to the server", "[unit]") {
+  DispatchCore core(settings(1, AckPolicy::kNone));
+  core.connect(1, 0, kStart);
+  core.arrive(arrival(1, 0b1), kStart);
+  core.arrive(arrival(2, 0), kStart);
+  const auto sent = Taken(core).of(Kind::kDeliver)[0];
+  core.nak(1, sent.delivery, std::nullopt, kStart);
+  core.tick(kStart + milliseconds(10'000));
+  Taken d(core);
+  CHECK(d.count(Kind::kAck) + d.count(Kind::kNak) + d.count(Kind::kTerm) + d.count(Kind::kWip) == 0);
+  CHECK(core.held() == 0);
+}
+
+TEST_CASE("draining naks at once what is not in flight, waits for what is, then abandons the rest", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.arrive(arrival(1, 0b01), kStart);  // in flight
+  core.arrive(arrival(2, 0b10), kStart);  // held: handler 1 has no instance
+  core.arrive(arrival(3, 0b01), kStart);  // in flight
+  auto sent = Taken(core).of(Kind::kDeliver);
+  core.begin_drain(kStart, milliseconds(0));
+  Taken first(core);
+  REQUIRE(first.count(Kind::kNak) == 1);
+  CHECK(first.of(Kind::kNak)[0].message == 201);
+  CHECK(first.of(Kind::kNak)[0].delay == milliseconds(0));
+  core.ack(1, sent[0].delivery, kStart);
+  CHECK(Taken(core).count(Kind::kAck) == 1);
+  core.arrive(arrival(4, 0b01), kStart);  // pulled before the drain began
+  Taken late(core);
+  CHECK(late.count(Kind::kDeliver) == 0);
+  CHECK(late.count(Kind::kNak) == 1);
+  core.abandon_all(kStart);
+  Taken rest(core);
+  REQUIRE(rest.count(Kind::kNak) == 1);
+  CHECK(rest.of(Kind::kNak)[0].message == 301);
+  CHECK(rest.of(Kind::kNak)[0].delay == milliseconds(0));
+  CHECK(core.held() == 0);
+}
+
+TEST_CASE("memory of confirmations is bounded", "[unit]") {
+  auto s = settings(2);
+  s.remember = 3;
+  DispatchCore core(s);
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  for (std::uint64_t seq = 1; seq <= 5; ++seq) {
+    core.arrive(arrival(seq, 0b11), kStart);
+    auto sent = Taken(core).of(Kind::kDeliver);
+    core.ack(sent[0].connection, sent[0].delivery, kStart);
+    core.nak(sent[1].connection, sent[1].delivery, std::nullopt, kStart);
+  }
+  // 1 and 2 were forgotten: redelivered, they go to both recipients again (at least once).
+  core.arrive(arrival(1, 0b11, 2), kStart);
+  CHECK(Taken(core).count(Kind::kDeliver) == 2);
+  core.arrive(arrival(5, 0b11, 2), kStart);
+  CHECK(Taken(core).count(Kind::kDeliver) == 1);
+}
+
+TEST_CASE("a message whose subject has no key is terminated at once, and counted", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.arrive(Arrival{55, 0, 1, 0, true}, kStart);
+  Taken d(core);
+  CHECK(d.count(Kind::kDeliver) == 0);
+  REQUIRE(d.count(Kind::kTerm) == 1);
+  CHECK(d.of(Kind::kTerm)[0].message == 55);
+  CHECK(d.count(Kind::kRelease) == 1);
+  CHECK(core.counters().unroutable == 1);
+  CHECK(core.held() == 0);
+
+  DispatchCore none(settings(1, AckPolicy::kNone));
+  none.arrive(Arrival{56, 0, 1, 0, true}, kStart);
+  Taken quiet(none);
+  CHECK(quiet.count(Kind::kTerm) == 0);
+  CHECK(quiet.count(Kind::kRelease) == 1);
+}
+
+TEST_CASE("a copy of a message already settled is settled again without troubling any handler", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.arrive(arrival(1, 0b11), kStart);
+  core.arrive(arrival(2, 0b01), kStart);
+  for (const auto& e : Taken(core).of(Kind::kDeliver)) {
+    if (e.message == 201) {
+      core.term(e.connection, e.delivery, kStart);
+    } else {
+      core.ack(e.connection, e.delivery, kStart);
+    }
+  }
+  Taken settled(core);
+  CHECK(settled.count(Kind::kAck) == 1);
+  CHECK(settled.count(Kind::kTerm) == 1);
+  // The server lost both (it restarted) and delivers them again.
+  core.arrive(arrival(1, 0b11, 2), kStart);
+  core.arrive(arrival(2, 0b01, 2), kStart);
+  Taken again(core);
+  CHECK(again.count(Kind::kDeliver) == 0);
+  REQUIRE(again.count(Kind::kAck) == 1);
+  CHECK(again.of(Kind::kAck)[0].message == 102);
+  REQUIRE(again.count(Kind::kTerm) == 1);
+  CHECK(again.of(Kind::kTerm)[0].message == 202);
+  CHECK(again.count(Kind::kRelease) == 2);
+  CHECK(core.counters().already_settled == 2);
+  CHECK(core.held() == 0);
+
+  // Once the history is forgotten (the consumer was made anew), a copy goes to the handlers again.
+  core.forget_history();
+  core.arrive(arrival(1, 0b11, 3), kStart);
+  CHECK(Taken(core).count(Kind::kDeliver) == 2);
+}
+
+TEST_CASE("AckPolicy all: a copy of a settled message waits for the floor when a lower one is unsettled", "[unit]") {
+  auto s = settings(1, AckPolicy::kAll);
+  s.remember = 1;  // the record keeps only the highest sequence settled
+  DispatchCore core(s);
+  core.connect(1, 0, kStart);
+  core.arrive(arrival(1, 0b1), kStart);
+  core.arrive(arrival(2, 0b1), kStart);
+  for (const auto& e : Taken(core).of(Kind::kDeliver)) core.ack(1, e.delivery, kStart);
+  REQUIRE(Taken(core).of(Kind::kAck).back().message == 201);
+  // The server lost the ack. Sequence 1 was forgotten, so it goes to the handler again; sequence 2
+  // is remembered, but acking it now would ack 1 with it.
+  core.arrive(arrival(1, 0b1, 2), kStart);
+  core.arrive(arrival(2, 0b1, 2), kStart);
+  Taken waiting(core);
+  REQUIRE(waiting.count(Kind::kDeliver) == 1);
+  CHECK(waiting.count(Kind::kAck) == 0);
+  core.ack(1, waiting.of(Kind::kDeliver)[0].delivery, kStart);
+  Taken floor(core);
+  REQUIRE(floor.count(Kind::kAck) == 1);
+  CHECK(floor.of(Kind::kAck)[0].message == 202);
+  CHECK(core.held() == 0);
+}
+
+TEST_CASE("draining hands back with a delay that runs out when the last pull request does", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.arrive(arrival(1, 0b1), kStart);  // in flight
+  core.arrive(arrival(2, 0b1), kStart);  // in flight
+  auto sent = Taken(core).of(Kind::kDeliver);
+  core.arrive(arrival(3, 0b1), kStart);  // queued: max_inflight is 4, so put two more in flight first
+  core.arrive(arrival(4, 0b1), kStart);
+  core.arrive(arrival(5, 0b1), kStart);  // queued
+  core.effects().clear();
+  core.begin_drain(kStart, milliseconds(3000));
+  Taken idle(core);
+  REQUIRE(idle.count(Kind::kNak) == 1);
+  CHECK(idle.of(Kind::kNak)[0].delay == milliseconds(3000));
+  core.nak(1, sent[0].delivery, milliseconds(10), kStart + milliseconds(1000));
+  Taken failed(core);
+  REQUIRE(failed.count(Kind::kNak) == 1);
+  CHECK(failed.of(Kind::kNak)[0].delay == milliseconds(2000));  // the handler's 10ms would be too soon
+  core.arrive(arrival(6, 0b1), kStart + milliseconds(2500));      // pulled before the drain began
+  CHECK(Taken(core).of(Kind::kNak).at(0).delay == milliseconds(500));
+  core.abandon_all(kStart + milliseconds(4000));
+  Taken rest(core);
+  CHECK(rest.count(Kind::kNak) == 3);
+  for (const auto& e : rest.of(Kind::kNak)) CHECK(e.delay == milliseconds(0));
+  CHECK(core.held() == 0);
+}
+
+// The randomized model test. A model server publishes (sometimes a subject with no key),
+// redelivers what was nak'd, sometimes redelivers what is still held, and sometimes loses acks and
+// redelivers what was settled; model handlers connect, disconnect and answer at random. Every effect
+// is checked against the invariants in the header. Runs end either by settling everything or by a
+// drain, which must hand everything back with the right delay.
+namespace {
+
+struct Model {
+  Model(unsigned seed, AckPolicy policy, std::size_t handlers)
+      : random(seed), policy(policy), handler_count(handlers), core(settings(handlers, policy)) {}
+
+  std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(random); }
+  HandlerMask bit(std::size_t h) const { return HandlerMask{1} << h; }
+  bool all_confirmed(std::uint64_t seq) { return (confirmed[seq] & recipients[seq]) == recipients[seq]; }
+
+  void deliver_from_server(std::uint64_t seq) {
+    const MessageHandle handle = next_handle++;
+    seq_of[handle] = seq;
+    const bool no_key = unroutable.count(seq) != 0;
+    if (!settled_at_server.count(seq) && !no_key) held_by_core.insert(seq);
+    core.arrive(Arrival{handle, seq, ++deliveries[seq], recipients[seq], no_key}, now);
+  }
+  void publish() {
+    const std::uint64_t seq = next_seq++;
+    if (pick(30) == 0) {
+      // A subject with no key; it still has a stream sequence.
+      recipients[seq] = 0;
+      unroutable.insert(seq);
+      deliver_from_server(seq);
+      return;
+    }
+    recipients[seq] = static_cast<HandlerMask>(pick(std::size_t{1} << handler_count));
+    deliver_from_server(seq);
+  }
+  // Under AckPolicy all, one ack settles every sequence up to its own at the server.
+  void settled_by_ack(std::uint64_t seq) {
+    if (policy != AckPolicy::kAll) {
+      settled_at_server.insert(seq);
+      return;
+    }
+    for (std::uint64_t s = 1; s <= seq; ++s) {
+      if (!recipients.count(s)) continue;
+      // Everything below an AckAll ack must be settled by its recipients.
+      REQUIRE(all_confirmed(s));
+      settled_at_server.insert(s);
+      held_by_core.erase(s);
+      nak_pending.erase(s);
+    }
+  }
+
+  void apply() {
+    // The core forgets deliveries that timed out; so does the model.
+    std::erase_if(in_flight, [&](const auto& f) { return !core.is_in_flight(f.first.first, f.first.second); });
+    auto effects = std::move(core.effects());
+    core.effects().clear();
+    for (const auto& e : effects) {
+      const std::uint64_t seq = seq_of.at(e.message);
+      if (unroutable.count(seq)) {
+        // Terminated (unless AckPolicy none), never delivered or acked; nak'd only when a drain
+        // hands back what still waits for the AckPolicy all floor.
+        REQUIRE(e.kind != Kind::kDeliver);
+        REQUIRE(e.kind != Kind::kAck);
+        REQUIRE((e.kind != Kind::kNak || (draining && policy == AckPolicy::kAll)));
+      }
+      if (e.kind != Kind::kRelease && e.kind != Kind::kWip && e.kind != Kind::kDeliver) {
+        REQUIRE(policy != AckPolicy::kNone);
+        // One verb per copy at most.
+        REQUIRE(answered_copies.insert(e.message).second);
+      }
+      switch (e.kind) {
+        case Kind::kDeliver: {
+          REQUIRE_FALSE(draining);
+          REQUIRE(connections.count(e.connection));
+          const std::size_t h = connections[e.connection];
+          REQUIRE((recipients[seq] & bit(h)));
+          REQUIRE_FALSE((confirmed[seq] & bit(h)));  // never send what it already confirmed
+          in_flight[{e.connection, e.delivery}] = seq;
+          std::size_t on_connection = 0;
+          for (const auto& [key, s] : in_flight) on_connection += key.first == e.connection;
+          REQUIRE(on_connection <= 4);  // max_inflight
+          break;
+        }
+        case Kind::kAck:
+          REQUIRE(all_confirmed(seq));  // never before every recipient confirmed
+          REQUIRE_FALSE(ever_termed.count(seq));
+          ever_acked.insert(seq);
+          held_by_core.erase(seq);
+          settled_by_ack(seq);
+          break;
+        case Kind::kTerm:
+          REQUIRE(all_confirmed(seq));
+          REQUIRE_FALSE(ever_acked.count(seq));
+          ever_termed.insert(seq);
+          held_by_core.erase(seq);
+          settled_by_ack(seq);  // under AckPolicy all a +TERM settles everything below it too
+          break;
+        case Kind::kNak:
+          REQUIRE_FALSE(settled_at_server.count(seq));
+          REQUIRE((!all_confirmed(seq) || draining));
+          if (draining) {
+            const auto left = std::max(Duration(0), std::chrono::ceil<Duration>(handback_until - now));
+            REQUIRE(e.delay == left);
+          }
+          held_by_core.erase(seq);
+          nak_pending.insert(seq);
+          break;
+        case Kind::kWip:
+        case Kind::kRelease: break;
+      }
+      if (e.kind == Kind::kRelease) REQUIRE(released.insert(e.message).second);
+    }
+  }
+
+  void answer(bool only_good) {
+    if (in_flight.empty()) return;
+    auto it = std::next(in_flight.begin(), static_cast<long>(pick(in_flight.size())));
+    const auto [key, seq] = *it;
+    const auto [connection, delivery] = key;
+    const std::size_t h = connections.at(connection);
+    const int roll = only_good ? 0 : static_cast<int>(pick(100));
+    in_flight.erase(it);
+    if (roll < 60) {
+      confirmed[seq] |= bit(h);
+      REQUIRE(core.ack(connection, delivery, now));
+    } else if (roll < 70) {
+      confirmed[seq] |= bit(h);
+      REQUIRE(core.term(connection, delivery, now));
+    } else if (roll < 90) {
+      REQUIRE(core.nak(connection, delivery, std::nullopt, now));
+    } else {
+      REQUIRE(core.wip(connection, delivery, now));
+      in_flight[key] = seq;
+    }
+  }
+
+  void step() {
+    const int action = static_cast<int>(pick(100));
+    if (action < 20) {
+      publish();
+    } else if (action < 27) {
+      connections[next_connection] = pick(handler_count);
+      core.connect(next_connection, connections[next_connection], now);
+      ++next_connection;
+    } else if (action < 31 && !connections.empty()) {
+      const auto victim = std::next(connections.begin(), static_cast<long>(pick(connections.size())))->first;
+      connections.erase(victim);
+      std::erase_if(in_flight, [&](const auto& f) { return f.first.first == victim; });
+      core.disconnect(victim, now);
+    } else if (action < 73) {
+      answer(false);
+    } else if (action < 83) {
+      now += milliseconds(pick(700));
+      core.tick(now);
+    } else if (policy == AckPolicy::kNone) {
+      // The server forgets each message once sent: it never redelivers.
+    } else if (action < 92 && !nak_pending.empty()) {
+      const auto seq = *std::next(nak_pending.begin(), static_cast<long>(pick(nak_pending.size())));
+      nak_pending.erase(seq);
+      deliver_from_server(seq);
+    } else if (action < 96 && !held_by_core.empty()) {
+      // The server redelivers something the core still holds.
+      deliver_from_server(*std::next(held_by_core.begin(), static_cast<long>(pick(held_by_core.size()))));
+    } else if (!settled_at_server.empty()) {
+      // The server lost an ack and delivers a settled message again.
+      deliver_from_server(*std::next(settled_at_server.begin(), static_cast<long>(pick(settled_at_server.size()))));
+    }
+    apply();
+  }
+
+  std::mt19937 random;
+  AckPolicy policy;
+  std::size_t handler_count;
+  DispatchCore core;
+  TimePoint now = kStart;
+  bool draining = false;
+  TimePoint handback_until{};
+  std::map<MessageHandle, std::uint64_t> seq_of;
+  std::set<MessageHandle> answered_copies, released;
+  std::set<std::uint64_t> unroutable;
+  std::map<std::uint64_t, HandlerMask> recipients, confirmed;
+  std::map<std::uint64_t, std::uint64_t> deliveries;
+  std::set<std::uint64_t> settled_at_server, ever_acked, ever_termed, nak_pending, held_by_core;
+  std::map<ConnectionId, std::size_t> connections;
+  std::map<std::pair<ConnectionId, DeliveryId>, std::uint64_t> in_flight;
+  ConnectionId next_connection = 1;
+  std::uint64_t next_seq = 1;
+  MessageHandle next_handle = 1;
+};
+
+}  // namespace
+
+TEST_CASE("model: random traffic keeps the invariants, and everything settles or is handed back", "[unit]") {
+  const std::size_t kHandlers = 3;
+  for (unsigned seed = 1; seed <= 60; ++seed) {
+    const AckPolicy policy = seed <= 40 ? AckPolicy::kExplicit : seed <= 52 ? AckPolicy::kAll : AckPolicy::kNone;
+    const bool end_by_drain = seed % 3 == 0;
+    INFO("seed " << seed << ", policy " << to_string(policy) << (end_by_drain ? ", ends by draining" : ""));
+    Model m(seed, policy, kHandlers);
+    for (int step = 0; step < 600; ++step) m.step();
+
+    if (end_by_drain) {
+      m.draining = true;
+      m.handback_until = m.now + milliseconds(m.pick(3000));
+      m.core.begin_drain(m.now, std::chrono::ceil<Duration>(m.handback_until - m.now));
+      m.apply();
+      for (int step = 0; step < 100 && !m.in_flight.empty(); ++step) {
+        m.now += milliseconds(m.pick(100));
+        if (m.pick(4) == 0) m.publish();  // pulled before the drain began
+        m.answer(false);
+        m.apply();
+      }
+      m.core.abandon_all(m.now);
+      m.apply();
+      CHECK(m.core.held() == 0);
+      // Everything that arrived was settled, handed back, or released.
+      for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
+      continue;
+    }
+
+    // Settle: one instance per handler, every answer good, redeliver until nothing is left.
+    for (std::size_t h = 0; h < kHandlers; ++h) {
+      m.connections[m.next_connection] = h;
+      m.core.connect(m.next_connection++, h, m.now);
+    }
+    m.apply();
+    for (int round = 0; round < 10000 && m.settled_at_server.size() < m.next_seq - 1; ++round) {
+      if (!m.in_flight.empty()) {
+        m.answer(true);
+      } else if (!m.nak_pending.empty()) {
+        const auto seq = *m.nak_pending.begin();
+        m.nak_pending.erase(seq);
+        m.deliver_from_server(seq);
+      } else if (policy == AckPolicy::kNone) {
+        break;  // the server forgets what it sent: nothing comes back
+      } else {
+        m.now += milliseconds(1000);
+        m.core.tick(m.now);
+      }
+      m.apply();
+    }
+    if (policy != AckPolicy::kNone) CHECK(m.settled_at_server.size() == m.next_seq - 1);
+    CHECK(m.core.held() == 0);
+    for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
+  }
+}

@@ -1,0 +1,84 @@
+#include "pull_ledger.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+namespace jetfan {
+
+PullLedger::PullLedger(PullSettings settings) : settings_(settings) {
+  assert(settings_.batch > 0 && settings_.max_held > 0);
+}
+
+void PullLedger::top_up(std::size_t held, TimePoint now, std::vector<PullRequest>& out) {
+  if (!pulling_) return;
+  while (requested_ < settings_.batch && held + requested_ < settings_.max_held) {
+    const std::size_t count = std::min(settings_.batch, settings_.max_held - held - requested_);
+    if (count < settings_.batch && requested_ > 0) return;
+    // The server's heartbeats start with the first request that waits; silence is measured from it.
+    if (pulls_.empty()) last_heard_ = now;
+    const std::uint64_t id = next_id_++;
+    pulls_.emplace(id, Pull{count, now + settings_.expires});
+    requested_ += count;
+    out.push_back(PullRequest{id, count, settings_.expires, settings_.idle_heartbeat});
+  }
+}
+
+void PullLedger::cancel(std::uint64_t id) {
+  if (auto found = pulls_.find(id); found != pulls_.end()) retire(found);
+}
+
+void PullLedger::retire(std::map<std::uint64_t, Pull>::iterator pull) {
+  requested_ -= pull->second.remaining;
+  pulls_.erase(pull);
+}
+
+void PullLedger::on_message(TimePoint now) {
+  last_heard_ = now;
+  auto oldest = pulls_.begin();
+  if (oldest == pulls_.end()) return;  // answers a request dropped after a reconnect
+  --requested_;
+  if (--oldest->second.remaining == 0) pulls_.erase(oldest);
+}
+
+PullLedger::StatusOutcome PullLedger::on_status(std::uint64_t id, std::string_view code, TimePoint now) {
+  last_heard_ = now;
+  if (code == "100") return StatusOutcome::kAlive;
+  if (auto found = pulls_.find(id); found != pulls_.end()) retire(found);
+  return code == "404" || code == "408" ? StatusOutcome::kFinished : StatusOutcome::kUnexpected;
+}
+
+void PullLedger::drop_all(TimePoint now) {
+  for (const auto& [id, pull] : pulls_) {
+    if (!dropped_until_ || *dropped_until_ < pull.expires) dropped_until_ = pull.expires;
+  }
+  pulls_.clear();
+  requested_ = 0;
+  last_heard_ = now;
+}
+
+void PullLedger::on_reconnect(TimePoint now) { drop_all(now); }
+
+PullLedger::Liveness PullLedger::check_liveness(TimePoint now) {
+  if (pulls_.empty()) return Liveness::kFine;
+  if (now - last_heard_ > kMissedHeartbeats * settings_.idle_heartbeat) {
+    drop_all(now);
+    return Liveness::kSilent;
+  }
+  for (auto it = pulls_.begin(); it != pulls_.end();) {
+    auto next = std::next(it);
+    if (it->second.expires + kExpiryGrace < now) retire(it);
+    it = next;
+  }
+  return Liveness::kFine;
+}
+
+Duration PullLedger::handback_delay(TimePoint now) const {
+  std::optional<TimePoint> latest = dropped_until_;
+  for (const auto& [id, pull] : pulls_) {
+    if (!latest || *latest < pull.expires) latest = pull.expires;
+  }
+  if (!latest || *latest + kHandbackMargin <= now) return Duration(0);
+  return std::chrono::ceil<Duration>(*latest + kHandbackMargin - now);
+}
+
+}  // namespace jetfan

@@ -1,0 +1,115 @@
+#pragma once
+// PullLedger: the credit jetfan has asked the server for, and what to ask for next. Pure: no
+// cnats, no clock; the caller passes "now" in and sends the requests it is handed.
+//
+// jetfan reads its pull consumer with plain pull requests ($JS.API.CONSUMER.MSG.NEXT.<stream>.
+// <durable>), each with its own reply subject, so every request is known by an id. The rules:
+//   - Held plus requested never exceeds max_held: the server never sends more than jetfan may hold.
+//   - Between one and two batches stay requested, so the next request is at the server before the
+//     current one is used up; a request smaller than a batch is only sent when none is waiting, so
+//     that room gathers into full batches instead of many small requests.
+//   - A message arrives under its own subject, not the request's, so it cannot say which request it
+//     answers. The server fills waiting requests oldest first, so it is charged to the oldest.
+//   - A status reply names its request (it comes on the request's reply subject): 100 is an idle
+//     heartbeat (the request is alive); 404 and 408 end the request; 409 and its variants end it and
+//     are worth a warning; any of them is proof the server is there.
+//   - Silence for kMissedHeartbeats heartbeats, or a reconnect, drops every request: the server has
+//     forgotten them or cannot answer, and waiting would stall. The caller then tops up at once.
+//   - A request whose expiry passed without its 408 is given back after kExpiryGrace.
+//   - A message handed back (nak'd) while one of jetfan's requests still waits at the server would
+//     be delivered straight back into it, to a reader that no longer reads (nats-server 2.9 does not
+//     check). handback_delay() is the shortest delay that outlasts every request that may still be
+//     waiting, including those dropped but not known to be finished.
+//
+// Thread: one owner (the daemon's io_context thread). Not thread-safe.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "time.hpp"
+
+namespace jetfan {
+
+struct PullSettings {
+  std::size_t batch = 0;      // messages asked for by one request; > 0
+  std::size_t max_held = 0;   // bound on held + requested; > 0
+  Duration expires{0};        // how long a request waits at the server
+  Duration idle_heartbeat{0}; // the server's heartbeat while a request waits
+};
+
+// One request to send: {"batch":batch,"expires":expires,"idle_heartbeat":idle_heartbeat} with the
+// reply subject <inbox>.<id>.
+struct PullRequest {
+  std::uint64_t id = 0;
+  std::size_t batch = 0;
+  Duration expires{0};
+  Duration idle_heartbeat{0};
+};
+
+class PullLedger {
+ public:
+  // Three heartbeats: one late heartbeat under load is not a lost request; three in a row are.
+  static constexpr int kMissedHeartbeats = 3;
+  // A 408 for an expired request can be lost in a reconnect; this long past its expiry, its credit
+  // is given back. Longer than any plausible delay of a 408 in flight.
+  static constexpr Duration kExpiryGrace{2000};
+  // Added to every hand-back delay: the server's clock of a request's expiry starts when the request
+  // reaches it, a little after jetfan sent it.
+  static constexpr Duration kHandbackMargin{250};
+
+  enum class StatusOutcome {
+    kAlive,       // 100: an idle heartbeat
+    kFinished,    // 404 or 408: the request is over, nothing is wrong
+    kUnexpected,  // anything else (409 and its variants): the request is over; worth a warning
+  };
+  enum class Liveness {
+    kFine,
+    kSilent,  // nothing heard for kMissedHeartbeats heartbeats: every request was dropped
+  };
+
+  explicit PullLedger(PullSettings settings);
+
+  // Appends to `out` the requests to send now, given how many messages are held, and records them
+  // as outstanding. Sends nothing once stop() was called.
+  void top_up(std::size_t held, TimePoint now, std::vector<PullRequest>& out);
+  // The request could not be sent: forget it.
+  void cancel(std::uint64_t id);
+  // A message arrived: one credit of the oldest request is used.
+  void on_message(TimePoint now);
+  // A status reply arrived on request `id`'s reply subject.
+  StatusOutcome on_status(std::uint64_t id, std::string_view code, TimePoint now);
+  // The connection to the server was re-established: the server may have forgotten every request.
+  void on_reconnect(TimePoint now);
+  // Drops what the server can no longer answer; call now and then (every few hundred ms).
+  Liveness check_liveness(TimePoint now);
+  // No more requests from now on (draining). Requests already at the server stay until they end.
+  void stop() { pulling_ = false; }
+
+  Duration handback_delay(TimePoint now) const;
+  std::size_t requested() const { return requested_; }
+  std::size_t outstanding() const { return pulls_.size(); }
+  const PullSettings& settings() const { return settings_; }
+
+ private:
+  struct Pull {
+    std::size_t remaining;
+    TimePoint expires;
+  };
+  void retire(std::map<std::uint64_t, Pull>::iterator pull);
+  void drop_all(TimePoint now);
+
+  PullSettings settings_;
+  std::map<std::uint64_t, Pull> pulls_;  // by id: the oldest first
+  std::size_t requested_ = 0;
+  std::uint64_t next_id_ = 1;
+  bool pulling_ = true;
+  TimePoint last_heard_{};
+  // Requests dropped without the server saying they ended may still wait there until this.
+  std::optional<TimePoint> dropped_until_;
+};
+
+}  // namespace jetfan

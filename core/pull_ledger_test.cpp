@@ -1,0 +1,188 @@
+#include "pull_ledger.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace jetfan;
+using std::chrono::milliseconds;
+
+namespace {
+
+const TimePoint kStart = TimePoint() + std::chrono::hours(1);
+
+PullSettings settings(std::size_t batch = 10, std::size_t max_held = 100) {
+  return PullSettings{batch, max_held, milliseconds(5000), milliseconds(1000)};
+}
+
+std::vector<PullRequest> top_up(PullLedger& ledger, std::size_t held, TimePoint now = kStart) {
+  std::vector<PullRequest> out;
+  ledger.top_up(held, now, out);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("pull ledger: between one and two batches stay requested", "[unit]") {
+  PullLedger ledger(settings());
+  const auto first = top_up(ledger, 0);
+  REQUIRE(first.size() == 1);
+  CHECK(first[0].batch == 10);
+  CHECK(first[0].expires == milliseconds(5000));
+  CHECK(first[0].idle_heartbeat == milliseconds(1000));
+  CHECK(top_up(ledger, 0).empty());  // a whole batch is waiting
+  for (int i = 0; i < 3; ++i) ledger.on_message(kStart);
+  const auto next = top_up(ledger, 3);
+  REQUIRE(next.size() == 1);  // the next one goes before the first is used up
+  CHECK(next[0].id == first[0].id + 1);
+  CHECK(ledger.requested() == 17);
+}
+
+TEST_CASE("pull ledger: held plus requested never exceeds max_held", "[unit]") {
+  PullLedger ledger(settings(10, 25));
+  CHECK(top_up(ledger, 20).at(0).batch == 5);  // only the room left
+  CHECK(ledger.requested() == 5);
+  CHECK(top_up(ledger, 20).empty());
+  for (int i = 0; i < 5; ++i) ledger.on_message(kStart);
+  CHECK(top_up(ledger, 25).empty());  // full: nothing requested
+  CHECK(ledger.requested() == 0);
+  const auto room = top_up(ledger, 24);
+  REQUIRE(room.size() == 1);
+  CHECK(room[0].batch == 1);
+}
+
+TEST_CASE("pull ledger: with a request waiting, room gathers into a full batch", "[unit]") {
+  PullLedger ledger(settings(10, 100));
+  top_up(ledger, 0);
+  ledger.on_message(kStart);
+  CHECK(top_up(ledger, 90).empty());  // room for 1 only: the request waiting is enough
+  ledger.on_status(1, "408", kStart);
+  CHECK(top_up(ledger, 90).at(0).batch == 10);
+}
+
+TEST_CASE("pull ledger: a message is charged to the oldest request", "[unit]") {
+  PullLedger ledger(settings(2, 100));
+  top_up(ledger, 0);                 // request 1: 2
+  ledger.on_message(kStart);         // 1 has 1 left
+  top_up(ledger, 1);                 // request 2: 2
+  REQUIRE(ledger.outstanding() == 2);
+  ledger.on_message(kStart);         // used up 1
+  CHECK(ledger.outstanding() == 1);
+  CHECK(ledger.requested() == 2);
+  // The one left is request 2: a 408 for it clears everything.
+  CHECK(ledger.on_status(2, "408", kStart) == PullLedger::StatusOutcome::kFinished);
+  CHECK(ledger.outstanding() == 0);
+  CHECK(ledger.requested() == 0);
+}
+
+TEST_CASE("pull ledger: each status reply retires exactly its own request", "[unit]") {
+  using Outcome = PullLedger::StatusOutcome;
+  struct Case {
+    const char* code;
+    Outcome outcome;
+  };
+  for (const Case c : {Case{"404", Outcome::kFinished}, Case{"408", Outcome::kFinished},
+                       Case{"409", Outcome::kUnexpected}}) {
+    INFO(c.code);
+    PullLedger ledger(settings(10, 100));
+    top_up(ledger, 0);   // 1
+    ledger.on_message(kStart);
+    top_up(ledger, 1);   // 2
+    REQUIRE(ledger.requested() == 19);
+    CHECK(ledger.on_status(2, c.code, kStart) == c.outcome);
+    CHECK(ledger.requested() == 9);  // request 1's nine remain
+    CHECK(ledger.outstanding() == 1);
+    CHECK(ledger.on_status(2, c.code, kStart) == c.outcome);  // again: nothing more to retire
+    CHECK(ledger.requested() == 9);
+  }
+}
+
+TEST_CASE("pull ledger: a heartbeat keeps a request alive and retires nothing", "[unit]") {
+  PullLedger ledger(settings());
+  top_up(ledger, 0);
+  TimePoint now = kStart;
+  for (int i = 0; i < 4; ++i) {  // within its 5s expiry
+    now += milliseconds(1000);
+    CHECK(ledger.on_status(1, "100", now) == PullLedger::StatusOutcome::kAlive);
+    CHECK(ledger.check_liveness(now) == PullLedger::Liveness::kFine);
+  }
+  CHECK(ledger.requested() == 10);
+}
+
+TEST_CASE("pull ledger: lost heartbeats drop every request, and the next top-up pulls anew", "[unit]") {
+  PullLedger ledger(settings());
+  top_up(ledger, 0);
+  const auto silent_for = PullLedger::kMissedHeartbeats * milliseconds(1000);
+  CHECK(ledger.check_liveness(kStart + silent_for) == PullLedger::Liveness::kFine);
+  CHECK(ledger.check_liveness(kStart + silent_for + milliseconds(1)) == PullLedger::Liveness::kSilent);
+  CHECK(ledger.requested() == 0);
+  const auto again = top_up(ledger, 0, kStart + silent_for + milliseconds(1));
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].id == 2);
+}
+
+TEST_CASE("pull ledger: silence is not counted while nothing is requested", "[unit]") {
+  PullLedger ledger(settings(10, 10));
+  top_up(ledger, 0);
+  for (int i = 0; i < 10; ++i) ledger.on_message(kStart);
+  CHECK(ledger.outstanding() == 0);
+  CHECK(ledger.check_liveness(kStart + std::chrono::hours(1)) == PullLedger::Liveness::kFine);
+}
+
+TEST_CASE("pull ledger: a reconnect drops every request so the next top-up re-pulls at once", "[unit]") {
+  PullLedger ledger(settings());
+  top_up(ledger, 0);
+  ledger.on_message(kStart);
+  top_up(ledger, 1);
+  ledger.on_reconnect(kStart + milliseconds(10));
+  CHECK(ledger.requested() == 0);
+  CHECK(ledger.outstanding() == 0);
+  CHECK(top_up(ledger, 1, kStart + milliseconds(10)).size() == 1);
+  // A message answering a dropped request charges nothing it should not.
+  ledger.on_message(kStart);
+  CHECK(ledger.requested() == 9);
+}
+
+TEST_CASE("pull ledger: a request past its expiry with no 408 gives its credit back after the grace", "[unit]") {
+  PullLedger ledger(settings());
+  top_up(ledger, 0);
+  TimePoint now = kStart;
+  // Heartbeats keep coming (from a later request, say) so silence does not drop it first.
+  auto at = [&](milliseconds since_start) {
+    now = kStart + since_start;
+    ledger.on_status(99, "100", now);
+    return ledger.check_liveness(now);
+  };
+  at(milliseconds(5000) + PullLedger::kExpiryGrace);
+  CHECK(ledger.requested() == 10);
+  at(milliseconds(5000) + PullLedger::kExpiryGrace + milliseconds(1));
+  CHECK(ledger.requested() == 0);
+}
+
+TEST_CASE("pull ledger: a failed send is forgotten", "[unit]") {
+  PullLedger ledger(settings());
+  const auto sent = top_up(ledger, 0);
+  ledger.cancel(sent[0].id);
+  CHECK(ledger.requested() == 0);
+  CHECK(top_up(ledger, 0).size() == 1);
+}
+
+TEST_CASE("pull ledger: stop() sends nothing more", "[unit]") {
+  PullLedger ledger(settings());
+  ledger.stop();
+  CHECK(top_up(ledger, 0).empty());
+}
+
+TEST_CASE("pull ledger: the hand-back delay outlasts every request still open", "[unit]") {
+  PullLedger ledger(settings(10, 100));
+  CHECK(ledger.handback_delay(kStart) == milliseconds(0));  // nothing was ever requested
+  top_up(ledger, 0, kStart);                                // expires at +5000
+  ledger.on_message(kStart);
+  top_up(ledger, 1, kStart + milliseconds(1000));           // expires at +6000
+  CHECK(ledger.handback_delay(kStart + milliseconds(2000)) == milliseconds(4000) + PullLedger::kHandbackMargin);
+  ledger.on_status(2, "408", kStart + milliseconds(2000));  // the later one is over
+  CHECK(ledger.handback_delay(kStart + milliseconds(2000)) == milliseconds(3000) + PullLedger::kHandbackMargin);
+  // Dropped requests may still wait at the server: they still count.
+  ledger.on_reconnect(kStart + milliseconds(2000));
+  CHECK(ledger.handback_delay(kStart + milliseconds(2000)) == milliseconds(3000) + PullLedger::kHandbackMargin);
+  CHECK(ledger.handback_delay(kStart + milliseconds(5000)) == PullLedger::kHandbackMargin);
+  CHECK(ledger.handback_delay(kStart + milliseconds(5000) + PullLedger::kHandbackMargin) == milliseconds(0));
+}

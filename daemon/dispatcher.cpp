@@ -1,0 +1,327 @@
+#include "dispatcher.hpp"
+
+#include <systemd/sd-daemon.h>
+
+#include <spdlog/spdlog.h>
+
+#include "jetstream_subject.hpp"
+#include "protocol.hpp"
+
+namespace jetfan {
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// How often pull liveness is checked and pulls topped up without another reason to: well inside
+// the heartbeat, rarely enough to cost nothing.
+constexpr Duration kHousekeeping{500};
+// At the end, what is buffered for the server (the last acks and hand-backs) gets this long to go.
+constexpr Duration kFinalFlush{2000};
+// A handler's own NAK delay is capped: the server takes nanoseconds in a signed 64-bit number.
+constexpr std::uint64_t kMaxNakDelayMs = 1ULL << 40;
+
+// The NATS/1.0 header block of a message, rebuilt from cnats's parsed headers; empty when it has none.
+std::string header_block(natsMsg* message) {
+  const char** keys = nullptr;
+  int count = 0;
+  if (natsMsgHeader_Keys(message, &keys, &count) != NATS_OK || count == 0) return {};
+  std::string block = "NATS/1.0\r\n";
+  for (int k = 0; k < count; ++k) {
+    const char** values = nullptr;
+    int value_count = 0;
+    if (natsMsgHeader_Values(message, keys[k], &values, &value_count) == NATS_OK) {
+      for (int v = 0; v < value_count; ++v) {
+        block.append(keys[k]).append(": ").append(values[v]).append("\r\n");
+      }
+      free(values);  // cnats hands out the array, not the strings
+    }
+  }
+  free(keys);
+  block.append("\r\n");
+  return block;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader)
+    : io_(io),
+      config_(config),
+      reader_(reader),
+      settings_(std::move(settings)),
+      core_(settings_.core),
+      ledger_(settings_.pull),
+      listener_(io, config.socket, *this),
+      wakeup_(io),
+      housekeeping_(io),
+      drain_timer_(io),
+      instances_(config.handlers.size(), 0) {
+  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+    for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);
+  }
+}
+
+Dispatcher::~Dispatcher() {
+  reader_.stop_delivering();
+  // Sessions refer to this object as their owner: close them before it goes.
+  auto sessions = std::move(sessions_);
+  for (auto& [id, session] : sessions) session->close();
+}
+
+void Dispatcher::start() {
+  JETFAN_ON_IO_THREAD(thread_);
+  listener_.start([this](std::shared_ptr<HandlerSession> session) {
+    sessions_.emplace(session->id(), session);
+    session->start();
+  });
+  reader_.subscribe([this](std::vector<NatsMsgPtr>& incoming, bool reconnected) { on_ingress(incoming, reconnected); });
+  top_up_pulls();
+  housekeeping();
+}
+
+void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected) {
+  JETFAN_ON_IO_THREAD(thread_);
+  const TimePoint now = Clock::now();
+  // The server forgets pull requests when it restarts, and cnats does not re-send them.
+  if (reconnected) {
+    if (ledger_.outstanding() > 0) spdlog::info("nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
+    ledger_.on_reconnect(now);
+  }
+  for (auto& message : incoming) {
+    if (const auto status = reader_.status_of(message.get())) {
+      on_status(*status, now);
+      continue;
+    }
+    ledger_.on_message(now);
+    arrive(std::move(message), now);
+  }
+  after_input();
+}
+
+void Dispatcher::on_status(const PullStatus& status, TimePoint now) {
+  if (ledger_.on_status(status.pull, status.code, now) != PullLedger::StatusOutcome::kUnexpected) return;
+  spdlog::warn("nats: pull request {} answered with status {} ({}); pulling anew", status.pull, status.code,
+               status.description);
+  if (status.description.find("Consumer Deleted") != std::string_view::npos) {
+    spdlog::error("nats: consumer \"{}\" of stream \"{}\" was deleted; jetfan keeps pulling in case its controller "
+                  "makes it anew, and forgets what it remembered of the old one's sequences",
+                  config_.consumer.durable, config_.consumer.stream);
+    core_.forget_history();
+  }
+}
+
+void Dispatcher::arrive(NatsMsgPtr message, TimePoint now) {
+  const std::string_view subject = natsMsg_GetSubject(message.get());
+  const auto ack = parse_ack_subject(natsMsg_GetReply(message.get()));
+  const auto key = key_of(subject, config_.key.strip_prefix);
+  const MessageHandle handle = next_handle_++;
+  if (!ack || !key) {
+    spdlog::error("message on subject \"{}\" (stream seq {}) has no key: it does not start with key.strip_prefix "
+                  "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
+                  subject, ack ? std::to_string(ack->stream_seq) : "?", config_.key.strip_prefix);
+    stored_.emplace(handle, Stored{std::move(message), {}, {}, 0, 0});
+    core_.arrive(Arrival{handle, 0, 1, 0, true}, now);
+    return;
+  }
+  Stored stored{nullptr, *key, header_block(message.get()), ack->stream_seq, ack->deliveries};
+  stored.message = std::move(message);
+  stored_.emplace(handle, std::move(stored));
+  core_.arrive(Arrival{handle, ack->stream_seq, ack->deliveries, matcher_.match(*key), false}, now);
+}
+
+void Dispatcher::after_input() {
+  apply_effects();
+  if (state_ == State::kServing) top_up_pulls();
+  if (state_ == State::kDraining && core_.in_flight() == 0) {
+    finish();
+    return;
+  }
+  arm_wakeup();
+}
+
+void Dispatcher::top_up_pulls() {
+  requests_.clear();
+  ledger_.top_up(core_.held(), Clock::now(), requests_);
+  for (const auto& request : requests_) {
+    if (!reader_.send_pull(request)) ledger_.cancel(request.id);
+  }
+}
+
+void Dispatcher::apply_effects() {
+  auto& effects = core_.effects();
+  std::size_t kept_alive = 0;
+  for (const Effect& effect : effects) {
+    auto stored = stored_.find(effect.message);
+    if (stored == stored_.end()) continue;
+    natsMsg* message = stored->second.message.get();
+    switch (effect.kind) {
+      case Effect::Kind::kDeliver: {
+        auto session = sessions_.find(effect.connection);
+        if (session == sessions_.end()) break;
+        const auto& s = stored->second;
+        session->second->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.headers,
+                                  std::string_view(natsMsg_GetData(message),
+                                                   static_cast<std::size_t>(natsMsg_GetDataLength(message))));
+        if (dirty_.empty() || dirty_.back() != session->second) dirty_.push_back(session->second);
+        break;
+      }
+      case Effect::Kind::kAck: reader_.ack(message); break;
+      case Effect::Kind::kNak: reader_.nak(message, effect.delay); break;
+      case Effect::Kind::kTerm: reader_.term(message); break;
+      case Effect::Kind::kWip:
+        reader_.wip(message);
+        ++kept_alive;
+        break;
+      case Effect::Kind::kRelease: stored_.erase(stored); break;
+    }
+  }
+  effects.clear();
+  if (kept_alive > 0) spdlog::debug("kept {} held message(s) alive at the server (+WPI)", kept_alive);
+  for (auto& session : dirty_) session->flush();
+  dirty_.clear();
+}
+
+void Dispatcher::arm_wakeup() {
+  const auto wake = core_.next_wakeup();
+  if (!wake || (armed_for_ && *armed_for_ <= *wake)) return;
+  armed_for_ = wake;
+  wakeup_.expires_at(*wake);
+  wakeup_.async_wait([this](const boost::system::error_code& error) {
+    if (error) return;
+    armed_for_.reset();
+    core_.tick(Clock::now());
+    after_input();
+  });
+}
+
+void Dispatcher::housekeeping() {
+  if (ledger_.check_liveness(Clock::now()) == PullLedger::Liveness::kSilent) {
+    spdlog::info("nats: dropped the outstanding pull requests: no heartbeat from the server for {} heartbeats",
+                 PullLedger::kMissedHeartbeats);
+  }
+  if (state_ == State::kServing) top_up_pulls();
+  housekeeping_.expires_after(kHousekeeping);
+  housekeeping_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) housekeeping();
+  });
+}
+
+std::string Dispatcher::describe(const HandlerSession& session) const {
+  return "\"" + session.handler_name() + "\" (" + session.peer() + ")";
+}
+
+std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const proto::Command& hello) {
+  JETFAN_ON_IO_THREAD(thread_);
+  const Admission admission = admit(settings_.admission, Hello{hello.handler, hello.version}, session.credentials(),
+                                    instances_, state_ == State::kServing, proto::kVersion);
+  if (!admission.handler) {
+    spdlog::warn("refused HELLO from {}: {}", session.peer(), admission.detail);
+    return admission.refusal;
+  }
+  const std::size_t index = *admission.handler;
+  const auto& handler = config_.handlers[index];
+  session.admit(index, handler.name);
+  ++instances_[index];
+  session.send_ready(static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
+  session.flush();
+  spdlog::info("handler {} connected", describe(session));
+  core_.connect(session.id(), index, Clock::now());
+  after_input();
+  return std::nullopt;
+}
+
+void Dispatcher::on_command(HandlerSession& session, const proto::Command& command) {
+  JETFAN_ON_IO_THREAD(thread_);
+  const TimePoint now = Clock::now();
+  bool known = true;
+  switch (command.verb) {
+    case proto::Verb::kAck: known = core_.ack(session.id(), command.id, now); break;
+    case proto::Verb::kNak: {
+      std::optional<Duration> delay;
+      if (command.delay_ms) delay = Duration(static_cast<Duration::rep>(std::min(*command.delay_ms, kMaxNakDelayMs)));
+      known = core_.nak(session.id(), command.id, delay, now);
+      break;
+    }
+    case proto::Verb::kTerm:
+      known = core_.term(session.id(), command.id, now);
+      if (known) {
+        spdlog::warn("handler {} terminated delivery {} as poison: {}", describe(session), command.id,
+                     command.reason.empty() ? "(no reason given)" : command.reason);
+      }
+      break;
+    case proto::Verb::kWip: known = core_.wip(session.id(), command.id, now); break;
+    case proto::Verb::kPing:
+      session.send_pong();
+      session.flush();
+      return;
+    case proto::Verb::kPong:
+    case proto::Verb::kHello: return;
+  }
+  if (!known) {
+    spdlog::debug("handler {}: {} {} names no delivery in flight on this connection (late, after a timeout?); ignored",
+                  describe(session), proto::to_string(command.verb), command.id);
+  }
+  after_input();
+}
+
+void Dispatcher::on_closed(HandlerSession& session) {
+  JETFAN_ON_IO_THREAD(thread_);
+  std::shared_ptr<HandlerSession> alive;  // the session must outlive this call
+  if (auto entry = sessions_.find(session.id()); entry != sessions_.end()) {
+    alive = std::move(entry->second);
+    sessions_.erase(entry);
+  }
+  if (!session.handler() || state_ == State::kDone) return;
+  --instances_[*session.handler()];
+  spdlog::info("handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));
+  core_.disconnect(session.id(), Clock::now());
+  after_input();
+}
+
+void Dispatcher::begin_drain() {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (state_ != State::kServing) return;
+  state_ = State::kDraining;
+  sd_notify(0, "STOPPING=1");
+  ledger_.stop();
+  listener_.stop();
+  const TimePoint now = Clock::now();
+  const Duration handback = ledger_.handback_delay(now);
+  const std::size_t in_flight = core_.in_flight();
+  spdlog::info("draining: {} deliveries in flight may finish within {}ms; {} other held message(s) handed back now, "
+               "redelivered in {}ms (once jetfan's pull requests at the server have expired)",
+               in_flight, config_.delivery.drain_timeout.count(), core_.held() - std::min(core_.held(), in_flight),
+               handback.count());
+  core_.begin_drain(now, handback);
+  drain_timer_.expires_after(config_.delivery.drain_timeout);
+  drain_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (error || state_ != State::kDraining) return;
+    spdlog::warn("drain_timeout reached with {} deliveries still in flight; handing them back", core_.in_flight());
+    finish();
+  });
+  after_input();
+}
+
+void Dispatcher::finish() {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (state_ == State::kDone) return;
+  if (state_ == State::kServing) begin_drain();
+  if (state_ == State::kDone) return;  // the drain had nothing in flight and finished at once
+  state_ = State::kDone;
+  core_.abandon_all(Clock::now());
+  apply_effects();
+  const auto& c = core_.counters();
+  spdlog::info("stopped: {} messages arrived, {} acked, {} nak'd, {} terminated, {} with no recipient, {} unroutable; "
+               "{} deliveries to handlers",
+               c.arrived, c.acked, c.nakked, c.terminated, c.no_recipient, c.unroutable, c.deliveries);
+  reader_.close(kFinalFlush);
+  auto sessions = std::move(sessions_);
+  for (auto& [id, session] : sessions) session->close();
+  wakeup_.cancel();
+  housekeeping_.cancel();
+  drain_timer_.cancel();
+  listener_.stop();
+  io_.stop();
+}
+
+}  // namespace jetfan

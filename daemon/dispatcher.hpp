@@ -1,0 +1,103 @@
+#pragma once
+// Dispatcher: jetfan while it serves. It wires the pure pieces (DispatchCore, PullLedger,
+// TopicMatcher, admission) to the I/O ones (JetStreamReader, the handler socket) and applies what
+// the pure pieces decide. It exists only once the consumer is bound: everything it owns is whole
+// from construction.
+//
+// Data path (ARCHITECTURE.md): cnats threads -> reader's Ingress (one post per burst) ->
+// on_ingress: status replies to the PullLedger, messages (key, recipients) to DispatchCore::arrive
+// -> Effects -> MSG frames appended to sessions, replies published by the reader -> one flush per
+// session, pull requests topped up, the one timer re-armed. Handler commands take the same path
+// from DispatchCore on.
+//
+// Thread: everything here runs on the io_context thread; it owns all dispatch state.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "config.hpp"
+#include "dispatch_core.hpp"
+#include "handler_listener.hpp"
+#include "handler_session.hpp"
+#include "io_thread.hpp"
+#include "jetstream_reader.hpp"
+#include "pull_ledger.hpp"
+#include "serve_settings.hpp"
+#include "topic_pattern.hpp"
+
+namespace jetfan {
+
+class Dispatcher final : private SessionOwner {
+ public:
+  // Binds the handler socket (throws StartupError when it cannot). `config` and `reader` must
+  // outlive the dispatcher.
+  Dispatcher(boost::asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader);
+  ~Dispatcher();
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  // Accepts handlers and starts pulling.
+  void start();
+  // Stops pulling and accepting; deliveries in flight may finish within delivery.drain_timeout,
+  // everything else is handed back. finish() follows by itself.
+  void begin_drain();
+  // Hands back everything still held, closes the connection to NATS and every session, and stops
+  // the io_context. Idempotent.
+  void finish();
+
+  bool serving() const { return state_ == State::kServing; }
+  bool draining() const { return state_ == State::kDraining; }
+  const CoreCounters& counters() const { return core_.counters(); }
+
+ private:
+  struct Stored {
+    NatsMsgPtr message;
+    std::string_view key;  // points into message's subject
+    std::string headers;   // the NATS/1.0 header block to forward, or empty
+    std::uint64_t stream_seq = 0;
+    std::uint64_t deliveries = 0;
+  };
+  enum class State { kServing, kDraining, kDone };
+
+  std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) override;
+  void on_command(HandlerSession& session, const proto::Command& command) override;
+  void on_closed(HandlerSession& session) override;
+
+  void on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected);
+  void on_status(const PullStatus& status, TimePoint now);
+  void arrive(NatsMsgPtr message, TimePoint now);
+  // After every input to the core: apply and clear its effects, flush the sessions written to,
+  // keep pulling, re-arm the timer, and finish a drain that has nothing left in flight.
+  void after_input();
+  void apply_effects();
+  void top_up_pulls();
+  void arm_wakeup();
+  void housekeeping();
+  std::string describe(const HandlerSession& session) const;
+
+  boost::asio::io_context& io_;
+  const Config& config_;
+  JetStreamReader& reader_;
+  IoThread thread_;
+  ServeSettings settings_;
+  DispatchCore core_;
+  PullLedger ledger_;
+  TopicMatcher matcher_;
+  HandlerListener listener_;
+  boost::asio::steady_timer wakeup_, housekeeping_, drain_timer_;
+  std::optional<TimePoint> armed_for_;
+  std::vector<std::size_t> instances_;  // connected instances per handler
+  std::unordered_map<ConnectionId, std::shared_ptr<HandlerSession>> sessions_;
+  std::vector<std::shared_ptr<HandlerSession>> dirty_;
+  std::unordered_map<MessageHandle, Stored> stored_;
+  std::vector<PullRequest> requests_;  // reused
+  MessageHandle next_handle_ = 1;
+  State state_ = State::kServing;
+};
+
+}  // namespace jetfan
