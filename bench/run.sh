@@ -4,6 +4,9 @@
 #
 #   bench/run.sh            full run; writes bench/results/{bench.csv,bench.md,bench.png}
 #   bench/run.sh --smoke    tiny N, results in a temp dir: proves the harness works (CI runs this)
+#   bench/run.sh --instructions
+#                           only the callgrind figure (instructions per message inside jetfan), in a
+#                           temp dir; JETFAN_BIN=path measures another jetfan binary the same way
 #
 # End to end is from the moment a reader can read (messages already in the stream) until the server
 # says the consumer has nothing pending and nothing unacked. Ratios are taken within this run.
@@ -11,7 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 smoke=0
+only_instructions=0
 [ "${1:-}" = "--smoke" ] && smoke=1
+[ "${1:-}" = "--instructions" ] && only_instructions=1 && smoke=1
 
 scripts/deps.sh
 need=()
@@ -35,7 +40,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ $smoke = 1 ]; then
+if [ $only_instructions = 1 ]; then
+  cg=(2000 10000)
+elif [ $smoke = 1 ]; then
   declare -A count=([128]=300); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
 else
   declare -A count=([128]=100000 [1024]=50000 [16384]=10000); sizes=(128 1024 16384); fanout=(2 4 8)
@@ -83,7 +90,7 @@ stop_all() {
 start_jetfan() {
   local names=$1; shift
   rm -f "$work/jetfan.sock" "$work"/handler-*.out "$work"/handler-*.lat
-  "$@" "$bin/daemon/jetfan" serve --config "$work/jetfan.yaml" > "$work/jetfan.log" 2>&1 &
+  "$@" "${JETFAN_BIN:-$bin/daemon/jetfan}" serve --config "$work/jetfan.yaml" > "$work/jetfan.log" 2>&1 &
   jetfan_pid=$!
   for _ in $(seq 3000); do [ -S "$work/jetfan.sock" ] && break; sleep 0.005; done
   t0=$(now)
@@ -158,6 +165,7 @@ measure() {
   record "$label" "$stack" "$handlers" "$patterns" "$size" "${count[$size]}" "$sec" "$cpu" "$rss"
 }
 
+if [ $only_instructions = 0 ]; then
 echo "== throughput: messages pre-published, then drained; median of $reps runs"
 for size in "${sizes[@]}"; do
   echo "  ($size B: ${count[$size]} messages)"
@@ -219,6 +227,7 @@ prepublish "$held_n" 1024 k0
 held_rss=$(rss_mib $jetfan_pid); held_peak=$(peak_rss_mib $jetfan_pid)
 stop_all $jetfan_pid
 echo "  jetfan RSS $held_rss MiB (peak $held_peak MiB)"
+fi
 
 echo "== instructions per message inside jetfan (callgrind, ${cg[0]} vs ${cg[1]} messages of 128 B)"
 instructions() {  # patterns N -> total instructions of the jetfan process
@@ -237,6 +246,7 @@ ipm100=$(ipm "$(instructions "h0:${p100}#" "${cg[0]}")" "$(instructions "h0:${p1
 echo "  2 patterns: $ipm2 instructions/message; 100 patterns: $ipm100"
 echo "patterns,instructions_per_message" > "$out/instructions.csv"
 printf '2,%s\n100,%s\n' "$ipm2" "$ipm100" >> "$out/instructions.csv"
+[ $only_instructions = 1 ] && exit 0
 
 bash bench/report.sh "$out" "$held_rss" "$held_peak" "$held_n" "$reps"
 # The README shows the latest full run.

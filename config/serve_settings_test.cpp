@@ -51,7 +51,7 @@ TEST_CASE("serve settings: keepalive is a third of AckWait, max_held is MaxAckPe
   CHECK(s.warnings.empty());
 }
 
-TEST_CASE("serve settings: the config's max_held wins; unlimited MaxAckPending has a default", "[unit]") {
+TEST_CASE("serve settings: the config's max_held wins, unlimited MaxAckPending has a default", "[unit]") {
   CHECK(derive_serve_settings(config_with(std::nullopt, 42), from_server(AckPolicy::kExplicit, milliseconds(30000), 500))
             .settings->pull.max_held == 42);
   CHECK(derive_serve_settings(config_with(), from_server(AckPolicy::kExplicit, milliseconds(30000), -1))

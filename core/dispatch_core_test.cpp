@@ -107,7 +107,7 @@ TEST_CASE("instances of one handler share its messages, least loaded first, with
   CHECK(more.of(Kind::kDeliver)[0].connection == first.connection);
 }
 
-TEST_CASE("a NAK fails the delivery; the nak waits for the other recipients, then goes with a growing delay", "[unit]") {
+TEST_CASE("a NAK fails the delivery, the nak waits for the other recipients, then goes with a growing delay", "[unit]") {
   DispatchCore core(settings(2));
   core.connect(1, 0, kStart);
   core.connect(2, 1, kStart);
@@ -145,7 +145,7 @@ TEST_CASE("the nak delay is capped, and a handler's own delay is honoured", "[un
   CHECK(Taken(core).of(Kind::kNak)[0].delay == milliseconds(5));
 }
 
-TEST_CASE("no confirmation within ack_timeout fails the delivery; WIP extends it", "[unit]") {
+TEST_CASE("no confirmation within ack_timeout fails the delivery, WIP extends it", "[unit]") {
   DispatchCore core(settings(1));
   core.connect(1, 0, kStart);
   core.arrive(arrival(1, 0b1), kStart);
@@ -180,7 +180,7 @@ TEST_CASE("a disconnect fails what was in flight on that connection only", "[uni
   CHECK(core.held() == 1);
 }
 
-TEST_CASE("TERM from every recipient terminates; TERM and ACK terminates; TERM and NAK naks", "[unit]") {
+TEST_CASE("TERM from every recipient terminates, TERM and ACK terminates, TERM and NAK naks", "[unit]") {
   DispatchCore core(settings(2));
   core.connect(1, 0, kStart);
   core.connect(2, 1, kStart);

@@ -73,6 +73,10 @@ class PullLedger {
 
   explicit PullLedger(PullSettings settings);
 
+  // Whether top_up() would send anything: cheap enough to ask after every input.
+  bool wants_more(std::size_t held) const {
+    return pulling_ && requested_ < settings_.batch && held + requested_ < settings_.max_held;
+  }
   // Appends to `out` the requests to send now, given how many messages are held, and records them
   // as outstanding. Sends nothing once stop() was called.
   void top_up(std::size_t held, TimePoint now, std::vector<PullRequest>& out);

@@ -19,7 +19,7 @@ TEST_CASE("settled record: in-order settling is one range", "[unit]") {
   CHECK_FALSE(record.find(0));
 }
 
-TEST_CASE("settled record: gaps fill and join; the verb is kept per sequence", "[unit]") {
+TEST_CASE("settled record: gaps fill and join, the verb is kept per sequence", "[unit]") {
   SettledRecord record(1000);
   record.add(1, Verb::kAcked);
   record.add(3, Verb::kAcked);
@@ -36,11 +36,14 @@ TEST_CASE("settled record: gaps fill and join; the verb is kept per sequence", "
 }
 
 TEST_CASE("settled record: past its capacity the lowest sequences are forgotten", "[unit]") {
-  SettledRecord record(10);
-  for (std::uint64_t seq = 1; seq <= 25; ++seq) record.add(seq, Verb::kAcked);
-  CHECK(record.size() == 10);
-  CHECK_FALSE(record.find(15));
-  CHECK(record.find(16) == Verb::kAcked);
+  SettledRecord record(80);  // trimmed to 80 once it holds more than 90
+  for (std::uint64_t seq = 1; seq <= 90; ++seq) record.add(seq, seq % 7 == 0 ? Verb::kTerminated : Verb::kAcked);
+  CHECK(record.size() == 90);
+  record.add(91, Verb::kAcked);
+  CHECK(record.size() == 80);
+  CHECK_FALSE(record.find(11));
+  CHECK(record.find(12) == Verb::kAcked);
+  CHECK(record.find(14) == Verb::kTerminated);
   SettledRecord off(0);
   off.add(1, Verb::kAcked);
   CHECK_FALSE(off.find(1));

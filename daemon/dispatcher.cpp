@@ -93,7 +93,7 @@ void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected)
       continue;
     }
     ledger_.on_message(now);
-    arrive(std::move(message), now);
+    arrive(message, now);
   }
   after_input();
 }
@@ -110,7 +110,7 @@ void Dispatcher::on_status(const PullStatus& status, TimePoint now) {
   }
 }
 
-void Dispatcher::arrive(NatsMsgPtr message, TimePoint now) {
+void Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
   const std::string_view subject = natsMsg_GetSubject(message.get());
   const auto ack = parse_ack_subject(natsMsg_GetReply(message.get()));
   const auto key = key_of(subject, config_.key.strip_prefix);
@@ -140,6 +140,7 @@ void Dispatcher::after_input() {
 }
 
 void Dispatcher::top_up_pulls() {
+  if (!ledger_.wants_more(core_.held())) return;
   requests_.clear();
   ledger_.top_up(core_.held(), Clock::now(), requests_);
   for (const auto& request : requests_) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <cstring>
 #include <mutex>
 
 #include "jetstream_subject.hpp"
@@ -297,7 +298,7 @@ void JetStreamReader::on_ingress() {
 
 std::optional<PullStatus> JetStreamReader::status_of(natsMsg* message) const {
   const char* reply = natsMsg_GetReply(message);
-  if (reply && std::string_view(reply).rfind("$JS.ACK.", 0) == 0) return std::nullopt;
+  if (reply && std::strncmp(reply, "$JS.ACK.", 8) == 0) return std::nullopt;
   // Status replies come on the request's own reply subject, which names the pull.
   PullStatus status;
   const std::string_view subject = natsMsg_GetSubject(message);

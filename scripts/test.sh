@@ -15,7 +15,7 @@ echo "== benchmark harness, smoke mode"
 bench/run.sh --smoke
 
 echo "== build and test with ASan and UBSan (build-sanitize/)"
-JETFAN_BUILD_DIR=build-sanitize scripts/build.sh -DJETFAN_SANITIZE=address,undefined
+JETFAN_BUILD_DIR=build-sanitize scripts/build.sh -DJETFAN_SANITIZE=address,undefined -DJETFAN_CHECKS=ON
 # A sanitizer finding stops the process, so the test that exercised it fails.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 ctest --test-dir build-sanitize -j "$jobs" --output-on-failure

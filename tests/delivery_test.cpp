@@ -1,4 +1,4 @@
-// Section 6b-6k: who receives what, and when a message is settled at the server. Each test runs
+// Who receives what, and when a message is settled at the server. Each test runs
 // a real nats-server, the real jetfan and real handler processes over the real socket, and checks
 // both what each handler saw and what the server says about the consumer.
 
@@ -47,7 +47,7 @@ RawPeer hello(const Mesh& mesh, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("6b: each handler receives exactly the messages its patterns match") {
+TEST_CASE("each handler receives exactly the messages its patterns match", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilderAndAudit));
   mesh.start_handler("builder");
@@ -64,7 +64,7 @@ TEST_CASE("6b: each handler receives exactly the messages its patterns match") {
                                                                 "mesh-catalog.upgraded", "mesh-build-machine.built-not"});
 }
 
-TEST_CASE("6c: a message is acked only once every recipient has confirmed it") {
+TEST_CASE("a message is acked only once every recipient has confirmed it", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"a.*\"]\n"
                                 "  - name: audit\n    patterns: [\"a.one\"]\n"));
@@ -86,7 +86,7 @@ TEST_CASE("6c: a message is acked only once every recipient has confirmed it") {
   CHECK(mesh.state().ack_floor_stream_seq == 2);
 }
 
-TEST_CASE("6d: a message no declared handler matches is acked and counted") {
+TEST_CASE("a message no declared handler matches is acked and counted", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"a.one\"]\n"));
   mesh.start_handler("builder");
@@ -99,7 +99,7 @@ TEST_CASE("6d: a message no declared handler matches is acked and counted") {
   CHECK_THAT(mesh.jetfan_log(), Catch::Contains("2 acked") && Catch::Contains("1 with no recipient"));
 }
 
-TEST_CASE("6e: a recipient with no instance holds its messages, kept alive, until one connects") {
+TEST_CASE("a recipient with no instance holds its messages, kept alive, until one connects", "[integration]") {
   Mesh mesh({.ack_wait = 1s});
   mesh.start_jetfan(mesh.config(kBuilderAndAudit));
   mesh.start_handler("builder");
@@ -118,7 +118,7 @@ TEST_CASE("6e: a recipient with no instance holds its messages, kept alive, unti
   CHECK(mesh.seen("builder").size() == 1);
 }
 
-TEST_CASE("6f: instances of one handler share its messages; each message goes to one instance") {
+TEST_CASE("instances of one handler share its messages, each message goes to one instance", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_inflight: 2\n"));
   mesh.start_handler("builder", {"--default", "sleep20"});
@@ -137,7 +137,7 @@ TEST_CASE("6f: instances of one handler share its messages; each message goes to
   CHECK(sequences.size() == kCount);
 }
 
-TEST_CASE("6g: a NAK fails the delivery; the redelivery goes only to the recipient that still owes it") {
+TEST_CASE("a NAK fails the delivery, the redelivery goes only to the recipient that still owes it", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilderAndAudit, kFastRetry));
   mesh.start_handler("builder");
@@ -152,7 +152,7 @@ TEST_CASE("6g: a NAK fails the delivery; the redelivery goes only to the recipie
   REQUIRE(mesh.seen("audit").size() == 1);  // audit confirmed it the first time
 }
 
-TEST_CASE("6g: no answer within ack_timeout fails the delivery, and it is redelivered") {
+TEST_CASE("no answer within ack_timeout fails the delivery, and it is redelivered", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 300ms\n"
                                 "  - name: audit\n    patterns: [\"#\"]\n",
@@ -166,7 +166,7 @@ TEST_CASE("6g: no answer within ack_timeout fails the delivery, and it is redeli
   CHECK(mesh.seen("audit").size() == 1);
 }
 
-TEST_CASE("6g: WIP keeps a slow delivery alive past its ack_timeout") {
+TEST_CASE("WIP keeps a slow delivery alive past its ack_timeout", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 500ms\n", kFastRetry));
   mesh.start_handler("builder");
@@ -176,7 +176,7 @@ TEST_CASE("6g: WIP keeps a slow delivery alive past its ack_timeout") {
   CHECK(mesh.seen("builder").size() == 1);
 }
 
-TEST_CASE("6g: a handler dying with a message unconfirmed fails it; a new instance gets it") {
+TEST_CASE("a handler dying with a message unconfirmed fails it, a new instance gets it", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilderAndAudit, kFastRetry));
   auto& doomed = mesh.start_handler("builder");
@@ -192,7 +192,7 @@ TEST_CASE("6g: a handler dying with a message unconfirmed fails it; a new instan
   CHECK(mesh.seen("audit").size() == 1);
 }
 
-TEST_CASE("6h: TERM from a recipient terminates the message at the server once all have settled") {
+TEST_CASE("TERM from a recipient terminates the message at the server once all have settled", "[integration]") {
   Mesh mesh;
   mesh.controller().watch("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.EVENTS.node1_builder");
   mesh.start_jetfan(mesh.config(kBuilderAndAudit, kFastRetry));
@@ -206,7 +206,7 @@ TEST_CASE("6h: TERM from a recipient terminates the message at the server once a
   CHECK_THAT(mesh.jetfan_log(), Catch::Contains("test says poison"));
 }
 
-TEST_CASE("6i: a message whose subject lacks the prefix is terminated at once, and the log names it") {
+TEST_CASE("a message whose subject lacks the prefix is terminated at once, and the log names it", "[integration]") {
   Mesh mesh;
   mesh.controller().watch("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.EVENTS.node1_builder");
   mesh.start_jetfan(mesh.config(kBuilderAndAudit));
@@ -219,7 +219,7 @@ TEST_CASE("6i: a message whose subject lacks the prefix is terminated at once, a
              Catch::Contains("subject \"other.thing\" (stream seq " + std::to_string(seq) + ") has no key"));
 }
 
-TEST_CASE("6j: AckPolicy all acks only the highest sequence below which all is settled") {
+TEST_CASE("AckPolicy all acks only the highest sequence below which all is settled", "[integration]") {
   Mesh mesh({.ack_policy = "all", .ack_wait = 1500ms});
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n"));
   RawPeer builder = hello(mesh, "builder");
@@ -239,7 +239,7 @@ TEST_CASE("6j: AckPolicy all acks only the highest sequence below which all is s
   CHECK(mesh.state().ack_floor_stream_seq == 2);
 }
 
-TEST_CASE("6j: AckPolicy none warns at start that delivery is at-most-once, and still delivers") {
+TEST_CASE("AckPolicy none warns at start that delivery is at-most-once, and still delivers", "[integration]") {
   Mesh mesh({.ack_policy = "none"});
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n"));
   CHECK_THAT(mesh.jetfan_log(), Catch::Contains("at-most-once"));
@@ -249,7 +249,7 @@ TEST_CASE("6j: AckPolicy none warns at start that delivery is at-most-once, and 
   REQUIRE(mesh.wait_settled());
 }
 
-TEST_CASE("6k: jetfan pulls only while fewer than max_held messages are held") {
+TEST_CASE("jetfan pulls only while fewer than max_held messages are held", "[integration]") {
   Mesh mesh;
   std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_inflight: 100\n");
   config.insert(config.find("key:"), "  max_held: 5\n");
@@ -267,7 +267,7 @@ TEST_CASE("6k: jetfan pulls only while fewer than max_held messages are held") {
   CHECK(mesh.state().num_ack_pending == 5);
 }
 
-TEST_CASE("6k: at most max_inflight deliveries are unconfirmed on one connection") {
+TEST_CASE("at most max_inflight deliveries are unconfirmed on one connection", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_inflight: 3\n"));
   RawPeer builder = hello(mesh, "builder");

@@ -37,7 +37,7 @@ std::string error_for(const Mesh& mesh, const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("protocol: bad peers get ERR and are disconnected; a good handler is unaffected") {
+TEST_CASE("bad peers get ERR and are disconnected, a good handler is unaffected", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(shortened_hello(mesh));
   mesh.start_handler("builder");
@@ -59,7 +59,7 @@ TEST_CASE("protocol: bad peers get ERR and are disconnected; a good handler is u
   CHECK(count_lines_containing(mesh.jetfan_log(), "protocol error") == 9);
 }
 
-TEST_CASE("protocol: a peer that breaks the protocol with deliveries unconfirmed loses nothing") {
+TEST_CASE("a peer that breaks the protocol with deliveries unconfirmed loses nothing", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kHandlers, kShortHello));
   RawPeer bad(mesh.socket_path());
@@ -80,7 +80,7 @@ TEST_CASE("protocol: a peer that breaks the protocol with deliveries unconfirmed
   CHECK(mesh.seen("builder").size() == 1);
 }
 
-TEST_CASE("protocol: MSG carries the key, sequence, delivery count, NATS headers and a binary payload") {
+TEST_CASE("MSG carries the key, sequence, delivery count, NATS headers and a binary payload", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kHandlers));
   RawPeer peer(mesh.socket_path());
@@ -106,7 +106,7 @@ TEST_CASE("protocol: MSG carries the key, sequence, delivery count, NATS headers
   REQUIRE(mesh.wait_settled());
 }
 
-TEST_CASE("protocol: jetfan answers PING with PONG") {
+TEST_CASE("jetfan answers PING with PONG", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kHandlers));
   RawPeer peer(mesh.socket_path());

@@ -1,4 +1,4 @@
-// Section 6l (shutdown) and section 7 (the server restarting mid-stream), for real.
+// Shutdown (the drain) and the server restarting mid-stream, for real.
 
 #include <catch2/catch.hpp>
 
@@ -14,7 +14,7 @@ namespace {
 const std::string kBuilderAndAudit = "  - name: builder\n    patterns: [\"#\"]\n  - name: audit\n    patterns: [\"a.*\"]\n";
 }
 
-TEST_CASE("7: after nats-server restarts mid-stream, delivery resumes by itself and nothing is lost") {
+TEST_CASE("after nats-server restarts mid-stream, delivery resumes by itself and nothing is lost", "[integration]") {
   Mesh mesh;
   // A long pull expiry: resuming must not wait for it.
   std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n");
@@ -37,7 +37,7 @@ TEST_CASE("7: after nats-server restarts mid-stream, delivery resumes by itself 
   CHECK(payloads.size() == 40);
 }
 
-TEST_CASE("7: messages held across a server restart are still delivered and settled") {
+TEST_CASE("messages held across a server restart are still delivered and settled", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilderAndAudit));
   mesh.start_handler("builder");
@@ -52,7 +52,7 @@ TEST_CASE("7: messages held across a server restart are still delivered and sett
   CHECK(mesh.seen("audit")[0].stream_seq == seq);
 }
 
-TEST_CASE("6l: SIGTERM lets deliveries in flight finish, hands the rest back at once, exits 0") {
+TEST_CASE("SIGTERM lets deliveries in flight finish, hands the rest back at once, exits 0", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilderAndAudit));
   mesh.start_handler("builder");
@@ -76,7 +76,7 @@ TEST_CASE("6l: SIGTERM lets deliveries in flight finish, hands the rest back at 
   CHECK(mesh.seen("builder", 2).size() == 1);  // redelivered a.b: jetfan's memory went with it
 }
 
-TEST_CASE("6l: deliveries still in flight at drain_timeout are handed back, and jetfan exits 0") {
+TEST_CASE("deliveries still in flight at drain_timeout are handed back, and jetfan exits 0", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n", "delivery:\n  drain_timeout: 300ms\n"));
   mesh.start_handler("builder", {"--default", "hang"});

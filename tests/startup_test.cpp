@@ -1,4 +1,4 @@
-// Section 6a (one reader: binding, an unreachable server, refused credentials) and the command
+// Starting: one reader binding its consumer, an unreachable server, refused credentials, and the command
 // line's config handling, against the real binary and a real nats-server.
 
 #include <catch2/catch.hpp>
@@ -23,7 +23,7 @@ int run_jetfan(const std::vector<std::string>& args, const std::string& dir, std
 }
 }  // namespace
 
-TEST_CASE("6a: a missing consumer stops jetfan with status 78, naming the stream and the durable") {
+TEST_CASE("a missing consumer stops jetfan with status 78, naming the stream and the durable", "[integration]") {
   Mesh mesh({.create_consumer = false});
   auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder), false);
   REQUIRE(jetfan.wait(20s) == 78);
@@ -31,7 +31,7 @@ TEST_CASE("6a: a missing consumer stops jetfan with status 78, naming the stream
   CHECK(mesh.controller().consumers("EVENTS").empty());  // and it did not create one
 }
 
-TEST_CASE("6a: jetfan binds the existing consumer and never creates another") {
+TEST_CASE("jetfan binds the existing consumer and never creates another", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilder));
   mesh.start_handler("builder");
@@ -41,7 +41,7 @@ TEST_CASE("6a: jetfan binds the existing consumer and never creates another") {
   CHECK_THAT(mesh.jetfan_log(), Catch::Contains("bound consumer \"node1_builder\""));
 }
 
-TEST_CASE("6a: an unreachable server is retried with logged attempts, and served once it is up") {
+TEST_CASE("an unreachable server is retried with logged attempts, and served once it is up", "[integration]") {
   Mesh mesh({.start_server = false});
   mesh.start_jetfan(mesh.config(kBuilder), false);
   REQUIRE(mesh.wait_for_log("cannot reach", 20s, 3));
@@ -58,7 +58,7 @@ TEST_CASE("6a: an unreachable server is retried with logged attempts, and served
   REQUIRE(mesh.wait_settled());
 }
 
-TEST_CASE("6a: refused credentials stop jetfan at once with status 77 and a clear message") {
+TEST_CASE("refused credentials stop jetfan at once with status 77 and a clear message", "[integration]") {
   Mesh mesh({.token = "right-token"});
   auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder, "", "  token: wrong-token\n"), false);
   REQUIRE(jetfan.wait(20s) == 77);
@@ -66,7 +66,7 @@ TEST_CASE("6a: refused credentials stop jetfan at once with status 77 and a clea
   CHECK(count_lines_containing(mesh.jetfan_log(), "cannot reach") == 0);  // it did not retry
 }
 
-TEST_CASE("6a: the right credentials are accepted") {
+TEST_CASE("the right credentials are accepted", "[integration]") {
   Mesh mesh({.token = "right-token"});
   mesh.start_jetfan(mesh.config(kBuilder, "", "  token: right-token\n"));
   mesh.start_handler("builder");
@@ -74,7 +74,7 @@ TEST_CASE("6a: the right credentials are accepted") {
   REQUIRE(mesh.wait_settled());
 }
 
-TEST_CASE("a bad config exits 78 with one line per error naming file, line and key") {
+TEST_CASE("a bad config exits 78 with one line per error naming file, line and key", "[integration]") {
   Mesh mesh({.start_server = false});
   const std::string path = mesh.dir() + "/bad.yaml";
   std::ofstream(path) << "consumer:\n  stream: EVENTS\n  durable: d\n  colour: red\nsocket:\n  path: /tmp/x\n"
@@ -86,7 +86,7 @@ TEST_CASE("a bad config exits 78 with one line per error naming file, line and k
   CHECK_THAT(output, Catch::Contains(path + ":10: handlers[0].ack_timeout: \"3 seconds\" is not a duration"));
 }
 
-TEST_CASE("jetfan check reports every error, and exits 0 on a good file") {
+TEST_CASE("jetfan check reports every error, and exits 0 on a good file", "[integration]") {
   Mesh mesh({.start_server = false});
   const std::string bad = mesh.dir() + "/bad.yaml";
   std::ofstream(bad) << "nats:\n  tokn: x\nconsumer:\n  stream: EVENTS\nsocket: {path: /tmp/x, mode: \"8\"}\n"
@@ -118,7 +118,7 @@ authorization {
 const std::string kJetfanUser = "  user: jetfan\n  password: jetfan\n";
 }  // namespace
 
-TEST_CASE("6j: without consumer info and without consumer.ack_policy, jetfan says what to set and exits 78") {
+TEST_CASE("without consumer info and without consumer.ack_policy, jetfan says what to set and exits 78", "[integration]") {
   Mesh mesh({.server_conf = kNoConsumerInfo, .controller_credentials = "admin:admin"});
   auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder, "", kJetfanUser), false);
   REQUIRE(jetfan.wait(30s) == 78);
@@ -126,7 +126,7 @@ TEST_CASE("6j: without consumer info and without consumer.ack_policy, jetfan say
                                     Catch::Contains("consumer.ack_policy is not set"));
 }
 
-TEST_CASE("6j: where consumer info cannot be read, consumer.ack_policy from the config is used") {
+TEST_CASE("where consumer info cannot be read, consumer.ack_policy from the config is used", "[integration]") {
   Mesh mesh({.server_conf = kNoConsumerInfo, .controller_credentials = "admin:admin"});
   std::string config = mesh.config(kBuilder, "", kJetfanUser);
   config.insert(config.find("key:"), "  ack_policy: explicit\n");

@@ -1,40 +1,26 @@
 #include "mesh.hpp"
 
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <regex>
 #include <stdexcept>
 
-#include "unique_fd.hpp"
-
 namespace jetfan::testing {
-namespace {
-
-int free_port() {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) throw std::runtime_error("bind");
-  socklen_t length = sizeof address;
-  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length);
-  return ntohs(address.sin_port);
-}
-
-}  // namespace
 
 Mesh::Mesh(MeshOptions options) : options_(std::move(options)) {
   std::string pattern = std::filesystem::temp_directory_path().string() + "/jetfan-test.XXXXXX";
   if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp");
   dir_ = pattern;
-  port_ = free_port();
-  if (!options_.start_server) return;
   start_server();
+  if (!options_.start_server) {
+    // The test starts the server later, on a port jetfan must know now: the one it just chose.
+    stop_server();
+    return;
+  }
   controller().create_stream("EVENTS", {"events.>", "other.>"});
   if (options_.create_consumer) {
     example::ConsumerSpec spec;
@@ -59,8 +45,10 @@ Mesh::~Mesh() {
 std::string Mesh::url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
 
 void Mesh::start_server() {
+  // The first start lets the server choose a free port (-p -1), so tests running side by side never
+  // race for one; restarts reuse it.
   std::vector<std::string> argv = {"nats-server", "-js", "-sd", dir_ + "/jetstream", "-a", "127.0.0.1",
-                                   "-p", std::to_string(port_)};
+                                   "-p", port_ == 0 ? "-1" : std::to_string(port_)};
   if (!options_.token.empty()) {
     argv.push_back("--auth");
     argv.push_back(options_.token);
@@ -75,6 +63,13 @@ void Mesh::start_server() {
   server_ = std::make_unique<Process>(argv, log);
   if (!wait_until([&] { return count_lines_containing(read_file(log), "Server is ready") > before; })) {
     throw std::runtime_error("nats-server did not start: " + read_file(log));
+  }
+  if (port_ == 0) {
+    static const std::regex kListening("Listening for client connections on 127\\.0\\.0\\.1:([0-9]+)");
+    const std::string text = read_file(log);
+    std::smatch match;
+    if (!std::regex_search(text, match, kListening)) throw std::runtime_error("nats-server did not say its port: " + text);
+    port_ = std::stoi(match[1]);
   }
 }
 
@@ -114,9 +109,10 @@ std::string Mesh::config(const std::string& handlers, const std::string& extra, 
 Process& Mesh::start_jetfan(const std::string& config_text, bool wait_ready) {
   const std::string path = dir_ + "/jetfan.yaml";
   std::ofstream(path) << config_text;
+  const std::size_t served_before = count_lines_containing(jetfan_log(), "serving consumer");
   jetfan_ = std::make_unique<Process>(
       std::vector<std::string>{JETFAN_BIN, "serve", "--config", path, "--log-level", "trace"}, dir_ + "/jetfan.log");
-  if (wait_ready && !wait_for_log("serving consumer")) {
+  if (wait_ready && !wait_for_log("serving consumer", 20s, served_before + 1)) {
     throw std::runtime_error("jetfan did not start serving:\n" + jetfan_log());
   }
   return *jetfan_;

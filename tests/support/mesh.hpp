@@ -1,7 +1,8 @@
 #pragma once
 // Test support: a whole mesh for one test, made of real parts.
 //   - a temp dir, removed afterwards;
-//   - a real nats-server with JetStream and file storage in it, on a free port, restartable;
+//   - a real nats-server with JetStream and file storage in it, on a port it chose (-p -1), restartable
+//     on that port;
 //   - stream EVENTS on events.> and durable pull consumer node1_builder, made as a controller would;
 //   - the real jetfan binary, and real handler processes (tests/test_handler) on the real socket.
 
