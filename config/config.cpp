@@ -291,12 +291,20 @@ class ConfigReader {
     }
   }
 
-  void read_log(const YAML::Node& node, std::string& level) {
+  void read_log(const YAML::Node& node, Config& config) {
     if (!node) return;
-    if (!check_map(node, "log", {"level"})) return;
+    if (!check_map(node, "log", {"level", "format"})) return;
+    std::string& level = config.log_level;
     read_string(node, "log", "level", level);
     static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
     if (!kLevels.count(level)) error(either(node, "level"), "log.level", "\"" + level + "\" must be trace, debug, info, warn or error");
+    std::string format = "text";
+    read_string(node, "log", "format", format);
+    if (format == "json") {
+      config.log_format = LogFormat::kJson;
+    } else if (format != "text") {
+      error(either(node, "format"), "log.format", "\"" + format + "\" must be text or json");
+    }
   }
 
   void read(const YAML::Node& root, Config& config) {
@@ -313,7 +321,7 @@ class ConfigReader {
     read_socket(root["socket"], config.socket);
     read_handlers(root["handlers"], config.handlers);
     read_delivery(root["delivery"], config.delivery);
-    read_log(root["log"], config.log_level);
+    read_log(root["log"], config);
     if (config.nats.servers.empty()) config.nats.servers = {defaults::kServer};
     if (config.nats.name.empty()) config.nats.name = "jetfan-" + config.consumer.durable;
   }

@@ -69,6 +69,8 @@ struct DeliverySettings {
   Duration drain_timeout = defaults::kDrainTimeout;  // on SIGTERM, how long deliveries in flight may finish
 };
 
+enum class LogFormat { kText, kJson };
+
 struct Config {
   std::string file;  // where it was loaded from
   NatsSettings nats;
@@ -78,6 +80,7 @@ struct Config {
   std::vector<HandlerSettings> handlers;
   DeliverySettings delivery;
   std::string log_level = "info";
+  LogFormat log_format = LogFormat::kText;
 };
 
 struct ConfigResult {

@@ -113,6 +113,8 @@ TEST_CASE("tls, heartbeat, delivery and log settings are checked", "[unit]") {
   CHECK(any_contains(errors_of(base + "delivery:\n  nak_delay: 5s\n  nak_delay_max: 1s\n"),
                      "delivery.nak_delay_max: must not be less"));
   CHECK(any_contains(errors_of(base + "log:\n  level: loud\n"), "log.level: \"loud\""));
+  CHECK(any_contains(errors_of(base + "log:\n  format: xml\n"), "log.format: \"xml\" must be text or json"));
+  CHECK(load_config_text(base + "log:\n  format: json\n", "x.yaml").config->log_format == jetfan::LogFormat::kJson);
   auto with_nats = [&](const std::string& nats) {
     std::string text = base;
     text.replace(0, text.find("consumer:"), nats);

@@ -6,6 +6,15 @@
 
 namespace jetfan {
 
+const char* to_string(FailCause cause) {
+  switch (cause) {
+    case FailCause::kNak: return "the handler sent NAK";
+    case FailCause::kTimeout: return "no ACK, NAK, TERM or WIP within its ack_timeout";
+    case FailCause::kDisconnect: return "the handler disconnected with it unconfirmed";
+  }
+  return "?";
+}
+
 DispatchCore::DispatchCore(CoreSettings settings)
     : settings_(std::move(settings)), settled_(settings_.remember) {
   assert(settings_.handlers.size() <= kMaxHandlers);
@@ -187,6 +196,8 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
     auto message = messages_.find(flight.stream_seq);
     if (message == messages_.end()) continue;
     ++counters_.failed_disconnect;
+    effects_.push_back(Effect{Effect::Kind::kFailed, message->second.handle, connection_id, delivery, Duration(0),
+                              FailCause::kDisconnect});
     message->second.in_flight &= ~(HandlerMask{1} << handler);
     fail(message->second, handler, std::nullopt);
     maybe_finish(flight.stream_seq, now);
@@ -210,7 +221,7 @@ std::optional<DispatchCore::FlightRef> DispatchCore::find_flight(ConnectionId co
 }
 
 bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Outcome outcome,
-                            std::optional<Duration> delay, TimePoint now) {
+                            std::optional<Duration> delay, TimePoint now, FailCause cause) {
   const auto found = find_flight(connection_id, delivery);
   if (!found) return false;
   const std::uint64_t seq = found->flight->second.stream_seq;
@@ -225,7 +236,10 @@ bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Out
       message.settled |= bit;
       message.termed |= bit;
       break;
-    case Outcome::kFail: fail(message, handler, delay); break;
+    case Outcome::kFail:
+      effects_.push_back(Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0), cause});
+      fail(message, handler, delay);
+      break;
   }
   maybe_finish(seq, now);
   dispatch(handler, now);
@@ -238,7 +252,7 @@ bool DispatchCore::ack(ConnectionId connection, DeliveryId delivery, TimePoint n
 
 bool DispatchCore::nak(ConnectionId connection, DeliveryId delivery, std::optional<Duration> delay,
                        TimePoint now) {
-  const bool known = complete(connection, delivery, Outcome::kFail, delay, now);
+  const bool known = complete(connection, delivery, Outcome::kFail, delay, now, FailCause::kNak);
   if (known) ++counters_.failed_nak;
   return known;
 }
@@ -365,7 +379,7 @@ void DispatchCore::tick(TimePoint now) {
     auto flight = connection->second.flights.find(due.delivery);
     if (flight == connection->second.flights.end() || flight->second.deadline != due.at) continue;
     ++counters_.failed_timeout;
-    complete(due.connection, due.delivery, Outcome::kFail, std::nullopt, now);
+    complete(due.connection, due.delivery, Outcome::kFail, std::nullopt, now, FailCause::kTimeout);
   }
   if (next_keepalive_ && *next_keepalive_ <= now) {
     next_keepalive_ = now + settings_.keepalive;

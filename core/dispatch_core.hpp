@@ -82,6 +82,10 @@ struct CoreSettings {
   std::int64_t max_deliver = -1;  // the consumer's MaxDeliver, -1 for unlimited
 };
 
+// Why a delivery failed.
+enum class FailCause { kNak, kTimeout, kDisconnect };
+const char* to_string(FailCause cause);
+
 struct Effect {
   enum class Kind {
     kDeliver,  // send message to connection as delivery
@@ -90,12 +94,14 @@ struct Effect {
     kTerm,     // +TERM message at the server
     kWip,      // +WPI message at the server
     kRelease,  // the core no longer refers to message; its bytes may go
+    kFailed,   // a fact, to report: delivery of message on connection failed for cause
   };
   Kind kind;
   MessageHandle message = 0;
-  ConnectionId connection = 0;  // kDeliver
-  DeliveryId delivery = 0;      // kDeliver
+  ConnectionId connection = 0;  // kDeliver, kFailed
+  DeliveryId delivery = 0;      // kDeliver, kFailed
   Duration delay{0};            // kNak
+  FailCause cause = FailCause::kNak;  // kFailed
 };
 
 struct Arrival {
@@ -213,7 +219,7 @@ class DispatchCore {
   // The delivery in flight on a connection; nullopt (counted as unknown) when there is none.
   std::optional<FlightRef> find_flight(ConnectionId connection, DeliveryId delivery);
   bool complete(ConnectionId connection, DeliveryId delivery, Outcome outcome, std::optional<Duration> delay,
-                TimePoint now);
+                TimePoint now, FailCause cause = FailCause::kNak);
   void fail(Message& message, std::size_t handler, std::optional<Duration> delay);
   void dispatch(std::size_t handler, TimePoint now);
   void maybe_finish(std::uint64_t stream_seq, TimePoint now);

@@ -1,7 +1,6 @@
 #include "daemon.hpp"
 
 #include <signal.h>
-#include <systemd/sd-daemon.h>
 
 #include <spdlog/spdlog.h>
 
@@ -9,7 +8,8 @@
 
 namespace jetfan {
 
-Daemon::Daemon(Config config) : config_(std::move(config)), signals_(io_, SIGINT, SIGTERM), reader_(io_, config_) {}
+Daemon::Daemon(Config config)
+    : config_(std::move(config)), signals_(io_, SIGINT, SIGTERM), reader_(io_, config_), notifier_(io_) {}
 
 // The dispatcher refers to the reader: it goes first.
 Daemon::~Daemon() { dispatcher_.reset(); }
@@ -32,7 +32,7 @@ int Daemon::run() {
                facts.num_pending);
   const std::size_t max_held = s.pull.max_held;
 
-  dispatcher_ = std::make_unique<Dispatcher>(io_, config_, std::move(*derived.settings), reader_);
+  dispatcher_ = std::make_unique<Dispatcher>(io_, config_, std::move(*derived.settings), reader_, notifier_);
   dispatcher_->start();
   std::string handlers;
   for (const auto& handler : config_.handlers) {
@@ -41,9 +41,11 @@ int Daemon::run() {
   }
   spdlog::info("serving consumer \"{}\" of stream \"{}\" on {}; handlers: {}; holding at most {} messages",
                config_.consumer.durable, config_.consumer.stream, config_.socket.path, handlers, max_held);
-  sd_notify(0, "READY=1");
+  notifier_.ready(dispatcher_->status_line());
+  notifier_.start_watchdog();
   if (stopping_) dispatcher_->begin_drain();  // a signal came while binding
   io_.run();
+  notifier_.stop_watchdog();
   return kExitOk;
 }
 

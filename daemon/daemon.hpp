@@ -13,6 +13,7 @@
 #include "config.hpp"
 #include "dispatcher.hpp"
 #include "jetstream_reader.hpp"
+#include "systemd_notifier.hpp"
 
 namespace jetfan {
 
@@ -32,6 +33,7 @@ class Daemon {
   boost::asio::io_context io_{1};
   boost::asio::signal_set signals_;
   JetStreamReader reader_;
+  SystemdNotifier notifier_;
   std::unique_ptr<Dispatcher> dispatcher_;  // set once the consumer is bound
   bool stopping_ = false;                   // a signal came before serving began
 };

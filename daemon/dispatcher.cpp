@@ -1,7 +1,5 @@
 #include "dispatcher.hpp"
 
-#include <systemd/sd-daemon.h>
-
 #include <spdlog/spdlog.h>
 
 #include "jetstream_subject.hpp"
@@ -16,8 +14,14 @@ namespace {
 // How often pull liveness is checked and pulls topped up without another reason to: well inside
 // the heartbeat, rarely enough to cost nothing.
 constexpr Duration kHousekeeping{500};
+// A warning that repeats (a handler timing out on every message, say) is logged this many times per
+// window, then counted; the count is logged when the window ends.
+constexpr std::size_t kWarningBurst = 5;
+constexpr Duration kWarningWindow{10000};
 // At the end, what is buffered for the server (the last acks and hand-backs) gets this long to go.
 constexpr Duration kFinalFlush{2000};
+// Asked of systemd beyond what the drain and the final flush may take: closing sessions, exiting.
+constexpr Duration kStopMargin{5000};
 // A handler's own NAK delay is capped: the server takes nanoseconds in a signed 64-bit number.
 constexpr std::uint64_t kMaxNakDelayMs = 1ULL << 40;
 
@@ -44,10 +48,12 @@ std::string header_block(natsMsg* message) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader)
+Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader,
+                       SystemdNotifier& notifier)
     : io_(io),
       config_(config),
       reader_(reader),
+      notifier_(notifier),
       settings_(std::move(settings)),
       core_(settings_.core),
       ledger_(settings_.pull),
@@ -55,7 +61,8 @@ Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings
       wakeup_(io),
       housekeeping_(io),
       drain_timer_(io),
-      instances_(config.handlers.size(), 0) {
+      instances_(config.handlers.size(), 0),
+      warnings_(kWarningBurst, kWarningWindow) {
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
     for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);
   }
@@ -174,12 +181,36 @@ void Dispatcher::apply_effects() {
         ++kept_alive;
         break;
       case Effect::Kind::kRelease: stored_.erase(stored); break;
+      case Effect::Kind::kFailed: report_failure(effect, stored->second); break;
     }
   }
   effects.clear();
   if (kept_alive > 0) spdlog::debug("kept {} held message(s) alive at the server (+WPI)", kept_alive);
   for (auto& session : dirty_) session->flush();
   dirty_.clear();
+}
+
+template <typename... Args>
+void Dispatcher::warn_limited(const std::string& kind, fmt::format_string<Args...> format, Args&&... args) {
+  const auto verdict = warnings_.allow(kind, Clock::now());
+  if (!verdict.log) return;
+  std::string line = fmt::format(format, std::forward<Args>(args)...);
+  if (verdict.suppressed_before > 0) {
+    line += fmt::format(" ({} more like it were not logged: {})", verdict.suppressed_before, kind);
+  }
+  spdlog::warn("{}", line);
+}
+
+void Dispatcher::report_failure(const Effect& effect, const Stored& stored) {
+  const auto session = sessions_.find(effect.connection);
+  const std::string name = session != sessions_.end() ? session->second->handler_name() : "?";
+  const std::string who = session != sessions_.end() ? describe(*session->second)
+                                                      : "(connection " + std::to_string(effect.connection) + ")";
+  warn_limited("failed deliveries to handler \"" + name + "\": " + to_string(effect.cause),
+               "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. It goes back to the server for "
+               "redelivery to this handler (NAK with a growing delay) once no other handler has it in flight.",
+               who, effect.delivery, stored.stream_seq, natsMsg_GetSubject(stored.message.get()),
+               to_string(effect.cause));
 }
 
 void Dispatcher::arm_wakeup() {
@@ -195,12 +226,37 @@ void Dispatcher::arm_wakeup() {
   });
 }
 
+std::string Dispatcher::status_line() const {
+  std::size_t connected = 0;
+  std::size_t missing = 0;
+  for (const std::size_t count : instances_) {
+    connected += count;
+    missing += count == 0;
+  }
+  const std::size_t in_flight = core_.in_flight();
+  if (state_ != State::kServing) return fmt::format("draining: {} deliveries in flight", in_flight);
+  std::string line = fmt::format("serving: {} handler connection(s); {} message(s) held, {} in flight", connected,
+                                 core_.held(), in_flight);
+  if (missing > 0) line += fmt::format("; {} declared handler(s) with no instance", missing);
+  return line;
+}
+
 void Dispatcher::housekeeping() {
+  notifier_.status(status_line());
+  if (state_ == State::kDraining) {
+    const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(drain_deadline_ - Clock::now()));
+    notifier_.extend_timeout(left + kFinalFlush + kStopMargin);
+  }
+  for (const auto& [kind, count] : warnings_.take_expired(Clock::now())) {
+    spdlog::warn("{} more like the last warning were not logged in the last {}s: {}", count,
+                 kWarningWindow.count() / 1000, kind);
+  }
   if (ledger_.check_liveness(Clock::now()) == PullLedger::Liveness::kSilent) {
     spdlog::info("nats: dropped the outstanding pull requests: no heartbeat from the server for {} heartbeats",
                  PullLedger::kMissedHeartbeats);
   }
   if (state_ == State::kServing) top_up_pulls();
+  if (state_ == State::kDone) return;
   housekeeping_.expires_after(kHousekeeping);
   housekeeping_.async_wait([this](const boost::system::error_code& error) {
     if (!error) housekeeping();
@@ -267,23 +323,26 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
 
 void Dispatcher::on_closed(HandlerSession& session) {
   JETFAN_ON_IO_THREAD(thread_);
-  std::shared_ptr<HandlerSession> alive;  // the session must outlive this call
-  if (auto entry = sessions_.find(session.id()); entry != sessions_.end()) {
-    alive = std::move(entry->second);
-    sessions_.erase(entry);
+  const auto entry = sessions_.find(session.id());
+  if (entry == sessions_.end()) return;
+  // The session stays in the table until its failed deliveries have been reported by name.
+  const std::shared_ptr<HandlerSession> alive = entry->second;
+  if (session.handler() && state_ != State::kDone) {
+    --instances_[*session.handler()];
+    spdlog::info("handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));
+    core_.disconnect(session.id(), Clock::now());
+    after_input();
   }
-  if (!session.handler() || state_ == State::kDone) return;
-  --instances_[*session.handler()];
-  spdlog::info("handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));
-  core_.disconnect(session.id(), Clock::now());
-  after_input();
+  sessions_.erase(session.id());
 }
 
 void Dispatcher::begin_drain() {
   JETFAN_ON_IO_THREAD(thread_);
   if (state_ != State::kServing) return;
   state_ = State::kDraining;
-  sd_notify(0, "STOPPING=1");
+  notifier_.stopping();
+  drain_deadline_ = Clock::now() + config_.delivery.drain_timeout;
+  notifier_.extend_timeout(config_.delivery.drain_timeout + kFinalFlush + kStopMargin);
   ledger_.stop();
   listener_.stop();
   const TimePoint now = Clock::now();

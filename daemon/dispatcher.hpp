@@ -14,6 +14,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
 
 #include <memory>
 #include <optional>
@@ -26,17 +27,20 @@
 #include "handler_session.hpp"
 #include "io_thread.hpp"
 #include "jetstream_reader.hpp"
+#include "log_rate_limiter.hpp"
 #include "pull_ledger.hpp"
 #include "serve_settings.hpp"
+#include "systemd_notifier.hpp"
 #include "topic_pattern.hpp"
 
 namespace jetfan {
 
 class Dispatcher final : private SessionOwner {
  public:
-  // Binds the handler socket (throws StartupError when it cannot). `config` and `reader` must
-  // outlive the dispatcher.
-  Dispatcher(boost::asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader);
+  // Binds the handler socket (throws StartupError when it cannot). `config`, `reader` and
+  // `notifier` must outlive the dispatcher.
+  Dispatcher(boost::asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader,
+             SystemdNotifier& notifier);
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -50,6 +54,8 @@ class Dispatcher final : private SessionOwner {
   // the io_context. Idempotent.
   void finish();
 
+  // One line for systemd's STATUS= and the like: what jetfan is doing and for whom.
+  std::string status_line() const;
   bool serving() const { return state_ == State::kServing; }
   bool draining() const { return state_ == State::kDraining; }
   const CoreCounters& counters() const { return core_.counters(); }
@@ -76,6 +82,10 @@ class Dispatcher final : private SessionOwner {
   // keep pulling, re-arm the timer, and finish a drain that has nothing left in flight.
   void after_input();
   void apply_effects();
+  void report_failure(const Effect& effect, const Stored& stored);
+  // Logs a warning unless too many like it came lately (they are counted and reported later).
+  template <typename... Args>
+  void warn_limited(const std::string& kind, fmt::format_string<Args...> format, Args&&... args);
   void top_up_pulls();
   void arm_wakeup();
   void housekeeping();
@@ -84,6 +94,7 @@ class Dispatcher final : private SessionOwner {
   boost::asio::io_context& io_;
   const Config& config_;
   JetStreamReader& reader_;
+  SystemdNotifier& notifier_;
   IoThread thread_;
   ServeSettings settings_;
   DispatchCore core_;
@@ -92,11 +103,13 @@ class Dispatcher final : private SessionOwner {
   HandlerListener listener_;
   boost::asio::steady_timer wakeup_, housekeeping_, drain_timer_;
   std::optional<TimePoint> armed_for_;
+  TimePoint drain_deadline_{};
   std::vector<std::size_t> instances_;  // connected instances per handler
   std::unordered_map<ConnectionId, std::shared_ptr<HandlerSession>> sessions_;
   std::vector<std::shared_ptr<HandlerSession>> dirty_;
   std::unordered_map<MessageHandle, Stored> stored_;
   std::vector<PullRequest> requests_;  // reused
+  LogRateLimiter warnings_;
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;
 };

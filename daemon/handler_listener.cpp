@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "passed_socket.hpp"
 #include "startup_error.hpp"
 #include "unique_fd.hpp"
 
@@ -46,8 +47,15 @@ constexpr Duration kAcceptRetry{100};
 
 HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& settings, SessionOwner& owner)
     : settings_(settings), owner_(owner), acceptor_(io), retry_(io) {
-  clear_stale_socket(settings.path);
   boost::system::error_code error;
+  if (const auto passed = take_passed_socket(settings.path)) {
+    // systemd made the socket and keeps it while jetfan restarts: handlers queue in its backlog.
+    acceptor_.assign(Protocol(), *passed, error);
+    if (error) throw StartupError(kExitUnavailable, "socket.path: cannot use the socket systemd passed: " + error.message());
+    spdlog::info("socket {}: using the listening socket systemd passed", settings.path);
+    return;
+  }
+  clear_stale_socket(settings.path);
   acceptor_.open(Protocol(), error);
   if (!error) acceptor_.bind(Protocol::endpoint(settings.path), error);
   if (error) {
