@@ -62,14 +62,16 @@ for library in $(readelf -d "$build/daemon/jetfan" | sed -n 's/.*(NEEDED).*\[\(.
   [ -n "$found" ] || fail "Depends lacks $package (for $library)"
 done
 for needed in "systemd | systemd-standalone-sysusers | systemd-sysusers" procps; do
-  echo "$depends" | grep -qF "$needed" || fail "Depends lacks $needed"
+  [[ $depends == *"$needed"* ]] || fail "Depends lacks $needed"
 done
-dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -x -O ./conffiles | grep -qx /etc/jetfan/example.yaml ||
+# (grep reads all its input, never -q, so that no writer in a pipeline dies of SIGPIPE under pipefail)
+control=$(dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -t)
+dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -x -O ./conffiles | grep -x /etc/jetfan/example.yaml > /dev/null ||
   fail "/etc/jetfan/example.yaml is not a conffile"
 for script in postinst prerm postrm; do
-  dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -t | grep -qx "./$script" || fail "no $script"
+  grep -x "./$script" <<< "$control" > /dev/null || fail "no $script"
 done
-dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -x -O ./postinst | grep -q "systemd-sysusers.*jetfan.conf" ||
+dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -x -O ./postinst | grep "systemd-sysusers.*jetfan.conf" > /dev/null ||
   fail "postinst does not create the user with systemd-sysusers"
 
 # --- jetfan: exactly these files (directories aside), owned by root
@@ -89,11 +91,11 @@ dpkg-deb -c "$daemon_deb" | awk '$2 != "root/root" {bad = 1; print} END {exit ba
 # --- jetfan: the packaged binary runs, is stripped, and accepts the packaged example config
 root=$out/root
 dpkg-deb -x "$daemon_deb" "$root"
-"$root/usr/bin/jetfan" --version | grep -qx "jetfan $version" || fail "the packaged jetfan --version is not $version"
-readelf -S "$root/usr/bin/jetfan" | grep -q '\.debug_info' && fail "the packaged binary is not stripped"
+[ "$("$root/usr/bin/jetfan" --version)" = "jetfan $version" ] || fail "the packaged jetfan --version is not $version"
+readelf -S "$root/usr/bin/jetfan" | grep '\.debug_info' > /dev/null && fail "the packaged binary is not stripped"
 "$root/usr/bin/jetfan" check --config "$root/etc/jetfan/example.yaml" > /dev/null ||
   fail "the packaged example config does not pass jetfan check"
-zcat "$root/usr/share/man/man1/jetfan.1.gz" | grep -q "^\.TH JETFAN 1 .*jetfan $version" || fail "jetfan.1 does not name version $version"
+zcat "$root/usr/share/man/man1/jetfan.1.gz" | grep "^\.TH JETFAN 1 .*jetfan $version" > /dev/null || fail "jetfan.1 does not name version $version"
 
 # --- libjetfan-client-dev: a handler builds from the package alone
 dpkg-deb -x "$dev_deb" "$out/dev"
