@@ -32,6 +32,11 @@ std::size_t DispatchCore::in_flight() const {
   return total;
 }
 
+std::size_t DispatchCore::in_flight(ConnectionId connection) const {
+  auto found = connections_.find(connection);
+  return found == connections_.end() ? 0 : found->second.flights.size();
+}
+
 bool DispatchCore::is_in_flight(ConnectionId connection, DeliveryId delivery) const {
   auto found = connections_.find(connection);
   return found != connections_.end() && found->second.flights.count(delivery) != 0;

@@ -161,6 +161,7 @@ class DispatchCore {
 
   std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
   std::size_t in_flight() const;
+  std::size_t in_flight(ConnectionId connection) const;
   bool draining() const { return draining_; }
   bool is_in_flight(ConnectionId connection, DeliveryId delivery) const;
   const CoreCounters& counters() const { return counters_; }

@@ -16,6 +16,7 @@ Daemon::~Daemon() { dispatcher_.reset(); }
 
 int Daemon::run() {
   wait_for_signal();
+
   if (!reader_.connect([this] { return stopping_; })) {
     spdlog::info("stopped before the NATS server could be reached");
     return kExitOk;
@@ -32,7 +33,7 @@ int Daemon::run() {
                facts.num_pending);
   const std::size_t max_held = s.pull.max_held;
 
-  dispatcher_ = std::make_unique<Dispatcher>(io_, config_, std::move(*derived.settings), reader_, notifier_);
+  dispatcher_ = std::make_unique<Dispatcher>(io_, config_, std::move(*derived.settings), reader_, notifier_, live_);
   dispatcher_->start();
   std::string handlers;
   for (const auto& handler : config_.handlers) {

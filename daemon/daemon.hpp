@@ -13,6 +13,7 @@
 #include "config.hpp"
 #include "dispatcher.hpp"
 #include "jetstream_reader.hpp"
+#include "message_bytes.hpp"
 #include "systemd_notifier.hpp"
 
 namespace jetfan {
@@ -30,6 +31,7 @@ class Daemon {
   void on_signal(int signal);
 
   Config config_;
+  LiveBytes live_;  // before io_: pending operations destroyed with it may hold the last messages
   boost::asio::io_context io_{1};
   boost::asio::signal_set signals_;
   JetStreamReader reader_;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "descriptors.hpp"
 #include "jetstream_subject.hpp"
 #include "protocol.hpp"
 
@@ -49,7 +50,7 @@ std::string header_block(natsMsg* message) {
 }  // namespace
 
 Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader,
-                       SystemdNotifier& notifier)
+                       SystemdNotifier& notifier, LiveBytes& live)
     : io_(io),
       config_(config),
       reader_(reader),
@@ -62,9 +63,26 @@ Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings
       housekeeping_(io),
       drain_timer_(io),
       instances_(config.handlers.size(), 0),
+      connection_limits_{config.socket.max_connections, config.socket.max_unidentified},
+      live_(live),
       warnings_(kWarningBurst, kWarningWindow) {
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
     for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);
+  }
+  // Out of descriptors, jetfan could not even reconnect to NATS: connections stop short of it.
+  const std::size_t budget =
+      connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
+  if (budget < connection_limits_.max_connections) {
+    spdlog::warn("socket.max_connections is {}, but the file descriptor limit leaves room for {} handler "
+                 "connections; serving at most {} (raise LimitNOFILE= to allow more)",
+                 connection_limits_.max_connections, budget, budget);
+    connection_limits_.max_connections = budget;
+  }
+  for (const auto& handler : config_.handlers) {
+    if (handler.allow.empty()) {
+      spdlog::info("handler \"{}\" has no allow list: any process that can open {} may be it", handler.name,
+                   config_.socket.path);
+    }
   }
 }
 
@@ -77,10 +95,7 @@ Dispatcher::~Dispatcher() {
 
 void Dispatcher::start() {
   JETFAN_ON_IO_THREAD(thread_);
-  listener_.start([this](std::shared_ptr<HandlerSession> session) {
-    sessions_.emplace(session->id(), session);
-    session->start();
-  });
+  listener_.start([this](std::shared_ptr<HandlerSession> session) { on_accepted(std::move(session)); });
   reader_.subscribe([this](std::vector<NatsMsgPtr>& incoming, bool reconnected) { on_ingress(incoming, reconnected); });
   top_up_pulls();
   housekeeping();
@@ -126,13 +141,14 @@ void Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
     spdlog::error("message on subject \"{}\" (stream seq {}) has no key: it does not start with key.strip_prefix "
                   "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
                   subject, ack ? std::to_string(ack->stream_seq) : "?", config_.key.strip_prefix);
-    stored_.emplace(handle, Stored{std::move(message), {}, {}, 0, 0});
-    core_.arrive(Arrival{handle, 0, 1, 0, true}, now);
+    stored_.emplace(handle, Stored{std::make_shared<const MessageBytes>(std::move(message), std::string(), live_), {},
+                                   ack ? ack->stream_seq : 0, 0});
+    core_.arrive(Arrival{handle, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, 0, true}, now);
     return;
   }
-  Stored stored{nullptr, *key, header_block(message.get()), ack->stream_seq, ack->deliveries};
-  stored.message = std::move(message);
-  stored_.emplace(handle, std::move(stored));
+  std::string headers = header_block(message.get());
+  stored_.emplace(handle, Stored{std::make_shared<const MessageBytes>(std::move(message), std::move(headers), live_), *key,
+                                 ack->stream_seq, ack->deliveries});
   core_.arrive(Arrival{handle, ack->stream_seq, ack->deliveries, matcher_.match(*key), false}, now);
 }
 
@@ -161,15 +177,13 @@ void Dispatcher::apply_effects() {
   for (const Effect& effect : effects) {
     auto stored = stored_.find(effect.message);
     if (stored == stored_.end()) continue;
-    natsMsg* message = stored->second.message.get();
+    natsMsg* message = stored->second.message->message();
     switch (effect.kind) {
       case Effect::Kind::kDeliver: {
         auto session = sessions_.find(effect.connection);
         if (session == sessions_.end()) break;
         const auto& s = stored->second;
-        session->second->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.headers,
-                                  std::string_view(natsMsg_GetData(message),
-                                                   static_cast<std::size_t>(natsMsg_GetDataLength(message))));
+        session->second->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.message);
         if (dirty_.empty() || dirty_.back() != session->second) dirty_.push_back(session->second);
         break;
       }
@@ -209,7 +223,7 @@ void Dispatcher::report_failure(const Effect& effect, const Stored& stored) {
   warn_limited("failed deliveries to handler \"" + name + "\": " + to_string(effect.cause),
                "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. It goes back to the server for "
                "redelivery to this handler (NAK with a growing delay) once no other handler has it in flight.",
-               who, effect.delivery, stored.stream_seq, natsMsg_GetSubject(stored.message.get()),
+               who, effect.delivery, stored.stream_seq, stored.message->subject(),
                to_string(effect.cause));
 }
 
@@ -267,6 +281,49 @@ std::string Dispatcher::describe(const HandlerSession& session) const {
   return "\"" + session.handler_name() + "\" (" + session.peer() + ")";
 }
 
+void Dispatcher::on_accepted(std::shared_ptr<HandlerSession> session) {
+  JETFAN_ON_IO_THREAD(thread_);
+  sessions_.emplace(session->id(), session);
+  session->start();
+  switch (admit_connection(sessions_.size() - 1, unidentified_.size(), connection_limits_)) {
+    case ConnectionVerdict::kAccept: break;
+    case ConnectionVerdict::kAcceptEvictingOldestUnidentified:
+      while (!unidentified_order_.empty()) {
+        const ConnectionId oldest = unidentified_order_.front();
+        unidentified_order_.pop_front();
+        const auto found = sessions_.find(oldest);
+        if (found != sessions_.end() && unidentified_.count(oldest) && !found->second->ending()) {
+          found->second->fail("evicted: " + std::to_string(connection_limits_.max_unidentified) +
+                              " newer connections have not said HELLO either (socket.max_unidentified)");
+          break;
+        }
+      }
+      break;
+    case ConnectionVerdict::kRefuse:
+      session->fail("jetfan has its " + std::to_string(connection_limits_.max_connections) +
+                    " connections already (socket.max_connections)");
+      return;
+  }
+  unidentified_.insert(session->id());
+  unidentified_order_.push_back(session->id());
+}
+
+void Dispatcher::prune_unidentified_order() {
+  // Entries of connections since admitted or gone; the front is an unidentified one (at most
+  // hello_timeout old), so what is kept behind it stays few.
+  while (!unidentified_order_.empty() && !unidentified_.count(unidentified_order_.front())) {
+    unidentified_order_.pop_front();
+  }
+}
+
+void Dispatcher::on_failing(HandlerSession& session, const std::string& why) {
+  const std::string who = session.handler() ? "handler \"" + session.handler_name() + "\"" : "a peer";
+  warn_limited(who + " disconnected: " + why, "{} ({}) disconnected: {}. What it had unconfirmed will be redelivered.",
+               who, session.peer(), why);
+}
+
+bool Dispatcher::busy(const HandlerSession& session) const { return core_.in_flight(session.id()) > 0; }
+
 std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const proto::Command& hello) {
   JETFAN_ON_IO_THREAD(thread_);
   const Admission admission = admit(settings_.admission, Hello{hello.handler, hello.version}, session.credentials(),
@@ -278,6 +335,8 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   const std::size_t index = *admission.handler;
   const auto& handler = config_.handlers[index];
   session.admit(index, handler.name);
+  unidentified_.erase(session.id());
+  prune_unidentified_order();
   ++instances_[index];
   session.send_ready(static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
   session.flush();
@@ -327,6 +386,8 @@ void Dispatcher::on_closed(HandlerSession& session) {
   if (entry == sessions_.end()) return;
   // The session stays in the table until its failed deliveries have been reported by name.
   const std::shared_ptr<HandlerSession> alive = entry->second;
+  unidentified_.erase(session.id());
+  prune_unidentified_order();
   if (session.handler() && state_ != State::kDone) {
     --instances_[*session.handler()];
     spdlog::info("handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));

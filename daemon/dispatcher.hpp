@@ -16,9 +16,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "config.hpp"
@@ -28,6 +30,7 @@
 #include "io_thread.hpp"
 #include "jetstream_reader.hpp"
 #include "log_rate_limiter.hpp"
+#include "message_bytes.hpp"
 #include "pull_ledger.hpp"
 #include "serve_settings.hpp"
 #include "systemd_notifier.hpp"
@@ -37,10 +40,10 @@ namespace jetfan {
 
 class Dispatcher final : private SessionOwner {
  public:
-  // Binds the handler socket (throws StartupError when it cannot). `config`, `reader` and
-  // `notifier` must outlive the dispatcher.
+  // Binds the handler socket (throws StartupError when it cannot). `config`, `reader`, `notifier`
+  // and `live` must outlive the dispatcher; `live` must also outlive `io`.
   Dispatcher(boost::asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader,
-             SystemdNotifier& notifier);
+             SystemdNotifier& notifier, LiveBytes& live);
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -62,9 +65,8 @@ class Dispatcher final : private SessionOwner {
 
  private:
   struct Stored {
-    NatsMsgPtr message;
+    SharedMessage message;
     std::string_view key;  // points into message's subject
-    std::string headers;   // the NATS/1.0 header block to forward, or empty
     std::uint64_t stream_seq = 0;
     std::uint64_t deliveries = 0;
   };
@@ -72,7 +74,11 @@ class Dispatcher final : private SessionOwner {
 
   std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) override;
   void on_command(HandlerSession& session, const proto::Command& command) override;
+  void on_failing(HandlerSession& session, const std::string& why) override;
+  bool busy(const HandlerSession& session) const override;
   void on_closed(HandlerSession& session) override;
+
+  void on_accepted(std::shared_ptr<HandlerSession> session);
 
   void on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected);
   void on_status(const PullStatus& status, TimePoint now);
@@ -106,6 +112,13 @@ class Dispatcher final : private SessionOwner {
   TimePoint drain_deadline_{};
   std::vector<std::size_t> instances_;  // connected instances per handler
   std::unordered_map<ConnectionId, std::shared_ptr<HandlerSession>> sessions_;
+  // Connections that have not said HELLO: their ids, and the order they came in (entries of
+  // sessions since admitted or gone are skipped when met).
+  std::unordered_set<ConnectionId> unidentified_;
+  std::deque<ConnectionId> unidentified_order_;
+  void prune_unidentified_order();
+  ConnectionLimits connection_limits_;
+  LiveBytes& live_;
   std::vector<std::shared_ptr<HandlerSession>> dirty_;
   std::unordered_map<MessageHandle, Stored> stored_;
   std::vector<PullRequest> requests_;  // reused

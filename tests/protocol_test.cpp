@@ -58,7 +58,7 @@ TEST_CASE("bad peers get ERR and are disconnected, a good handler is unaffected"
   mesh.publish("z.z", "still works");  // builder's alone
   REQUIRE(mesh.wait_seen("builder", 1));
   REQUIRE(mesh.wait_settled());
-  CHECK(count_lines_containing(mesh.jetfan_log(), "protocol error") == 9);
+  CHECK(count_lines_containing(mesh.jetfan_log(), ") disconnected: ") == 9);
 }
 
 TEST_CASE("a peer that breaks the protocol with deliveries unconfirmed loses nothing", "[integration]") {
