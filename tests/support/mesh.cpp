@@ -129,19 +129,25 @@ bool Mesh::wait_for_log(const std::string& part, std::chrono::milliseconds timeo
   return wait_until([&] { return count_lines_containing(jetfan_log(), part) >= occurrences; }, timeout);
 }
 
-Process& Mesh::start_handler(const std::string& name, const std::vector<std::string>& flags) {
+Process& Mesh::start_handler(const std::string& name, const std::vector<std::string>& flags,
+                             const std::vector<std::string>& runner, bool wait_ready) {
   int instance = 1;
   for (const auto& [n, i] : handler_names_) instance += n == name;
   handler_names_.emplace_back(name, instance);
   const std::string base = dir_ + "/" + name + "-" + std::to_string(instance);
-  std::vector<std::string> argv = {TEST_HANDLER_BIN, socket_path(), name, base + ".seen"};
+  std::vector<std::string> argv = runner;
+  for (const auto& word : {std::string(TEST_HANDLER_BIN), socket_path(), name, base + ".seen"}) argv.push_back(word);
   argv.insert(argv.end(), flags.begin(), flags.end());
   handlers_.push_back(std::make_unique<Process>(argv, base + ".log"));
   // Connected once READY came back: the handler writes a marker first thing.
-  if (!wait_until([&] { return read_file(base + ".log").find("ready") != std::string::npos; })) {
+  if (wait_ready && !wait_until([&] { return read_file(base + ".log").find("ready") != std::string::npos; })) {
     throw std::runtime_error("handler " + name + " did not connect: " + read_file(base + ".log"));
   }
   return *handlers_.back();
+}
+
+std::string Mesh::handler_log(const std::string& name, int instance) const {
+  return read_file(dir_ + "/" + name + "-" + std::to_string(instance) + ".log");
 }
 
 std::vector<Seen> Mesh::seen(const std::string& name, int instance) const {

@@ -70,7 +70,11 @@ class Mesh {
 
   // Starts tests/test_handler as `name`; what it sees goes to <dir>/<name>-<n>.seen.
   // The handler's answer per message is set by the payload (see test_handler.cpp).
-  Process& start_handler(const std::string& name, const std::vector<std::string>& flags = {});
+  // `runner` goes before the command, e.g. {"setpriv", "--reuid=...", ...} to run it as another user.
+  // With wait_ready false, it does not wait for the handler to be admitted.
+  Process& start_handler(const std::string& name, const std::vector<std::string>& flags = {},
+                         const std::vector<std::string>& runner = {}, bool wait_ready = true);
+  std::string handler_log(const std::string& name, int instance = 1) const;
   std::vector<Seen> seen(const std::string& name, int instance = 1) const;
   bool wait_seen(const std::string& name, std::size_t count, int instance = 1,
                  std::chrono::milliseconds timeout = 20s) const;
