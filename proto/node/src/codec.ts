@@ -42,13 +42,19 @@ export interface ReadyFrame {
   patterns: string[];
 }
 
-/** One delivery. Numbers are exact 64-bit values; headers and payload are views of the bytes read. */
+/**
+ * An unsigned 64-bit protocol number, exact: a number when it is at most 2^53 - 1 (always, in
+ * practice), else a bigint.
+ */
+export type U64 = number | bigint;
+
+/** One delivery. Headers and payload are views of the bytes read, not copies. */
 export interface MsgFrame {
   type: "MSG";
-  id: bigint;
+  id: U64;
   key: string;
-  seq: bigint;
-  deliveries: bigint;
+  seq: U64;
+  deliveries: U64;
   headers: Buffer;
   payload: Buffer;
 }
@@ -89,18 +95,20 @@ function secondWordStart(line: string): number {
 }
 
 const U64_MAX = 18446744073709551615n;
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** An unsigned decimal of 1-20 digits that fits 64 bits, or undefined. */
-export function parseU64(word: string): bigint | undefined {
+export function parseU64(word: string): U64 | undefined {
   const n = word.length;
   if (n === 0 || n > 20) return undefined;
   for (let i = 0; i < n; ++i) {
     const c = word.charCodeAt(i);
     if (c < 0x30 || c > 0x39) return undefined;
   }
-  if (n <= 15) return BigInt(Number(word)); // exact below 2^53, and cheaper than parsing a bigint
+  if (n <= 15) return Number(word); // below 2^53: exact as a number
   const value = BigInt(word);
-  return value <= U64_MAX ? value : undefined;
+  if (value > U64_MAX) return undefined;
+  return value <= MAX_SAFE ? Number(value) : value;
 }
 
 // A word of the line as the bytes it was, read as UTF-8 (keys, names and reasons are UTF-8 text).
@@ -109,6 +117,19 @@ function text(latin1: string): string {
     if (latin1.charCodeAt(i) > 0x7f) return Buffer.from(latin1, "latin1").toString("utf8");
   }
   return latin1;
+}
+
+// Decimal digits buf[start, end) as a number, or -1 if they are not 1-15 digits (then the general
+// path decides).
+function smallNumber(buf: Buffer, start: number, end: number): number {
+  if (end - start > 15) return -1;
+  let value = 0;
+  for (let i = start; i < end; ++i) {
+    const c = buf[i]!;
+    if (c < 0x30 || c > 0x39) return -1;
+    value = value * 10 + (c - 0x30);
+  }
+  return value;
 }
 
 // Up to 32 characters of an unknown verb, safe to print.
@@ -153,6 +174,10 @@ export class FrameParser {
       let line: string;
       if (this.#partialLength === 0) {
         if (lineEnd > at && chunk[lineEnd - 1] === CR) --lineEnd;
+        if (this.#fastMsg(chunk, at, lineEnd)) {
+          at = newline + 1;
+          continue;
+        }
         line = chunk.toString("latin1", at, lineEnd);
       } else {
         this.#partial.push(chunk.subarray(at, newline));
@@ -178,29 +203,68 @@ export class FrameParser {
   }
 
   #readBody(chunk: Buffer, at: number, out: Frame[]): number {
-    const take = Math.min(this.#bodyLeft, chunk.length - at);
-    const msg = this.#msg!;
-    let body: Buffer;
-    if (this.#bodyParts.length === 0 && take === this.#bodyLeft) {
-      body = chunk.subarray(at, at + take); // the common case: all of it in this read, no copy
-    } else {
-      this.#bodyParts.push(chunk.subarray(at, at + take));
-      this.#bodyLeft -= take;
-      if (this.#bodyLeft > 0) return at + take;
-      body = Buffer.concat(this.#bodyParts);
+    const left = this.#bodyLeft;
+    if (this.#bodyParts.length === 0 && chunk.length - at >= left) {
+      this.#finishBody(chunk, at, left - 2, out); // the common case: all of it in this read, no copy
+      return at + left;
+    }
+    const take = Math.min(left, chunk.length - at);
+    this.#bodyParts.push(chunk.subarray(at, at + take));
+    this.#bodyLeft -= take;
+    if (this.#bodyLeft === 0) {
+      const body = Buffer.concat(this.#bodyParts);
       this.#bodyParts = [];
+      this.#finishBody(body, 0, body.length - 2, out);
     }
-    this.#bodyLeft = 0;
-    this.#msg = undefined;
-    const total = body.length - 2;
-    if (body[total] !== CR || body[total + 1] !== NEWLINE) {
-      this.#fail("bad-body-end", `MSG ${msg.id}: body of ${total} bytes not followed by \\r\\n`);
-    }
-    msg.headers = body.subarray(0, this.#headerBytes);
-    msg.payload = body.subarray(this.#headerBytes, total);
-    out.push(msg);
     return at + take;
   }
+
+  // The body is buf[start, start + total), then its "\r\n".
+  #finishBody(buf: Buffer, start: number, total: number, out: Frame[]): void {
+    const msg = this.#msg!;
+    this.#msg = undefined;
+    this.#bodyLeft = 0;
+    if (buf[start + total] !== CR || buf[start + total + 1] !== NEWLINE) {
+      this.#fail("bad-body-end", `MSG ${msg.id}: body of ${total} bytes not followed by \\r\\n`);
+    }
+    const headerEnd = start + this.#headerBytes;
+    if (this.#headerBytes > 0) msg.headers = buf.subarray(start, headerEnd);
+    msg.payload = buf.subarray(headerEnd, start + total);
+    out.push(msg);
+  }
+
+  // The hot path: a well-formed "MSG " line read straight from the bytes, without a string per
+  // word. Anything unusual (lower case, a big or bad number, an error) returns false, and the
+  // general path parses the line, so both give the same frames and the same errors.
+  #fastMsg(buf: Buffer, start: number, end: number): boolean {
+    if (buf[start] !== 0x4d || buf[start + 1] !== 0x53 || buf[start + 2] !== 0x47 || buf[start + 3] !== 0x20) return false;
+    const bounds = this.#bounds;
+    let words = 1;
+    let i = start + 4;
+    for (;;) {
+      while (i < end && (buf[i] === 0x20 || buf[i] === 0x09)) ++i;
+      if (i >= end) break;
+      if (words === 7) return false;
+      bounds[2 * words] = i;
+      while (i < end && buf[i] !== 0x20 && buf[i] !== 0x09) ++i;
+      bounds[2 * words + 1] = i;
+      ++words;
+    }
+    if (words !== 7) return false;
+    const id = smallNumber(buf, bounds[2]!, bounds[3]!);
+    const seq = smallNumber(buf, bounds[6]!, bounds[7]!);
+    const deliveries = smallNumber(buf, bounds[8]!, bounds[9]!);
+    const headerBytes = smallNumber(buf, bounds[10]!, bounds[11]!);
+    const totalBytes = smallNumber(buf, bounds[12]!, bounds[13]!);
+    if (id < 0 || seq < 0 || deliveries < 0 || headerBytes < 0 || totalBytes < 0) return false;
+    if (headerBytes > totalBytes || totalBytes > MAX_BODY) return false;
+    const key = buf.toString("utf8", bounds[4]!, bounds[5]!);
+    this.#msg = { type: "MSG", id, key, seq, deliveries, headers: EMPTY, payload: EMPTY };
+    this.#headerBytes = headerBytes;
+    this.#bodyLeft = totalBytes + 2;
+    return true;
+  }
+  #bounds = new Int32Array(14); // start and end of each word of a MSG line
 
   #parseLine(line: string, out: Frame[]): void {
     const words = splitWords(line);
@@ -223,7 +287,7 @@ export class FrameParser {
           this.#fail("bad-number", `MSG: malformed number in "${shown(line)}"`);
         }
         if (headerBytes > totalBytes) this.#fail("header-exceeds-total", "MSG: header bytes exceed total bytes");
-        if (totalBytes > BigInt(MAX_BODY)) this.#fail("body-too-large", `MSG: body larger than ${MAX_BODY} bytes`);
+        if (totalBytes > MAX_BODY) this.#fail("body-too-large", `MSG: body larger than ${MAX_BODY} bytes`);
         this.#msg = { type: "MSG", id, key: text(words[2]!), seq, deliveries, headers: EMPTY, payload: EMPTY };
         this.#headerBytes = Number(headerBytes);
         this.#bodyLeft = Number(totalBytes) + 2;
@@ -281,11 +345,11 @@ export function encodeHello(handler: string): string {
   return `HELLO ${handler} ${PROTOCOL_VERSION}\r\n`;
 }
 
-export function encodeAck(id: bigint): string {
+export function encodeAck(id: U64): string {
   return `ACK ${id}\r\n`;
 }
 
-export function encodeNak(id: bigint, delayMs?: number | bigint): string {
+export function encodeNak(id: U64, delayMs?: number | bigint): string {
   return delayMs === undefined ? `NAK ${id}\r\n` : `NAK ${id} ${decimal(delayMs, "NAK delay")}\r\n`;
 }
 
@@ -293,7 +357,7 @@ export function encodeNak(id: bigint, delayMs?: number | bigint): string {
  * Each \r or \n in the reason becomes a space, and a reason too long for the 1024-byte line is cut
  * to fit, never inside a UTF-8 character: jetfan would drop a connection that sent a longer line.
  */
-export function encodeTerm(id: bigint, reason = ""): string {
+export function encodeTerm(id: U64, reason = ""): string {
   const head = `TERM ${id}`;
   if (reason === "") return `${head}\r\n`;
   const oneLine = reason.replace(/[\r\n]/g, " ");
@@ -308,7 +372,7 @@ export function encodeTerm(id: bigint, reason = ""): string {
   return kept === "" ? `${head}\r\n` : `${head} ${kept}\r\n`;
 }
 
-export function encodeWip(id: bigint): string {
+export function encodeWip(id: U64): string {
   return `WIP ${id}\r\n`;
 }
 

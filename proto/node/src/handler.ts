@@ -58,7 +58,10 @@ class Connection implements Link {
   lastError: Error | undefined;
   readonly parser = new FrameParser();
   readonly closed: Promise<void>;
-  #out = "";
+  // Lines waiting for this turn's write. A fresh buffer per write: the socket may still hold the
+  // last one.
+  #out: Buffer | undefined;
+  #outLength = 0;
   #flushQueued = false;
   #markClosed!: () => void;
 
@@ -68,7 +71,23 @@ class Connection implements Link {
 
   send(line: string): void {
     if (!this.alive) return;
-    this.#out += line;
+    const room = line.length * 3; // the most UTF-8 bytes it can take
+    if (!this.#out || this.#outLength + room > this.#out.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(4096, 2 * (this.#outLength + room)));
+      this.#out?.copy(bigger, 0, 0, this.#outLength);
+      this.#out = bigger;
+    }
+    const out = this.#out;
+    let at = this.#outLength;
+    for (let i = 0; i < line.length; ++i) {
+      const c = line.charCodeAt(i);
+      if (c > 0x7f) {
+        at = this.#outLength + out.write(line, this.#outLength, "utf8"); // not ASCII: a TERM reason
+        break;
+      }
+      out[at++] = c;
+    }
+    this.#outLength = at;
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       setImmediate(() => this.flush()); // every confirmation of this turn goes out in one write
@@ -81,8 +100,9 @@ class Connection implements Link {
 
   flush(): void {
     this.#flushQueued = false;
-    if (this.#out !== "" && this.alive) this.socket.write(this.#out);
-    this.#out = "";
+    if (this.#out && this.#outLength > 0 && this.alive) this.socket.write(this.#out.subarray(0, this.#outLength));
+    this.#out = undefined;
+    this.#outLength = 0;
   }
 
   markClosed(): void {
@@ -169,6 +189,12 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
   [Symbol.asyncIterator](): AsyncIterator<Message, undefined> {
     this.#claim("iterator");
     let inBody = false; // a message was handed out and the loop has not asked for the next yet
+    const handOut = (msg: Delivery | undefined): IteratorResult<Message, undefined> => {
+      if (!msg) return { value: undefined, done: true };
+      inBody = true;
+      ++this.#running;
+      return { value: msg, done: false };
+    };
     const leaveBody = () => {
       if (inBody) {
         inBody = false;
@@ -176,13 +202,10 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
       }
     };
     return {
-      next: async () => {
+      next: () => {
         leaveBody();
-        const msg = await this.#take();
-        if (!msg) return { value: undefined, done: true };
-        inBody = true;
-        ++this.#running;
-        return { value: msg, done: false };
+        const ready = this.#failure || this.#closing ? undefined : this.#shift();
+        return ready ? Promise.resolve(handOut(ready)) : this.#take().then(handOut);
       },
       return: async () => {
         leaveBody();
@@ -293,26 +316,32 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
     for (;;) {
       if (this.#failure) throw this.#failure;
       if (this.#closing) return undefined;
-      if (this.#head < this.#queue.length) {
-        const msg = this.#queue[this.#head]!;
-        this.#queue[this.#head++] = undefined as unknown as Delivery;
-        if (this.#head === this.#queue.length) {
-          this.#queue = [];
-          this.#head = 0;
-        } else if (this.#head >= 1024) {
-          this.#queue = this.#queue.slice(this.#head);
-          this.#head = 0;
-        }
-        const conn = this.#conn;
-        if (conn?.paused && this.#queue.length - this.#head < conn.ready!.maxUnconfirmed) {
-          conn.paused = false;
-          conn.socket.resume();
-        }
-        if (msg.stale) continue;
-        return msg;
-      }
+      const msg = this.#shift();
+      if (msg) return msg;
       await new Promise<void>((resolve) => (this.#wake = resolve));
     }
+  }
+
+  // Takes the first message of the queue that is not stale, if any.
+  #shift(): Delivery | undefined {
+    while (this.#head < this.#queue.length) {
+      const msg = this.#queue[this.#head]!;
+      this.#queue[this.#head++] = undefined as unknown as Delivery;
+      if (this.#head === this.#queue.length) {
+        this.#queue = [];
+        this.#head = 0;
+      } else if (this.#head >= 1024) {
+        this.#queue = this.#queue.slice(this.#head);
+        this.#head = 0;
+      }
+      const conn = this.#conn;
+      if (conn?.paused && this.#queue.length - this.#head < conn.ready!.maxUnconfirmed) {
+        conn.paused = false;
+        conn.socket.resume();
+      }
+      if (!msg.stale) return msg;
+    }
+    return undefined;
   }
 
   #notify(): void {

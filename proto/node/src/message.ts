@@ -1,6 +1,6 @@
 // One delivery as a handler sees it, and how it is confirmed.
 
-import { encodeAck, encodeNak, encodeTerm, encodeWip, type MsgFrame } from "./codec.js";
+import { encodeAck, encodeNak, encodeTerm, encodeWip, type MsgFrame, type U64 } from "./codec.js";
 import { MsgHeaders } from "./headers.js";
 
 /**
@@ -53,7 +53,7 @@ export class Delivery implements Message {
   readonly seq: number;
   readonly deliveries: number;
   readonly data: Buffer;
-  readonly #id: bigint;
+  readonly #id: U64;
   readonly #rawHeaders: Buffer;
   #headers: MsgHeaders | undefined;
   readonly #link: Link;
