@@ -51,8 +51,9 @@ const HANDSHAKE_TIMEOUT_MS = 10_000;
 class Connection implements Link {
   alive = true;
   ready: Ready | undefined;
-  unconfirmed = 0;
+  handedOut = 0; // handed to the app and not yet confirmed
   paused = false;
+  onSettled: (() => void) | undefined;
   refusal: string | undefined; // the reason of an ERR
   broken: ProtocolError | undefined;
   lastError: Error | undefined;
@@ -94,8 +95,13 @@ class Connection implements Link {
     }
   }
 
+  taken(): void {
+    ++this.handedOut;
+  }
+
   settled(): void {
-    --this.unconfirmed;
+    --this.handedOut;
+    this.onSettled?.();
   }
 
   flush(): void {
@@ -126,7 +132,6 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
   #head = 0;
   #wake: (() => void) | undefined;
   #consumer: "iterator" | "process" | undefined;
-  #running = 0; // messages the app is working on: process() callbacks, or the for-await body
   #closing = false;
   #failure: Error | undefined; // ERR or a broken stream: ends everything
   #reconnectTimer: NodeJS.Timeout | undefined;
@@ -188,28 +193,19 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
 
   [Symbol.asyncIterator](): AsyncIterator<Message, undefined> {
     this.#claim("iterator");
-    let inBody = false; // a message was handed out and the loop has not asked for the next yet
-    const handOut = (msg: Delivery | undefined): IteratorResult<Message, undefined> => {
-      if (!msg) return { value: undefined, done: true };
-      inBody = true;
-      ++this.#running;
-      return { value: msg, done: false };
-    };
-    const leaveBody = () => {
-      if (inBody) {
-        inBody = false;
-        this.#doneWith();
-      }
-    };
+    const handOut = (msg: Delivery | undefined): IteratorResult<Message, undefined> =>
+      msg ? { value: msg, done: false } : { value: undefined, done: true };
     return {
       next: () => {
-        leaveBody();
         const ready = this.#failure || this.#closing ? undefined : this.#shift();
         return ready ? Promise.resolve(handOut(ready)) : this.#take().then(handOut);
       },
+      // The loop is over (break, return or a throw in its body): nothing in it will confirm anything
+      // more, so the connection closes at once.
       return: async () => {
-        leaveBody();
-        await this.close();
+        const closed = this.close();
+        this.#finishClose?.();
+        await closed;
         return { value: undefined, done: true };
       },
     };
@@ -234,10 +230,8 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         while (running.size >= concurrency) await new Promise<void>((resolve) => (slotFree = resolve));
         const msg = await this.#take();
         if (!msg) break;
-        ++this.#running;
         const run = this.#run(fn, msg).finally(() => {
           running.delete(run);
-          this.#doneWith();
           slotFree?.();
         });
         running.add(run);
@@ -249,10 +243,10 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
   }
 
   /**
-   * Stops handing out messages, waits (up to closeTimeoutMs) until those already handed out are
-   * finished (process() callbacks returned, or the for-await body asked for the next), writes the
+   * Stops handing out messages, waits (up to closeTimeoutMs) until every message already handed out
+   * is confirmed (a process() callback confirms its message when it returns), writes the
    * confirmations and closes the connection. Messages received but not handed out are left
-   * unconfirmed: jetfan redelivers them. Idempotent.
+   * unconfirmed: jetfan redelivers them. Idempotent. Leaving a for-await loop closes at once.
    */
   close(): Promise<void> {
     if (this.#closeDone) return this.#closeDone;
@@ -274,23 +268,22 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
           resolve();
         });
       };
-      if (this.#running > 0) {
-        timer = setTimeout(() => this.#finishClose?.(), this.#options.closeTimeoutMs);
-      }
+      if (!this.#idle()) timer = setTimeout(() => this.#finishClose?.(), this.#options.closeTimeoutMs);
     });
     this.#notify();
-    if (this.#running === 0) this.#finishClose?.();
+    if (this.#idle()) this.#finishClose?.();
     return this.#closeDone;
+  }
+
+  // Nothing handed out is waiting for a confirmation on a live connection.
+  #idle(): boolean {
+    const conn = this.#conn;
+    return !conn || !conn.alive || conn.handedOut === 0;
   }
 
   #claim(consumer: "iterator" | "process"): void {
     if (this.#consumer) throw new Error(`this handler is already consumed by ${this.#consumer === "iterator" ? "a for-await loop" : "process()"}`);
     this.#consumer = consumer;
-  }
-
-  #doneWith(): void {
-    --this.#running;
-    if (this.#closing && this.#running === 0) this.#finishClose?.();
   }
 
   async #run(fn: (msg: Message) => unknown, msg: Message): Promise<void> {
@@ -339,7 +332,10 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         conn.paused = false;
         conn.socket.resume();
       }
-      if (!msg.stale) return msg;
+      if (!msg.stale) {
+        msg.taken();
+        return msg;
+      }
     }
     return undefined;
   }
@@ -408,6 +404,9 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
     }
     this.#conn = conn;
     this.#ready = conn.ready!;
+    conn.onSettled = () => {
+      if (this.#closing && this.#idle()) this.#finishClose?.();
+    };
     this.emit("connect", this.#ready);
   }
 
@@ -415,7 +414,6 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
     switch (frame.type) {
       case "MSG": {
         if (!conn.alive) return;
-        ++conn.unconfirmed;
         this.#queue.push(new Delivery(frame, conn));
         const limit = conn.ready?.maxUnconfirmed ?? 1;
         if (!conn.paused && this.#queue.length - this.#head >= limit) {

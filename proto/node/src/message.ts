@@ -44,6 +44,8 @@ export interface Message {
 export interface Link {
   readonly alive: boolean;
   send(line: string): void;
+  /** Told once when the delivery is handed to the app. */
+  taken(): void;
   /** Told once when the delivery is confirmed. */
   settled(): void;
 }
@@ -67,6 +69,11 @@ export class Delivery implements Message {
     this.#id = frame.id;
     this.#rawHeaders = frame.headers;
     this.#link = link;
+  }
+
+  /** @internal Called by the handler as it hands the message to the app. */
+  taken(): void {
+    this.#link.taken();
   }
 
   get headers(): MsgHeaders {

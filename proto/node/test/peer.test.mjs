@@ -149,3 +149,20 @@ it("a clean close reconnects with HELLO; the new connection never sees the old c
   assert.equal(second.text(), "HELLO h 1\r\nNAK 1 5\r\n");
   await iterator.return();
 });
+
+it("close() waits only for messages handed out and unconfirmed: after an ack it closes at once", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet, closeTimeoutMs: 60_000 });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 1 h 8 #\r\n" + msg(1) + msg(2));
+  const handler = await connecting;
+  let closedFromInside = false;
+  for await (const m of handler) {
+    assert.equal(m.ack(), true);
+    await handler.close(); // would wait for closeTimeoutMs (past this test's timeout) if it waited for anything else
+    closedFromInside = true;
+  }
+  assert.ok(closedFromInside);
+  await waitFor(() => peer.socket.readableEnded, "the connection to close");
+  assert.equal(peer.text(), "HELLO h 1\r\nACK 1\r\n");
+});
