@@ -408,6 +408,7 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
       if (this.#closing && this.#idle()) this.#finishClose?.();
     };
     this.emit("connect", this.#ready);
+    if (!conn.alive) this.#onClose(conn); // it closed right after READY, before it was adopted
   }
 
   #onFrame(conn: Connection, frame: Frame): void {

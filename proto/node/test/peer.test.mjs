@@ -166,3 +166,17 @@ it("close() waits only for messages handed out and unconfirmed: after an ack it 
   await waitFor(() => peer.socket.readableEnded, "the connection to close");
   assert.equal(peer.text(), "HELLO h 1\r\nACK 1\r\n");
 });
+
+it("READY and ERR in one write: connect() resolves, then the loop throws JetfanError", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  peer.socket.end("READY 1 h 8 #\r\nERR going away\r\n");
+  const handler = await connecting;
+  await assert.rejects(
+    (async () => {
+      for await (const m of handler) m.ack();
+    })(),
+    (error) => error instanceof JetfanError && error.reason === "going away",
+  );
+});
