@@ -228,9 +228,22 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
     try {
       for (;;) {
         while (running.size >= concurrency) await new Promise<void>((resolve) => (slotFree = resolve));
-        const msg = await this.#take();
+        // Messages already here are taken without waiting, and a callback that does not return a
+        // promise is settled at once: no promise per message where none is needed.
+        const msg = (this.#failure || this.#closing ? undefined : this.#shift()) ?? (await this.#take());
         if (!msg) break;
-        const run = this.#run(fn, msg).finally(() => {
+        let result: unknown;
+        try {
+          result = fn(msg);
+        } catch (error) {
+          this.#failed(msg, error);
+          continue;
+        }
+        if (!isPromiseLike(result)) {
+          if (!msg.confirmed) msg.ack();
+          continue;
+        }
+        const run = this.#settle(result, msg).finally(() => {
           running.delete(run);
           slotFree?.();
         });
@@ -286,21 +299,26 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
     this.#consumer = consumer;
   }
 
-  async #run(fn: (msg: Message) => unknown, msg: Message): Promise<void> {
+  async #settle(result: PromiseLike<unknown>, msg: Message): Promise<void> {
     try {
-      await fn(msg);
+      await result;
       if (!msg.confirmed) msg.ack();
     } catch (error) {
-      if (msg.confirmed) {
-        this.#options.log(`jetfan client: callback for ${msg.key} #${msg.seq} threw after confirming it: ${String(error)}`);
-      } else if (error instanceof Term) {
-        msg.term(error.message);
-      } else if (error instanceof Nak) {
-        msg.nak(error.delayMs);
-      } else {
-        this.#options.log(`jetfan client: callback for ${msg.key} #${msg.seq} failed, NAK: ${(error as Error)?.stack ?? String(error)}`);
-        msg.nak();
-      }
+      this.#failed(msg, error);
+    }
+  }
+
+  // A callback threw `error` for `msg`: Term TERMs, Nak NAKs with its delay, anything else NAKs.
+  #failed(msg: Message, error: unknown): void {
+    if (msg.confirmed) {
+      this.#options.log(`jetfan client: callback for ${msg.key} #${msg.seq} threw after confirming it: ${String(error)}`);
+    } else if (error instanceof Term) {
+      msg.term(error.message);
+    } else if (error instanceof Nak) {
+      msg.nak(error.delayMs);
+    } else {
+      this.#options.log(`jetfan client: callback for ${msg.key} #${msg.seq} failed, NAK: ${(error as Error)?.stack ?? String(error)}`);
+      msg.nak();
     }
   }
 
@@ -487,6 +505,10 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
       );
     }, delay);
   }
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === "function";
 }
 
 function readyOf(frame: ReadyFrame): Ready {

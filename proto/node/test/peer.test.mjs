@@ -9,7 +9,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { connect, JetfanError, ProtocolError } from "../dist/index.js";
+import { connect, JetfanError, Nak, ProtocolError, Term } from "../dist/index.js";
 import { waitFor } from "./mesh.mjs";
 
 const quiet = () => {};
@@ -179,4 +179,34 @@ it("READY and ERR in one write: connect() resolves, then the loop throws JetfanE
     })(),
     (error) => error instanceof JetfanError && error.reason === "going away",
   );
+});
+
+it("process() with plain and async callbacks: return ACKs, a throw NAKs, Term TERMs, Nak NAKs with a delay, own confirmations stand", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  const payloads = ["ok", "throw", "term", "nak", "self", "async-ok", "async-throw", "async-term"];
+  peer.socket.write("READY 1 h 16 #\r\n" + payloads.map((p, i) => msg(i + 1, p)).join(""));
+  const handler = await connecting;
+  const done = handler.process(
+    (m) => {
+      switch (m.text()) {
+        case "throw": throw new Error("boom");
+        case "term": throw new Term("bad input");
+        case "nak": throw new Nak(250);
+        case "self": m.nak(7); return;
+        case "async-ok": return Promise.resolve();
+        case "async-throw": return Promise.reject(new Error("later"));
+        case "async-term": return (async () => { throw new Term("later bad"); })();
+        default: return;
+      }
+    },
+    { concurrency: 4 },
+  );
+  const expected = ["ACK 1", "NAK 2", "TERM 3 bad input", "NAK 4 250", "NAK 5 7", "ACK 6", "NAK 7", "TERM 8 later bad"];
+  await waitFor(() => expected.every((line) => peer.text().includes(`${line}\r\n`)), "every confirmation");
+  await handler.close();
+  await done;
+  const lines = peer.text().split("\r\n").filter(Boolean).slice(1).sort();
+  assert.deepEqual(lines, [...expected].sort());
 });
