@@ -13,7 +13,7 @@ export JETFAN_BIN=${1:-${JETFAN_BIN:-$(pwd)/../../build/daemon/jetfan}}
 major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$major" -lt 20 ]; then
   arch=$(node -p 'process.arch')
-  tools=${XDG_CACHE_HOME:-$HOME/.cache}/jetfan/node-20
+  tools=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/jetfan/node-20
   if [ ! -x "$tools/node_modules/node-linux-$arch/bin/node" ]; then
     echo "proto/node/test.sh: node $(node --version) is older than 20; installing node-linux-$arch@20.20.2 from npm into $tools"
     npm install --prefix "$tools" --no-save --no-audit --no-fund --silent "node-linux-$arch@20.20.2"
