@@ -138,7 +138,7 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
   #closeDone: Promise<void> | undefined;
   #finishClose: (() => void) | undefined;
 
-  /** @internal Use connect(). */
+  /** Use connect(): a Handler made with new is not connected. */
   constructor(options: ConnectOptions) {
     super();
     this.socketPath = options.socket;
