@@ -14,25 +14,30 @@ if (!latencyFile) {
   process.exit(64);
 }
 
-// process.hrtime() is CLOCK_MONOTONIC, the clock jetfan-bench stamps payloads with. As doubles the
+// process.hrtime() and performance.now() both read CLOCK_MONOTONIC (libuv's hrtime), the clock
+// jetfan-bench stamps payloads with; performance.now() is the cheaper call. As doubles the
 // nanosecond values keep a precision of 256 ns, plenty for microseconds.
-const nowNs = () => {
-  const [s, ns] = process.hrtime();
-  return s * 1e9 + ns;
-};
+let originNs = 0;
+for (let i = 0, best = Infinity; i < 20; ++i) {
+  const before = performance.now();
+  const hr = Number(process.hrtime.bigint());
+  const after = performance.now();
+  if (after - before < best) {
+    best = after - before;
+    originNs = hr - ((before + after) / 2) * 1e6;
+  }
+}
+const nowNs = () => originNs + performance.now() * 1e6;
 const latencies = [];
 const handler = await connect({ socket, handler: name, reconnect: false });
 process.once("SIGTERM", () => void handler.close());
 console.log(`ready_ns=${process.hrtime.bigint()}`);
 for await (const msg of handler) {
   const data = msg.data;
-  let end = 0;
-  while (end < data.length && end < 24 && data[end] >= 0x30 && data[end] <= 0x39) ++end;
-  if (end > 0) {
-    const sent = Number(data.toString("latin1", 0, end));
-    const now = nowNs();
-    if (sent > 0 && sent < now) latencies.push(Math.floor((now - sent) / 1000));
-  }
+  let sent = 0;
+  for (let i = 0; i < data.length && i < 24 && data[i] >= 0x30 && data[i] <= 0x39; ++i) sent = sent * 10 + (data[i] - 0x30);
+  const now = nowNs();
+  if (sent > 0 && sent < now) latencies.push(Math.floor((now - sent) / 1000));
   msg.ack();
 }
 writeFileSync(latencyFile, latencies.length ? latencies.join("\n") + "\n" : "");
