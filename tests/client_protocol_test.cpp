@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "handler_client.hpp"
+#include "background.hpp"
 #include "mesh.hpp"
 #include "unique_fd.hpp"
 
@@ -86,7 +87,7 @@ const auto kQuiet = [](std::string_view) {};
 TEST_CASE("C++ client: run() holds no more than max-unconfirmed, even when jetfan sends more; answers PING") {
   Mesh mesh({.start_server = false});
   ScriptedJetfan jetfan(mesh.socket_path());
-  std::thread greeter([&] { jetfan.greet(2); });
+  Background greeter([&] { jetfan.greet(2); });
   HandlerClient client(mesh.socket_path(), "builder", {.log = kQuiet});
   greeter.join();
   // As after two ack timeouts: four deliveries out at once, then a PING.
@@ -95,7 +96,7 @@ TEST_CASE("C++ client: run() holds no more than max-unconfirmed, even when jetfa
   std::condition_variable changed;
   int running = 0, peak = 0;
   bool open = false;
-  std::thread runner([&] {
+  Background runner([&] {
     client.run([&](const Delivery&) {
       std::unique_lock lock(mutex);
       peak = std::max(peak, ++running);
@@ -104,6 +105,11 @@ TEST_CASE("C++ client: run() holds no more than max-unconfirmed, even when jetfa
       --running;
       return Outcome::ack();
     }, {.workers = 8});
+  }, [&] {
+    client.stop();
+    std::lock_guard lock(mutex);
+    open = true;
+    changed.notify_all();
   });
   {
     std::unique_lock lock(mutex);
@@ -130,14 +136,14 @@ TEST_CASE("C++ client: run() holds no more than max-unconfirmed, even when jetfa
 TEST_CASE("C++ client: after a reconnect, a confirmation of the old connection is not sent on the new one") {
   Mesh mesh({.start_server = false});
   ScriptedJetfan jetfan(mesh.socket_path());
-  std::thread greeter([&] { jetfan.greet(4); });
+  Background greeter([&] { jetfan.greet(4); });
   HandlerClient client(mesh.socket_path(), "builder", {.backoff_initial = 10ms, .log = kQuiet});
   greeter.join();
   jetfan.send(msg(1, "old"));
   const auto old = client.next();
   REQUIRE(old);
   jetfan.close_peer();  // a clean close: the client reconnects
-  std::thread again([&] {
+  Background again([&] {
     jetfan.greet(4);
     jetfan.send(msg(1, "new"));  // the same wire id, on the new connection
   });
@@ -155,7 +161,7 @@ TEST_CASE("C++ client: after a reconnect, a confirmation of the old connection i
 TEST_CASE("C++ client: ERR mid-connection and garbage from jetfan are ClientErrors") {
   Mesh mesh({.start_server = false});
   ScriptedJetfan jetfan(mesh.socket_path());
-  std::thread greeter([&] { jetfan.greet(4); });
+  Background greeter([&] { jetfan.greet(4); });
   HandlerClient client(mesh.socket_path(), "builder", {.log = kQuiet});
   greeter.join();
   jetfan.send("ERR you are too slow\r\n");
@@ -167,7 +173,7 @@ TEST_CASE("C++ client: ERR mid-connection and garbage from jetfan are ClientErro
     CHECK(e.reason() == "you are too slow");
   }
   // Used again after an ERR, the client connects anew.
-  std::thread again([&] {
+  Background again([&] {
     jetfan.greet(4);
     jetfan.send("BOGUS\r\n");
   });

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "handler_client.hpp"
+#include "background.hpp"
 #include "mesh.hpp"
 
 using namespace jetfan::testing;
@@ -139,12 +140,12 @@ TEST_CASE("C++ client: run() calls the callback on as many workers as asked, at 
   HandlerClient client(mesh.socket_path(), "builder");
   for (int i = 0; i < 6; ++i) mesh.publish("a.b", std::to_string(i));
   Gate gate;
-  std::thread runner([&] {
+  Background runner([&] {
     client.run([&](const Delivery&) {
       gate.enter();
       return Outcome::ack();
     }, {.workers = 4});
-  });
+  }, [&] { client.stop(), gate.release(); });
   CHECK(gate.wait_running(4));
   gate.release();
   CHECK(mesh.wait_settled());
@@ -162,7 +163,7 @@ TEST_CASE("C++ client: in run(), an exception NAKs and jetfan::Term TERMs with i
   mesh.publish("a.poison", "x");
   std::mutex mutex;
   std::vector<std::string> seen;
-  std::thread runner([&] {
+  Background runner([&] {
     client.run([&](const Delivery& msg) {
       {
         std::lock_guard lock(mutex);
@@ -172,7 +173,7 @@ TEST_CASE("C++ client: in run(), an exception NAKs and jetfan::Term TERMs with i
       if (msg.deliveries == 1) throw std::runtime_error("boom");
       return Outcome::ack();
     }, {.workers = 2});
-  });
+  }, [&] { client.stop(); });
   CHECK(mesh.wait_settled());
   client.stop();
   runner.join();
@@ -190,13 +191,13 @@ TEST_CASE("C++ client: stop() ends run() once the callbacks in progress have fin
   std::uint64_t confirmed_seq = 0;
   {
     HandlerClient client(mesh.socket_path(), "builder");
-    std::thread runner([&] {
+    Background runner([&] {
       client.run([&](const Delivery& msg) {
         gate.enter();
         confirmed_seq = msg.stream_seq;
         return Outcome::ack();
       });
-    });
+    }, [&] { client.stop(), gate.release(); });
     REQUIRE(gate.wait_running(1));
     mesh.publish("a.b", "second");  // queued or unread: never started
     client.stop();
