@@ -15,7 +15,7 @@ mesh_pids=()
 mesh_cleanup() {
   for pid in "${mesh_pids[@]}"; do kill "$pid" 2> /dev/null || true; done
   wait 2> /dev/null || true
-  [ -n "${mesh_dir:-}" ] && [ -z "${JETFAN_KEEP_TEST_DIRS:-}" ] && rm -rf "$mesh_dir"
+  if [ -n "${mesh_dir:-}" ] && [ -z "${JETFAN_KEEP_TEST_DIRS:-}" ]; then rm -rf "$mesh_dir"; fi
 }
 trap mesh_cleanup EXIT
 
