@@ -26,7 +26,6 @@ namespace {
 
 constexpr int kExitUsage = 64, kExitUnavailable = 69, kExitProtocol = 76, kExitConfig = 78;
 constexpr int kTermStatus = 100;
-constexpr std::size_t kMaxReason = 900;  // a TERM line must fit in 1024 bytes
 
 // Whole lines to one descriptor from many threads, each line in one write() so none interleave.
 class LineLog {
@@ -66,15 +65,6 @@ bool command_exists(const std::string& command) {
     if (colon == std::string_view::npos) return false;
     dirs.remove_prefix(colon + 1);
   }
-}
-
-// At most kMaxReason bytes, not cutting a UTF-8 character in two.
-std::string short_reason(std::string reason) {
-  if (reason.size() <= kMaxReason) return reason;
-  std::size_t end = kMaxReason;
-  while (end > 0 && (static_cast<unsigned char>(reason[end]) & 0xC0) == 0x80) --end;
-  reason.resize(end);
-  return reason;
 }
 
 // SIGTERM and SIGINT, blocked and read from a signalfd for as long as it lives; SIGPIPE ignored.
@@ -225,7 +215,7 @@ int run_exec(std::span<const std::string> args) {
     if (result.kind == CommandResult::Kind::kExited && result.code == kTermStatus) {
       const std::string reason = result.last_stderr_line.empty() ? "exit status 100" : result.last_stderr_line;
       err.write(me, what + "; TERM: " + reason);
-      return Outcome::term(short_reason(reason));
+      return Outcome::term(reason);  // the encoder cuts it to fit the line
     }
     err.write(me, what + "; NAK");
     return Outcome::nak();

@@ -66,7 +66,9 @@ HandlerClient::State::Read HandlerClient::State::read_frame(proto::Frame& frame,
     if (result == proto::DeliveryParser::Result::kFrame) return Read::kFrame;
     if (result == proto::DeliveryParser::Result::kError) {
       throw ClientError(ClientError::Kind::kProtocol,
-                        "jetfan at " + socket_path + " sent what the protocol does not allow: " + parser.error());
+                        "jetfan at " + socket_path + " sent what the protocol does not allow (" +
+                            proto::to_string(parser.code()) + "): " + parser.error(),
+                        {}, parser.code());
     }
     // The parser has taken everything buffered. Confirmations go out before we wait, and while we
     // wait other threads write theirs themselves.

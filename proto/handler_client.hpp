@@ -64,14 +64,18 @@ class ClientError : public std::runtime_error {
     kProtocol,  // jetfan sent something the protocol does not allow
     kIo,        // reading the socket failed (with reconnect off)
   };
-  ClientError(Kind kind, const std::string& message, std::string reason = {})
-      : std::runtime_error(message), kind_(kind), reason_(std::move(reason)) {}
+  ClientError(Kind kind, const std::string& message, std::string reason = {},
+              proto::ErrorCode code = proto::ErrorCode::kNone)
+      : std::runtime_error(message), kind_(kind), reason_(std::move(reason)), code_(code) {}
   Kind kind() const { return kind_; }
   const std::string& reason() const { return reason_; }
+  // kProtocol: how the stream broke the framing (PROTOCOL.md, "Error codes").
+  proto::ErrorCode code() const { return code_; }
 
  private:
   Kind kind_;
   std::string reason_;
+  proto::ErrorCode code_;
 };
 
 // One delivery of a message to this handler.

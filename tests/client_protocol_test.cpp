@@ -182,7 +182,8 @@ TEST_CASE("C++ client: ERR mid-connection and garbage from jetfan are ClientErro
     FAIL("no error");
   } catch (const ClientError& e) {
     CHECK(e.kind() == ClientError::Kind::kProtocol);
-    CHECK_THAT(e.what(), Catch::Contains("BOGUS"));
+    CHECK(e.code() == jetfan::proto::ErrorCode::kUnknownVerb);
+    CHECK_THAT(e.what(), Catch::Contains("unknown-verb") && Catch::Contains("BOGUS"));
   }
   again.join();
 }
