@@ -2,7 +2,7 @@
 # Installs what building, testing and the demo need, from Debian 12 packages, if it is missing.
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libnats-dev libboost-dev libspdlog-dev libyaml-cpp-dev
-          catch2 libsystemd-dev nats-server nlohmann-json3-dev)
+          catch2 libsystemd-dev nats-server nlohmann-json3-dev python3 python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
