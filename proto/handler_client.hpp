@@ -10,8 +10,8 @@
 //   }
 //
 //   // A callback run on a pool of worker threads. Returning an Outcome confirms the delivery;
-//   // throwing jetfan::Term terminates it (poison, with what() as the reason); throwing anything
-//   // else NAKs it.
+//   // throwing jetfan::Term terminates it (poison, with what() as the reason), jetfan::Nak NAKs it
+//   // with its delay; throwing anything else NAKs it and logs what was thrown.
 //   client.run([](const jetfan::Delivery& msg) { build(msg.payload); return jetfan::Outcome::ack(); },
 //              {.workers = 8});
 //
@@ -89,7 +89,7 @@ struct Delivery {
 
   // Every header as (name, value), in order; a repeated name once per value.
   std::vector<std::pair<std::string, std::string>> header_list() const;
-  // The first value of header `name` (case-sensitive, as NATS defines names).
+  // The first value of header `name` (names match case-insensitively).
   std::optional<std::string> header(std::string_view name) const;
 };
 
@@ -109,6 +109,18 @@ struct Outcome {
 class Term : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// Thrown by run()'s callback: NAK the message with a redelivery delay of your choice (nullopt:
+// jetfan's own growing delay), without the log line any other exception gets.
+class Nak : public std::runtime_error {
+ public:
+  explicit Nak(std::optional<std::uint64_t> delay_ms = std::nullopt, const std::string& why = "nak")
+      : std::runtime_error(why), delay_ms_(delay_ms) {}
+  std::optional<std::uint64_t> delay_ms() const { return delay_ms_; }
+
+ private:
+  std::optional<std::uint64_t> delay_ms_;
 };
 
 struct ClientOptions {

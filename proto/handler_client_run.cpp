@@ -78,6 +78,8 @@ void HandlerClient::run(const Callback& callback, RunOptions options) {
       return callback(delivery);
     } catch (const Term& poison) {
       return Outcome::term(poison.what());
+    } catch (const Nak& failed) {
+      return Outcome::nak(failed.delay_ms());
     } catch (const std::exception& e) {
       state.log("the callback threw for " + where() + ": " + e.what() + "; NAK'd");
     } catch (...) {

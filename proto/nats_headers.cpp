@@ -9,6 +9,15 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 HeaderList parse_headers(std::string_view block) {
@@ -33,7 +42,7 @@ HeaderList parse_headers(std::string_view block) {
 
 const std::string* find_header(const HeaderList& headers, std::string_view name) {
   for (const auto& [key, value] : headers) {
-    if (key == name) return &value;
+    if (same_name(key, name)) return &value;
   }
   return nullptr;
 }

@@ -16,7 +16,8 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 // skipped, so a malformed block gives what can be read and never fails. Empty input: no headers.
 HeaderList parse_headers(std::string_view block);
 
-// The first value of `name`, or nullptr. Names are case-sensitive, as NATS defines them (ADR-4).
+// The first value of `name`, or nullptr. Names match case-insensitively, as in jetfan's other
+// clients (TypeScript, Python).
 const std::string* find_header(const HeaderList& headers, std::string_view name);
 
 }  // namespace jetfan

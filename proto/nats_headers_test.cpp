@@ -10,7 +10,9 @@ TEST_CASE("headers: every name and value in order, repeated names once per value
   CHECK(headers == HeaderList{{"Trace-Id", "abc"}, {"X", "two words"}, {"X", "again"}});
   REQUIRE(jetfan::find_header(headers, "X") != nullptr);
   CHECK(*jetfan::find_header(headers, "X") == "two words");
-  CHECK(jetfan::find_header(headers, "trace-id") == nullptr);  // names are case-sensitive
+  REQUIRE(jetfan::find_header(headers, "trace-id") != nullptr);  // names match in any case
+  CHECK(*jetfan::find_header(headers, "trace-id") == "abc");
+  CHECK(jetfan::find_header(headers, "Trace") == nullptr);
 }
 
 TEST_CASE("headers: a status line, a value with a colon, junk lines and no headers") {
