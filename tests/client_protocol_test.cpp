@@ -27,6 +27,12 @@ using jetfan::UniqueFd;
 
 namespace {
 
+// Background threads use it too, and Catch's assertions are for the test's own thread: a failure
+// here throws, and Background::join() rethrows it there.
+void check(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("scripted jetfan: " + what);
+}
+
 // Plays jetfan: listens, accepts one connection at a time, reads lines, sends bytes.
 class ScriptedJetfan {
  public:
@@ -34,14 +40,14 @@ class ScriptedJetfan {
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
-    REQUIRE(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    REQUIRE(::listen(listener_.get(), 4) == 0);
+    check(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0, "bind");
+    check(::listen(listener_.get(), 4) == 0, "listen");
   }
   void accept() {
     pollfd p{listener_.get(), POLLIN, 0};
-    REQUIRE(::poll(&p, 1, 20000) == 1);
+    check(::poll(&p, 1, 20000) == 1, "no connection in 20 s");
     peer_ = UniqueFd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    REQUIRE(peer_);
+    check(static_cast<bool>(peer_), "accept");
     buffer_.clear();
   }
   // The next line from the client without its line end; "" at end of stream or after 20 s.
@@ -60,12 +66,14 @@ class ScriptedJetfan {
       buffer_.append(chunk, static_cast<std::size_t>(n));
     }
   }
-  void send(const std::string& bytes) { REQUIRE(::send(peer_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size())); }
+  void send(const std::string& bytes) {
+    check(::send(peer_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()), "send");
+  }
   void close_peer() { peer_.reset(); }
   // Accepts and answers HELLO with READY.
   void greet(int max_unconfirmed) {
     accept();
-    REQUIRE(line() == "HELLO builder 1");
+    check(line() == "HELLO builder 1", "expected HELLO builder 1");
     send("READY 1 builder " + std::to_string(max_unconfirmed) + " #\r\n");
   }
 
