@@ -23,10 +23,10 @@
 //   ClientOptions::backoff_max, for as long as it takes, unless ClientOptions::reconnect is false
 //   (then next() returns nullopt, or throws ClientError if the connection broke). ERR from jetfan
 //   (for example a handler name jetfan does not declare) is never retried: it throws ClientError
-//   with jetfan's reason.
+//   with jetfan's reason (calling next() again afterwards connects anew).
 // - Deliveries unconfirmed when a connection ends are failed deliveries: jetfan counts them
 //   failed and redelivers them. Confirming one afterwards does nothing and returns false; it is
-//   never sent on the new connection, where its id would mean nothing. Delivery::id is this
+//   never sent on the new connection, where its wire id may name another delivery. Delivery::id is this
 //   client's own name for a delivery and is never reused, so a late confirmation cannot hit a
 //   newer delivery.
 // - Backpressure. jetfan sends at most READY's max-unconfirmed deliveries at a time; run() holds
