@@ -3,8 +3,9 @@
 # handler on the C++ client (jetfan-bench handler) and on the Python client
 # (proto/python/bench_handler.py), interleaved for ROUNDS rounds, measured as run.sh measures C:
 # from the handler's start (messages already in the stream) until the server shows nothing
-# pending or unacked. Prints each run and the median of the per-round ratios Python/C++.
-#   bench/client_ratio.sh [N=50000] [ROUNDS=3]
+# pending or unacked; in brackets, from the handler's ready_ns instead (without its start-up).
+# Prints each run and the median of the per-round ratios Python/C++.
+#   [PYTHON=python3] bench/client_ratio.sh [N=50000] [ROUNDS=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -56,16 +57,18 @@ run() {  # run HANDLER_CMD...: prints msg/s
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
   kill -TERM $jetfan $handler 2> /dev/null || true
   wait $jetfan $handler 2> /dev/null || true
-  awk -v n="$n" -v a="$t0" -v b="$(sed -n 's/^settled_ns=//p' "$work/watch.out")" 'BEGIN {printf "%.0f", n / ((b - a) / 1e9)}'
+  awk -v n="$n" -v a="$t0" -v r="$(sed -n 's/^ready_ns=//p' "$work/h.out")" \
+      -v b="$(sed -n 's/^settled_ns=//p' "$work/watch.out")" 'BEGIN {printf "%.0f %.0f\n", n / ((b - a) / 1e9), n / ((b - r) / 1e9)}'
 }
 
 ratios=()
 for r in $(seq "$rounds"); do
-  cpp=$(run "$tool" handler)
-  py=$(run python3 "$root/proto/python/bench_handler.py")
+  read -r cpp cpp_ready < <(run "$tool" handler)
+  read -r py py_ready < <(run "${PYTHON:-python3}" "$root/proto/python/bench_handler.py")
   ratio=$(awk -v p="$py" -v c="$cpp" 'BEGIN {printf "%.2f", p / c}')
   ratios+=("$ratio")
-  echo "round $r: C++ client $cpp msg/s, Python client $py msg/s, Python/C++ $ratio"
+  echo "round $r: C++ client $cpp msg/s [$cpp_ready], Python client $py msg/s [$py_ready], Python/C++ $ratio" \
+    "[$(awk -v p="$py_ready" -v c="$cpp_ready" 'BEGIN {printf "%.2f", p / c}')]"
 done
 median=$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n "$(( (rounds + 1) / 2 ))p")
 echo "median Python/C++ over $rounds rounds ($n messages of 128 B, one handler): $median"
