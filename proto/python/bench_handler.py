@@ -40,7 +40,7 @@ async def main(socket: str, name: str, latency_file: str) -> None:
             micros.append(min((now - ns) // 1000, 2**32 - 1))
         msg.ack()
     await h.close()
-    Path(latency_file).write_text("".join(f"{m}\n" for m in micros))
+    Path(latency_file).write_text("".join(map("{}\n".format, micros)))
 
 
 if __name__ == "__main__":

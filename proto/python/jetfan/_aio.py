@@ -166,11 +166,6 @@ class Handler:
 
     # --- handing out
 
-    def _deliver(self, message: Message) -> None:
-        self._queue.append(message)
-        if self._waiter is not None:
-            self._notify()
-
     def _notify(self) -> None:
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():

@@ -81,35 +81,37 @@ class Connection(asyncio.Protocol):
     def drain(self) -> None:
         """Hands frames to the handler until its buffer holds as many messages as jetfan allows
         unconfirmed; what is left waits in the parser, and reading pauses until there is room."""
+        if self.ready is not None and not self.adopted:
+            return  # the handler takes over after READY, and calls this again
         handler = self.handler
-        queue = handler._queue
+        queue, take = handler._queue, self.parser.next
+        limit = self.ready.max_unconfirmed if self.ready is not None else 0
         while self.alive:
-            if self.ready is not None:
-                if not self.adopted:
-                    return
-                if len(queue) >= self.ready.max_unconfirmed:
-                    if not self.paused:
-                        self.paused = True
-                        self.transport.pause_reading()
-                    return
+            if limit and len(queue) >= limit:
+                if not self.paused:
+                    self.paused = True
+                    self.transport.pause_reading()
+                return
             try:
-                frame = self.parser.next()
+                frame = take()
             except ProtocolError as error:
                 self.broken = error
                 self.transport.abort()
                 return
-            if frame is None:
-                if self.paused:
-                    self.paused = False
-                    self.transport.resume_reading()
-                return
-            if isinstance(frame, MsgFrame):
-                if self.ready is None:
+            if type(frame) is MsgFrame:  # the common case first, by exact type: the cheapest test
+                if not limit:
                     self.broken = ProtocolError("unexpected-frame", "MSG before READY")
                     self.transport.abort()
                     return
                 self.unconfirmed += 1
-                handler._deliver(Message(frame, self))
+                queue.append(Message(frame, self))
+                if handler._waiter is not None:
+                    handler._notify()
+            elif frame is None:
+                if self.paused:
+                    self.paused = False
+                    self.transport.resume_reading()
+                return
             elif isinstance(frame, Ping):
                 self.send(PONG_LINE)
             elif isinstance(frame, Err):
@@ -118,6 +120,7 @@ class Connection(asyncio.Protocol):
                 if self.ready is None:
                     self.ready = frame
                     self.handshake.set_result(frame)
+                    return  # the handler adopts the connection, then drains on
             # PONG: the answer to a PING we never send; nothing to do.
 
     # --- writing
@@ -143,7 +146,10 @@ class Connection(asyncio.Protocol):
             return False
         message._confirmed = True
         self.unconfirmed -= 1
-        self.send(line)
+        self._out += line  # send(), inlined: once per message
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self.flush)
         return True
 
     def wip(self, message: Message, line: bytes) -> bool:

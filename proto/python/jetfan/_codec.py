@@ -147,7 +147,13 @@ class FrameParser:
                     fast = None  # out of range: the general way names the error
                 else:
                     pos = self._pos = newline + 1
-                    self._msg = (id_, _text(key_b), seq, deliveries, header_bytes, total)
+                    key = key_b.decode("utf-8", "surrogateescape")
+                    end = pos + total
+                    if len(buf) >= end + 2 and buf[end] == 0x0D and buf[end + 1] == 0x0A:  # all here
+                        self._pos = end + 2
+                        headers = bytes(buf[pos : pos + header_bytes]) if header_bytes else b""
+                        return MsgFrame(id_, key, seq, deliveries, headers, bytes(buf[pos + header_bytes : end]))
+                    self._msg = (id_, key, seq, deliveries, header_bytes, total)
                     continue
             line = bytes(buf[pos:line_end])
             pos = self._pos = newline + 1
