@@ -2,7 +2,7 @@
 # Installs what building, testing and the demo need, from Debian 12 packages, if it is missing.
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libnats-dev libboost-dev libspdlog-dev libyaml-cpp-dev
-          catch2 libsystemd-dev nlohmann-json3-dev nats-server
+          catch2 libsystemd-dev nlohmann-json3-dev nats-server python3 python3-venv
           dpkg-dev lintian man-db python3-yaml systemd-container)  # packaging, docker/ and systemd/ checks
 missing=()
 for p in "${packages[@]}"; do
