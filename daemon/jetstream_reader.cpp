@@ -178,7 +178,8 @@ bool JetStreamReader::connect(const std::function<bool()>& stopping) {
     const auto verdict = judge_connect_failure(status, why, config_.nats, config_.file, servers, tls_closed);
     if (verdict.exit_code != 0) throw StartupError(verdict.exit_code, verdict.message);
     tls_closed = verdict.tls_closed;
-    spdlog::warn("nats: cannot reach {} (attempt {}): {}; retrying in {}ms", servers, attempt, why, delay.count());
+    spdlog::warn("nats: cannot reach {} (attempt {}): {}{}; retrying in {}ms", servers, attempt, why, verdict.message,
+                 delay.count());
     io_.run_for(delay);  // handles signals meanwhile
     io_.restart();
     if (stopping()) return false;

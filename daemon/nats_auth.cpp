@@ -272,10 +272,15 @@ ConnectVerdict judge_connect_failure(natsStatus status, std::string_view cnats_e
       verdict.exit_code = kExitConfig;
       verdict.message = "nats: " + servers + " requires TLS; configure nats.tls in " + config_file + no_retry;
       break;
-    case NATS_PROTOCOL_ERROR:
+    case NATS_PROTOCOL_ERROR:  // "Expected 'PONG', got ''": closed while jetfan waited for the answer
+    case NATS_IO_ERROR:        // "SSL_write error": closed while jetfan sent CONNECT
       if (!tls) break;
       verdict.tls_closed = true;
-      if (!tls_closed_before) break;
+      if (!tls_closed_before) {
+        verdict.message = " (the server closed the TLS connection before answering; if it does so again, jetfan "
+                          "takes it as a refusal of its client certificate)";
+        break;
+      }
       verdict.exit_code = kExitNoPerm;
       verdict.message = "nats: " + servers + " closed the TLS connection twice before answering" + why +
                         ": it refused jetfan's client certificate, " +

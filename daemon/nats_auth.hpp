@@ -62,7 +62,7 @@ std::optional<std::string> check_credential_files(const NatsSettings& nats);
 // What a failed natsConnection_Connect means.
 struct ConnectVerdict {
   int exit_code = 0;         // 0: retry after the usual backoff; else exit with it
-  std::string message;       // for exit_code != 0: the whole log line
+  std::string message;       // exit_code != 0: the whole log line; else empty, or a note for the retry line
   bool tls_closed = false;   // the server closed a TLS connection before answering CONNECT
 };
 
@@ -72,8 +72,8 @@ struct ConnectVerdict {
 //   77  the server refused the credentials (Authorization Violation, Permissions Violation); or
 //       it closed a TLS connection before answering, twice in a row, which is how nats-server 2.9
 //       refuses a client certificate under TLS 1.3 (the client has finished its side of the
-//       handshake by then, so cnats sees only "Expected 'PONG', got ''"). Once may be a server
-//       going down: that is retried.
+//       handshake by then, so cnats sees only "Expected 'PONG', got ''" or "SSL_write error").
+//       Once may be a server going down: that is retried.
 //   78  TLS cannot work as configured: jetfan does not trust the server's certificate or the
 //       handshake failed (SSL error), or one side wants TLS and the other does not offer it.
 //    0  anything else (no server, timeouts, a server going away): retry.

@@ -194,6 +194,8 @@ TEST_CASE("a failed connect is retried, or exits 77 or 78 with what was refused"
   const auto first = judge(NATS_PROTOCOL_ERROR, tls);
   CHECK(first.exit_code == 0);
   CHECK(first.tls_closed);
+  CHECK(judge(NATS_IO_ERROR, tls).tls_closed);  // "SSL_write error": closed while sending CONNECT
+  CHECK(judge(NATS_IO_ERROR, user, true).exit_code == 0);
   const auto second = judge(NATS_PROTOCOL_ERROR, tls, true);
   CHECK(second.exit_code == kExitNoPerm);
   CHECK_THAT(second.message, Catch::Contains("refused jetfan's client certificate, nats.tls.cert /client.pem"));
