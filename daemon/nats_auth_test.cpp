@@ -54,7 +54,7 @@ TEST_CASE("a password or token in a server URL is never shown", "[unit]") {
   CHECK_FALSE(url_has_secret("nats://h:1/path@x"));
 }
 
-TEST_CASE("credentials are described by setting and file, never by their secret", "[unit]") {
+TEST_CASE("credentials are described by setting and file and never by their secret", "[unit]") {
   NatsSettings nats = with_user();
   CHECK(describe_credentials(nats) == "nats.user \"builder\" with nats.password");
   nats = {};
@@ -101,7 +101,7 @@ TEST_CASE("files holding a secret include the config file when it holds a passwo
   CHECK(secret_files(NatsSettings{}, "/etc/jetfan.yaml").empty());
 }
 
-TEST_CASE("a secret file that group or others can read or write is warned about, with its mode", "[unit]") {
+TEST_CASE("a secret file that group or others can read or write is warned about with its mode", "[unit]") {
   const SecretFile file{"nats.creds", "/etc/jetfan/x.creds", "a user JWT and its NKey seed"};
   CHECK_FALSE(exposure_warning(file, S_IFREG | 0600));
   CHECK_FALSE(exposure_warning(file, S_IFREG | 0400));
@@ -129,7 +129,7 @@ TEST_CASE("exposed secret files are found by their real mode", "[unit]") {
   CHECK_THAT(warnings[0], !Catch::Contains(kSeed));
 }
 
-TEST_CASE("creds and seed files are checked before connecting, naming the file and never the secret", "[unit]") {
+TEST_CASE("creds and seed files are checked before connecting and named by file but never by secret", "[unit]") {
   TempDir dir;
   NatsSettings nats;
   nats.nkey = kPublic;
@@ -163,7 +163,7 @@ TEST_CASE("creds and seed files are checked before connecting, naming the file a
                             !Catch::Contains(jwt));
 }
 
-TEST_CASE("a failed connect is retried, or exits 77 or 78 with what was refused", "[unit]") {
+TEST_CASE("a failed connect is retried or exits 77 or 78 saying what was refused", "[unit]") {
   const NatsSettings user = with_user();
   auto judge = [](natsStatus status, const NatsSettings& nats, bool before = false) {
     return judge_connect_failure(status, "cnats says why", nats, "/etc/j.yaml", "nats://h:1", before);

@@ -105,7 +105,7 @@ std::string tls_block(const AuthFixtures& fx, const std::string& ca, const std::
 
 }  // namespace
 
-TEST_CASE("user and password: the right pair delivers; a wrong password exits 77 naming the user, never a password",
+TEST_CASE("user and password: the right pair delivers and a wrong password exits 77 naming the user but no password",
           "[integration]") {
   const std::string password = random_secret("pw-");
   const std::string wrong = random_secret("wrong-");
@@ -133,7 +133,7 @@ TEST_CASE("user and password: the right pair delivers; a wrong password exits 77
   check_secret_absent(mesh.jetfan_log(), {password, wrong});
 }
 
-TEST_CASE("token: the right one delivers; a wrong one exits 77 naming nats.token, never a token", "[integration]") {
+TEST_CASE("token: the right one delivers and a wrong one exits 77 naming nats.token but no token", "[integration]") {
   const std::string token = random_secret("tok-");
   const std::string wrong = random_secret("bad-");
   Mesh mesh({.token = token});
@@ -143,7 +143,7 @@ TEST_CASE("token: the right one delivers; a wrong one exits 77 naming nats.token
   check_secret_absent(mesh.jetfan_log(), {token, wrong});
 }
 
-TEST_CASE("NKey: the listed key delivers; an unknown or mismatched key exits 77 naming the seed file, never the seed",
+TEST_CASE("NKey: the listed key delivers and an unknown or mismatched key exits 77 naming the seed file but not the seed",
           "[integration]") {
   AuthFixtures fx;
   Mesh mesh({.server_conf = "authorization { users = [ {nkey: " + fx["nkey_user"] +
@@ -170,8 +170,8 @@ TEST_CASE("NKey: the listed key delivers; an unknown or mismatched key exits 77 
   check_secret_absent(mesh.jetfan_log(), fx.secret_lines("nkey/stranger.seed"));
 }
 
-TEST_CASE("creds with a user JWT: a user of the trusted account delivers; an unknown account's exits 77 naming the "
-          "file, never the JWT or seed",
+TEST_CASE("creds with a user JWT: a user of the trusted account delivers and one of an unknown account exits 77 "
+          "naming the file but not the JWT or seed",
           "[integration]") {
   AuthFixtures fx;
   // Operator mode: the server trusts the operator; the accounts' JWTs are preloaded in memory, and
@@ -196,7 +196,7 @@ TEST_CASE("creds with a user JWT: a user of the trusted account delivers; an unk
   check_secret_absent(mesh.jetfan_log(), fx.secret_lines("jwt/stranger.creds"));
 }
 
-TEST_CASE("TLS: a server whose certificate the CA signed delivers; an untrusted one exits 78 naming nats.tls.ca",
+TEST_CASE("TLS: a server whose certificate the CA signed delivers and an untrusted one exits 78 naming nats.tls.ca",
           "[integration]") {
   AuthFixtures fx;
   Mesh mesh({.server_conf = "tls { cert_file: " + fx.path("tls/server.pem") + ", key_file: " +
@@ -214,7 +214,7 @@ TEST_CASE("TLS: a server whose certificate the CA signed delivers; an untrusted 
   CHECK_THAT(log, Catch::Contains("the system's trust store (nats.tls.ca is not set)"));
 }
 
-TEST_CASE("TLS: a tls:// server URL never falls back to plain text; a server without TLS exits 78", "[integration]") {
+TEST_CASE("TLS: a tls:// server URL never falls back to plain text and a server without TLS exits 78", "[integration]") {
   Mesh mesh;
   std::string config = mesh.config(kBuilder);
   config.replace(config.find("nats://"), 7, "tls://");
@@ -225,8 +225,8 @@ TEST_CASE("TLS: a tls:// server URL never falls back to plain text; a server wit
                                                    Catch::Contains("jetfan never falls back to plain text"));
 }
 
-TEST_CASE("mutual TLS: the CA's client certificate delivers; none, or another CA's, exits 77 naming nats.tls.cert, "
-          "never the key",
+TEST_CASE("mutual TLS: the CA's client certificate delivers and none or another CA's exits 77 naming nats.tls.cert "
+          "but not the key",
           "[integration]") {
   AuthFixtures fx;
   Mesh mesh({.server_conf = "tls { cert_file: " + fx.path("tls/server.pem") + ", key_file: " +
