@@ -92,7 +92,7 @@ void on_reconnected(natsConnection* connection, void* closure) {
   if (ingress->closing) return;
   char url[256] = {0};
   natsConnection_GetConnectedUrl(connection, url, sizeof url);
-  spdlog::info("nats: reconnected to {}; pulling anew", url);
+  spdlog::info("nats: reconnected to {}; pulling anew", redact_url(url));
   ingress->push_reconnected();
 }
 void on_closed(natsConnection*, void* closure) {

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "startup_error.hpp"
 
@@ -38,41 +37,50 @@ void wipe(std::string& secret) {
   secret.clear();
 }
 
-std::string trimmed(std::string_view text) {
+std::string_view trimmed(std::string_view text) {
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) return {};
   const std::size_t last = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(first, last - first + 1));
+  return text.substr(first, last - first + 1);
 }
 
 // The contents of the blocks of a creds file, in order: the non-empty line after each
-// "-----BEGIN ..." line (the user JWT first, then the NKey seed, as nsc writes them).
-std::vector<std::string> block_contents(const std::string& text) {
+// "-----BEGIN ..." line (the user JWT first, then the NKey seed, as nsc writes them). Works on
+// views, so that the only copies of the secrets are the ones returned (and wiped by the caller).
+std::vector<std::string> block_contents(std::string_view text) {
   std::vector<std::string> blocks;
-  std::istringstream lines(text);
   bool in_block = false;
-  for (std::string line; std::getline(lines, line);) {
-    std::string item = trimmed(line);
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    const std::string_view item = trimmed(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
     if (item.rfind("-----BEGIN", 0) == 0) {
       in_block = true;
     } else if (in_block && !item.empty()) {
-      blocks.push_back(std::move(item));
+      blocks.emplace_back(item);
       in_block = false;
     }
-    wipe(line);
   }
   return blocks;
 }
 
-// Reads a whole secret file; on failure, `error` says why.
+// Reads a whole secret file (at most 64 KiB: creds files are about 1 KiB) into one allocation;
+// on failure, `error` says why.
 std::optional<std::string> read_secret(const std::string& path, std::string& error) {
-  std::ifstream file(path, std::ios::binary);
+  constexpr std::streamoff kMaxBytes = 64 * 1024;
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) {
     error = std::strerror(errno);
     return std::nullopt;
   }
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad()) {
+  const std::streamoff size = file.tellg();
+  if (size < 0 || size > kMaxBytes) {
+    error = size < 0 ? "not a regular file" : "larger than 64 KiB: not a creds or seed file";
+    return std::nullopt;
+  }
+  std::string text(static_cast<std::size_t>(size), '\0');
+  file.seekg(0);
+  if (!file.read(text.data(), size)) {
     wipe(text);
     error = "read error";
     return std::nullopt;
@@ -226,7 +234,7 @@ std::optional<std::string> check_credential_files(const NatsSettings& nats) {
     auto text = read_secret(nats.nkey_seed, error);
     if (!text) return named + ": cannot be read: " + error;
     std::vector<std::string> blocks = block_contents(*text);
-    std::string seed = blocks.empty() ? trimmed(*text) : blocks.back();
+    std::string seed(blocks.empty() ? trimmed(*text) : std::string_view(blocks.back()));
     wipe(*text);
     for (auto& block : blocks) wipe(block);
     std::optional<std::string> problem;

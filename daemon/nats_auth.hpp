@@ -56,7 +56,8 @@ std::vector<std::string> exposed_secret_file_warnings(const NatsSettings& nats, 
 
 // Reads: the creds and nkey_seed files. Returns one line naming the setting, the file and what is
 // wrong (unreadable, no JWT, no seed, a seed that is not an NKey seed), or nullopt when they are
-// usable. Secrets read are wiped from memory before returning.
+// usable. The copies of secrets it makes are wiped before they are freed (best effort: the C++
+// library's file buffer is not).
 std::optional<std::string> check_credential_files(const NatsSettings& nats);
 
 // What a failed natsConnection_Connect means.
