@@ -177,8 +177,9 @@ std::vector<SecretFile> secret_files(const NatsSettings& nats, const std::string
   bool url_secret = false;
   for (const auto& server : nats.servers) url_secret = url_secret || url_has_secret(server);
   if (!nats.password.empty() || !nats.token.empty() || url_secret) {
-    const char* what = !nats.password.empty() ? "nats.password" : !nats.token.empty() ? "nats.token"
-                                                                                       : "a password in nats.servers";
+    const char* what = !nats.password.empty() ? "nats.password"
+                       : !nats.token.empty()  ? "nats.token"
+                                              : "a password in nats.servers";
     files.push_back({"the config file", config_file, what});
   }
   return files;
@@ -219,8 +220,9 @@ std::optional<std::string> check_credential_files(const NatsSettings& nats) {
     wipe(*text);
     std::optional<std::string> problem;
     if (blocks.empty() || blocks[0].find('.') == std::string::npos) {
-      problem = named + ": holds no user JWT (a creds file holds the JWT, then the NKey seed, each on the line "
-                        "after a \"-----BEGIN ...\" line, as nsc writes it)";
+      problem = named +
+                ": holds no user JWT (a creds file holds the JWT, then the NKey seed, each on the line "
+                "after a \"-----BEGIN ...\" line, as nsc writes it)";
     } else if (blocks.size() < 2) {
       problem = named + ": holds no NKey seed after its JWT";
     } else if (auto why = seed_problem(blocks[1])) {
@@ -257,7 +259,7 @@ ConnectVerdict judge_connect_failure(natsStatus status, std::string_view cnats_e
   const std::string no_retry = ". Exiting now: retrying cannot fix this.";
   const bool tls = wants_tls(nats);
   const std::string ca = nats.tls && !nats.tls->ca.empty() ? "nats.tls.ca " + nats.tls->ca
-                                                            : "the system's trust store (nats.tls.ca is not set)";
+                                                           : "the system's trust store (nats.tls.ca is not set)";
   switch (status) {
     case NATS_CONNECTION_AUTH_FAILED:
     case NATS_NOT_PERMITTED:
@@ -267,14 +269,18 @@ ConnectVerdict judge_connect_failure(natsStatus status, std::string_view cnats_e
       break;
     case NATS_SSL_ERROR:
       verdict.exit_code = kExitConfig;
-      verdict.message = "nats: TLS with " + servers + " failed" + why + ": jetfan checks the server's certificate "
-                        "against " + ca + "; check nats.tls in " + config_file + no_retry;
+      verdict.message = "nats: TLS with " + servers + " failed" + why +
+                        ": jetfan checks the server's certificate "
+                        "against " +
+                        ca + "; check nats.tls in " + config_file + no_retry;
       break;
     case NATS_SECURE_CONNECTION_WANTED:
       verdict.exit_code = kExitConfig;
       verdict.message = "nats: " + servers + " does not offer TLS, and " + config_file + " asks for it (" +
-                        (nats.tls ? "nats.tls" : "a tls:// server URL") + "); jetfan never falls back to plain "
-                        "text" + no_retry;
+                        (nats.tls ? "nats.tls" : "a tls:// server URL") +
+                        "); jetfan never falls back to plain "
+                        "text" +
+                        no_retry;
       break;
     case NATS_SECURE_CONNECTION_REQUIRED:
       verdict.exit_code = kExitConfig;
@@ -285,8 +291,9 @@ ConnectVerdict judge_connect_failure(natsStatus status, std::string_view cnats_e
       if (!tls) break;
       verdict.tls_closed = true;
       if (!tls_closed_before) {
-        verdict.message = " (the server closed the TLS connection before answering; if it does so again, jetfan "
-                          "takes it as a refusal of its client certificate)";
+        verdict.message =
+            " (the server closed the TLS connection before answering; if it does so again, jetfan "
+            "takes it as a refusal of its client certificate)";
         break;
       }
       verdict.exit_code = kExitNoPerm;

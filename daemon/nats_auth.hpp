@@ -41,7 +41,7 @@ bool wants_tls(const NatsSettings& nats);
 struct SecretFile {
   std::string setting;  // "nats.creds", "nats.nkey_seed", "nats.tls.key", or "the config file"
   std::string path;
-  std::string holds;    // what secret it holds, e.g. "a user JWT and its NKey seed"
+  std::string holds;  // what secret it holds, e.g. "a user JWT and its NKey seed"
 };
 // The files whose contents are secret: creds, nkey_seed, tls.key, and `config_file` itself when
 // it holds nats.password, nats.token or a server URL with a password.
@@ -62,9 +62,9 @@ std::optional<std::string> check_credential_files(const NatsSettings& nats);
 
 // What a failed natsConnection_Connect means.
 struct ConnectVerdict {
-  int exit_code = 0;         // 0: retry after the usual backoff; else exit with it
-  std::string message;       // exit_code != 0: the whole log line; else empty, or a note for the retry line
-  bool tls_closed = false;   // the server closed a TLS connection before answering CONNECT
+  int exit_code = 0;        // 0: retry after the usual backoff; else exit with it
+  std::string message;      // exit_code != 0: the whole log line; else empty, or a note for the retry line
+  bool tls_closed = false;  // the server closed a TLS connection before answering CONNECT
 };
 
 // `cnats_error`: cnats's text for `status`. `servers`: the redacted server list, for messages.

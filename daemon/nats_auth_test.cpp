@@ -1,8 +1,8 @@
 #include "nats_auth.hpp"
 
-#include <catch2/catch.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -63,7 +63,8 @@ TEST_CASE("credentials are described by setting and file and never by their secr
   nats = {};
   nats.creds = "/etc/jetfan/x.creds";
   nats.tls = TlsSettings{"/ca.pem", "/client.pem", "/client.key"};
-  CHECK(describe_credentials(nats) == "nats.creds /etc/jetfan/x.creds, and the client certificate nats.tls.cert /client.pem");
+  CHECK(describe_credentials(nats) ==
+        "nats.creds /etc/jetfan/x.creds, and the client certificate nats.tls.cert /client.pem");
   nats = {};
   nats.nkey = kPublic;
   nats.nkey_seed = "/etc/jetfan/x.nk";
@@ -137,7 +138,8 @@ TEST_CASE("creds and seed files are checked before connecting and named by file 
   CHECK_FALSE(check_credential_files(nats));
 
   nats.nkey_seed = dir.path + "/missing.nk";
-  CHECK(check_credential_files(nats) == "nats.nkey_seed " + nats.nkey_seed + ": cannot be read: No such file or directory");
+  CHECK(check_credential_files(nats) ==
+        "nats.nkey_seed " + nats.nkey_seed + ": cannot be read: No such file or directory");
 
   const std::string broken = kSeed.substr(0, kSeed.size() - 1) + (kSeed.back() == 'A' ? "B" : "A");
   nats.nkey_seed = dir.write("broken.nk", broken + "\n");
@@ -148,19 +150,24 @@ TEST_CASE("creds and seed files are checked before connecting and named by file 
 
   nats = {};
   const std::string jwt = "eyJhbGciOi.eyJzdWIiOi.c2lnbmF0dXJl";  // shape only: cnats checks it at connect
-  nats.creds = dir.write("good.creds", "-----BEGIN NATS USER JWT-----\n" + jwt + "\n------END NATS USER JWT------\n\n"
-                                       "-----BEGIN USER NKEY SEED-----\n" + kSeed + "\n------END USER NKEY SEED------\n");
+  nats.creds = dir.write("good.creds", "-----BEGIN NATS USER JWT-----\n" + jwt +
+                                           "\n------END NATS USER JWT------\n\n"
+                                           "-----BEGIN USER NKEY SEED-----\n" +
+                                           kSeed + "\n------END USER NKEY SEED------\n");
   CHECK_FALSE(check_credential_files(nats));
   nats.creds = dir.write("garbage.creds", "nothing here\n");
   CHECK_THAT(*check_credential_files(nats), Catch::Contains(nats.creds + ": holds no user JWT"));
-  nats.creds = dir.write("jwt-only.creds", "-----BEGIN NATS USER JWT-----\n" + jwt + "\n------END NATS USER JWT------\n");
+  nats.creds =
+      dir.write("jwt-only.creds", "-----BEGIN NATS USER JWT-----\n" + jwt + "\n------END NATS USER JWT------\n");
   CHECK_THAT(*check_credential_files(nats), Catch::Contains(": holds no NKey seed"));
-  nats.creds = dir.write("bad-seed.creds", "-----BEGIN NATS USER JWT-----\n" + jwt + "\n-----END-----\n"
-                                           "-----BEGIN USER NKEY SEED-----\n" + broken + "\n-----END-----\n");
+  nats.creds = dir.write("bad-seed.creds", "-----BEGIN NATS USER JWT-----\n" + jwt +
+                                               "\n-----END-----\n"
+                                               "-----BEGIN USER NKEY SEED-----\n" +
+                                               broken + "\n-----END-----\n");
   const auto bad_seed = check_credential_files(nats);
   REQUIRE(bad_seed);
-  CHECK_THAT(*bad_seed, Catch::Contains(": its NKey seed is not valid") && !Catch::Contains(broken) &&
-                            !Catch::Contains(jwt));
+  CHECK_THAT(*bad_seed,
+             Catch::Contains(": its NKey seed is not valid") && !Catch::Contains(broken) && !Catch::Contains(jwt));
 }
 
 TEST_CASE("a failed connect is retried or exits 77 or 78 saying what was refused", "[unit]") {

@@ -23,7 +23,9 @@ MeshController::MeshController(const std::string& url, const ControllerAuth& aut
   NatsOptionsPtr options(raw_options);
   natsOptions_SetURL(raw_options, url.c_str());
   if (!auth.token.empty()) natsOptions_SetToken(raw_options, auth.token.c_str());
-  if (!auth.creds.empty()) check(natsOptions_SetUserCredentialsFromFiles(raw_options, auth.creds.c_str(), nullptr), "creds");
+  if (!auth.creds.empty()) {
+    check(natsOptions_SetUserCredentialsFromFiles(raw_options, auth.creds.c_str(), nullptr), "creds");
+  }
   if (!auth.tls_ca.empty()) {
     check(natsOptions_SetSecure(raw_options, true), "tls");
     check(natsOptions_LoadCATrustedCertificates(raw_options, auth.tls_ca.c_str()), "tls ca");

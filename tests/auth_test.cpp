@@ -6,9 +6,9 @@
 // warned about. Keys, certificates and JWTs are made fresh for each test by
 // tests/auth/make_auth_fixtures.py (Python's standard library and openssl; see tests/auth/README.md).
 
+#include <sys/stat.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <sys/stat.h>
 
 #include <csignal>
 #include <filesystem>
@@ -32,7 +32,9 @@ class AuthFixtures {
     if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp");
     dir_ = pattern;
     Process make({"python3", JETFAN_AUTH_FIXTURE_SCRIPT, dir_}, dir_ + "/make.log");
-    if (make.wait(120s) != 0) throw std::runtime_error("make_auth_fixtures.py failed: " + read_file(dir_ + "/make.log"));
+    if (make.wait(120s) != 0) {
+      throw std::runtime_error("make_auth_fixtures.py failed: " + read_file(dir_ + "/make.log"));
+    }
     manifest_ = nlohmann::json::parse(read_file(dir_ + "/manifest.json"));
   }
   ~AuthFixtures() {
@@ -143,12 +145,13 @@ TEST_CASE("token: the right one delivers and a wrong one exits 77 naming nats.to
   check_secret_absent(mesh.jetfan_log(), {token, wrong});
 }
 
-TEST_CASE("NKey: the listed key delivers and an unknown or mismatched key exits 77 naming the seed file but not the seed",
-          "[integration]") {
+TEST_CASE(
+    "NKey: the listed key delivers and an unknown or mismatched key exits 77 naming the seed file but not the seed",
+    "[integration]") {
   AuthFixtures fx;
-  Mesh mesh({.server_conf = "authorization { users = [ {nkey: " + fx["nkey_user"] +
-                            "}, {user: admin, password: admin} ] }\n",
-             .controller_credentials = "admin:admin"});
+  Mesh mesh(
+      {.server_conf = "authorization { users = [ {nkey: " + fx["nkey_user"] + "}, {user: admin, password: admin} ] }\n",
+       .controller_credentials = "admin:admin"});
   const std::string seed = fx.path("nkey/user.seed");
   const std::string stranger_seed = fx.path("nkey/stranger.seed");
   ::chmod(seed.c_str(), 0640);
@@ -170,9 +173,10 @@ TEST_CASE("NKey: the listed key delivers and an unknown or mismatched key exits 
   check_secret_absent(mesh.jetfan_log(), fx.secret_lines("nkey/stranger.seed"));
 }
 
-TEST_CASE("creds with a user JWT: a user of the trusted account delivers and one of an unknown account exits 77 "
-          "naming the file but not the JWT or seed",
-          "[integration]") {
+TEST_CASE(
+    "creds with a user JWT: a user of the trusted account delivers and one of an unknown account exits 77 "
+    "naming the file but not the JWT or seed",
+    "[integration]") {
   AuthFixtures fx;
   // Operator mode: the server trusts the operator; the accounts' JWTs are preloaded in memory, and
   // the account's JWT gives it JetStream.
@@ -199,8 +203,8 @@ TEST_CASE("creds with a user JWT: a user of the trusted account delivers and one
 TEST_CASE("TLS: a server whose certificate the CA signed delivers and an untrusted one exits 78 naming nats.tls.ca",
           "[integration]") {
   AuthFixtures fx;
-  Mesh mesh({.server_conf = "tls { cert_file: " + fx.path("tls/server.pem") + ", key_file: " +
-                            fx.path("tls/server.key") + ", timeout: 5 }\n",
+  Mesh mesh({.server_conf = "tls { cert_file: " + fx.path("tls/server.pem") +
+                            ", key_file: " + fx.path("tls/server.key") + ", timeout: 5 }\n",
              .controller_auth = {.tls_ca = fx.path("tls/ca.pem")},
              .scheme = "tls"});
   check_delivers(mesh, tls_block(fx, "tls/ca.pem"));
@@ -214,23 +218,25 @@ TEST_CASE("TLS: a server whose certificate the CA signed delivers and an untrust
   CHECK_THAT(log, Catch::Contains("the system's trust store (nats.tls.ca is not set)"));
 }
 
-TEST_CASE("TLS: a tls:// server URL never falls back to plain text and a server without TLS exits 78", "[integration]") {
+TEST_CASE("TLS: a tls:// server URL never falls back to plain text and a server without TLS exits 78",
+          "[integration]") {
   Mesh mesh;
   std::string config = mesh.config(kBuilder);
   config.replace(config.find("nats://"), 7, "tls://");
   const std::size_t before = mesh.jetfan_log().size();
   auto& jetfan = mesh.start_jetfan(config, false);
   REQUIRE(jetfan.wait(30s) == 78);
-  CHECK_THAT(mesh.jetfan_log().substr(before), Catch::Contains("does not offer TLS") &&
-                                                   Catch::Contains("jetfan never falls back to plain text"));
+  CHECK_THAT(mesh.jetfan_log().substr(before),
+             Catch::Contains("does not offer TLS") && Catch::Contains("jetfan never falls back to plain text"));
 }
 
-TEST_CASE("mutual TLS: the CA's client certificate delivers and none or another CA's exits 77 naming nats.tls.cert "
-          "but not the key",
-          "[integration]") {
+TEST_CASE(
+    "mutual TLS: the CA's client certificate delivers and none or another CA's exits 77 naming nats.tls.cert "
+    "but not the key",
+    "[integration]") {
   AuthFixtures fx;
-  Mesh mesh({.server_conf = "tls { cert_file: " + fx.path("tls/server.pem") + ", key_file: " +
-                            fx.path("tls/server.key") + ", ca_file: " + fx.path("tls/ca.pem") +
+  Mesh mesh({.server_conf = "tls { cert_file: " + fx.path("tls/server.pem") +
+                            ", key_file: " + fx.path("tls/server.key") + ", ca_file: " + fx.path("tls/ca.pem") +
                             ", verify: true, timeout: 5 }\n",
              .controller_auth = {.tls_ca = fx.path("tls/ca.pem"),
                                  .tls_cert = fx.path("tls/client.pem"),
@@ -246,8 +252,8 @@ TEST_CASE("mutual TLS: the CA's client certificate delivers and none or another 
   CHECK_THAT(log, Catch::Contains("refused jetfan's client certificate, none (nats.tls.cert is not set)"));
   CHECK(count_lines_containing(log, "cannot reach") == 1);
   log = check_exits(mesh, tls_block(fx, "tls/ca.pem", "tls/other-client.pem", "tls/other-client.key"), 77);
-  CHECK_THAT(log, Catch::Contains("refused jetfan's client certificate, nats.tls.cert " +
-                                  fx.path("tls/other-client.pem")));
+  CHECK_THAT(log,
+             Catch::Contains("refused jetfan's client certificate, nats.tls.cert " + fx.path("tls/other-client.pem")));
   CHECK(count_lines_containing(log, "cannot reach") == 1);
   check_secret_absent(mesh.jetfan_log(), fx.secret_lines("tls/client.key"));
   check_secret_absent(mesh.jetfan_log(), fx.secret_lines("tls/other-client.key"));
