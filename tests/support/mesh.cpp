@@ -43,7 +43,7 @@ Mesh::~Mesh() {
   if (!std::getenv("JETFAN_KEEP_TEST_DIRS")) std::filesystem::remove_all(dir_, ignored);
 }
 
-std::string Mesh::url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+std::string Mesh::url() const { return options_.scheme + "://127.0.0.1:" + std::to_string(port_); }
 
 void Mesh::start_server() {
   // The first start lets the server choose a free port (-p -1), so tests running side by side never
@@ -88,8 +88,12 @@ void Mesh::stop_server() {
 example::MeshController& Mesh::controller() {
   if (!controller_) {
     std::string where = url();
-    if (!options_.controller_credentials.empty()) where.insert(7, options_.controller_credentials + "@");
-    controller_ = std::make_unique<example::MeshController>(where, options_.token);
+    if (!options_.controller_credentials.empty()) {
+      where.insert(options_.scheme.size() + 3, options_.controller_credentials + "@");
+    }
+    example::ControllerAuth auth = options_.controller_auth;
+    if (auth.token.empty()) auth.token = options_.token;
+    controller_ = std::make_unique<example::MeshController>(where, auth);
   }
   return *controller_;
 }
