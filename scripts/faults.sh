@@ -12,7 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 if ! command -v python3 > /dev/null; then
-  apt-get install -y -q --no-install-recommends python3
+  echo "installing: python3"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3
 fi
 build=${JETFAN_BUILD_DIR:-build}
 JETFAN_BUILD_DIR=$build scripts/build.sh > /dev/null

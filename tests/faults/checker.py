@@ -366,6 +366,8 @@ def check(workdir):
         "duplicates": total_dups,
         "poison_redeliveries": total_poison_redeliveries,
         "lost": sum(h["lost"] for h in result_handlers.values()),
+        "after_ack": sum(h["duplicate_causes"].get("after_ack", 0) for h in result_handlers.values()),
+        "concurrent": sum(h["concurrent"] for h in result_handlers.values()),
         "ack_rule": ack_rule,
         "server_answers": {"seen": len(answers), "acked_or_termed": len(settled_at_server),
                            "acked_again_after_redelivery": acked_again, "acked_twice": len(acked_twice),

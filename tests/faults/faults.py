@@ -119,6 +119,7 @@ def main():
     parser.add_argument("--out", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the directories of passing runs too")
     parser.add_argument("--no-soak", action="store_true", help="--short or --full without the soak")
+    parser.add_argument("--only", help="--short or --full: only these classes (comma-separated)")
     args = parser.parse_args()
     args.out = args.out or os.path.join(args.build, "faults")
 
@@ -133,15 +134,16 @@ def main():
     args.rate = args.rate or 1000
     suite = Suite(args)
     try:
+        classes = [c for c in scenarios.CLASSES if not args.only or c in args.only.split(",")]
         if args.short:
-            for name in scenarios.CLASSES:
+            for name in classes:
                 suite.run_class(name, args.runs or 1, args.duration or 20)
-            for name in regressions.CASES:
+            for name in (regressions.CASES if not args.only else []):
                 suite.run_regression(name)
             if not args.no_soak:
                 suite.run_soak(60, soak_rate)
         elif args.full:
-            for name in scenarios.CLASSES:
+            for name in classes:
                 suite.run_class(name, args.runs or 10, args.duration or 60)
             if not args.no_soak:
                 suite.run_soak(600, soak_rate)

@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace jetfan::faults {
 
@@ -35,7 +36,17 @@ inline OwnedConnection connect_forever(const std::string& urls, const char* name
   natsOptions* raw = nullptr;
   check(natsOptions_Create(&raw), "options");
   OwnedOptions options(raw);
-  check(natsOptions_SetURL(raw, urls.c_str()), "url " + urls);
+  std::vector<std::string> list(1);
+  for (char c : urls) {
+    if (c == ',') {
+      list.emplace_back();
+    } else {
+      list.back().push_back(c);
+    }
+  }
+  std::vector<const char*> servers;
+  for (const auto& url : list) servers.push_back(url.c_str());
+  check(natsOptions_SetServers(raw, servers.data(), static_cast<int>(servers.size())), "servers " + urls);
   natsOptions_SetName(raw, name);
   natsOptions_SetMaxReconnect(raw, -1);
   natsOptions_SetReconnectWait(raw, 100);

@@ -13,7 +13,7 @@ _PR_SET_PDEATHSIG = 1
 _children = []
 
 
-def _die_with_parent():
+def die_with_parent():
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
@@ -24,7 +24,7 @@ class Proc:
         self.name = name or os.path.basename(self.argv[0])
         self.log = open(log_path, "ab")
         self.popen = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=stdin,
-                                      preexec_fn=_die_with_parent)
+                                      preexec_fn=die_with_parent)
         self.pid = self.popen.pid
         self.started = time.monotonic_ns()
         self.stopped_signal = False

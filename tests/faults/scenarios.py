@@ -7,6 +7,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 
@@ -14,7 +15,7 @@ import checker
 import faults_lib as F
 import records
 from mesh import KEYS, Run, Settings, standard_handlers
-from proc import wait_until
+from proc import die_with_parent, wait_until
 
 
 class Scenario:
@@ -127,12 +128,14 @@ def finish(run, info, settle_timeout):
     info["publish_stop"] = time.monotonic_ns()
     heal_all(run)
     info["settle_timeout_s"] = settle_timeout
-    info["settled"] = wait_settled(run, settle_timeout)
+    info["settled"] = wait_settled(run, settle_timeout) if settle_timeout > 0 else False
     run.event("settled" if info["settled"] else "not_settled")
     info["final_consumer"] = run.consumer_state()
     status = run.term_jetfan()
     info["final_exit"] = status
-    pending = (info["final_consumer"] or {}).get("num_ack_pending") or 0
+    final = info["final_consumer"] or {}
+    # What the server still holds back: delivered and unacked, and never delivered at all.
+    pending = (final.get("num_ack_pending") or 0) + (final.get("num_pending") or 0)
     audit_path = os.path.join(run.dir, "audit.txt")
     run.event("audit_start")
     audit = subprocess_run([os.path.join(run.build, "tests/faults/faults-nats"), "audit", run.servers.urls,
@@ -142,9 +145,9 @@ def finish(run, info, settle_timeout):
 
 
 def subprocess_run(argv, log):
-    import subprocess
     with open(log, "ab") as out:
-        return subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=120).returncode
+        return subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=120,
+                              preexec_fn=die_with_parent).returncode
 
 
 def write_info(run, info):

@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 
-from proc import Proc, free_port, read_text, wait_until
+from proc import Proc, die_with_parent, free_port, read_text, wait_until
 
 STREAM = "EVENTS"
 DURABLE = "faults"
@@ -81,7 +81,8 @@ class NatsTool:
 
     def __init__(self, binary, urls, log_path):
         self.proc = subprocess.Popen([binary, "serve", urls], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=open(log_path, "ab"), text=True, bufsize=1)
+                                     stderr=open(log_path, "ab"), text=True, bufsize=1,
+                                     preexec_fn=die_with_parent)
         self.lock = threading.Lock()
 
     def request(self, subject, body="", timeout_ms=2000):
