@@ -165,6 +165,8 @@ class Run:
         self.event("jetfan_exit", gen=self.jetfan_gen, how=how, status=status)
 
     def kill_jetfan(self):
+        if not self.jetfan.alive():  # it died by itself before the harness came to kill it
+            self.event("jetfan_crash", gen=self.jetfan_gen, status=self.jetfan.wait(0))
         status = self.jetfan.kill()
         self.jetfan_exited("SIGKILL", status)
 

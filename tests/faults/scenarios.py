@@ -72,9 +72,8 @@ def heal_all(run):
     if run.jetfan and run.jetfan.stopped_signal:
         run.jetfan.signal(signal.SIGCONT)
     if not run.jetfan_alive():
-        if run.jetfan:
-            run.jetfan_exited("on its own" if not run.jetfan_exits or run.jetfan_exits[-1]["gen"] != run.jetfan_gen
-                              else run.jetfan_exits[-1]["how"], run.jetfan.wait(0))
+        if run.jetfan and (not run.jetfan_exits or run.jetfan_exits[-1]["gen"] != run.jetfan_gen):
+            run.event("jetfan_crash", gen=run.jetfan_gen, status=run.jetfan.wait(0))
         run.start_jetfan()
     for key, p in list(run.instances.items()):
         spec = next(h for h in run.handlers if h.name == key[0])
