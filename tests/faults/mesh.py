@@ -7,6 +7,7 @@ Every process is started, signalled and reaped by its own pid; close() ends them
 import json
 import os
 import signal
+import threading
 import time
 
 import records
@@ -114,6 +115,33 @@ class Run:
         for h in self.handlers:
             for i in range(len(h.instances)):
                 self.start_instance(h.name, i)
+
+    def start_monitor(self, period=0.25):
+        """Asks the server for the consumer's info every `period` s and writes when it answered
+        (monitor.jsonl): the checker does not count as jetfan's the time the consumer itself could
+        not answer (no leader, server down)."""
+        self.monitor_stop = threading.Event()
+        path = os.path.join(self.dir, "monitor.jsonl")
+
+        def loop():
+            with open(path, "a") as out:
+                while not self.monitor_stop.is_set():
+                    t = time.monotonic_ns()
+                    info = self.tool.consumer_info(timeout_ms=500)
+                    leader = ((info or {}).get("cluster") or {}).get("leader")
+                    out.write(json.dumps({"t": t, "ok": info is not None, "leader": leader,
+                                          "ack_pending": (info or {}).get("num_ack_pending"),
+                                          "pending": (info or {}).get("num_pending")}) + "\n")
+                    out.flush()
+                    self.monitor_stop.wait(period)
+        self.monitor_thread = threading.Thread(target=loop, daemon=True)
+        self.monitor_thread.start()
+
+    def stop_monitor(self):
+        if getattr(self, "monitor_thread", None):
+            self.monitor_stop.set()
+            self.monitor_thread.join(5)
+            self.monitor_thread = None
 
     def start_watcher(self):
         """Every answer jetfan gives the server about a message, seen from outside (answers.rec)."""
@@ -227,6 +255,7 @@ class Run:
     # --- teardown ---
 
     def close(self):
+        self.stop_monitor()
         for p in list(self.instances.values()):
             p.close()
         if self.publisher:

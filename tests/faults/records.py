@@ -49,20 +49,25 @@ class Tail:
         self.offset = 0
 
     def poll(self):
+        out = []
         try:
             with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read(RECORD.size * 65536)
+                while True:
+                    # Small reads: the file is preallocated, and past the records there are zeros.
+                    f.seek(self.offset)
+                    data = f.read(RECORD.size * 256)
+                    complete = 0
+                    for start in range(0, len(data) - RECORD.size + 1, RECORD.size):
+                        fields = RECORD.unpack_from(data, start)
+                        if fields[0] == 0:
+                            break
+                        out.append(Rec(*fields))
+                        complete += 1
+                    self.offset += complete * RECORD.size
+                    if complete < 256:
+                        return out
         except FileNotFoundError:
-            return []
-        out = []
-        for start in range(0, len(data) - RECORD.size + 1, RECORD.size):
-            fields = RECORD.unpack_from(data, start)
-            if fields[0] == 0:
-                break
-            out.append(Rec(*fields))
-            self.offset += RECORD.size
-        return out
+            return out
 
 
 def columns(path):

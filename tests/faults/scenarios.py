@@ -111,14 +111,16 @@ def wait_settled(run, timeout):
     exactly the never-confirmed messages awaiting an ack. True if that happened within timeout."""
     deadline = time.monotonic() + timeout
     streak = 0
+    complete, unconfirmed, state = False, None, None
     while time.monotonic() < deadline:
         complete, unconfirmed = expectations(run)
-        state = run.consumer_state() if complete else None
-        ok = bool(state) and state["num_pending"] == 0 and state["num_ack_pending"] == unconfirmed
+        state = run.consumer_state()
+        ok = complete and bool(state) and state["num_pending"] == 0 and state["num_ack_pending"] == unconfirmed
         streak = streak + 1 if ok else 0
         if streak >= 2:
             return True
         time.sleep(0.5)
+    run.event("not_settled", complete=complete, unconfirmed=unconfirmed, state=state)
     return False
 
 
@@ -128,7 +130,8 @@ def finish(run, info, settle_timeout):
     heal_all(run)
     info["settle_timeout_s"] = settle_timeout
     info["settled"] = wait_settled(run, settle_timeout) if settle_timeout > 0 else False
-    run.event("settled" if info["settled"] else "not_settled")
+    if info["settled"]:
+        run.event("settled")
     info["final_consumer"] = run.consumer_state()
     status = run.term_jetfan()
     info["final_exit"] = status
@@ -174,6 +177,7 @@ def run_class(scenario, seed, duration, build, rate=1000, settle_timeout=90):
     try:
         run.start()
         run.start_publisher()
+        run.start_monitor()
         info["publish_start"] = time.monotonic_ns()
         end = time.monotonic() + duration
         count = 0
@@ -190,6 +194,7 @@ def run_class(scenario, seed, duration, build, rate=1000, settle_timeout=90):
                       stops_jetfan=did.get("stops_jetfan", False))
             count += 1
         run.stop_publisher()
+        run.stop_monitor()
         finish(run, info, settle_timeout)
     except Exception as e:  # the harness itself failed: keep everything and say so
         run.event("finding", what=f"harness error: {type(e).__name__}: {e}")
