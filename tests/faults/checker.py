@@ -55,6 +55,20 @@ def _key_of(keys, ident):
     return keys[ident % len(keys)]
 
 
+def derive_stored(attempted, acked_pub, seen_seq):
+    """(stored, server_lost). stored: what is in the stream, as far as anyone can tell: every
+    acknowledged publish, and every attempted one that some handler or the auditor got (an answer
+    lost in a fault does not mean the message is not there). server_lost: acknowledged publishes
+    whose stream sequence turned up carrying another message and that nobody ever got: the server
+    acknowledged them and then lost them (seen with nats-server 2.9.10 in an R3 cluster whose
+    stream leader was killed); jetfan cannot deliver what is not in the stream."""
+    seen_ids = set(seen_seq.values())
+    server_lost = {i for i, seq in acked_pub.items()
+                   if seq in seen_seq and seen_seq[seq] != i and i not in seen_ids}
+    stored = (set(acked_pub) - server_lost) | (seen_ids & attempted)
+    return stored, server_lost
+
+
 def check(workdir):
     run = load_run(workdir)
     history = load_history(workdir)
@@ -62,6 +76,7 @@ def check(workdir):
     from patterns import matches_any
 
     findings = []
+    server_findings = []  # what the server did wrong; shown, but not jetfan's verdict
     # --- the publisher ---
     pub = records.read(os.path.join(workdir, "publisher.rec"))
     attempted, acked_pub, failed, not_sent = set(), {}, set(), set()
@@ -108,10 +123,9 @@ def check(workdir):
                     audit.append((int(parts[0]), int(parts[1]), int(parts[2])))
     audit_ids = {i for _, i, _ in audit}
 
-    seen_any = set()
-    for items in deliveries.values():
-        seen_any.update(d["id"] for d in items)
-    stored = set(acked_pub) | (seen_any & attempted) | (audit_ids & attempted)
+    seen_seq = {d["seq"]: d["id"] for items in deliveries.values() for d in items}
+    seen_seq.update({seq: i for seq, i, _ in audit})
+    stored, server_lost = derive_stored(attempted, acked_pub, seen_seq)
 
     # --- fault intervals and jetfan generations from the history ---
     gen_starts = sorted(e["t"] for e in history if e["kind"] == "jetfan_start")
@@ -134,9 +148,7 @@ def check(workdir):
     audit_start = next((e["t"] for e in history if e["kind"] == "audit_start"), None)
     answers = [r for r in records.read(os.path.join(workdir, "answers.rec")) if audit_start is None or r.t < audit_start]
     seq_to_id = {seq: i for i, seq in acked_pub.items()}
-    for items in deliveries.values():
-        for d in items:
-            seq_to_id.setdefault(d["seq"], d["id"])
+    seq_to_id.update(seen_seq)  # what was delivered under a sequence is what it holds
     id_to_seq = {i: seq for seq, i in seq_to_id.items()}
     answers_by_seq = defaultdict(list)
     for r in answers:
@@ -167,7 +179,7 @@ def check(workdir):
                 why = f"key {_key_of(keys, ident)} does not match {h['patterns']}"
             elif any(x["flags"] & 1 for x in ds):
                 why = "key differs from the published key"
-            elif ident in acked_pub and any(x["seq"] != acked_pub[ident] for x in ds):
+            elif ident in acked_pub and ident not in server_lost and any(x["seq"] != acked_pub[ident] for x in ds):
                 why = f"stream seq {d['seq']} but published as {acked_pub[ident]}"
             if why:
                 unexpected.append({"id": ident, "why": why})
@@ -333,11 +345,17 @@ def check(workdir):
         findings.append(f"CONSUMER NOT SETTLED: at the end num_pending={final.get('num_pending')} "
                         f"num_ack_pending={final.get('num_ack_pending')}, expected 0 and {len(unconfirmed)} "
                         f"(the messages some handler never confirms)")
-    if not run.get("settled", False):
+    if not run.get("settled", False) and not (consumer_ok and not any(h["lost"] for h in result_handlers.values())):
         last = next((e for e in reversed(history) if e["kind"] == "not_settled"), {})
         findings.append(f"STALL: the run did not settle within {run.get('settle_timeout_s')} s after the faults "
                         f"ended and the publisher stopped (last seen: handlers complete={last.get('complete')}, "
                         f"consumer {last.get('state')}, expected num_ack_pending {last.get('unconfirmed')})")
+
+    if server_lost:
+        server_findings.append(f"SERVER LOST ACKNOWLEDGED PUBLISH: nats-server acknowledged {len(server_lost)} publish(es) "
+                               f"and later delivered another message under the same stream sequence, e.g. "
+                               f"{[(i, acked_pub[i], seen_seq[acked_pub[i]]) for i in sorted(server_lost)[:3]]} "
+                               f"(id, sequence, id found there); not jetfan's")
 
     # --- progress ---
     stored_at = {r.id: r.t for r in pub if r.kind == records.STORED}
@@ -383,6 +401,8 @@ def check(workdir):
         "consumer_settled": consumer_ok,
         "progress": progress,
         "findings": findings,
+        "server_findings": server_findings,
+        "server_lost": len(server_lost),
         "verdict": "PASS" if not findings else "FAIL",
     }
 

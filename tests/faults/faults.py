@@ -45,6 +45,8 @@ def summarize(name, result, workdir, kept, rerun):
             f"dups {result['duplicates']:>5}  longest gap {p['longest_gap_s']:>5.1f}s  "
             f"resume {p['max_resume_s'] if p['max_resume_s'] is not None else '-':>5}s")
     print(line, flush=True)
+    for f in result.get("server_findings", []):
+        print(f"        - {f}", flush=True)
     if result["verdict"] != "PASS":
         for f in result["findings"]:
             print(f"        - {f}", flush=True)

@@ -84,24 +84,30 @@ def heal_all(run):
 
 
 def expectations(run):
-    """(every non-ghost handler has all it should, the number of ids some handler never confirms)."""
+    """(every non-ghost handler has all it should, the number of ids some handler never confirms),
+    from the records so far, with the checker's notion of what is in the stream."""
     pub = records.read(run.publisher_record)
-    stored = {r.id for r in pub if r.kind == records.STORED}
-    complete = True
-    unconfirmed = 0
+    attempted = {r.id for r in pub if r.kind == records.ATTEMPT}
+    acked = {r.id: r.seq for r in pub if r.kind == records.STORED}
+    got, confirmed, seen_seq = {}, {}, {}
     for h in run.handlers:
-        got, acked = set(), set()
+        got[h.name], confirmed[h.name] = set(), set()
         for path in run.handler_record_files(h.name):
             for r in records.read(path):
                 if r.kind == records.DELIVERED:
-                    got.add(r.id)
+                    got[h.name].add(r.id)
+                    seen_seq[r.seq] = r.id
                 elif r.kind == records.ACKED:
-                    acked.add(r.id)
+                    confirmed[h.name].add(r.id)
+    stored, _ = checker.derive_stored(attempted, acked, seen_seq)
+    complete = True
+    unconfirmed = 0
+    for h in run.handlers:
         wants = {i for i in stored if h.wants(i)}
         if h.ghost:
-            unconfirmed += len(wants - acked)
+            unconfirmed += len(wants - confirmed[h.name])
         else:
-            complete = complete and wants <= got
+            complete = complete and wants <= got[h.name]
             unconfirmed += sum(1 for i in wants if h.poisoned(i))
     return complete, unconfirmed
 
