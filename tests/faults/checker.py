@@ -323,7 +323,16 @@ def check(workdir):
     # them is on the wire; the others jetfan never acked.
     reoffered = {i for i in extra_all if any(r.kind == 1 for r in answers_by_seq.get(id_to_seq.get(i), ()))}
     extra = extra_all - reoffered
+    # Before the auditor waited for each expected sequence, it stopped once as many had come back
+    # as the server held, so a message the server offered again (above) could stand in for one
+    # still on its way. A message missing from such an audit that jetfan never acked or
+    # terminated on the wire is not counted as broken, but as inconclusive.
+    inconclusive = set()
+    if run.get("audit_mode") != "set" and reoffered:
+        inconclusive = {i for i in missing if id_to_seq.get(i) not in settled_at_server}
+        missing = missing - inconclusive
     ack_rule = {"unconfirmed": len(unconfirmed), "came_back": len(audit_ids),
+                "audit_inconclusive": sorted(inconclusive),
                 "acked_although_unconfirmed": len(missing), "acked_although_unconfirmed_sample": sorted(missing)[:SAMPLE],
                 "left_unacked": len(extra), "left_unacked_sample": sorted(extra)[:SAMPLE],
                 "reoffered_by_server_after_ack": len(reoffered), "reoffered_sample": sorted(reoffered)[:SAMPLE],

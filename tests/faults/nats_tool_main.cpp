@@ -8,9 +8,10 @@
 //   faults-nats audit URLS STREAM DURABLE EXPECT TIMEOUT_S GRACE_MS OUT_FILE
 //       Reads the durable consumer the way jetfan does (pull requests), once jetfan is stopped: what
 //       the server still has unacknowledged comes back here. Writes "<stream-seq> <id> <deliveries>"
-//       per message to OUT_FILE and acks it. Stops GRACE_MS after it holds EXPECT distinct
-//       sequences with nothing new arriving, or after TIMEOUT_S. Exit 0 either way; the harness
-//       compares what came back with what it expects.
+//       per message to OUT_FILE and acks it. EXPECT is a file of stream sequences, one per line (or
+//       a count): it stops GRACE_MS after every one of them (that many) came back with nothing new
+//       arriving, or after TIMEOUT_S. Exit 0 either way; the harness compares what came back with
+//       what it expects.
 //   faults-nats watch URLS SUBJECT RECORD_FILE
 //       Subscribes to SUBJECT ($JS.ACK.<stream>.<durable>.>: every answer jetfan sends the server
 //       about a message) and records each (record_log.hpp): stream_seq and aux = delivery count from
@@ -100,6 +101,7 @@ void on_answer(natsConnection*, natsSubscription*, natsMsg* raw, void* closure) 
 struct Audit {
   std::mutex mutex;
   std::set<std::uint64_t> seqs;
+  std::set<std::uint64_t> awaited;  // expected sequences not yet back
   std::ofstream out;
   natsConnection* connection = nullptr;
   std::uint64_t last_new_ns = 0;
@@ -118,6 +120,7 @@ struct Audit {
       std::lock_guard lock(self.mutex);
       self.out << seq << ' ' << id << ' ' << deliveries << '\n' << std::flush;
       if (self.seqs.insert(seq).second) self.last_new_ns = jetfan::faults::monotonic_ns();
+      self.awaited.erase(seq);
     }
     natsConnection_Publish(self.connection, reply, "+ACK", 4);
   }
@@ -139,10 +142,17 @@ int watch(const std::vector<std::string>& a) {
 int audit(const std::vector<std::string>& a) {
   auto connection = jetfan::faults::connect_forever(a[0], "faults-audit");
   const std::string pull_subject = "$JS.API.CONSUMER.MSG.NEXT." + a[1] + "." + a[2];
-  const std::size_t expect = std::stoul(a[3]);
+  std::size_t expect = 0;
+  Audit state;
+  if (!a[3].empty() && a[3].find_first_not_of("0123456789") == std::string::npos) {
+    expect = std::stoul(a[3]);
+  } else {
+    std::ifstream list(a[3]);
+    for (std::uint64_t seq; list >> seq;) state.awaited.insert(seq);
+    expect = state.awaited.size();
+  }
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(std::stol(a[4]));
   const std::uint64_t grace_ns = std::stoull(a[5]) * 1'000'000ULL;
-  Audit state;
   state.out.open(a[6]);
   state.connection = connection.get();
   natsInbox* raw_inbox = nullptr;
@@ -167,7 +177,8 @@ int audit(const std::vector<std::string>& a) {
     }
     {
       std::lock_guard lock(state.mutex);
-      if (state.seqs.size() >= expect && jetfan::faults::monotonic_ns() > state.last_new_ns + grace_ns) break;
+      const bool all_back = state.awaited.empty() && state.seqs.size() >= expect;
+      if (all_back && jetfan::faults::monotonic_ns() > state.last_new_ns + grace_ns) break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -83,9 +83,10 @@ def heal_all(run):
             run.start_instance(*key)
 
 
-def expectations(run):
-    """(every non-ghost handler has all it should, the number of ids some handler never confirms),
-    from the records so far, with the checker's notion of what is in the stream."""
+def expectations(run, want_ids=False):
+    """(every non-ghost handler has all it should, the ids some handler never confirms, as a count
+    or, with want_ids, as {id: stream seq}), from the records so far, with the checker's notion of
+    what is in the stream."""
     pub = records.read(run.publisher_record)
     attempted = {r.id for r in pub if r.kind == records.ATTEMPT}
     acked = {r.id: r.seq for r in pub if r.kind == records.STORED}
@@ -101,15 +102,19 @@ def expectations(run):
                     confirmed[h.name].add(r.id)
     stored, _ = checker.derive_stored(attempted, acked, seen_seq)
     complete = True
-    unconfirmed = 0
+    unconfirmed = set()
     for h in run.handlers:
         wants = {i for i in stored if h.wants(i)}
         if h.ghost:
-            unconfirmed += len(wants - confirmed[h.name])
+            unconfirmed |= wants - confirmed[h.name]
         else:
             complete = complete and wants <= got[h.name]
-            unconfirmed += sum(1 for i in wants if h.poisoned(i))
-    return complete, unconfirmed
+            unconfirmed |= {i for i in wants if h.poisoned(i)}
+    if not want_ids:
+        return complete, len(unconfirmed)
+    seq_of = dict(acked)
+    seq_of.update({i: seq for seq, i in seen_seq.items()})
+    return complete, {i: seq_of.get(i) for i in unconfirmed}
 
 
 def wait_settled(run, timeout):
@@ -141,13 +146,16 @@ def finish(run, info, settle_timeout):
     info["final_consumer"] = run.consumer_state()
     status = run.term_jetfan()
     info["final_exit"] = status
-    final = info["final_consumer"] or {}
-    # What the server still holds back: delivered and unacked, and never delivered at all.
-    pending = (final.get("num_ack_pending") or 0) + (final.get("num_pending") or 0)
+    # What must come back: every message some handler never confirmed, by its stream sequence.
+    _, unconfirmed = expectations(run, want_ids=True)
+    expect_path = os.path.join(run.dir, "audit-expect.txt")
+    with open(expect_path, "w") as f:
+        f.writelines(f"{seq}\n" for seq in sorted(s for s in unconfirmed.values() if s))
+    info["audit_mode"] = "set"
     audit_path = os.path.join(run.dir, "audit.txt")
     run.event("audit_start")
     audit = subprocess_run([os.path.join(run.build, "tests/faults/faults-nats"), "audit", run.servers.urls,
-                            "EVENTS", "faults", str(pending), "45", "3000", audit_path],
+                            "EVENTS", "faults", expect_path, "45", "3000", audit_path],
                            os.path.join(run.dir, "audit.log"))
     info["audited"] = audit == 0
 
