@@ -32,6 +32,7 @@ import os
 from collections import defaultdict
 
 import records
+from progress import load_monitor, progress_figures
 
 SAMPLE = 20
 
@@ -414,89 +415,3 @@ def check(workdir):
         "server_lost": len(server_lost),
         "verdict": "PASS" if not findings else "FAIL",
     }
-
-
-def load_monitor(workdir):
-    """When the server answered consumer info, from monitor.jsonl: a sorted list of (t, ok)."""
-    path = os.path.join(workdir, "monitor.jsonl")
-    out = []
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                try:
-                    e = json.loads(line)
-                except ValueError:
-                    continue
-                out.append((e["t"], bool(e["ok"])))
-    return out
-
-
-def available_since(monitor, t):
-    """The start of the stretch of answered consumer-info polls that reaches t: before it the
-    consumer could not answer (server down, no leader). 0 when there is no monitor or none failed."""
-    i = bisect.bisect_right(monitor, (t, True))
-    since = 0
-    for k in range(i - 1, -1, -1):
-        if not monitor[k][1]:
-            since = monitor[k + 1][0] if k + 1 < len(monitor) else t
-            break
-    return since
-
-
-def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=()):
-    """How long handlers went without progress while they had work.
-
-    A handler has work at time t when a message for it is in the stream (the publisher has its
-    ack) that it has not yet received. Gaps while it had none (the publisher itself was stalled,
-    say by a stream leader election) are not jetfan's and are not counted. Per handler, the
-    moments it got a message it had not had before are taken in order; a gap runs from the later
-    of the previous such moment and the time the oldest message still to come was stored.
-    Per fault: from the moment it was healed (or the work was stored, if later) until every handler
-    with work got something new. Time during which the server could not answer consumer info (the
-    monitor's polls failed: server down, consumer without a leader) is not counted either."""
-    begin, end = run.get("publish_start"), run.get("publish_stop")
-    series = {}
-    for h in handlers:
-        if h.get("ghost"):
-            continue
-        seen, times, stored = set(), [], []
-        for d in deliveries[h["name"]]:
-            if d["id"] not in seen:
-                seen.add(d["id"])
-                times.append(d["t"])
-                stored.append(min(stored_at.get(d["id"], d["t"]), d["t"]))
-        # waiting_since[i]: the earliest store time among the messages first received at i or later
-        waiting_since = stored[:]
-        for i in range(len(waiting_since) - 2, -1, -1):
-            waiting_since[i] = min(waiting_since[i], waiting_since[i + 1])
-        series[h["name"]] = (times, waiting_since)
-    longest, longest_at = 0.0, None
-    if begin and end:
-        for name, (times, waiting) in series.items():
-            for i in range(1, len(times)):
-                if times[i] > end:
-                    break
-                start = max(times[i - 1], waiting[i], begin, available_since(monitor, times[i]))
-                gap = (times[i] - start) / 1e9
-                if gap > longest:
-                    longest, longest_at = gap, (name, (start - begin) / 1e9)
-    per_fault = []
-    for f in faults:
-        healed = f["end"]
-        if end and healed > end:
-            continue
-        waits = []
-        for name, (times, waiting) in series.items():
-            i = bisect.bisect_right(times, healed)
-            if i < len(times):
-                waits.append(((times[i] - max(healed, waiting[i], available_since(monitor, times[i]))) / 1e9, name))
-        if waits:
-            wait, slowest = max(waits)
-            per_fault.append({"fault": f["name"], "at_s": (f["begin"] - begin) / 1e9 if begin else None,
-                              "lasted_s": (f["end"] - f["begin"]) / 1e9, "resume_s": max(0.0, wait),
-                              "slowest": slowest, "detail": f.get("detail")})
-    worst = max(per_fault, key=lambda p: p["resume_s"], default=None)
-    return {"longest_gap_s": round(longest, 3), "longest_gap_at": longest_at,
-            "max_resume_s": round(worst["resume_s"], 3) if worst else None,
-            "worst_fault": f"{worst['fault']} at {worst['at_s']:.1f} s ({worst.get('detail')})" if worst else None,
-            "per_fault": per_fault}
