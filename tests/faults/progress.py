@@ -7,18 +7,20 @@ import os
 
 
 def load_monitor(workdir):
-    """When the server answered consumer info, from monitor.jsonl: a sorted list of (t, ok)."""
+    """When the server answered consumer info, from monitor.jsonl: a sorted list of (t, ok). In a
+    cluster an answer counts only if it names a leader: a replica without one answers too, with
+    an empty leader, while no pull request can be served."""
     path = os.path.join(workdir, "monitor.jsonl")
-    out = []
+    entries = []
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
                 try:
-                    e = json.loads(line)
+                    entries.append(json.loads(line))
                 except ValueError:
                     continue
-                out.append((e["t"], bool(e["ok"])))
-    return out
+    clustered = any(e.get("leader") for e in entries)
+    return [(e["t"], bool(e["ok"]) and (bool(e.get("leader")) or not clustered)) for e in entries]
 
 
 def available_since(monitor, t):
