@@ -193,9 +193,12 @@ def check(workdir):
             never_confirmed = wants - acked_by_h
             unconfirmed |= never_confirmed
             lost = set()
+            stuck = set()
         else:
             unconfirmed |= poison
             lost = wants - set(received)
+            # received, failed (NAK, cut off, no answer), and never given to it again
+            stuck = (wants & set(received)) - acked_by_h - poison
 
         causes = defaultdict(int)
         concurrent = []
@@ -245,6 +248,8 @@ def check(workdir):
             "deliveries": len(items),
             "lost": len(lost),
             "lost_sample": sorted(lost)[:SAMPLE],
+            "never_redelivered": len(stuck),
+            "never_redelivered_sample": sorted(stuck)[:SAMPLE],
             "unexpected": len(unexpected),
             "unexpected_sample": unexpected[:SAMPLE],
             "duplicates": dups,
@@ -262,6 +267,9 @@ def check(workdir):
         if lost:
             findings.append(f"LOST: handler {name} never received {len(lost)} message(s) it matches, e.g. ids "
                             f"{sorted(lost)[:5]}")
+        if stuck:
+            findings.append(f"NEVER REDELIVERED: handler {name} failed {len(stuck)} message(s) (NAK, cut off, no "
+                            f"answer) and never got them again, e.g. ids {sorted(stuck)[:5]}")
         if unexpected:
             findings.append(f"UNEXPECTED: handler {name} received {len(unexpected)} message(s) it should not have, "
                             f"e.g. {unexpected[:2]}")

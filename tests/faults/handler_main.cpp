@@ -1,7 +1,7 @@
 // faults-handler: a recording jetfan handler on the C++ client (proto/handler_client.hpp).
 //
 //   faults-handler SOCKET NAME RECORD_FILE [--poison MOD:REM] [--slow-us US] [--reconnect-every N]
-//                  [--never-confirm 1] [--batch 1]
+//                  [--never-confirm 1] [--batch 1] [--nak-first 1]
 //
 // Records every delivery it gets and every answer it gives (record_log.hpp), kind:
 //   1 delivered   stream_seq, id (the payload's number), aux = deliveries; flags bit 0 set when
@@ -15,7 +15,8 @@
 // (a message this handler never confirms). --slow-us: sleep that long before each answer.
 // --reconnect-every N: after every N deliveries, close the connection without confirming the
 // last one, and connect again (a handler that reconnects in a loop). --never-confirm: a stuck
-// handler, which takes every delivery and answers none. Each answer is written to the socket at
+// handler, which takes every delivery and answers none. --nak-first 1: NAK each message the first
+// time it comes (delivery count 1), ACK it later. Each answer is written to the socket at
 // once and recorded after that, so "acked" on record means jetfan can read the ACK; --batch 1
 // leaves answers to the client's batching (one write per burst) for the soak, where nothing is
 // killed. Whenever jetfan is away it
@@ -46,6 +47,7 @@ struct Options {
   unsigned reconnect_every = 0;
   bool never_confirm = false;
   bool batch = false;
+  bool nak_first = false;
 };
 
 std::uint64_t payload_id(const std::string& payload, std::string_view& key_in_payload) {
@@ -83,7 +85,8 @@ void serve(jetfan::HandlerClient& client, const Options& options, RecordLog& log
     }
     if (options.never_confirm) continue;
     if (options.slow_us) std::this_thread::sleep_for(std::chrono::microseconds(options.slow_us));
-    const bool poison = options.poison_mod && record.id % options.poison_mod == options.poison_rem;
+    const bool poison = (options.poison_mod && record.id % options.poison_mod == options.poison_rem) ||
+                        (options.nak_first && message->deliveries == 1);
     record.kind = poison ? kNaked : kAcked;
     poison ? client.nak(message->id) : client.ack(message->id);
     if (options.batch) {
@@ -125,7 +128,7 @@ int run(const Options& options) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: faults-handler SOCKET NAME RECORD_FILE [--poison MOD:REM] [--slow-us US] [--reconnect-every N] [--never-confirm 1] [--batch 1]\n");
+    std::fprintf(stderr, "usage: faults-handler SOCKET NAME RECORD_FILE [--poison MOD:REM] [--slow-us US] [--reconnect-every N] [--never-confirm 1] [--batch 1] [--nak-first 1]\n");
     return 64;
   }
   Options options{argv[1], argv[2], argv[3]};
@@ -139,6 +142,8 @@ int main(int argc, char** argv) {
       options.slow_us = static_cast<unsigned>(std::stoul(value));
     } else if (flag == "--reconnect-every") {
       options.reconnect_every = static_cast<unsigned>(std::stoul(value));
+    } else if (flag == "--nak-first") {
+      options.nak_first = value == "1";
     } else if (flag == "--batch") {
       options.batch = value == "1";
     } else if (flag == "--never-confirm") {

@@ -184,6 +184,44 @@ def stuck_handler(build):
     return _conclude(run, info, findings, settle_timeout=0, stalls_by_design=True)
 
 
+def failed_while_other_holds(build):
+    """found by the handler class: a failed delivery is not retried while another recipient has no instance.
+
+    Handlers C (#, NAKs each message the first time, ACKs it after) and G (g.*, declared, no
+    instance). Every key g.1 message is for C and G: C's NAK fails it, but jetfan holds the message
+    for G and does not hand it back, so C never gets it again while G is away
+    (daemon/dispatch_core.cpp, DispatchCore::maybe_finish returns while another recipient is
+    queued). In the handler class the same happened to a delivery in flight to an instance of C
+    that was killed. Fixed when: within 10 s every message C NAKed once has come back to it and
+    been ACKed."""
+    run = Run(build, scenarios.new_workdir("regress-failed-held"), [
+        HandlerSpec("C", ["#"], [["--nak-first", "1"]]), HandlerSpec("G", ["g.*"], [], ghost=True)], 1,
+        Settings(rate=500, use_proxy=False))
+    info = {"name": "failed-while-other-holds", "seed": 0, "duration_s": 0}
+    findings = []
+    try:
+        run.start()
+        run.start_publisher()
+        info["publish_start"] = time.monotonic_ns()
+        wait_until(lambda: len(_stored(run)) >= 500, 30, poll=0.05)
+        run.stop_publisher()
+        stored = _stored(run)
+        ok = wait_until(lambda: _all_acked(run, stored), 10, poll=0.1)
+        acked = set()
+        for path in run.handler_record_files("C"):
+            acked |= {r.id for r in records.read(path) if r.kind == records.ACKED}
+        missing = sorted(stored - acked)
+        info["measured"] = {"published": len(stored), "never_acked_by_C": len(missing),
+                            "keys": sorted({scenarios.KEYS[i % len(scenarios.KEYS)] for i in missing})}
+        if not ok:
+            findings.append(f"FAILED DELIVERY NOT RETRIED: handler C NAKed {len(missing)} message(s) once and did not "
+                            f"get them again within 10 s while handler G (also a recipient) has no instance; "
+                            f"keys {info['measured']['keys']}, e.g. ids {missing[:5]}")
+    except Exception as e:
+        findings.append(f"HARNESS: {type(e).__name__}: {e}")
+    return _conclude(run, info, findings, settle_timeout=15)
+
+
 def _loud_line(log, name):
     for line in log.splitlines():
         low = line.lower()
@@ -197,4 +235,5 @@ CASES = {
     "acked-redelivered": acked_redelivered,
     "leader-resume": leader_resume,
     "stuck-handler": stuck_handler,
+    "failed-while-other-holds": failed_while_other_holds,
 }
