@@ -23,16 +23,20 @@ def load_monitor(workdir):
     return [(e["t"], bool(e["ok"]) and (bool(e.get("leader")) or not clustered)) for e in entries]
 
 
-def available_since(monitor, t):
-    """The start of the stretch of answered consumer-info polls that reaches t: before it the
-    consumer could not answer (server down, no leader). 0 when there is no monitor or none failed."""
-    i = bisect.bisect_right(monitor, (t, True))
-    since = 0
-    for k in range(i - 1, -1, -1):
-        if not monitor[k][1]:
-            since = monitor[k + 1][0] if k + 1 < len(monitor) else t
-            break
-    return since
+class Availability:
+    """Answers "since when has the consumer been answering, as of time t" from monitor polls."""
+
+    def __init__(self, monitor):
+        self.times = [t for t, _ in monitor]
+        self.failures = [t for t, ok in monitor if not ok]
+
+    def since(self, t):
+        """The first poll after the last failed one before t (0 if none failed before t)."""
+        i = bisect.bisect_right(self.failures, t)
+        if i == 0:
+            return 0
+        k = bisect.bisect_right(self.times, self.failures[i - 1])
+        return self.times[k] if k < len(self.times) else t
 
 
 def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=()):
@@ -47,6 +51,7 @@ def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=()):
     with work got something new. Time during which the server could not answer consumer info (the
     monitor's polls failed: server down, consumer without a leader) is not counted either."""
     begin, end = run.get("publish_start"), run.get("publish_stop")
+    available = Availability(monitor)
     series = {}
     for h in handlers:
         if h.get("ghost"):
@@ -68,7 +73,7 @@ def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=()):
             for i in range(1, len(times)):
                 if times[i] > end:
                     break
-                start = max(times[i - 1], waiting[i], begin, available_since(monitor, times[i]))
+                start = max(times[i - 1], waiting[i], begin, available.since(times[i]))
                 gap = (times[i] - start) / 1e9
                 if gap > longest:
                     longest, longest_at = gap, (name, (start - begin) / 1e9)
@@ -81,7 +86,7 @@ def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=()):
         for name, (times, waiting) in series.items():
             i = bisect.bisect_right(times, healed)
             if i < len(times):
-                waits.append(((times[i] - max(healed, waiting[i], available_since(monitor, times[i]))) / 1e9, name))
+                waits.append(((times[i] - max(healed, waiting[i], available.since(times[i]))) / 1e9, name))
         if waits:
             wait, slowest = max(waits)
             per_fault.append({"fault": f["name"], "at_s": (f["begin"] - begin) / 1e9 if begin else None,
