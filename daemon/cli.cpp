@@ -9,6 +9,7 @@
 
 #include "config.hpp"
 #include "daemon.hpp"
+#include "exec_handler.hpp"
 #include "logging.hpp"
 #include "jetfan/version.hpp"
 #include "nats_handles.hpp"
@@ -29,6 +30,8 @@ only when every one of them has confirmed it.
 commands:
   serve --config FILE [--log-level LEVEL]   run the daemon
   check --config FILE                       check a config file; print every error; exit 0 if good
+  exec --handler NAME ... -- CMD ARGS...    run CMD once per message, as handler NAME
+                                            (jetfan exec --help says more)
   version, --version                        print the version
   help, --help                              print this help
 
@@ -110,6 +113,8 @@ int serve(const Arguments& args) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  // `exec` is a handler, not the daemon: its words are its own.
+  if (argc >= 2 && std::strcmp(argv[1], "exec") == 0) return run_exec(std::vector<std::string>(argv + 2, argv + argc));
   try {
     setup_logging(LogFormat::kText, "info", stderr_is_journal());
     const Arguments args = parse_arguments(argc, argv);

@@ -1,5 +1,5 @@
-// jetfan-exec: `jetfan exec` as a program of its own (exec_handler.hpp), until the jetfan command
-// line has it.
+// jetfan-exec: `jetfan exec` as a program of its own (exec_handler.hpp), for tests that run it
+// without the daemon's command line.
 #include <string>
 #include <vector>
 

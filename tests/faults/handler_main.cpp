@@ -105,7 +105,11 @@ int run(const Options& options) {
   bool announced = false;
   for (;;) {
     try {
-      jetfan::HandlerClient client(options.socket, options.name, std::chrono::milliseconds(200));
+      // The harness counts connections itself, so the client does not reconnect on its own.
+      jetfan::ClientOptions client_options;
+      client_options.reconnect = false;
+      client_options.connect_timeout = std::chrono::milliseconds(200);
+      jetfan::HandlerClient client(options.socket, options.name, client_options);
       ++connection;
       log.append(Record{0, 0, 0, 0, kConnected, 0, connection});
       if (!announced) {
