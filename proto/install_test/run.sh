@@ -12,9 +12,10 @@ mesh_start "$build"
 prefix=$mesh_dir/prefix
 cmake --install "$build" --prefix "$prefix" --component dev > "$mesh_dir/install.log" ||
   mesh_fail "cmake --install failed"
-for file in include/jetfan/handler_client.hpp lib/cmake/jetfan_client/jetfan_client-config.cmake; do
-  [ -f "$prefix/$file" ] || mesh_fail "not installed: $file"
-done
+[ -f "$prefix/include/jetfan/handler_client.hpp" ] || mesh_fail "not installed: include/jetfan/handler_client.hpp"
+# The package goes to lib/ or, on Debian, to the multiarch lib/<triplet>/ (CMake searches both).
+ls "$prefix"/lib/*/cmake/jetfan_client/jetfan_client-config.cmake "$prefix"/lib/cmake/jetfan_client/jetfan_client-config.cmake \
+  > /dev/null 2>&1 || [ -n "$(find "$prefix" -name jetfan_client-config.cmake)" ] || mesh_fail "not installed: jetfan_client-config.cmake"
 # Only the prefix: nothing from the source tree or the build tree may be needed.
 cmake -S "$here" -B "$mesh_dir/module" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_FLAGS="${2:-}" \
   > "$mesh_dir/configure.log" 2>&1 || mesh_fail "configuring the module's project failed"
