@@ -410,7 +410,8 @@ class ConfigReader {
     for (std::size_t i = 0; i < node.size(); ++i) {
       const auto item = node[i];
       const std::string path = "handlers[" + std::to_string(i) + "]";
-      if (!check_map(item, path, {"name", "patterns", "max_inflight", "ack_timeout", "allow", "max_instances"})) {
+      if (!check_map(item, path,
+                     {"name", "patterns", "max_inflight", "ack_timeout", "allow", "max_instances", "when_full"})) {
         continue;
       }
       HandlerSettings handler;
@@ -440,6 +441,15 @@ class ConfigReader {
       if (handler.ack_timeout < Duration(1)) error(either(item, "ack_timeout"), path + ".ack_timeout", "must be more than 0");
       if (const auto allow = item["allow"]) read_allow(allow, path + ".allow", handler.allow);
       read_int(item, path, "max_instances", handler.max_instances, 0, 1'000'000);
+      if (const auto when_full = item["when_full"]) {
+        if (const auto text = string(when_full, path + ".when_full")) {
+          if (*text == "hand_back") {
+            handler.when_full = WhenFull::kHandBack;
+          } else if (*text != "hold") {
+            error(when_full, path + ".when_full", "\"" + *text + "\" must be hold or hand_back");
+          }
+        }
+      }
       // The READY line that announces the handler's patterns must fit in one line a client accepts.
       const std::size_t ready = ready_line_length(handler);
       if (ready > proto::kMaxDeliveryLine) {

@@ -69,6 +69,11 @@ struct AllowSettings {
   bool empty() const { return uids.empty() && gids.empty(); }
 };
 
+// What a handler's backlog does when the consumer is full (jetfan holds max_held messages and pulls
+// no more): stay (nothing is redelivered; everyone waits for it), or go back to the server, the
+// oldest first, down to its share, so the other handlers keep getting new messages.
+enum class WhenFull { kHold, kHandBack };
+
 struct HandlerSettings {
   std::string name;
   std::vector<std::string> patterns;
@@ -76,6 +81,7 @@ struct HandlerSettings {
   Duration ack_timeout = defaults::kAckTimeout;
   AllowSettings allow;              // empty: any peer that can open the socket
   std::uint32_t max_instances = 0;  // 0: no limit
+  WhenFull when_full = WhenFull::kHold;
 };
 
 struct DeliverySettings {

@@ -197,7 +197,7 @@ TEST_CASE("socket paths, modes, prefixes and server URLs that cannot work are er
 TEST_CASE("allow lists and socket owners resolve names when the config loads", "[unit]") {
   std::string text = kGood;
   text.insert(text.find("  - name: audit"), "    allow: {users: [root], groups: [root], uids: [4321], gids: [99]}\n"
-                                             "    max_instances: 2\n");
+                                             "    max_instances: 2\n    when_full: hand_back\n");
   text.insert(text.find("handlers:"), "  owner: root\n  group: \"0\"\n  max_connections: 10\n  max_unidentified: 3\n"
                                       "  max_output_buffer: 256KiB\n  idle_timeout: 30s\n  ping_timeout: 5s\n");
   const auto loaded = load_config_text(text, "x.yaml");
@@ -206,6 +206,8 @@ TEST_CASE("allow lists and socket owners resolve names when the config loads", "
   CHECK(builder.allow.uids == std::vector<uid_t>{0, 4321});
   CHECK(builder.allow.gids == std::vector<gid_t>{0, 99});
   CHECK(builder.max_instances == 2);
+  CHECK(builder.when_full == jetfan::WhenFull::kHandBack);
+  CHECK(loaded.config->handlers[1].when_full == jetfan::WhenFull::kHold);
   CHECK(loaded.config->handlers[1].allow.empty());
   const auto& socket = loaded.config->socket;
   CHECK(socket.owner == 0u);

@@ -118,6 +118,7 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   message.deliveries = std::max<std::uint64_t>(arrival.deliveries, 1);
   message.recipients = arrival.recipients;
   message.touched = now;
+  message.arrived = now;
   if (auto known = confirmations_.find(seq); known != confirmations_.end()) {
     message.settled = known->second.settled & arrival.recipients;
     message.termed = known->second.termed & arrival.recipients;
@@ -197,6 +198,19 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
   list.erase(std::remove(list.begin(), list.end(), connection_id), list.end());
   const auto flights = std::move(found->second.flights);
   connections_.erase(found);
+  if (list.empty()) {
+    // Messages queued for this handler that another recipient failed no longer wait for it.
+    std::vector<std::uint64_t> waiting;
+    for (const std::uint64_t seq : handlers_[handler].queue) {
+      auto message = messages_.find(seq);
+      if (message != messages_.end() && message->second.failed != 0 && message->second.in_flight == 0) {
+        waiting.push_back(seq);
+      }
+    }
+    for (const std::uint64_t seq : waiting) {
+      if (messages_.count(seq)) maybe_finish(seq, now);
+    }
+  }
   for (const auto& [delivery, flight] : flights) {
     auto message = messages_.find(flight.stream_seq);
     if (message == messages_.end()) continue;
@@ -279,7 +293,9 @@ void DispatchCore::maybe_finish(std::uint64_t seq, TimePoint now) {
   auto found = messages_.find(seq);
   Message& message = found->second;
   if (message.in_flight != 0) return;
-  if (message.queued != 0 && !draining_) return;
+  // Recipients waiting for room on a connected instance get the message soon: wait for them. One
+  // waiting for an instance at all may wait for ever, so a failure elsewhere does not wait for it.
+  if (message.queued != 0 && !draining_ && (message.failed == 0 || !waits_for_an_instance(message.queued))) return;
   if ((message.failed | message.queued) != 0) {
     hand_back(seq, message, now);
     return;
@@ -290,6 +306,13 @@ void DispatchCore::maybe_finish(std::uint64_t seq, TimePoint now) {
   messages_.erase(found);
   confirmations_.erase(seq);
   settle_at_server(seq, handle, terminate, touched);
+}
+
+bool DispatchCore::waits_for_an_instance(HandlerMask queued) const {
+  for (std::size_t h = 0; h < handlers_.size(); ++h) {
+    if ((queued & (HandlerMask{1} << h)) && handlers_[h].connections.empty()) return true;
+  }
+  return false;
 }
 
 void DispatchCore::hand_back(std::uint64_t seq, Message& message, TimePoint now) {
@@ -367,6 +390,52 @@ void DispatchCore::remember(std::uint64_t seq, const Message& message) {
       return found == confirmations_.end() || found->second.stamp != entry.second;
     });
   }
+}
+
+std::vector<DispatchCore::Backlog> DispatchCore::backlogs() const {
+  std::vector<Backlog> out(handlers_.size());
+  for (std::size_t h = 0; h < handlers_.size(); ++h) out[h].instances = handlers_[h].connections.size();
+  for (const auto& [seq, message] : messages_) {
+    const HandlerMask owed = message.recipients & ~message.settled;
+    for (std::size_t h = 0; h < handlers_.size(); ++h) {
+      const HandlerMask bit = HandlerMask{1} << h;
+      if (!(owed & bit)) continue;
+      Backlog& b = out[h];
+      ++b.owed;
+      if (message.in_flight & bit) ++b.in_flight;
+      if (!b.oldest || message.arrived < *b.oldest) b.oldest = message.arrived;
+    }
+  }
+  return out;
+}
+
+std::size_t DispatchCore::hand_back_oldest(std::size_t handler, std::size_t keep, TimePoint now) {
+  const HandlerMask bit = HandlerMask{1} << handler;
+  std::size_t owed = 0;
+  std::vector<std::uint64_t> idle;  // owed, and nothing in flight for it anywhere
+  for (const auto& [seq, message] : messages_) {
+    if (!((message.recipients & ~message.settled) & bit)) continue;
+    ++owed;
+    if (message.in_flight == 0) idle.push_back(seq);
+  }
+  if (owed <= keep) return 0;
+  std::sort(idle.begin(), idle.end());  // the oldest first
+  std::size_t handed = 0;
+  for (const std::uint64_t seq : idle) {
+    if (owed <= keep) break;
+    auto found = messages_.find(seq);
+    if (found == messages_.end()) continue;
+    Message& message = found->second;
+    message.queued &= ~bit;  // its entry in the handler's queue is skipped from now on
+    // Back soon, it would take the room it just freed before any new message could: it stays away
+    // as long as any failure may, and new messages flow meanwhile.
+    fail(message, handler, settings_.nak_delay_max);
+    ++counters_.handed_back_for_room;
+    ++handed;
+    --owed;
+    maybe_finish(seq, now);
+  }
+  return handed;
 }
 
 void DispatchCore::forget_history() {

@@ -14,8 +14,10 @@
 //     kept alive at the server.
 //   - The message is acked once every recipient has ACKed; terminated once every recipient has
 //     settled (ACK or TERM) and at least one said TERM; nak'd once nothing is in flight for it and
-//     some recipient failed (NAK, ack_timeout, or disconnect). The nak's delay is the longest any
-//     failure asked for; by default it doubles with each delivery from nak_delay up to nak_delay_max,
+//     some recipient failed (NAK, ack_timeout, or disconnect), unless another recipient is about to
+//     get it on a connected instance (one with no instance at all is not waited for). The nak's
+//     delay is the longest any failure asked for; by default it doubles with each delivery from
+//     nak_delay up to nak_delay_max,
 //     so the consumer's MaxDeliver keeps its meaning. Which recipients already settled is
 //     remembered (at most `remember` messages), so a redelivery goes only to those that still owe it.
 //   - No recipient: acked at once, and counted.
@@ -127,6 +129,7 @@ struct CoreCounters {
   std::uint64_t failed_timeout = 0;    // ... by ack_timeout
   std::uint64_t failed_disconnect = 0; // ... by the connection closing
   std::uint64_t unknown_confirmations = 0;
+  std::uint64_t handed_back_for_room = 0;  // by hand_back_oldest
 };
 
 class DispatchCore {
@@ -159,6 +162,22 @@ class DispatchCore {
   // longer holds.
   void forget_history();
 
+  // What each handler owes: messages held that it has not confirmed, and since when the oldest of
+  // them waits. Walks every message held: for reports, not for every input.
+  struct Backlog {
+    std::size_t owed = 0;
+    std::size_t in_flight = 0;
+    std::optional<TimePoint> oldest;
+    std::size_t instances = 0;
+  };
+  std::vector<Backlog> backlogs() const;
+  // Hands back to the server the oldest messages `handler` owes and has not in flight, until it owes
+  // at most `keep` (those other handlers have in flight are left). Each counts as a failure of
+  // `handler` for that message, handed back with nak_delay_max (sooner, it would only take back the
+  // room it freed): the others' confirmations are remembered, so only it gets the message again,
+  // and the server counts a delivery against MaxDeliver. Returns how many.
+  std::size_t hand_back_oldest(std::size_t handler, std::size_t keep, TimePoint now);
+
   std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
   std::size_t in_flight() const;
   std::size_t in_flight(ConnectionId connection) const;
@@ -181,6 +200,7 @@ class DispatchCore {
     HandlerMask in_flight = 0;
     Duration nak_delay{0};     // the longest delay any failure asked for
     TimePoint touched;         // last time the server heard about it
+    TimePoint arrived;         // when this delivery of it came
   };
   struct Flight {
     std::uint64_t stream_seq;
@@ -225,6 +245,8 @@ class DispatchCore {
   void dispatch(std::size_t handler, TimePoint now);
   void maybe_finish(std::uint64_t stream_seq, TimePoint now);
   void hand_back(std::uint64_t stream_seq, Message& message, TimePoint now);
+  // Whether one of the handlers in `queued` has no connected instance.
+  bool waits_for_an_instance(HandlerMask queued) const;
   void settle_at_server(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);
   // AckPolicy all: settled, to be acked or terminated once nothing below it is unsettled.
   void wait_for_floor(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);

@@ -192,6 +192,86 @@ TEST_CASE("every failed delivery is reported with its cause, before its message 
   CHECK(gone[0].cause == FailCause::kDisconnect);
 }
 
+TEST_CASE("a failure is handed back at once while another recipient has no instance at all", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);  // handler 1 has no instance
+  core.arrive(arrival(1, 0b11), kStart);
+  const auto sent = Taken(core).of(Kind::kDeliver).at(0);
+  core.nak(sent.connection, sent.delivery, std::nullopt, kStart);
+  Taken d(core);
+  REQUIRE(d.count(Kind::kNak) == 1);  // not held until handler 1 comes
+  // Redelivered, it goes to handler 0 again and waits for handler 1 again, failure-free: held.
+  core.arrive(arrival(1, 0b11, 2), kStart);
+  const auto again = Taken(core).of(Kind::kDeliver).at(0);
+  core.ack(again.connection, again.delivery, kStart);
+  Taken held(core);
+  CHECK(held.count(Kind::kNak) + held.count(Kind::kAck) == 0);
+  CHECK(core.held() == 1);
+}
+
+TEST_CASE("a failure waits while another recipient only waits for room on a connected instance", "[unit]") {
+  auto s = settings(2);
+  s.handlers[1].max_inflight = 1;
+  DispatchCore core(s);
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.arrive(arrival(1, 0b10), kStart);  // fills handler 1's one slot
+  core.arrive(arrival(2, 0b11), kStart);  // handler 1 must wait for room
+  auto sent = Taken(core).of(Kind::kDeliver);
+  const auto to_zero = sent[0].connection == 1 ? sent[0] : sent[1].connection == 1 ? sent[1] : sent[2];
+  REQUIRE(to_zero.message == 201);
+  core.nak(to_zero.connection, to_zero.delivery, std::nullopt, kStart);
+  CHECK(Taken(core).count(Kind::kNak) == 0);  // handler 1 gets it as soon as it has room
+  // When handler 1's last instance goes, the message no longer waits for it.
+  core.disconnect(2, kStart);
+  CHECK(Taken(core).count(Kind::kNak) == 2);
+}
+
+TEST_CASE("backlogs say what each handler owes and since when", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.arrive(arrival(1, 0b11), kStart);
+  core.arrive(arrival(2, 0b10), kStart + milliseconds(5));
+  core.arrive(arrival(3, 0b01), kStart + milliseconds(9));
+  const auto sent = Taken(core).of(Kind::kDeliver);
+  core.ack(1, sent[0].delivery, kStart);  // handler 0 confirms sequence 1
+  const auto backlog = core.backlogs();
+  CHECK(backlog[0].owed == 1);
+  CHECK(backlog[0].in_flight == 1);
+  CHECK(backlog[0].instances == 1);
+  CHECK(backlog[0].oldest == kStart + milliseconds(9));
+  CHECK(backlog[1].owed == 2);
+  CHECK(backlog[1].in_flight == 0);
+  CHECK(backlog[1].instances == 0);
+  CHECK(backlog[1].oldest == kStart);
+}
+
+TEST_CASE("handing back a stuck handler's oldest messages frees room, and only it gets them again", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);  // handler 1 has no instance: it is stuck
+  for (std::uint64_t seq = 1; seq <= 5; ++seq) core.arrive(arrival(seq, 0b11), kStart);
+  for (const auto& e : Taken(core).of(Kind::kDeliver)) core.ack(1, e.delivery, kStart);
+  core.effects().clear();
+  CHECK(core.held() == 5);
+  CHECK(core.hand_back_oldest(1, 2, kStart) == 3);
+  Taken d(core);
+  const auto naks = d.of(Kind::kNak);
+  REQUIRE(naks.size() == 3);
+  CHECK(naks[0].message == 101);  // the oldest first
+  CHECK(naks[2].message == 301);
+  CHECK(naks[0].delay == milliseconds(1000));  // nak_delay_max: long enough for new messages to pass
+  CHECK(core.held() == 2);
+  CHECK(core.counters().handed_back_for_room == 3);
+  CHECK(core.hand_back_oldest(1, 2, kStart) == 0);  // within its share now
+  // Back from the server: handler 0 confirmed it already, so it waits for handler 1 alone.
+  core.arrive(arrival(1, 0b11, 2), kStart);
+  CHECK(Taken(core).count(Kind::kDeliver) == 0);
+  core.connect(2, 1, kStart);
+  const auto to_one = Taken(core).of(Kind::kDeliver);
+  CHECK(to_one.size() == 3);
+  for (const auto& e : to_one) CHECK(e.connection == 2);
+}
+
 TEST_CASE("a disconnect fails what was in flight on that connection only", "[unit]") {
   DispatchCore core(settings(1));
   core.connect(1, 0, kStart);
@@ -606,6 +686,8 @@ struct Model {
     } else if (action < 83) {
       now += milliseconds(pick(700));
       core.tick(now);
+    } else if (action < 86) {
+      core.hand_back_oldest(pick(handler_count), pick(4), now);
     } else if (policy == AckPolicy::kNone) {
       // The server forgets each message once sent: it never redelivers.
     } else if (action < 92 && !nak_pending.empty()) {

@@ -19,6 +19,8 @@ constexpr Duration kHousekeeping{500};
 // window, then counted; the count is logged when the window ends.
 constexpr std::size_t kWarningBurst = 5;
 constexpr Duration kWarningWindow{10000};
+// While the consumer stays full the warning that says why repeats this often.
+constexpr Duration kFullWarningEvery{30000};
 // At the end, what is buffered for the server (the last acks and hand-backs) gets this long to go.
 constexpr Duration kFinalFlush{2000};
 // Asked of systemd beyond what the drain and the final flush may take: closing sessions, exiting.
@@ -65,7 +67,8 @@ Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings
       instances_(config.handlers.size(), 0),
       connection_limits_{config.socket.max_connections, config.socket.max_unidentified},
       live_(live),
-      warnings_(kWarningBurst, kWarningWindow) {
+      warnings_(kWarningBurst, kWarningWindow),
+      full_warnings_(1, kFullWarningEvery) {
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
     for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);
   }
@@ -117,6 +120,8 @@ void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected)
     ledger_.on_message(now);
     arrive(message, now);
   }
+  // Full now, a backlog set to go back goes at once, before it takes the room of new messages.
+  if (state_ == State::kServing && core_.held() >= settings_.pull.max_held) check_full(now);
   after_input();
 }
 
@@ -269,12 +274,55 @@ void Dispatcher::housekeeping() {
     spdlog::info("nats: dropped the outstanding pull requests: no heartbeat from the server for {} heartbeats",
                  PullLedger::kMissedHeartbeats);
   }
-  if (state_ == State::kServing) top_up_pulls();
+  if (state_ == State::kServing) {
+    check_full(Clock::now());
+    apply_effects();
+    top_up_pulls();
+  }
   if (state_ == State::kDone) return;
   housekeeping_.expires_after(kHousekeeping);
   housekeeping_.async_wait([this](const boost::system::error_code& error) {
     if (!error) housekeeping();
   });
+}
+
+void Dispatcher::check_full(TimePoint now) {
+  const std::size_t max_held = settings_.pull.max_held;
+  if (core_.held() < max_held) {
+    if (full_) spdlog::info("holding {} messages, below max_held ({}) again: pulling again", core_.held(), max_held);
+    full_ = false;
+    return;
+  }
+  const auto backlogs = core_.backlogs();
+  const std::size_t share = std::max<std::size_t>(1, max_held / backlogs.size());
+  std::size_t handed_back = 0;
+  for (std::size_t h = 0; h < backlogs.size(); ++h) {
+    if (config_.handlers[h].when_full != WhenFull::kHandBack || backlogs[h].owed <= share) continue;
+    const std::size_t handed = core_.hand_back_oldest(h, share, now);
+    handed_back += handed;
+    if (handed > 0) {
+      warn_limited("hand-backs for room of handler \"" + config_.handlers[h].name + "\"",
+                   "the consumer is full and handler \"{}\" owed {} messages, more than its share of {}: handed back "
+                   "its {} oldest to the server (when_full: hand_back); only it gets them again, each a delivery "
+                   "more against MaxDeliver",
+                   config_.handlers[h].name, backlogs[h].owed, share, handed);
+    }
+  }
+  if (handed_back > 0) return;
+  std::size_t worst = 0;
+  for (std::size_t h = 1; h < backlogs.size(); ++h) {
+    if (backlogs[h].owed > backlogs[worst].owed) worst = h;
+  }
+  const bool first = !full_;
+  full_ = true;
+  if (!full_warnings_.allow("full", now).log && !first) return;
+  const auto& b = backlogs[worst];
+  const auto waiting = b.oldest ? std::chrono::duration_cast<std::chrono::seconds>(now - *b.oldest).count() : 0;
+  spdlog::warn("jetfan holds {} messages, all that max_held ({}) allows, and pulls no more until some settle: handler "
+               "\"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) connected. Every other "
+               "handler waits with it. Start or unstick it, or set when_full: hand_back for it to hand its backlog "
+               "back to the server.",
+               core_.held(), max_held, config_.handlers[worst].name, b.owed, b.in_flight, waiting, b.instances);
 }
 
 std::string Dispatcher::describe(const HandlerSession& session) const {

@@ -95,6 +95,9 @@ class Dispatcher final : private SessionOwner {
   void top_up_pulls();
   void arm_wakeup();
   void housekeeping();
+  // When jetfan holds all it may and pulls no more: says who holds everyone up, and hands back the
+  // backlog of handlers configured to (when_full: hand_back) past their share.
+  void check_full(TimePoint now);
   std::string describe(const HandlerSession& session) const;
 
   boost::asio::io_context& io_;
@@ -123,6 +126,8 @@ class Dispatcher final : private SessionOwner {
   std::unordered_map<MessageHandle, Stored> stored_;
   std::vector<PullRequest> requests_;  // reused
   LogRateLimiter warnings_;
+  LogRateLimiter full_warnings_;
+  bool full_ = false;
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;
 };

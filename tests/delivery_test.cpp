@@ -282,3 +282,59 @@ TEST_CASE("at most max_inflight deliveries are unconfirmed on one connection", "
   REQUIRE(builder.sync());
   CHECK(got.size() == 5);
 }
+
+TEST_CASE("a handler that holds everyone up when jetfan is full is named in a warning", "[integration]") {
+  Mesh mesh;
+  std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n  - name: audit\n    patterns: [\"#\"]\n");
+  config.insert(config.find("key:"), "  max_held: 5\n");
+  mesh.start_jetfan(config);
+  mesh.start_handler("builder");  // audit is declared, never connected
+  for (int i = 0; i < 10; ++i) mesh.publish("a.b", "m" + std::to_string(i));
+  REQUIRE(mesh.wait_seen("builder", 5));
+  REQUIRE(mesh.wait_for_log("handler \"audit\" owes 5 of them (0 in flight)"));
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("all that max_held (5) allows") &&
+                                    Catch::Contains("with 0 instance(s) connected"));
+  CHECK(mesh.state().num_pending == 5);  // nothing more was pulled
+  mesh.start_handler("audit");
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("builder").size() == 10);
+  REQUIRE(mesh.wait_for_log("below max_held (5) again: pulling again"));
+}
+
+TEST_CASE("with when_full: hand_back a stuck handler's backlog goes back, the others go on, and it gets all later",
+          "[integration]") {
+  Mesh mesh;
+  std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n"
+                                   "  - name: audit\n    patterns: [\"#\"]\n    when_full: hand_back\n",
+                                   "delivery:\n  nak_delay: 100ms\n  nak_delay_max: 10s\n");
+  config.insert(config.find("key:"), "  max_held: 10\n");
+  mesh.start_jetfan(config);
+  mesh.start_handler("builder");
+  std::set<std::uint64_t> published;
+  for (int i = 0; i < 30; ++i) published.insert(mesh.publish("a.b", "m" + std::to_string(i)));
+  // Without the hand-backs builder would stop at 10.
+  REQUIRE(mesh.wait_seen("builder", 30, 1, 60s));
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("handler \"audit\" owed") && Catch::Contains("(when_full: hand_back)"));
+  std::set<std::uint64_t> to_builder;
+  for (const auto& s : mesh.seen("builder")) to_builder.insert(s.stream_seq);
+  CHECK(to_builder == published);  // once each: its confirmations were remembered
+  CHECK(mesh.seen("builder").size() == 30);
+  mesh.start_handler("audit");
+  REQUIRE(mesh.wait_settled(60s));
+  std::set<std::uint64_t> to_audit;
+  for (const auto& s : mesh.seen("audit")) to_audit.insert(s.stream_seq);
+  CHECK(to_audit == published);
+}
+
+TEST_CASE("a failed delivery is retried even while another recipient has no instance", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit, kFastRetry));
+  mesh.start_handler("audit");  // builder is declared, not connected
+  mesh.publish("mesh-build-machine.built", "nak1@audit");
+  REQUIRE(mesh.wait_seen("audit", 2));  // the NAK came back without waiting for builder
+  CHECK(mesh.seen("audit")[1].deliveries == 2);
+  mesh.start_handler("builder");
+  REQUIRE(mesh.wait_seen("builder", 1));
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("audit").size() == 2);
+}
