@@ -72,6 +72,34 @@ PullLedger::Liveness PullLedger::check_liveness(TimePoint now) {
   return Liveness::kFine;
 }
 
+void PullLedger::on_leader_unsure(TimePoint now) {
+  if (!probing_) {
+    next_probe_ = now;
+    probe_interval_ = kProbeInterval;
+  }
+  probing_ = true;
+}
+
+std::optional<std::uint64_t> PullLedger::take_probe(TimePoint now) {
+  if (!probing_ || now < next_probe_) return std::nullopt;
+  next_probe_ = now + probe_interval_;
+  probe_interval_ = std::min(probe_interval_ * 2, kProbeIntervalMax);
+  return next_probe_id_++;
+}
+
+std::optional<TimePoint> PullLedger::next_probe() const {
+  if (!probing_) return std::nullopt;
+  return next_probe_;
+}
+
+bool PullLedger::on_probe_answer(bool ok, TimePoint now) {
+  if (!probing_ || !ok) return false;
+  probing_ = false;
+  // Requests sent while the leader was unsure may have gone nowhere: pull anew.
+  drop_all(now);
+  return true;
+}
+
 Duration PullLedger::handback_delay(TimePoint now) const {
   std::optional<TimePoint> latest = dropped_until_;
   for (const auto& [id, pull] : pulls_) {

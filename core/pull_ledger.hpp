@@ -16,6 +16,10 @@
 //   - Silence for kMissedHeartbeats heartbeats, or a reconnect, drops every request: the server has
 //     forgotten them or cannot answer, and waiting would stall. The caller then tops up at once.
 //   - A request whose expiry passed without its 408 is given back after kExpiryGrace.
+//   - After anything that may mean a new consumer leader (a reconnect, a 409, silence), requests sent
+//     before the new leader is up are lost, and waiting for silence to show it would cost seconds.
+//     So the ledger probes: it asks for consumer info every kProbeInterval until the server
+//     answers, then drops every request and pulls anew at once.
 //   - A message handed back (nak'd) while one of jetfan's requests still waits at the server would
 //     be delivered straight back into it, to a reader that no longer reads (nats-server 2.9 does not
 //     check). handback_delay() is the shortest delay that outlasts every request that may still be
@@ -60,6 +64,11 @@ class PullLedger {
   // Added to every hand-back delay: the server's clock of a request's expiry starts when the request
   // reaches it, a little after jetfan sent it.
   static constexpr Duration kHandbackMargin{250};
+  // How often to ask for consumer info while waiting for a (new) leader: at first every 200ms, then
+  // less often up to every 500ms, so pulling resumes within a second of the leader answering, and
+  // a consumer that stays away (deleted, say) costs two requests a second.
+  static constexpr Duration kProbeInterval{200};
+  static constexpr Duration kProbeIntervalMax{500};
 
   enum class StatusOutcome {
     kAlive,       // 100: an idle heartbeat
@@ -93,6 +102,16 @@ class PullLedger {
   // No more requests from now on (draining). Requests already at the server stay until they end.
   void stop() { pulling_ = false; }
 
+  // The consumer's leader may have changed: probe until it answers (see above).
+  void on_leader_unsure(TimePoint now);
+  bool probing() const { return probing_; }
+  // A probe to send now, if one is due (it is counted as sent): its id names its reply.
+  std::optional<std::uint64_t> take_probe(TimePoint now);
+  // When the next probe is due, while probing.
+  std::optional<TimePoint> next_probe() const;
+  // The answer to a probe. True when the leader answered: every request was dropped, top up now.
+  bool on_probe_answer(bool ok, TimePoint now);
+
   Duration handback_delay(TimePoint now) const;
   std::size_t requested() const { return requested_; }
   std::size_t outstanding() const { return pulls_.size(); }
@@ -114,6 +133,10 @@ class PullLedger {
   TimePoint last_heard_{};
   // Requests dropped without the server saying they ended may still wait there until this.
   std::optional<TimePoint> dropped_until_;
+  bool probing_ = false;
+  TimePoint next_probe_{};
+  Duration probe_interval_ = kProbeInterval;
+  std::uint64_t next_probe_id_ = 1;
 };
 
 }  // namespace jetfan

@@ -186,3 +186,29 @@ TEST_CASE("pull ledger: the hand-back delay outlasts every request still open", 
   CHECK(ledger.handback_delay(kStart + milliseconds(5000)) == PullLedger::kHandbackMargin);
   CHECK(ledger.handback_delay(kStart + milliseconds(5000) + PullLedger::kHandbackMargin) == milliseconds(0));
 }
+
+TEST_CASE("pull ledger: when the leader may be new, it probes until the server answers, then pulls anew", "[unit]") {
+  PullLedger ledger(settings());
+  top_up(ledger, 0);
+  CHECK_FALSE(ledger.take_probe(kStart));  // nothing to be unsure about yet
+  ledger.on_status(1, "409", kStart);
+  ledger.on_leader_unsure(kStart);
+  const auto first = ledger.take_probe(kStart);
+  REQUIRE(first);
+  CHECK_FALSE(ledger.take_probe(kStart + milliseconds(100)));  // not yet due
+  CHECK(ledger.next_probe() == kStart + PullLedger::kProbeInterval);
+  // Pulling goes on meanwhile (its requests may be lost).
+  CHECK(top_up(ledger, 0, kStart).size() == 1);
+  CHECK_FALSE(ledger.on_probe_answer(false, kStart + milliseconds(150)));  // an error: still unsure
+  CHECK(ledger.probing());
+  const auto second = ledger.take_probe(kStart + PullLedger::kProbeInterval);
+  REQUIRE(second);
+  CHECK(*second == *first + 1);
+  CHECK(ledger.next_probe() == kStart + 3 * PullLedger::kProbeInterval);  // then less often
+  CHECK(ledger.on_probe_answer(true, kStart + milliseconds(300)));
+  CHECK_FALSE(ledger.probing());
+  CHECK(ledger.requested() == 0);  // dropped: the next top-up pulls at once
+  CHECK(top_up(ledger, 0, kStart + milliseconds(300)).size() == 1);
+  CHECK_FALSE(ledger.on_probe_answer(true, kStart + milliseconds(400)));  // a late answer changes nothing
+  CHECK(ledger.requested() == 10);
+}

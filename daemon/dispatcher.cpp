@@ -19,7 +19,8 @@ constexpr Duration kHousekeeping{500};
 // window, then counted; the count is logged when the window ends.
 constexpr std::size_t kWarningBurst = 5;
 constexpr Duration kWarningWindow{10000};
-// While the consumer stays full the warning that says why repeats this often.
+// Full with nothing settling this long is a stall worth a warning; it repeats this often.
+constexpr Duration kStallAfter{5000};
 constexpr Duration kFullWarningEvery{30000};
 // At the end, what is buffered for the server (the last acks and hand-backs) gets this long to go.
 constexpr Duration kFinalFlush{2000};
@@ -64,6 +65,7 @@ Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings
       wakeup_(io),
       housekeeping_(io),
       drain_timer_(io),
+      probe_timer_(io),
       instances_(config.handlers.size(), 0),
       connection_limits_{config.socket.max_connections, config.socket.max_unidentified},
       live_(live),
@@ -111,11 +113,20 @@ void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected)
   if (reconnected) {
     if (ledger_.outstanding() > 0) spdlog::info("nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
     ledger_.on_reconnect(now);
+    leader_unsure(now);
   }
   for (auto& message : incoming) {
-    if (const auto status = reader_.status_of(message.get())) {
-      on_status(*status, now);
-      continue;
+    const Incoming in = reader_.classify(message.get());
+    switch (in.kind) {
+      case Incoming::Kind::kPullStatus: on_status(in.status, now); continue;
+      case Incoming::Kind::kProbeAnswer:
+        if (ledger_.on_probe_answer(in.answered, now)) {
+          spdlog::info("nats: the consumer answers again ({}ms after it may have changed leader); pulling anew",
+                       unsure_since_ ? std::chrono::duration_cast<Duration>(now - *unsure_since_).count() : 0);
+          unsure_since_.reset();
+        }
+        continue;
+      case Incoming::Kind::kMessage: break;
     }
     ledger_.on_message(now);
     arrive(message, now);
@@ -127,8 +138,9 @@ void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected)
 
 void Dispatcher::on_status(const PullStatus& status, TimePoint now) {
   if (ledger_.on_status(status.pull, status.code, now) != PullLedger::StatusOutcome::kUnexpected) return;
-  spdlog::warn("nats: pull request {} answered with status {} ({}); pulling anew", status.pull, status.code,
-               status.description);
+  spdlog::warn("nats: pull request {} answered with status {} ({}); pulling anew once the consumer answers",
+               status.pull, status.code, status.description);
+  leader_unsure(now);
   if (status.description.find("Consumer Deleted") != std::string_view::npos) {
     spdlog::error("nats: consumer \"{}\" of stream \"{}\" was deleted; jetfan keeps pulling in case its controller "
                   "makes it anew, and forgets what it remembered of the old one's sequences",
@@ -165,6 +177,25 @@ void Dispatcher::after_input() {
     return;
   }
   arm_wakeup();
+}
+
+void Dispatcher::leader_unsure(TimePoint now) {
+  if (!unsure_since_) unsure_since_ = now;
+  ledger_.on_leader_unsure(now);
+  probe(now);
+}
+
+void Dispatcher::probe(TimePoint now) {
+  if (state_ != State::kServing) return;
+  if (const auto id = ledger_.take_probe(now)) reader_.send_probe(*id);
+  const auto next = ledger_.next_probe();
+  if (!next) return;
+  probe_timer_.expires_at(*next);
+  probe_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (error) return;
+    probe(Clock::now());
+    after_input();
+  });
 }
 
 void Dispatcher::top_up_pulls() {
@@ -273,6 +304,7 @@ void Dispatcher::housekeeping() {
   if (ledger_.check_liveness(Clock::now()) == PullLedger::Liveness::kSilent) {
     spdlog::info("nats: dropped the outstanding pull requests: no heartbeat from the server for {} heartbeats",
                  PullLedger::kMissedHeartbeats);
+    leader_unsure(Clock::now());
   }
   if (state_ == State::kServing) {
     check_full(Clock::now());
@@ -288,9 +320,12 @@ void Dispatcher::housekeeping() {
 
 void Dispatcher::check_full(TimePoint now) {
   const std::size_t max_held = settings_.pull.max_held;
+  const auto& c = core_.counters();
+  const std::uint64_t settled = c.acked + c.terminated + c.nakked + c.no_recipient;
   if (core_.held() < max_held) {
-    if (full_) spdlog::info("holding {} messages, below max_held ({}) again: pulling again", core_.held(), max_held);
-    full_ = false;
+    if (stalled_) spdlog::info("holding {} messages, below max_held ({}) again: pulling again", core_.held(), max_held);
+    full_since_.reset();
+    stalled_ = false;
     return;
   }
   const auto backlogs = core_.backlogs();
@@ -309,20 +344,33 @@ void Dispatcher::check_full(TimePoint now) {
     }
   }
   if (handed_back > 0) return;
-  std::size_t worst = 0;
-  for (std::size_t h = 1; h < backlogs.size(); ++h) {
-    if (backlogs[h].owed > backlogs[worst].owed) worst = h;
+  // Full is normal under load (it is how jetfan pushes back); full with nothing settling is a stall.
+  if (!full_since_ || settled != settled_when_full_) {
+    full_since_ = now;
+    settled_when_full_ = settled;
+    return;
   }
-  const bool first = !full_;
-  full_ = true;
+  if (now - *full_since_ < kStallAfter) return;
+  // The one holding everyone up: most messages waiting for it and not in flight (working on them
+  // is not being stuck), then most owed.
+  std::size_t worst = 0;
+  auto waiting = [&](std::size_t h) { return backlogs[h].owed - backlogs[h].in_flight; };
+  for (std::size_t h = 1; h < backlogs.size(); ++h) {
+    if (waiting(h) > waiting(worst) || (waiting(h) == waiting(worst) && backlogs[h].owed > backlogs[worst].owed)) {
+      worst = h;
+    }
+  }
+  const bool first = !stalled_;
+  stalled_ = true;
   if (!full_warnings_.allow("full", now).log && !first) return;
   const auto& b = backlogs[worst];
-  const auto waiting = b.oldest ? std::chrono::duration_cast<std::chrono::seconds>(now - *b.oldest).count() : 0;
-  spdlog::warn("jetfan holds {} messages, all that max_held ({}) allows, and pulls no more until some settle: handler "
-               "\"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) connected. Every other "
-               "handler waits with it. Start or unstick it, or set when_full: hand_back for it to hand its backlog "
-               "back to the server.",
-               core_.held(), max_held, config_.handlers[worst].name, b.owed, b.in_flight, waiting, b.instances);
+  const auto age = b.oldest ? std::chrono::duration_cast<std::chrono::seconds>(now - *b.oldest).count() : 0;
+  spdlog::warn("jetfan holds {} messages, all that max_held ({}) allows, and none has settled for {}s, so it pulls "
+               "no more: handler \"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) "
+               "connected. Every other handler waits with it. Start or unstick it, or set when_full: hand_back for "
+               "it to hand its backlog back to the server.",
+               core_.held(), max_held, std::chrono::duration_cast<std::chrono::seconds>(now - *full_since_).count(),
+               config_.handlers[worst].name, b.owed, b.in_flight, age, b.instances);
 }
 
 std::string Dispatcher::describe(const HandlerSession& session) const {
@@ -489,6 +537,7 @@ void Dispatcher::finish() {
   wakeup_.cancel();
   housekeeping_.cancel();
   drain_timer_.cancel();
+  probe_timer_.cancel();
   listener_.stop();
   io_.stop();
 }

@@ -93,6 +93,10 @@ class Dispatcher final : private SessionOwner {
   template <typename... Args>
   void warn_limited(const std::string& kind, fmt::format_string<Args...> format, Args&&... args);
   void top_up_pulls();
+  // The consumer's leader may have changed: probe until it answers, then pull anew.
+  void leader_unsure(TimePoint now);
+  // Sends the consumer-info probe that is due, if any, and arms the timer for the next.
+  void probe(TimePoint now);
   void arm_wakeup();
   void housekeeping();
   // When jetfan holds all it may and pulls no more: says who holds everyone up, and hands back the
@@ -110,8 +114,9 @@ class Dispatcher final : private SessionOwner {
   PullLedger ledger_;
   TopicMatcher matcher_;
   HandlerListener listener_;
-  boost::asio::steady_timer wakeup_, housekeeping_, drain_timer_;
+  boost::asio::steady_timer wakeup_, housekeeping_, drain_timer_, probe_timer_;
   std::optional<TimePoint> armed_for_;
+  std::optional<TimePoint> unsure_since_;  // the leader may have changed since
   TimePoint drain_deadline_{};
   std::vector<std::size_t> instances_;  // connected instances per handler
   std::unordered_map<ConnectionId, std::shared_ptr<HandlerSession>> sessions_;
@@ -127,7 +132,9 @@ class Dispatcher final : private SessionOwner {
   std::vector<PullRequest> requests_;  // reused
   LogRateLimiter warnings_;
   LogRateLimiter full_warnings_;
-  bool full_ = false;
+  std::optional<TimePoint> full_since_;  // held has been max_held, with nothing settling, since
+  std::uint64_t settled_when_full_ = 0;
+  bool stalled_ = false;
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;
 };

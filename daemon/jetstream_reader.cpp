@@ -112,6 +112,7 @@ JetStreamReader::JetStreamReader(asio::io_context& io, const Config& config)
     : io_(io), config_(config), ingress_(std::make_shared<Ingress>(io)) {
   ingress_->reader = this;
   pull_subject_ = pull_subject(config.consumer.stream, config.consumer.durable);
+  info_subject_ = "$JS.API.CONSUMER.INFO." + config.consumer.stream + "." + config.consumer.durable;
 }
 
 JetStreamReader::~JetStreamReader() {
@@ -302,23 +303,35 @@ void JetStreamReader::on_ingress() {
   if (handler_) handler_(incoming_, reconnected);
 }
 
-std::optional<PullStatus> JetStreamReader::status_of(natsMsg* message) const {
+Incoming JetStreamReader::classify(natsMsg* message) const {
+  Incoming in;
   const char* reply = natsMsg_GetReply(message);
-  if (reply && std::strncmp(reply, "$JS.ACK.", 8) == 0) return std::nullopt;
-  // Status replies come on the request's own reply subject, which names the pull.
-  PullStatus status;
+  if (reply && std::strncmp(reply, "$JS.ACK.", 8) == 0) return in;
+  // Replies come on the request's own reply subject: <inbox>.<pull> or <inbox>.p<probe>.
   const std::string_view subject = natsMsg_GetSubject(message);
-  if (subject.size() > inbox_.size()) {
-    const auto token = subject.substr(inbox_.size());
-    std::from_chars(token.data(), token.data() + token.size(), status.pull);
-  }
+  const std::string_view token = subject.size() > inbox_.size() ? subject.substr(inbox_.size()) : std::string_view();
   const char* code = nullptr;
-  const char* description = nullptr;
   natsMsgHeader_Get(message, "Status", &code);
+  if (!token.empty() && token[0] == 'p') {
+    in.kind = Incoming::Kind::kProbeAnswer;
+    const std::string_view body(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message)));
+    in.answered = code == nullptr && !body.empty() && body.find("\"error\"") == std::string_view::npos;
+    return in;
+  }
+  in.kind = Incoming::Kind::kPullStatus;
+  std::from_chars(token.data(), token.data() + token.size(), in.status.pull);
+  const char* description = nullptr;
   natsMsgHeader_Get(message, "Description", &description);
-  status.code = code ? code : "";
-  status.description = description ? description : "";
-  return status;
+  in.status.code = code ? code : "";
+  in.status.description = description ? description : "";
+  return in;
+}
+
+bool JetStreamReader::send_probe(std::uint64_t id) {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (!connection_) return false;
+  const std::string reply = inbox_ + "p" + std::to_string(id);
+  return natsConnection_PublishRequest(connection_.get(), info_subject_.c_str(), reply.c_str(), "", 0) == NATS_OK;
 }
 
 void JetStreamReader::reply(natsMsg* message, const char* body, std::size_t length) {

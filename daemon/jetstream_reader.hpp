@@ -42,6 +42,18 @@ struct PullStatus {
   std::string_view description;  // e.g. "Leadership Change"; may be empty
 };
 
+// What came in on jetfan's inbox or as a message of the stream.
+struct Incoming {
+  enum class Kind {
+    kMessage,      // a message of the stream, with its $JS.ACK reply subject
+    kPullStatus,   // a status reply to a pull request
+    kProbeAnswer,  // the answer to a consumer-info probe (<inbox>.p<id>)
+  };
+  Kind kind = Kind::kMessage;
+  PullStatus status;       // kPullStatus
+  bool answered = false;   // kProbeAnswer: the consumer's info came back (not an error)
+};
+
 class JetStreamReader {
  public:
   // Everything cnats delivered since the last call, in the order it arrived: messages and status
@@ -67,11 +79,13 @@ class JetStreamReader {
   // No more calls to the handler (its owner is going away).
   void stop_delivering();
 
-  // A status reply to a pull request, or nullopt for a message of the stream. Valid while `message` is.
-  std::optional<PullStatus> status_of(natsMsg* message) const;
+  // What `message` is. Views in it are valid while `message` is.
+  Incoming classify(natsMsg* message) const;
 
   // Sends one pull request. False (and logged) when cnats refused it.
   bool send_pull(const PullRequest& request);
+  // Asks for the consumer's info, the answer to come on <inbox>.p<id>. Never blocks.
+  bool send_probe(std::uint64_t id);
 
   // Replies to the server about a message. Never block on the network.
   void ack(natsMsg* message);
@@ -97,6 +111,7 @@ class JetStreamReader {
   NatsSubscriptionPtr subscription_;
   std::string inbox_;  // "<inbox>." : a pull's reply subject is inbox_ + id
   std::string pull_subject_;
+  std::string info_subject_;
   std::string request_body_;  // reused: no allocation per pull request
   IngressHandler handler_;
   std::vector<NatsMsgPtr> incoming_;  // reused from batch to batch
