@@ -242,7 +242,7 @@ class ConfigReader {
       return;
     }
     if (!check_map(node, "consumer",
-                   {"stream", "durable", "ack_policy", "max_held", "batch", "pull_expires",
+                   {"stream", "durable", "ack_policy", "max_held", "max_held_bytes", "batch", "pull_expires",
                     "idle_heartbeat"})) {
       return;
     }
@@ -264,6 +264,11 @@ class ConfigReader {
       if (max_held > 0) consumer.max_held = max_held;
     }
     read_int(node, "consumer", "batch", consumer.batch, 1, 10'000);
+    if (const auto bytes = node["max_held_bytes"]; bytes && bytes.IsScalar() && bytes.Scalar() == "0") {
+      consumer.max_held_bytes = 0;
+    } else {
+      read_size(node, "consumer", "max_held_bytes", consumer.max_held_bytes, 64 * 1024);
+    }
     read_duration(node, "consumer", "pull_expires", consumer.pull_expires);
     read_duration(node, "consumer", "idle_heartbeat", consumer.idle_heartbeat);
     if (consumer.pull_expires < Duration(1000)) {

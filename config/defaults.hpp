@@ -25,6 +25,9 @@ inline constexpr Duration kIdleHeartbeat{1000};   // 3 missed = the request is l
 // max_held when the consumer's MaxAckPending is unlimited (-1): enough to keep handlers busy,
 // small enough to size the process (10,000 × 1 KiB held stays under 32 MiB).
 inline constexpr std::size_t kMaxHeldUnlimited = 10000;
+// Bytes of messages held, in flight and waiting in output buffers, all together: a sidecar an operator
+// can size whatever the message size or the number of handlers.
+inline constexpr std::uint64_t kMaxHeldBytes = 64ULL << 20;
 // AckWait when consumer info cannot be read: the server's own default.
 inline constexpr Duration kAckWaitUnknown{30000};
 // Held messages are touched (+WPI) every AckWait / kKeepalivesPerAckWait: three chances per AckWait,

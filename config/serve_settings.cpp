@@ -49,8 +49,8 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
   } else if (facts.max_ack_pending > 0) {
     max_held = static_cast<std::size_t>(facts.max_ack_pending);
   }
-  s.pull = PullSettings{static_cast<std::size_t>(config.consumer.batch), max_held, config.consumer.pull_expires,
-                        config.consumer.idle_heartbeat};
+  s.pull = PullSettings{static_cast<std::size_t>(config.consumer.batch), max_held, config.consumer.max_held_bytes,
+                        config.consumer.pull_expires, config.consumer.idle_heartbeat};
   result.settings = std::move(s);
   return result;
 }

@@ -9,17 +9,35 @@ PullLedger::PullLedger(PullSettings settings) : settings_(settings) {
   assert(settings_.batch > 0 && settings_.max_held > 0);
 }
 
-void PullLedger::top_up(std::size_t held, TimePoint now, std::vector<PullRequest>& out) {
+void PullLedger::top_up(std::size_t held, std::uint64_t held_bytes, TimePoint now, std::vector<PullRequest>& out) {
   if (!pulling_) return;
+  const std::uint64_t budget = settings_.max_held_bytes;
   while (requested_ < settings_.batch && held + requested_ < settings_.max_held) {
-    const std::size_t count = std::min(settings_.batch, settings_.max_held - held - requested_);
+    std::size_t count = std::min(settings_.batch, settings_.max_held - held - requested_);
     if (count < settings_.batch && requested_ > 0) return;
+    std::uint64_t max_bytes = 0;
+    if (budget > 0) {
+      const std::uint64_t used = held_bytes + requested_bytes_;
+      const std::uint64_t room = used < budget ? budget - used : 0;
+      max_bytes = std::min(room, std::max<std::uint64_t>(budget / 2, 1));
+      if (too_big_for_ && max_bytes <= *too_big_for_) {
+        // The next message did not fit in a request this big. Alone is the last resort.
+        if (held > 0 || held_bytes > 0 || !pulls_.empty()) return;
+        count = 1;
+        max_bytes = 0;
+      } else if (max_bytes == 0) {
+        return;
+      }
+      too_big_for_.reset();
+    }
     // The server's heartbeats start with the first request that waits; silence is measured from it.
     if (pulls_.empty()) last_heard_ = now;
     const std::uint64_t id = next_id_++;
-    pulls_.emplace(id, Pull{count, now + settings_.expires});
+    pulls_.emplace(id, Pull{count, max_bytes, max_bytes, now + settings_.expires});
     requested_ += count;
-    out.push_back(PullRequest{id, count, settings_.expires, settings_.idle_heartbeat});
+    requested_bytes_ += max_bytes;
+    out.push_back(PullRequest{id, count, max_bytes, settings_.expires, settings_.idle_heartbeat});
+    if (max_bytes == 0 && budget > 0) return;  // alone
   }
 }
 
@@ -29,21 +47,31 @@ void PullLedger::cancel(std::uint64_t id) {
 
 void PullLedger::retire(std::map<std::uint64_t, Pull>::iterator pull) {
   requested_ -= pull->second.remaining;
+  requested_bytes_ -= pull->second.remaining_bytes;
   pulls_.erase(pull);
 }
 
-void PullLedger::on_message(TimePoint now) {
+void PullLedger::on_message(TimePoint now, std::uint64_t bytes) {
   last_heard_ = now;
   auto oldest = pulls_.begin();
   if (oldest == pulls_.end()) return;  // answers a request dropped after a reconnect
   --requested_;
-  if (--oldest->second.remaining == 0) pulls_.erase(oldest);
+  const std::uint64_t charged = std::min(bytes, oldest->second.remaining_bytes);
+  oldest->second.remaining_bytes -= charged;
+  requested_bytes_ -= charged;
+  if (--oldest->second.remaining == 0) retire(oldest);
 }
 
-PullLedger::StatusOutcome PullLedger::on_status(std::uint64_t id, std::string_view code, TimePoint now) {
+PullLedger::StatusOutcome PullLedger::on_status(std::uint64_t id, std::string_view code, std::string_view description,
+                                                TimePoint now) {
   last_heard_ = now;
   if (code == "100") return StatusOutcome::kAlive;
-  if (auto found = pulls_.find(id); found != pulls_.end()) retire(found);
+  const bool too_big = code == "409" && description.find("Exceeds MaxBytes") != std::string_view::npos;
+  if (auto found = pulls_.find(id); found != pulls_.end()) {
+    if (too_big) too_big_for_ = std::max(too_big_for_.value_or(0), found->second.max_bytes);
+    retire(found);
+  }
+  if (too_big) return StatusOutcome::kFinished;
   return code == "404" || code == "408" ? StatusOutcome::kFinished : StatusOutcome::kUnexpected;
 }
 
@@ -53,6 +81,7 @@ void PullLedger::drop_all(TimePoint now) {
   }
   pulls_.clear();
   requested_ = 0;
+  requested_bytes_ = 0;
   last_heard_ = now;
 }
 

@@ -5,6 +5,11 @@
 // jetfan reads its pull consumer with plain pull requests ($JS.API.CONSUMER.MSG.NEXT.<stream>.
 // <durable>), each with its own reply subject, so every request is known by an id. The rules:
 //   - Held plus requested never exceeds max_held: the server never sends more than jetfan may hold.
+//     The same goes for bytes, with max_held_bytes: each request carries max_bytes, at most half the
+//     budget so that two can wait at once. When a request ends because the next message is bigger
+//     than its max_bytes (409 "Message Size Exceeds MaxBytes"), no request is sent until the room
+//     has grown past it; a message bigger than the whole budget is pulled alone, once nothing else
+//     is held (batch 1, no max_bytes).
 //   - Between one and two batches stay requested, so the next request is at the server before the
 //     current one is used up; a request smaller than a batch is only sent when none is waiting, so
 //     that room gathers into full batches instead of many small requests.
@@ -41,15 +46,17 @@ namespace jetfan {
 struct PullSettings {
   std::size_t batch = 0;      // messages asked for by one request; > 0
   std::size_t max_held = 0;   // bound on held + requested; > 0
+  std::uint64_t max_held_bytes = 0;  // bound on bytes held + requested; 0: none
   Duration expires{0};        // how long a request waits at the server
   Duration idle_heartbeat{0}; // the server's heartbeat while a request waits
 };
 
-// One request to send: {"batch":batch,"expires":expires,"idle_heartbeat":idle_heartbeat} with the
-// reply subject <inbox>.<id>.
+// One request to send: {"batch":batch,"max_bytes":max_bytes,"expires":expires,
+// "idle_heartbeat":idle_heartbeat} (no max_bytes when 0) with the reply subject <inbox>.<id>.
 struct PullRequest {
   std::uint64_t id = 0;
   std::size_t batch = 0;
+  std::uint64_t max_bytes = 0;
   Duration expires{0};
   Duration idle_heartbeat{0};
 };
@@ -72,7 +79,7 @@ class PullLedger {
 
   enum class StatusOutcome {
     kAlive,       // 100: an idle heartbeat
-    kFinished,    // 404 or 408: the request is over, nothing is wrong
+    kFinished,    // 404 or 408, or 409 Message Size Exceeds MaxBytes: the request is over, nothing is wrong
     kUnexpected,  // anything else (409 and its variants): the request is over; worth a warning
   };
   enum class Liveness {
@@ -82,19 +89,19 @@ class PullLedger {
 
   explicit PullLedger(PullSettings settings);
 
-  // Whether top_up() would send anything: cheap enough to ask after every input.
+  // Whether top_up() might send anything: cheap enough to ask after every input.
   bool wants_more(std::size_t held) const {
     return pulling_ && requested_ < settings_.batch && held + requested_ < settings_.max_held;
   }
-  // Appends to `out` the requests to send now, given how many messages are held, and records them
-  // as outstanding. Sends nothing once stop() was called.
-  void top_up(std::size_t held, TimePoint now, std::vector<PullRequest>& out);
+  // Appends to `out` the requests to send now, given how many messages and bytes are held, and
+  // records them as outstanding. Sends nothing once stop() was called.
+  void top_up(std::size_t held, std::uint64_t held_bytes, TimePoint now, std::vector<PullRequest>& out);
   // The request could not be sent: forget it.
   void cancel(std::uint64_t id);
-  // A message arrived: one credit of the oldest request is used.
-  void on_message(TimePoint now);
+  // A message of `bytes` arrived: one credit of the oldest request is used.
+  void on_message(TimePoint now, std::uint64_t bytes = 0);
   // A status reply arrived on request `id`'s reply subject.
-  StatusOutcome on_status(std::uint64_t id, std::string_view code, TimePoint now);
+  StatusOutcome on_status(std::uint64_t id, std::string_view code, std::string_view description, TimePoint now);
   // The connection to the server was re-established: the server may have forgotten every request.
   void on_reconnect(TimePoint now);
   // Drops what the server can no longer answer; call now and then (every few hundred ms).
@@ -114,12 +121,15 @@ class PullLedger {
 
   Duration handback_delay(TimePoint now) const;
   std::size_t requested() const { return requested_; }
+  std::uint64_t requested_bytes() const { return requested_bytes_; }
   std::size_t outstanding() const { return pulls_.size(); }
   const PullSettings& settings() const { return settings_; }
 
  private:
   struct Pull {
     std::size_t remaining;
+    std::uint64_t remaining_bytes;  // 0 when the request has no max_bytes
+    std::uint64_t max_bytes;
     TimePoint expires;
   };
   void retire(std::map<std::uint64_t, Pull>::iterator pull);
@@ -128,6 +138,9 @@ class PullLedger {
   PullSettings settings_;
   std::map<std::uint64_t, Pull> pulls_;  // by id: the oldest first
   std::size_t requested_ = 0;
+  std::uint64_t requested_bytes_ = 0;
+  // A request of this max_bytes ended before a bigger message: wait for more room than that.
+  std::optional<std::uint64_t> too_big_for_;
   std::uint64_t next_id_ = 1;
   bool pulling_ = true;
   TimePoint last_heard_{};

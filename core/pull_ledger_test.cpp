@@ -10,12 +10,12 @@ namespace {
 const TimePoint kStart = TimePoint() + std::chrono::hours(1);
 
 PullSettings settings(std::size_t batch = 10, std::size_t max_held = 100) {
-  return PullSettings{batch, max_held, milliseconds(5000), milliseconds(1000)};
+  return PullSettings{batch, max_held, 0, milliseconds(5000), milliseconds(1000)};
 }
 
 std::vector<PullRequest> top_up(PullLedger& ledger, std::size_t held, TimePoint now = kStart) {
   std::vector<PullRequest> out;
-  ledger.top_up(held, now, out);
+  ledger.top_up(held, 0, now, out);
   return out;
 }
 
@@ -54,7 +54,7 @@ TEST_CASE("pull ledger: with a request waiting, room gathers into a full batch",
   top_up(ledger, 0);
   ledger.on_message(kStart);
   CHECK(top_up(ledger, 90).empty());  // room for 1 only: the request waiting is enough
-  ledger.on_status(1, "408", kStart);
+  ledger.on_status(1, "408", "", kStart);
   CHECK(top_up(ledger, 90).at(0).batch == 10);
 }
 
@@ -68,7 +68,7 @@ TEST_CASE("pull ledger: a message is charged to the oldest request", "[unit]") {
   CHECK(ledger.outstanding() == 1);
   CHECK(ledger.requested() == 2);
   // The one left is request 2: a 408 for it clears everything.
-  CHECK(ledger.on_status(2, "408", kStart) == PullLedger::StatusOutcome::kFinished);
+  CHECK(ledger.on_status(2, "408", "", kStart) == PullLedger::StatusOutcome::kFinished);
   CHECK(ledger.outstanding() == 0);
   CHECK(ledger.requested() == 0);
 }
@@ -87,10 +87,10 @@ TEST_CASE("pull ledger: each status reply retires exactly its own request", "[un
     ledger.on_message(kStart);
     top_up(ledger, 1);   // 2
     REQUIRE(ledger.requested() == 19);
-    CHECK(ledger.on_status(2, c.code, kStart) == c.outcome);
+    CHECK(ledger.on_status(2, c.code, "", kStart) == c.outcome);
     CHECK(ledger.requested() == 9);  // request 1's nine remain
     CHECK(ledger.outstanding() == 1);
-    CHECK(ledger.on_status(2, c.code, kStart) == c.outcome);  // again: nothing more to retire
+    CHECK(ledger.on_status(2, c.code, "", kStart) == c.outcome);  // again: nothing more to retire
     CHECK(ledger.requested() == 9);
   }
 }
@@ -101,7 +101,7 @@ TEST_CASE("pull ledger: a heartbeat keeps a request alive and retires nothing", 
   TimePoint now = kStart;
   for (int i = 0; i < 4; ++i) {  // within its 5s expiry
     now += milliseconds(1000);
-    CHECK(ledger.on_status(1, "100", now) == PullLedger::StatusOutcome::kAlive);
+    CHECK(ledger.on_status(1, "100", "", now) == PullLedger::StatusOutcome::kAlive);
     CHECK(ledger.check_liveness(now) == PullLedger::Liveness::kFine);
   }
   CHECK(ledger.requested() == 10);
@@ -148,7 +148,7 @@ TEST_CASE("pull ledger: a request past its expiry with no 408 gives its credit b
   // Heartbeats keep coming (from a later request, say) so silence does not drop it first.
   auto at = [&](milliseconds since_start) {
     now = kStart + since_start;
-    ledger.on_status(99, "100", now);
+    ledger.on_status(99, "100", "", now);
     return ledger.check_liveness(now);
   };
   at(milliseconds(5000) + PullLedger::kExpiryGrace);
@@ -178,7 +178,7 @@ TEST_CASE("pull ledger: the hand-back delay outlasts every request still open", 
   ledger.on_message(kStart);
   top_up(ledger, 1, kStart + milliseconds(1000));           // expires at +6000
   CHECK(ledger.handback_delay(kStart + milliseconds(2000)) == milliseconds(4000) + PullLedger::kHandbackMargin);
-  ledger.on_status(2, "408", kStart + milliseconds(2000));  // the later one is over
+  ledger.on_status(2, "408", "", kStart + milliseconds(2000));  // the later one is over
   CHECK(ledger.handback_delay(kStart + milliseconds(2000)) == milliseconds(3000) + PullLedger::kHandbackMargin);
   // Dropped requests may still wait at the server: they still count.
   ledger.on_reconnect(kStart + milliseconds(2000));
@@ -191,7 +191,7 @@ TEST_CASE("pull ledger: when the leader may be new, it probes until the server a
   PullLedger ledger(settings());
   top_up(ledger, 0);
   CHECK_FALSE(ledger.take_probe(kStart));  // nothing to be unsure about yet
-  ledger.on_status(1, "409", kStart);
+  ledger.on_status(1, "409", "", kStart);
   ledger.on_leader_unsure(kStart);
   const auto first = ledger.take_probe(kStart);
   REQUIRE(first);
@@ -211,4 +211,59 @@ TEST_CASE("pull ledger: when the leader may be new, it probes until the server a
   CHECK(top_up(ledger, 0, kStart + milliseconds(300)).size() == 1);
   CHECK_FALSE(ledger.on_probe_answer(true, kStart + milliseconds(400)));  // a late answer changes nothing
   CHECK(ledger.requested() == 10);
+}
+
+namespace {
+PullSettings byte_settings(std::uint64_t budget) {
+  PullSettings s = settings(10, 1000);
+  s.max_held_bytes = budget;
+  return s;
+}
+std::vector<PullRequest> top_up_bytes(PullLedger& ledger, std::size_t held, std::uint64_t held_bytes) {
+  std::vector<PullRequest> out;
+  ledger.top_up(held, held_bytes, kStart, out);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("pull ledger: requests carry max_bytes within the byte budget, two at a time", "[unit]") {
+  PullLedger ledger(byte_settings(1000));
+  const auto first = top_up_bytes(ledger, 0, 0);
+  REQUIRE(first.size() == 1);
+  CHECK(first[0].max_bytes == 500);  // half the budget, so the next can wait while this one is filled
+  ledger.on_message(kStart, 300);    // charged to it
+  CHECK(ledger.requested_bytes() == 200);
+  const auto second = top_up_bytes(ledger, 1, 300);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].max_bytes == 500);
+  CHECK(ledger.requested_bytes() == 700);  // with the 300 held: the whole budget
+  ledger.on_message(kStart, 100);
+  CHECK(top_up_bytes(ledger, 2, 400).empty());  // held + requested still fill the budget
+  // The first request ends (408): its unused bytes come back as room.
+  ledger.on_status(1, "408", "", kStart);
+  CHECK(ledger.requested_bytes() == 500);
+  ledger.on_message(kStart, 50);  // now charged to request 2, which then has room for a successor
+  const auto next = top_up_bytes(ledger, 3, 450);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].max_bytes == 100);  // 1000 less 450 held less 450 still requested
+}
+
+TEST_CASE("pull ledger: a message bigger than the room waits for room, and one bigger than the budget comes alone",
+          "[unit]") {
+  PullLedger ledger(byte_settings(1000));
+  top_up_bytes(ledger, 0, 0);
+  // The next message does not fit in request 1's 500 bytes.
+  CHECK(ledger.on_status(1, "409", "Message Size Exceeds MaxBytes", kStart) == PullLedger::StatusOutcome::kFinished);
+  // No request of 500 bytes or less goes out again: it would end the same way.
+  CHECK(top_up_bytes(ledger, 3, 600).empty());
+  // Nothing held: the big one is pulled alone, with no max_bytes.
+  const auto alone = top_up_bytes(ledger, 0, 0);
+  REQUIRE(alone.size() == 1);
+  CHECK(alone[0].batch == 1);
+  CHECK(alone[0].max_bytes == 0);
+  ledger.on_message(kStart, 5000);
+  // Afterwards, requests carry max_bytes again.
+  const auto after = top_up_bytes(ledger, 0, 0);
+  REQUIRE_FALSE(after.empty());
+  CHECK(after[0].max_bytes == 500);
 }

@@ -128,8 +128,7 @@ void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected)
         continue;
       case Incoming::Kind::kMessage: break;
     }
-    ledger_.on_message(now);
-    arrive(message, now);
+    ledger_.on_message(now, arrive(message, now));
   }
   // Full now, a backlog set to go back goes at once, before it takes the room of new messages.
   if (state_ == State::kServing && core_.held() >= settings_.pull.max_held) check_full(now);
@@ -137,7 +136,9 @@ void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected)
 }
 
 void Dispatcher::on_status(const PullStatus& status, TimePoint now) {
-  if (ledger_.on_status(status.pull, status.code, now) != PullLedger::StatusOutcome::kUnexpected) return;
+  if (ledger_.on_status(status.pull, status.code, status.description, now) != PullLedger::StatusOutcome::kUnexpected) {
+    return;
+  }
   spdlog::warn("nats: pull request {} answered with status {} ({}); pulling anew once the consumer answers",
                status.pull, status.code, status.description);
   leader_unsure(now);
@@ -149,7 +150,7 @@ void Dispatcher::on_status(const PullStatus& status, TimePoint now) {
   }
 }
 
-void Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
+std::uint64_t Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
   const std::string_view subject = natsMsg_GetSubject(message.get());
   const auto ack = parse_ack_subject(natsMsg_GetReply(message.get()));
   const auto key = key_of(subject, config_.key.strip_prefix);
@@ -161,12 +162,14 @@ void Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
     stored_.emplace(handle, Stored{std::make_shared<const MessageBytes>(std::move(message), std::string(), live_), {},
                                    ack ? ack->stream_seq : 0, 0});
     core_.arrive(Arrival{handle, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, 0, true}, now);
-    return;
+    return 0;
   }
   std::string headers = header_block(message.get());
-  stored_.emplace(handle, Stored{std::make_shared<const MessageBytes>(std::move(message), std::move(headers), live_), *key,
-                                 ack->stream_seq, ack->deliveries});
+  auto bytes = std::make_shared<const MessageBytes>(std::move(message), std::move(headers), live_);
+  const std::uint64_t size = bytes->size();
+  stored_.emplace(handle, Stored{std::move(bytes), *key, ack->stream_seq, ack->deliveries});
   core_.arrive(Arrival{handle, ack->stream_seq, ack->deliveries, matcher_.match(*key), false}, now);
+  return size;
 }
 
 void Dispatcher::after_input() {
@@ -201,7 +204,7 @@ void Dispatcher::probe(TimePoint now) {
 void Dispatcher::top_up_pulls() {
   if (!ledger_.wants_more(core_.held())) return;
   requests_.clear();
-  ledger_.top_up(core_.held(), Clock::now(), requests_);
+  ledger_.top_up(core_.held(), live_.bytes, Clock::now(), requests_);
   for (const auto& request : requests_) {
     if (!reader_.send_pull(request)) ledger_.cancel(request.id);
   }

@@ -82,8 +82,8 @@ class Dispatcher final : private SessionOwner {
 
   void on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected);
   void on_status(const PullStatus& status, TimePoint now);
-  // Takes the message from `message`.
-  void arrive(NatsMsgPtr& message, TimePoint now);
+  // Takes the message from `message`; returns the bytes it costs to hold.
+  std::uint64_t arrive(NatsMsgPtr& message, TimePoint now);
   // After every input to the core: apply and clear its effects, flush the sessions written to,
   // keep pulling, re-arm the timer, and finish a drain that has nothing left in flight.
   void after_input();

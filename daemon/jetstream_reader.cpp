@@ -277,6 +277,7 @@ bool JetStreamReader::send_pull(const PullRequest& request) {
   using std::chrono::nanoseconds;
   const std::string reply = inbox_ + std::to_string(request.id);
   request_body_.assign("{\"batch\":").append(std::to_string(request.batch));
+  if (request.max_bytes > 0) request_body_.append(",\"max_bytes\":").append(std::to_string(request.max_bytes));
   request_body_.append(",\"expires\":").append(std::to_string(nanoseconds(request.expires).count()));
   request_body_.append(",\"idle_heartbeat\":").append(std::to_string(nanoseconds(request.idle_heartbeat).count()));
   request_body_.push_back('}');
