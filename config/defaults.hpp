@@ -36,6 +36,10 @@ inline constexpr Duration kMinKeepalive{50};      // a tiny AckWait must not mak
 inline constexpr unsigned kSocketMode = 0660;     // owner and group; handlers join the group
 inline constexpr Duration kHelloTimeout{5000};
 
+// --- control socket and metrics
+inline constexpr unsigned kControlSocketMode = 0600;  // jetfan's own user: control can reload the config
+inline constexpr const char* kMetricsHost = "127.0.0.1";  // loopback unless an address is given
+
 // --- handlers
 inline constexpr int kMaxInflight = 64;           // per connection; a handler raises it for throughput
 inline constexpr Duration kAckTimeout{30000};     // the server's default AckWait, for the same reason

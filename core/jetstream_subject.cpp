@@ -40,7 +40,7 @@ std::optional<AckSubject> parse_ack_subject(std::string_view reply) {
   const auto stream_seq = number(tokens[first + 1]);
   const auto consumer_seq = number(tokens[first + 2]);
   if (!deliveries || !stream_seq || !consumer_seq) return std::nullopt;
-  return AckSubject{*deliveries, *stream_seq, *consumer_seq};
+  return AckSubject{*deliveries, *stream_seq, *consumer_seq, number(tokens[first + 3]).value_or(0)};
 }
 
 std::string pull_subject(std::string_view stream, std::string_view durable) {

@@ -19,11 +19,13 @@ TEST_CASE("ack subjects of both forms are read", "[unit]") {
   CHECK(old_form->deliveries == 3);
   CHECK(old_form->stream_seq == 42);
   CHECK(old_form->consumer_seq == 17);
-  const auto new_form = parse_ack_subject("$JS.ACK.hub.ACCHASH.EVENTS.node1_builder.1.9.8.1700000000000000000.0.tok");
+  CHECK(old_form->published_ns == 1700000000000000000);
+  const auto new_form = parse_ack_subject("$JS.ACK.hub.ACCHASH.EVENTS.node1_builder.1.9.8.1700000000000000001.0.tok");
   REQUIRE(new_form);
   CHECK(new_form->deliveries == 1);
   CHECK(new_form->stream_seq == 9);
   CHECK(new_form->consumer_seq == 8);
+  CHECK(new_form->published_ns == 1700000000000000001);
 }
 
 TEST_CASE("anything else is not an ack subject", "[unit]") {
