@@ -82,8 +82,11 @@ void Dispatcher::start() {
 void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected) {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = Clock::now();
+  wall_now_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
   // The server forgets pull requests when it restarts, and cnats does not re-send them.
   if (reconnected) {
+    ++reconnects_;
     if (ledger_.outstanding() > 0) spdlog::info("nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
     ledger_.on_reconnect(now);
   }
@@ -115,18 +118,25 @@ void Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
   const auto ack = parse_ack_subject(natsMsg_GetReply(message.get()));
   const auto key = key_of(subject, config_.key.strip_prefix);
   const MessageHandle handle = next_handle_++;
+  if (ack && ack->published_ns != 0) {
+    publish_age_.observe(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(ack->published_ns)));
+  }
   if (!ack || !key) {
     spdlog::error("message on subject \"{}\" (stream seq {}) has no key: it does not start with key.strip_prefix "
                   "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
                   subject, ack ? std::to_string(ack->stream_seq) : "?", config_.key.strip_prefix);
+    if (observer_) observe_unroutable(subject, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, message.get());
     stored_.emplace(handle, Stored{std::move(message), {}, {}, 0, 0});
     core_.arrive(Arrival{handle, 0, 1, 0, true}, now);
     return;
   }
+  last_arrived_seq_ = ack->stream_seq;
   Stored stored{nullptr, *key, header_block(message.get()), ack->stream_seq, ack->deliveries};
   stored.message = std::move(message);
-  stored_.emplace(handle, std::move(stored));
-  core_.arrive(Arrival{handle, ack->stream_seq, ack->deliveries, matcher_.match(*key), false}, now);
+  const auto placed = stored_.emplace(handle, std::move(stored)).first;
+  const HandlerMask recipients = matcher_.match(*key);
+  if (observer_) observe(placed->second, recipients);
+  core_.arrive(Arrival{handle, ack->stream_seq, ack->deliveries, recipients, false}, now);
 }
 
 void Dispatcher::after_input() {
@@ -223,6 +233,7 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   const auto& handler = config_.handlers[index];
   session.admit(index, handler.name);
   ++instances_[index];
+  admitted_unix_ms_[session.id()] = wall_now_ms();
   session.send_ready(static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
   session.flush();
   spdlog::info("handler {} connected", describe(session));
@@ -272,6 +283,7 @@ void Dispatcher::on_closed(HandlerSession& session) {
     alive = std::move(entry->second);
     sessions_.erase(entry);
   }
+  admitted_unix_ms_.erase(session.id());
   if (!session.handler() || state_ == State::kDone) return;
   --instances_[*session.handler()];
   spdlog::info("handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));

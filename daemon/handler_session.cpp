@@ -146,6 +146,12 @@ void HandlerSession::fail(const std::string& reason) {
   spdlog::warn("handler {} ({}): protocol error: {}; sent ERR and disconnected it. What it had unconfirmed will be "
                "redelivered.",
                handler_name_.empty() ? "?" : handler_name_, peer_, reason);
+  dismiss(reason);
+}
+
+void HandlerSession::dismiss(const std::string& reason) {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (closed_ || failing_) return;
   failing_ = true;
   proto::append_err(out_, reason);
   flush();

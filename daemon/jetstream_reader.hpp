@@ -73,6 +73,13 @@ class JetStreamReader {
   // Sends one pull request. False (and logged) when cnats refused it.
   bool send_pull(const PullRequest& request);
 
+  // Asks the server for the consumer's info ($JS.API.CONSUMER.INFO), without waiting: the answer
+  // comes to `handler` on the io thread, with the `id` given here, and never to the ingress handler.
+  // False when there is no connection to ask on. The handler is set once (nullptr: no more calls).
+  using InfoHandler = std::function<void(std::uint64_t id, std::string_view json)>;
+  void on_consumer_info(InfoHandler handler);
+  bool request_consumer_info(std::uint64_t id);
+
   // Replies to the server about a message. Never block on the network.
   void ack(natsMsg* message);
   void nak(natsMsg* message, Duration delay);
@@ -87,6 +94,7 @@ class JetStreamReader {
  private:
   NatsOptionsPtr make_options();
   void on_ingress();
+  void take_info_replies();
   void reply(natsMsg* message, const char* body, std::size_t length);
 
   boost::asio::io_context& io_;
@@ -100,6 +108,9 @@ class JetStreamReader {
   std::string request_body_;  // reused: no allocation per pull request
   IngressHandler handler_;
   std::vector<NatsMsgPtr> incoming_;  // reused from batch to batch
+  InfoHandler info_handler_;
+  std::size_t info_outstanding_ = 0;  // consumer info requests not yet answered
+  std::string info_subject_;  // $JS.API.CONSUMER.INFO.<stream>.<durable>
 };
 
 }  // namespace jetfan
