@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building, testing and the demo need, from Debian 12 packages, if it is missing.
 set -euo pipefail
+# prometheus: its promtool checks the /metrics text in the tests.
 packages=(g++ cmake ninja-build pkg-config libnats-dev libboost-dev libspdlog-dev libyaml-cpp-dev
-          catch2 libsystemd-dev nats-server)
+          nlohmann-json3-dev catch2 libsystemd-dev nats-server prometheus)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
