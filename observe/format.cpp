@@ -17,7 +17,9 @@ std::string number(double value) {
 
 std::string duration(double seconds) {
   char buffer[32];
-  if (seconds < 1) {
+  if (seconds < 0.001) {
+    std::snprintf(buffer, sizeof buffer, "%.0fus", seconds * 1e6);
+  } else if (seconds < 1) {
     std::snprintf(buffer, sizeof buffer, "%.0fms", seconds * 1000);
   } else if (seconds < 60) {
     std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);

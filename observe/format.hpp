@@ -9,7 +9,7 @@ namespace jetfan::format {
 
 // Shortest exact decimal form of a double ("0.25", "1e-06"); "+Inf", "-Inf", "NaN" as Prometheus writes them.
 std::string number(double value);
-// A human duration: "850ms", "12.3s", "4m05s", "2h10m".
+// A human duration: "250us", "850ms", "12.3s", "4m05s", "2h10m".
 std::string duration(double seconds);
 // A rate: "0", "0.33", "12", "1.2k".
 std::string rate(double per_second);

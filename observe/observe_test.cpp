@@ -188,6 +188,7 @@ TEST_CASE("format helpers", "[unit]") {
   CHECK(format::number(0.25) == "0.25");
   CHECK(format::number(1e-4) == "0.0001");
   CHECK(format::duration(0.85) == "850ms");
+  CHECK(format::duration(0.00025) == "250us");
   CHECK(format::duration(245) == "4m05s");
   CHECK(format::rate(1234) == "1.2k");
 }

@@ -7,7 +7,8 @@
 namespace jetfan {
 namespace {
 
-using nlohmann::json;
+// Members in the order CONTROL.md documents them, not sorted.
+using json = nlohmann::ordered_json;
 
 std::string joined(const std::vector<std::string>& items, const char* separator) {
   std::string out;
