@@ -91,7 +91,7 @@ TEST_CASE("status shows first, as the problem, a declared handler with no instan
   CHECK(calm["consumer"]["server"]["ack_floor_stream_seq"] == 3);
 }
 
-TEST_CASE("jetfan status reaches the control socket from --config or --control; errors are plain", "[integration]") {
+TEST_CASE("jetfan status reaches the control socket from --config or --control, and says plainly when it cannot", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilderAndAudit));
   std::string output;
