@@ -1,17 +1,69 @@
 #include "config.hpp"
 
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <map>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "byte_size.hpp"
+#include "protocol.hpp"
 #include "topic_pattern.hpp"
 
 namespace jetfan {
 
 namespace {
+
+// nullopt when `url` is a server URL cnats takes: nats://, tls://, ws:// or wss://, then
+// [user[:password]@]host[:port], host a name or an address ([...] for IPv6).
+std::optional<std::string> server_url_error(const std::string& url) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return "needs a scheme: nats://host:port (or tls://, ws://, wss://)";
+  const std::string scheme = url.substr(0, scheme_end);
+  if (scheme != "nats" && scheme != "tls" && scheme != "ws" && scheme != "wss") {
+    return "has scheme \"" + scheme + "\"; it must be nats, tls, ws or wss";
+  }
+  std::string rest = url.substr(scheme_end + 3);
+  if (const auto at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);
+  if (rest.empty()) return "names no host";
+  std::string host = rest;
+  std::string port;
+  if (rest[0] == '[') {
+    const auto close = rest.find(']');
+    if (close == std::string::npos) return "has an unclosed '[' in its host";
+    host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size()) {
+      if (rest[close + 1] != ':') return "has something other than :port after its host";
+      port = rest.substr(close + 2);
+    }
+  } else if (const auto colon = rest.rfind(':'); colon != std::string::npos) {
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  }
+  if (host.empty() || host.find_first_of(" /?#") != std::string::npos) return "has no valid host";
+  if (rest.find('/') != std::string::npos && rest[0] != '[') return "has a path; give only host and port";
+  if (!port.empty()) {
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
+      return "has port \"" + port + "\"; it must be a number from 1 to 65535";
+    }
+  }
+  return std::nullopt;
+}
+
+// "READY 1 <handler> <max-inflight> <pattern> ...\r\n", as jetfan sends it.
+std::size_t ready_line_length(const HandlerSettings& handler) {
+  std::size_t length = std::string("READY ").size() + std::to_string(proto::kVersion).size() + 1 + handler.name.size() +
+                       1 + std::to_string(handler.max_inflight).size() + 2;
+  for (const auto& pattern : handler.patterns) length += 1 + pattern.size();
+  return length;
+}
 
 // Walks the YAML tree, filling a Config and collecting every error with its line and key path.
 class ConfigReader {
@@ -33,8 +85,16 @@ class ConfigReader {
       error(map, path, "expected a mapping of keys to values");
       return false;
     }
+    std::map<std::string, int> seen;  // key -> its line
     for (const auto& entry : map) {
       const auto name = entry.first.Scalar();
+      const int line = entry.first.Mark().line + 1;
+      if (const auto [first, fresh] = seen.emplace(name, line); !fresh) {
+        // yaml-cpp would silently use the first; a second block is never what was meant.
+        error(entry.first, join(path, name),
+              "is given twice, on lines " + std::to_string(first->second) + " and " + std::to_string(line));
+        continue;
+      }
       bool found = false;
       for (const char* k : known) found = found || name == k;
       if (!found) {
@@ -133,6 +193,12 @@ class ConfigReader {
     if (node["servers"]) {
       nats.servers = read_string_list(node["servers"], "nats.servers");
       if (nats.servers.empty()) error(node["servers"], "nats.servers", "needs at least one server URL");
+      for (std::size_t i = 0; i < nats.servers.size(); ++i) {
+        if (auto why = server_url_error(nats.servers[i])) {
+          const auto at = node["servers"].IsSequence() ? node["servers"][i] : node["servers"];
+          error(at, "nats.servers[" + std::to_string(i) + "]", "\"" + nats.servers[i] + "\" " + *why);
+        }
+      }
     }
     read_string(node, "nats", "name", nats.name);
     read_string(node, "nats", "creds", nats.creds);
@@ -214,10 +280,21 @@ class ConfigReader {
       errors_.push_back(file_ + ":1: socket: is required (with path)");
       return;
     }
-    if (!check_map(node, "socket", {"path", "mode", "hello_timeout"})) return;
+    if (!check_map(node, "socket",
+                   {"path", "mode", "owner", "group", "hello_timeout", "max_connections", "max_unidentified",
+                    "max_output_buffer", "idle_timeout", "ping_timeout"})) {
+      return;
+    }
     read_string(node, "socket", "path", socket.path, true);
-    if (socket.path.size() >= 108) {  // sizeof(sockaddr_un::sun_path)
-      error(either(node, "path"), "socket.path", "is longer than the 107 bytes a Unix socket path may have");
+    if (!socket.path.empty() && socket.path[0] != '/') {
+      error(either(node, "path"), "socket.path", "\"" + socket.path + "\" must be an absolute path");
+    }
+    // sizeof(sockaddr_un::sun_path) is 108; jetfan first binds the socket in a private directory
+    // beside it ("<dir>/.jf-XXXXXX/s"), which must fit too.
+    const std::size_t directory = socket.path.rfind('/') == std::string::npos ? 0 : socket.path.rfind('/');
+    if (socket.path.size() >= 108 || directory + 13 >= 108) {
+      error(either(node, "path"), "socket.path",
+            "is too long: a Unix socket path may have 107 bytes, and its directory at most 94");
     }
     if (const auto mode = node["mode"]) {
       if (const auto text = string(mode, "socket.mode")) {
@@ -225,12 +302,96 @@ class ConfigReader {
         const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value, 8);
         if (ec != std::errc() || end != text->data() + text->size() || value > 0777) {
           error(mode, "socket.mode", "\"" + *text + "\" must be an octal file mode such as \"0660\"");
+        } else if ((value & 0600) != 0600) {
+          error(mode, "socket.mode", "\"" + *text + "\" locks out the socket's owner; it needs at least 0600");
         } else {
           socket.mode = static_cast<mode_t>(value);
         }
       }
     }
+    if (const auto owner = node["owner"]) {
+      if (const auto text = string(owner, "socket.owner")) socket.owner = user_id(owner, "socket.owner", *text);
+    }
+    if (const auto group = node["group"]) {
+      if (const auto text = string(group, "socket.group")) socket.group = group_id(group, "socket.group", *text);
+    }
     read_duration(node, "socket", "hello_timeout", socket.hello_timeout);
+    read_int(node, "socket", "max_connections", socket.max_connections, 1, 1'000'000);
+    read_int(node, "socket", "max_unidentified", socket.max_unidentified, 1, 1'000'000);
+    read_size(node, "socket", "max_output_buffer", socket.max_output_buffer, 4096);
+    read_duration(node, "socket", "idle_timeout", socket.idle_timeout);
+    read_duration(node, "socket", "ping_timeout", socket.ping_timeout);
+  }
+
+  void read_size(const YAML::Node& parent, const std::string& path, const char* key, std::uint64_t& out,
+                 std::uint64_t min) {
+    const auto node = parent[key];
+    if (!node) return;
+    const auto text = string(node, join(path, key));
+    if (!text) return;
+    const auto parsed = parse_byte_size(*text);
+    if (!parsed || *parsed < min) {
+      error(node, join(path, key), "\"" + *text + "\" must be a size of at least " + std::to_string(min) +
+                                       " bytes, in bytes or with KiB, MiB or GiB, e.g. 64MiB");
+      return;
+    }
+    out = *parsed;
+  }
+
+  // A user by name or number, as it is on this machine now; nullopt (and an error) if there is none.
+  std::optional<uid_t> user_id(const YAML::Node& at, const std::string& path, const std::string& name) {
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+      return static_cast<uid_t>(std::stoul(name));
+    }
+    passwd entry{};
+    passwd* found = nullptr;
+    std::vector<char> buffer(16384);
+    if (getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) == 0 && found) return found->pw_uid;
+    error(at, path, "there is no user \"" + name + "\" on this machine");
+    return std::nullopt;
+  }
+  std::optional<gid_t> group_id(const YAML::Node& at, const std::string& path, const std::string& name) {
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+      return static_cast<gid_t>(std::stoul(name));
+    }
+    group entry{};
+    group* found = nullptr;
+    std::vector<char> buffer(65536);
+    if (getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) == 0 && found) return found->gr_gid;
+    error(at, path, "there is no group \"" + name + "\" on this machine");
+    return std::nullopt;
+  }
+
+  void read_allow(const YAML::Node& node, const std::string& path, AllowSettings& allow) {
+    if (!check_map(node, path, {"users", "groups", "uids", "gids"})) return;
+    auto each = [&](const char* key, auto resolve) {
+      const auto list = node[key];
+      if (!list) return;
+      const auto names = read_string_list(list, join(path, key));
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        resolve(list.IsSequence() ? list[i] : list, join(path, key) + "[" + std::to_string(i) + "]", names[i]);
+      }
+    };
+    auto number = [&](const YAML::Node& at, const std::string& where, const std::string& text) -> std::optional<std::uint32_t> {
+      std::uint32_t value = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec == std::errc() && end == text.data() + text.size() && !text.empty()) return value;
+      error(at, where, "\"" + text + "\" is not a number");
+      return std::nullopt;
+    };
+    each("users", [&](const YAML::Node& at, const std::string& where, const std::string& name) {
+      if (auto id = user_id(at, where, name)) allow.uids.push_back(*id);
+    });
+    each("uids", [&](const YAML::Node& at, const std::string& where, const std::string& text) {
+      if (auto id = number(at, where, text)) allow.uids.push_back(*id);
+    });
+    each("groups", [&](const YAML::Node& at, const std::string& where, const std::string& name) {
+      if (auto id = group_id(at, where, name)) allow.gids.push_back(*id);
+    });
+    each("gids", [&](const YAML::Node& at, const std::string& where, const std::string& text) {
+      if (auto id = number(at, where, text)) allow.gids.push_back(*id);
+    });
+    if (allow.empty()) error(node, path, "lists no one: give users, groups, uids or gids, or leave allow out");
   }
 
   // An octal file mode such as "0660".
@@ -310,7 +471,9 @@ class ConfigReader {
     for (std::size_t i = 0; i < node.size(); ++i) {
       const auto item = node[i];
       const std::string path = "handlers[" + std::to_string(i) + "]";
-      if (!check_map(item, path, {"name", "patterns", "max_inflight", "ack_timeout"})) continue;
+      if (!check_map(item, path, {"name", "patterns", "max_inflight", "ack_timeout", "allow", "max_instances"})) {
+        continue;
+      }
       HandlerSettings handler;
       read_string(item, path, "name", handler.name, true);
       if (!handler.name.empty()) {
@@ -336,6 +499,16 @@ class ConfigReader {
       read_int(item, path, "max_inflight", handler.max_inflight, 1, 65536);
       read_duration(item, path, "ack_timeout", handler.ack_timeout);
       if (handler.ack_timeout < Duration(1)) error(either(item, "ack_timeout"), path + ".ack_timeout", "must be more than 0");
+      if (const auto allow = item["allow"]) read_allow(allow, path + ".allow", handler.allow);
+      read_int(item, path, "max_instances", handler.max_instances, 0, 1'000'000);
+      // The READY line that announces the handler's patterns must fit in one line a client accepts.
+      const std::size_t ready = ready_line_length(handler);
+      if (ready > proto::kMaxDeliveryLine) {
+        error(either(item, "patterns"), path + ".patterns",
+              "announcing these patterns takes a READY line of " + std::to_string(ready) + " bytes, more than the " +
+                  std::to_string(proto::kMaxDeliveryLine) +
+                  " a line from jetfan may have; use fewer or shorter patterns (a '#' or '*' covers many)");
+      }
       handlers.push_back(std::move(handler));
     }
   }
@@ -352,12 +525,20 @@ class ConfigReader {
     }
   }
 
-  void read_log(const YAML::Node& node, std::string& level) {
+  void read_log(const YAML::Node& node, Config& config) {
     if (!node) return;
-    if (!check_map(node, "log", {"level"})) return;
+    if (!check_map(node, "log", {"level", "format"})) return;
+    std::string& level = config.log_level;
     read_string(node, "log", "level", level);
     static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
     if (!kLevels.count(level)) error(either(node, "level"), "log.level", "\"" + level + "\" must be trace, debug, info, warn or error");
+    std::string format = "text";
+    read_string(node, "log", "format", format);
+    if (format == "json") {
+      config.log_format = LogFormat::kJson;
+    } else if (format != "text") {
+      error(either(node, "format"), "log.format", "\"" + format + "\" must be text or json");
+    }
   }
 
   void read(const YAML::Node& root, Config& config) {
@@ -372,13 +553,18 @@ class ConfigReader {
     read_consumer(root["consumer"], config.consumer);
     if (const auto key = root["key"]) {
       if (check_map(key, "key", {"strip_prefix"})) read_string(key, "key", "strip_prefix", config.key.strip_prefix);
+      const std::string& prefix = config.key.strip_prefix;
+      if (prefix.find_first_of("*> \t\r\n") != std::string::npos) {
+        error(either(key, "strip_prefix"), "key.strip_prefix",
+              "\"" + prefix + "\" must be a literal subject prefix: no wildcards ('*', '>') and no white space");
+      }
     }
     read_socket(root["socket"], config.socket);
     read_control(root["control"], config.socket, config.control);
     read_metrics(root["metrics"], config.metrics);
     read_handlers(root["handlers"], config.handlers);
     read_delivery(root["delivery"], config.delivery);
-    read_log(root["log"], config.log_level);
+    read_log(root["log"], config);
     if (config.nats.servers.empty()) config.nats.servers = {defaults::kServer};
     if (config.nats.name.empty()) config.nats.name = "jetfan-" + config.consumer.durable;
   }

@@ -50,9 +50,23 @@ struct KeySettings {
 };
 
 struct SocketSettings {
-  std::string path;
+  std::string path;  // absolute
   mode_t mode = defaults::kSocketMode;
+  std::optional<uid_t> owner;  // default: jetfan's own
+  std::optional<gid_t> group;
   Duration hello_timeout = defaults::kHelloTimeout;
+  std::size_t max_connections = defaults::kMaxConnections;
+  std::size_t max_unidentified = defaults::kMaxUnidentified;
+  std::uint64_t max_output_buffer = defaults::kMaxOutputBuffer;
+  Duration idle_timeout = defaults::kIdleTimeout;
+  Duration ping_timeout = defaults::kPingTimeout;
+};
+
+// Who may be a handler: names are resolved to ids when the config loads.
+struct AllowSettings {
+  std::vector<uid_t> uids;  // users: and uids:
+  std::vector<gid_t> gids;  // groups: and gids:
+  bool empty() const { return uids.empty() && gids.empty(); }
 };
 
 // The control socket (`jetfan status`, `tail`, `reload`): not the handler socket, so no handler can
@@ -73,6 +87,8 @@ struct HandlerSettings {
   std::vector<std::string> patterns;
   int max_inflight = defaults::kMaxInflight;
   Duration ack_timeout = defaults::kAckTimeout;
+  AllowSettings allow;              // empty: any peer that can open the socket
+  std::uint32_t max_instances = 0;  // 0: no limit
 };
 
 struct DeliverySettings {
@@ -81,6 +97,8 @@ struct DeliverySettings {
   std::size_t remember = defaults::kRemember;        // messages whose confirmations are remembered
   Duration drain_timeout = defaults::kDrainTimeout;  // on SIGTERM, how long deliveries in flight may finish
 };
+
+enum class LogFormat { kText, kJson };
 
 struct Config {
   std::string file;  // where it was loaded from
@@ -93,6 +111,7 @@ struct Config {
   std::vector<HandlerSettings> handlers;
   DeliverySettings delivery;
   std::string log_level = "info";
+  LogFormat log_format = LogFormat::kText;
 };
 
 struct ConfigResult {

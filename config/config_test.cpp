@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "config.hpp"
@@ -113,6 +114,8 @@ TEST_CASE("tls, heartbeat, delivery and log settings are checked", "[unit]") {
   CHECK(any_contains(errors_of(base + "delivery:\n  nak_delay: 5s\n  nak_delay_max: 1s\n"),
                      "delivery.nak_delay_max: must not be less"));
   CHECK(any_contains(errors_of(base + "log:\n  level: loud\n"), "log.level: \"loud\""));
+  CHECK(any_contains(errors_of(base + "log:\n  format: xml\n"), "log.format: \"xml\" must be text or json"));
+  CHECK(load_config_text(base + "log:\n  format: json\n", "x.yaml").config->log_format == jetfan::LogFormat::kJson);
   auto with_nats = [&](const std::string& nats) {
     std::string text = base;
     text.replace(0, text.find("consumer:"), nats);
@@ -156,4 +159,91 @@ TEST_CASE("inputs the fuzzer found are reported, not crashed on", "[unit]") {
     INFO(entry.path());
     CHECK_NOTHROW(jetfan::load_config_file(entry.path().string()));
   }
+}
+
+TEST_CASE("a key given twice is an error naming both lines", "[unit]") {
+  const std::string text = std::string(kGood) + "consumer:\n  stream: OTHER\n  durable: x\n";
+  const std::size_t line = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) - 2;
+  CHECK(any_contains(errors_of(text), "jetfan.yaml:" + std::to_string(line) + ": consumer: is given twice, on lines 3 and " +
+                                          std::to_string(line)));
+  CHECK(any_contains(errors_of("socket: {path: /a, path: /b}\n"), "socket.path: is given twice"));
+}
+
+TEST_CASE("socket paths, modes, prefixes and server URLs that cannot work are errors", "[unit]") {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string text = kGood;
+    text.replace(text.find(from), from.size(), to);
+    return errors_of(text);
+  };
+  CHECK(any_contains(with("path: /run/jetfan/builder.sock", "path: run/builder.sock"),
+                     "socket.path: \"run/builder.sock\" must be an absolute path"));
+  CHECK(any_contains(with("mode: \"0660\"", "mode: \"0066\""), "socket.mode: \"0066\" locks out the socket's owner"));
+  CHECK(any_contains(with("mode: \"0660\"", "mode: \"0460\""), "locks out the socket's owner"));
+  CHECK(any_contains(with("strip_prefix: \"events.\"", "strip_prefix: \"events.*.\""),
+                     "key.strip_prefix: \"events.*.\" must be a literal subject prefix"));
+  CHECK(any_contains(with("strip_prefix: \"events.\"", "strip_prefix: \"events.>\""), "no wildcards"));
+  for (const char* bad : {"http://127.0.0.1:4222", "127.0.0.1:4222", "nats://", "nats://host:99999", "nats://host:x",
+                          "nats://host/path"}) {
+    INFO(bad);
+    CHECK(any_contains(with("nats://127.0.0.1:4222", bad), "nats.servers[0]: \"" + std::string(bad) + "\""));
+  }
+  for (const char* good : {"nats://n1:4222", "tls://n1.example.com:4443", "ws://n1", "wss://u:p@n1:443",
+                           "nats://[::1]:4222", "nats://token@127.0.0.1"}) {
+    INFO(good);
+    CHECK(with("nats://127.0.0.1:4222", good).empty());
+  }
+}
+
+TEST_CASE("allow lists and socket owners resolve names when the config loads", "[unit]") {
+  std::string text = kGood;
+  text.insert(text.find("  - name: audit"), "    allow: {users: [root], groups: [root], uids: [4321], gids: [99]}\n"
+                                             "    max_instances: 2\n");
+  text.insert(text.find("handlers:"), "  owner: root\n  group: \"0\"\n  max_connections: 10\n  max_unidentified: 3\n"
+                                      "  max_output_buffer: 256KiB\n  idle_timeout: 30s\n  ping_timeout: 5s\n");
+  const auto loaded = load_config_text(text, "x.yaml");
+  REQUIRE(loaded.errors.empty());
+  const auto& builder = loaded.config->handlers[0];
+  CHECK(builder.allow.uids == std::vector<uid_t>{0, 4321});
+  CHECK(builder.allow.gids == std::vector<gid_t>{0, 99});
+  CHECK(builder.max_instances == 2);
+  CHECK(loaded.config->handlers[1].allow.empty());
+  const auto& socket = loaded.config->socket;
+  CHECK(socket.owner == 0u);
+  CHECK(socket.group == 0u);
+  CHECK(socket.max_connections == 10);
+  CHECK(socket.max_unidentified == 3);
+  CHECK(socket.max_output_buffer == 256 * 1024);
+  CHECK(socket.idle_timeout == std::chrono::seconds(30));
+
+  std::string unknown = kGood;
+  unknown.insert(unknown.find("  - name: audit"), "    allow: {users: [no-such-user-here], groups: [no-such-group]}\n");
+  const auto errors = errors_of(unknown);
+  CHECK(any_contains(errors, "handlers[0].allow.users[0]: there is no user \"no-such-user-here\""));
+  CHECK(any_contains(errors, "handlers[0].allow.groups[0]: there is no group \"no-such-group\""));
+  std::string empty = kGood;
+  empty.insert(empty.find("  - name: audit"), "    allow: {}\n");
+  CHECK(any_contains(errors_of(empty), "lists no one"));
+}
+
+TEST_CASE("a handler whose READY line would be longer than a client accepts is refused at load", "[unit]") {
+  // 100 patterns of the form p001. followed by 60 x: about 6,700 bytes of READY.
+  std::string patterns;
+  for (int i = 1; i <= 100; ++i) {
+    char name[8];
+    std::snprintf(name, sizeof name, "p%03d.", i);
+    patterns += std::string(patterns.empty() ? "" : ", ") + "\"" + name + std::string(60, 'x') + "\"";
+  }
+  std::string text = kGood;
+  text.insert(text.find("  - name: audit"), "  - name: many\n    patterns: [" + patterns + "]\n");
+  CHECK(any_contains(errors_of(text), "handlers[1].patterns: announcing these patterns takes a READY line of"));
+  // Sixty of them fit.
+  std::string fewer;
+  for (int i = 1; i <= 60; ++i) {
+    char name[8];
+    std::snprintf(name, sizeof name, "p%03d.", i);
+    fewer += std::string(fewer.empty() ? "" : ", ") + "\"" + name + std::string(60, 'x') + "\"";
+  }
+  std::string ok = kGood;
+  ok.insert(ok.find("  - name: audit"), "  - name: many\n    patterns: [" + fewer + "]\n");
+  CHECK(errors_of(ok).empty());
 }

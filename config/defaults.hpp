@@ -34,7 +34,23 @@ inline constexpr Duration kMinKeepalive{50};      // a tiny AckWait must not mak
 
 // --- socket
 inline constexpr unsigned kSocketMode = 0660;     // owner and group; handlers join the group
+inline constexpr unsigned kSocketDirectoryMode = 0750;  // a directory jetfan makes for its socket
 inline constexpr Duration kHelloTimeout{5000};
+// Connections at once, all handlers together: far above a module's instances, far below what
+// would exhaust memory or descriptors.
+inline constexpr std::size_t kMaxConnections = 256;
+// Connections that have not said HELLO yet, counted apart: a flood of silent connections evicts
+// its own oldest, never a handler that said HELLO.
+inline constexpr std::size_t kMaxUnidentified = 16;
+// Bytes jetfan made for one connection and the peer has not read (MSG lines, PONGs; message bodies
+// are shared and budgeted by consumer.max_held_bytes). Past it the peer is cut off.
+inline constexpr std::uint64_t kMaxOutputBuffer = 1 << 20;
+// A handler with nothing in flight and silent this long is sent PING; no answer within
+// kPingTimeout, and it is closed as wedged.
+inline constexpr Duration kIdleTimeout{60000};
+inline constexpr Duration kPingTimeout{10000};
+// Descriptors kept free for the NATS connection and jetfan's own needs when accepting handlers.
+inline constexpr std::size_t kReservedDescriptors = 64;
 
 // --- control socket and metrics
 inline constexpr unsigned kControlSocketMode = 0600;  // jetfan's own user: control can reload the config

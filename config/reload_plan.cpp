@@ -13,6 +13,15 @@ std::string list(const std::vector<std::string>& items) {
 
 std::string ms(Duration d) { return std::to_string(d.count()) + "ms"; }
 
+template <typename Id>
+std::string ids(const std::vector<Id>& uids, const std::vector<Id>& gids) {
+  std::string out = "uids [";
+  for (std::size_t i = 0; i < uids.size(); ++i) out += (i ? ", " : "") + std::to_string(uids[i]);
+  out += "] gids [";
+  for (std::size_t i = 0; i < gids.size(); ++i) out += (i ? ", " : "") + std::to_string(gids[i]);
+  return out + "]";
+}
+
 bool same_tls(const std::optional<TlsSettings>& a, const std::optional<TlsSettings>& b) {
   if (a.has_value() != b.has_value()) return false;
   return !a || (a->ca == b->ca && a->cert == b->cert && a->key == b->key);
@@ -54,10 +63,18 @@ const std::vector<Fixed>& fixed_keys() {
       {"key.strip_prefix", [](const Config& a, const Config& b) { return a.key.strip_prefix == b.key.strip_prefix; }},
       {"socket.path", [](const Config& a, const Config& b) { return a.socket.path == b.socket.path; }},
       {"socket.mode", [](const Config& a, const Config& b) { return a.socket.mode == b.socket.mode; }},
+      {"socket.owner", [](const Config& a, const Config& b) { return a.socket.owner == b.socket.owner; }},
+      {"socket.group", [](const Config& a, const Config& b) { return a.socket.group == b.socket.group; }},
+      {"socket.max_connections", [](const Config& a, const Config& b) { return a.socket.max_connections == b.socket.max_connections; }},
+      {"socket.max_unidentified", [](const Config& a, const Config& b) { return a.socket.max_unidentified == b.socket.max_unidentified; }},
+      {"socket.max_output_buffer", [](const Config& a, const Config& b) { return a.socket.max_output_buffer == b.socket.max_output_buffer; }},
+      {"socket.idle_timeout", [](const Config& a, const Config& b) { return a.socket.idle_timeout == b.socket.idle_timeout; }},
+      {"socket.ping_timeout", [](const Config& a, const Config& b) { return a.socket.ping_timeout == b.socket.ping_timeout; }},
       {"control.path", [](const Config& a, const Config& b) { return a.control.path == b.control.path; }},
       {"control.mode", [](const Config& a, const Config& b) { return a.control.mode == b.control.mode; }},
       {"metrics.listen", [](const Config& a, const Config& b) { return same_metrics(a.metrics, b.metrics); }},
       {"delivery.remember", [](const Config& a, const Config& b) { return a.delivery.remember == b.delivery.remember; }},
+      {"log.format", [](const Config& a, const Config& b) { return a.log_format == b.log_format; }},
   };
   return keys;
 }
@@ -87,6 +104,8 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
       change(at + ".patterns", list(was.patterns), list(is.patterns));
       change(at + ".max_inflight", std::to_string(was.max_inflight), std::to_string(is.max_inflight));
       change(at + ".ack_timeout", ms(was.ack_timeout), ms(is.ack_timeout));
+      change(at + ".allow", ids(was.allow.uids, was.allow.gids), ids(is.allow.uids, is.allow.gids));
+      change(at + ".max_instances", std::to_string(was.max_instances), std::to_string(is.max_instances));
       if (now != old) change(at + " (place in the list)", std::to_string(old + 1), std::to_string(now + 1));
     }
     if (!plan.old_to_new[old]) {

@@ -2,11 +2,12 @@
 // What a reload (SIGHUP, `jetfan reload`) may change, decided by comparing the running config with
 // the one just read. Pure.
 //
-// A reload may change the handlers (add, remove, reorder, their patterns, max_inflight and
-// ack_timeout), delivery.nak_delay, nak_delay_max and drain_timeout, socket.hello_timeout and
-// log.level. Everything else is fixed while jetfan runs: the connection to NATS (servers,
-// credentials, TLS, timeouts), the consumer and how it is read, the key prefix, the socket, control
-// socket and metrics endpoint, and delivery.remember (it sizes what is remembered). A new config
+// A reload may change the handlers (add, remove, reorder, their patterns, max_inflight,
+// ack_timeout, allow and max_instances), delivery.nak_delay, nak_delay_max and drain_timeout,
+// socket.hello_timeout and log.level. Everything else is fixed while jetfan runs: the connection to
+// NATS (servers, credentials, TLS, timeouts), the consumer and how it is read, the key prefix, the
+// socket (path, mode, owner, group, connection limits and timeouts), control socket and metrics
+// endpoint, log.format, and delivery.remember (it sizes what is remembered). A new config
 // that changes any of those is refused as a whole, naming every such key, and the running config
 // stays in force.
 //

@@ -33,7 +33,8 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
   CoreSettings& core = s.core;
   for (const auto& handler : config.handlers) {
     core.handlers.push_back(HandlerLimits{static_cast<std::uint32_t>(handler.max_inflight), handler.ack_timeout});
-    s.admission.push_back(AdmissionRule{handler.name, {}, 0});
+    s.admission.push_back(AdmissionRule{handler.name, AllowList{handler.allow.uids, handler.allow.gids},
+                                        handler.max_instances});
   }
   core.ack_policy = *policy.policy;
   core.nak_delay = config.delivery.nak_delay;

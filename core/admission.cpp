@@ -51,4 +51,10 @@ Admission admit(std::span<const AdmissionRule> rules, const Hello& hello, const 
   return out;
 }
 
+ConnectionVerdict admit_connection(std::size_t connected, std::size_t unidentified, const ConnectionLimits& limits) {
+  if (unidentified >= limits.max_unidentified) return ConnectionVerdict::kAcceptEvictingOldestUnidentified;
+  if (connected >= limits.max_connections) return ConnectionVerdict::kRefuse;
+  return ConnectionVerdict::kAccept;
+}
+
 }  // namespace jetfan

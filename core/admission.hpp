@@ -56,4 +56,16 @@ struct Admission {
 Admission admit(std::span<const AdmissionRule> rules, const Hello& hello, const PeerCredentials& peer,
                 std::span<const std::size_t> instances, bool serving, std::uint32_t version);
 
+// Whether a new connection may stay, before it says anything. Connections that have not said HELLO
+// have a small limit of their own: past it, the oldest of them is evicted rather than the newcomer
+// refused, so a flood of silent connections can never keep a real handler (which says HELLO at
+// once) out. Past the limit on all connections, the newcomer is refused.
+struct ConnectionLimits {
+  std::size_t max_connections = 0;   // all at once, HELLO said or not; > 0
+  std::size_t max_unidentified = 0;  // not yet said HELLO; > 0
+};
+enum class ConnectionVerdict { kAccept, kAcceptEvictingOldestUnidentified, kRefuse };
+// `connected` and `unidentified` count the connections there are now, without the newcomer.
+ConnectionVerdict admit_connection(std::size_t connected, std::size_t unidentified, const ConnectionLimits& limits);
+
 }  // namespace jetfan

@@ -59,3 +59,13 @@ TEST_CASE("admission: max_instances caps the connected instances of a handler", 
   CHECK_FALSE(admit_as("single", {}, {0, 0, 1}).handler);
   CHECK(admit_as("builder", {}, {500, 0, 1}).handler);
 }
+
+TEST_CASE("admission: silent connections evict their own oldest, past the total, newcomers are refused", "[unit]") {
+  const ConnectionLimits limits{10, 3};
+  CHECK(admit_connection(0, 0, limits) == ConnectionVerdict::kAccept);
+  CHECK(admit_connection(5, 2, limits) == ConnectionVerdict::kAccept);
+  CHECK(admit_connection(5, 3, limits) == ConnectionVerdict::kAcceptEvictingOldestUnidentified);
+  CHECK(admit_connection(10, 3, limits) == ConnectionVerdict::kAcceptEvictingOldestUnidentified);  // total stays
+  CHECK(admit_connection(10, 0, limits) == ConnectionVerdict::kRefuse);
+  CHECK(admit_connection(12, 1, limits) == ConnectionVerdict::kRefuse);
+}

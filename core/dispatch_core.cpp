@@ -6,6 +6,15 @@
 
 namespace jetfan {
 
+const char* to_string(FailCause cause) {
+  switch (cause) {
+    case FailCause::kNak: return "the handler sent NAK";
+    case FailCause::kTimeout: return "no ACK, NAK, TERM or WIP within its ack_timeout";
+    case FailCause::kDisconnect: return "the handler disconnected with it unconfirmed";
+  }
+  return "?";
+}
+
 DispatchCore::DispatchCore(CoreSettings settings)
     : settings_(std::move(settings)), settled_(settings_.remember) {
   assert(settings_.handlers.size() <= kMaxHandlers);
@@ -21,6 +30,11 @@ std::size_t DispatchCore::in_flight() const {
   std::size_t total = 0;
   for (const auto& [id, connection] : connections_) total += connection.flights.size();
   return total;
+}
+
+std::size_t DispatchCore::in_flight(ConnectionId connection) const {
+  auto found = connections_.find(connection);
+  return found == connections_.end() ? 0 : found->second.flights.size();
 }
 
 bool DispatchCore::is_in_flight(ConnectionId connection, DeliveryId delivery) const {
@@ -191,6 +205,8 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
     if (message == messages_.end()) continue;
     ++counters_.failed_disconnect;
     ++handlers_[handler].stats.failed_disconnect;
+    effects_.push_back(Effect{Effect::Kind::kFailed, message->second.handle, connection_id, delivery, Duration(0),
+                              FailCause::kDisconnect});
     message->second.in_flight &= ~(HandlerMask{1} << handler);
     fail(message->second, handler, std::nullopt);
     maybe_finish(flight.stream_seq, now);
@@ -238,11 +254,15 @@ bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Out
       stats.confirmation_latency.observe(now - sent);
       break;
     case Outcome::kNak:
+      effects_.push_back(Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0),
+                                FailCause::kNak});
       fail(message, handler, delay);
       ++stats.failed_nak;
       stats.confirmation_latency.observe(now - sent);
       break;
     case Outcome::kTimeout:
+      effects_.push_back(Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0),
+                                FailCause::kTimeout});
       fail(message, handler, delay);
       ++stats.failed_timeout;
       break;

@@ -122,6 +122,10 @@ struct ReindexOutcome {
   std::vector<ConnectionId> dropped;  // connections of removed handlers, forgotten by the core
 };
 
+// Why a delivery failed.
+enum class FailCause { kNak, kTimeout, kDisconnect };
+const char* to_string(FailCause cause);
+
 struct Effect {
   enum class Kind {
     kDeliver,  // send message to connection as delivery
@@ -130,12 +134,14 @@ struct Effect {
     kTerm,     // +TERM message at the server
     kWip,      // +WPI message at the server
     kRelease,  // the core no longer refers to message; its bytes may go
+    kFailed,   // a fact, to report: delivery of message on connection failed for cause
   };
   Kind kind;
   MessageHandle message = 0;
-  ConnectionId connection = 0;  // kDeliver
-  DeliveryId delivery = 0;      // kDeliver
+  ConnectionId connection = 0;  // kDeliver, kFailed
+  DeliveryId delivery = 0;      // kDeliver, kFailed
   Duration delay{0};            // kNak
+  FailCause cause = FailCause::kNak;  // kFailed
 };
 
 struct Arrival {
@@ -206,6 +212,7 @@ class DispatchCore {
 
   std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
   std::size_t in_flight() const;
+  std::size_t in_flight(ConnectionId connection) const;
   bool draining() const { return draining_; }
   bool is_in_flight(ConnectionId connection, DeliveryId delivery) const;
   const CoreCounters& counters() const { return counters_; }

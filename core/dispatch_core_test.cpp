@@ -167,6 +167,33 @@ TEST_CASE("no confirmation within ack_timeout fails the delivery, WIP extends it
   CHECK(core.counters().unknown_confirmations == 1);
 }
 
+TEST_CASE("every failed delivery is reported with its cause, before its message is handed back", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.connect(2, 0, kStart);
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) core.arrive(arrival(seq, 0b1), kStart);
+  auto sent = Taken(core).of(Kind::kDeliver);
+  core.nak(sent[0].connection, sent[0].delivery, std::nullopt, kStart);
+  Taken nak(core);
+  REQUIRE(nak.all.size() >= 2);
+  CHECK(nak.all[0].kind == Kind::kFailed);
+  CHECK(nak.all[0].cause == FailCause::kNak);
+  CHECK(nak.all[0].message == sent[0].message);
+  CHECK(nak.all[0].connection == sent[0].connection);
+  CHECK(nak.all[0].delivery == sent[0].delivery);
+  CHECK(nak.all[1].kind == Kind::kNak);
+  core.tick(kStart + milliseconds(1000));
+  const auto timed_out = Taken(core).of(Kind::kFailed);
+  REQUIRE(timed_out.size() == 2);
+  CHECK(timed_out[0].cause == FailCause::kTimeout);
+  core.arrive(arrival(4, 0b1), kStart + milliseconds(1000));
+  const auto on = Taken(core).of(Kind::kDeliver).at(0).connection;
+  core.disconnect(on, kStart + milliseconds(1000));
+  const auto gone = Taken(core).of(Kind::kFailed);
+  REQUIRE(gone.size() == 1);
+  CHECK(gone[0].cause == FailCause::kDisconnect);
+}
+
 TEST_CASE("a disconnect fails what was in flight on that connection only", "[unit]") {
   DispatchCore core(settings(1));
   core.connect(1, 0, kStart);
@@ -489,7 +516,7 @@ struct Model {
         REQUIRE(e.kind != Kind::kAck);
         REQUIRE((e.kind != Kind::kNak || (draining && policy == AckPolicy::kAll)));
       }
-      if (e.kind != Kind::kRelease && e.kind != Kind::kWip && e.kind != Kind::kDeliver) {
+      if (e.kind == Kind::kAck || e.kind == Kind::kNak || e.kind == Kind::kTerm) {
         REQUIRE(policy != AckPolicy::kNone);
         // One verb per copy at most.
         REQUIRE(answered_copies.insert(e.message).second);
@@ -532,6 +559,10 @@ struct Model {
           }
           held_by_core.erase(seq);
           nak_pending.insert(seq);
+          break;
+        case Kind::kFailed:
+          REQUIRE_FALSE(released.count(e.message));  // reported before the message went
+          ++failures;
           break;
         case Kind::kWip:
         case Kind::kRelease: break;
@@ -668,6 +699,7 @@ struct Model {
   ConnectionId next_connection = 1;
   std::uint64_t next_seq = 1;
   MessageHandle next_handle = 1;
+  std::uint64_t failures = 0;
 };
 
 }  // namespace
@@ -722,6 +754,9 @@ TEST_CASE("model: random traffic and reloads keep the invariants, and everything
       m.apply();
     }
     if (policy != AckPolicy::kNone) CHECK(m.settled_at_server.size() == m.next_seq - 1);
+    // Every failed delivery was reported, once.
+    const auto& c = m.core.counters();
+    CHECK(m.failures == c.failed_nak + c.failed_timeout + c.failed_disconnect);
     CHECK(m.core.held() == 0);
     for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
   }

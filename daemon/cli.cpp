@@ -1,6 +1,5 @@
 #include "cli.hpp"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -11,6 +10,7 @@
 #include "config.hpp"
 #include "control_client.hpp"
 #include "daemon.hpp"
+#include "logging.hpp"
 #include "jetfan/version.hpp"
 #include "nats_handles.hpp"
 #include "startup_error.hpp"
@@ -109,7 +109,7 @@ int serve(const Arguments& args) {
   auto config = load(args.config);
   if (!config) return kExitConfig;
   const std::string level = args.log_level.empty() ? config->log_level : args.log_level;
-  spdlog::set_level(spdlog::level::from_str(level));
+  setup_logging(config->log_format, level, stderr_is_journal());
   spdlog::info("jetfan {} starting with {}", kVersion, config->file);
   int status = kExitOk;
   try {
@@ -142,9 +142,7 @@ int control(const Arguments& args) {
 
 int run_cli(int argc, char** argv) {
   try {
-    auto logger = spdlog::stderr_color_mt("jetfan");
-    spdlog::set_default_logger(logger);
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    setup_logging(LogFormat::kText, "info", stderr_is_journal());
     const Arguments args = parse_arguments(argc, argv);
     if (!args.error.empty()) return usage_error(args.error);
     if (args.command == "version") {

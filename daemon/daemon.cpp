@@ -1,7 +1,6 @@
 #include "daemon.hpp"
 
 #include <signal.h>
-#include <systemd/sd-daemon.h>
 
 #include <spdlog/spdlog.h>
 
@@ -13,6 +12,7 @@ Daemon::Daemon(Config config, bool log_level_pinned)
     : config_(std::move(config)),
       signals_(io_, SIGINT, SIGTERM, SIGHUP),
       reader_(io_, config_),
+      notifier_(io_),
       log_level_pinned_(log_level_pinned) {}
 
 // The control plane refers to the dispatcher, and the dispatcher to the reader: they go in that order.
@@ -41,7 +41,7 @@ int Daemon::run() {
                facts.num_pending);
   const std::size_t max_held = s.pull.max_held;
 
-  dispatcher_ = std::make_unique<Dispatcher>(io_, config_, std::move(*derived.settings), reader_);
+  dispatcher_ = std::make_unique<Dispatcher>(io_, config_, std::move(*derived.settings), reader_, notifier_, live_);
   dispatcher_->start();
   control_->attach(*dispatcher_, reader_);
   reloader_ = std::make_unique<Reloader>(config_, facts, *dispatcher_, log_level_pinned_);
@@ -52,9 +52,11 @@ int Daemon::run() {
   }
   spdlog::info("serving consumer \"{}\" of stream \"{}\" on {}; handlers: {}; holding at most {} messages",
                config_.consumer.durable, config_.consumer.stream, config_.socket.path, handlers, max_held);
-  sd_notify(0, "READY=1");
+  notifier_.ready(dispatcher_->status_line());
+  notifier_.start_watchdog();
   if (stopping_) dispatcher_->begin_drain();  // a signal came while binding
   io_.run();
+  notifier_.stop_watchdog();
   return kExitOk;
 }
 

@@ -14,7 +14,9 @@
 #include "control_plane.hpp"
 #include "dispatcher.hpp"
 #include "jetstream_reader.hpp"
+#include "message_bytes.hpp"
 #include "reloader.hpp"
+#include "systemd_notifier.hpp"
 
 namespace jetfan {
 
@@ -34,9 +36,11 @@ class Daemon {
   ReloadResult reload();
 
   Config config_;
+  LiveBytes live_;  // before io_: pending operations destroyed with it may hold the last messages
   boost::asio::io_context io_{1};
   boost::asio::signal_set signals_;
   JetStreamReader reader_;
+  SystemdNotifier notifier_;
   std::unique_ptr<Dispatcher> dispatcher_;  // set once the consumer is bound
   bool stopping_ = false;                   // a signal came before serving began
   bool log_level_pinned_ = false;

@@ -1,9 +1,8 @@
 #include "dispatcher.hpp"
 
-#include <systemd/sd-daemon.h>
-
 #include <spdlog/spdlog.h>
 
+#include "descriptors.hpp"
 #include "jetstream_subject.hpp"
 #include "protocol.hpp"
 
@@ -16,8 +15,14 @@ namespace {
 // How often pull liveness is checked and pulls topped up without another reason to: well inside
 // the heartbeat, rarely enough to cost nothing.
 constexpr Duration kHousekeeping{500};
+// A warning that repeats (a handler timing out on every message, say) is logged this many times per
+// window, then counted; the count is logged when the window ends.
+constexpr std::size_t kWarningBurst = 5;
+constexpr Duration kWarningWindow{10000};
 // At the end, what is buffered for the server (the last acks and hand-backs) gets this long to go.
 constexpr Duration kFinalFlush{2000};
+// Asked of systemd beyond what the drain and the final flush may take: closing sessions, exiting.
+constexpr Duration kStopMargin{5000};
 // A handler's own NAK delay is capped: the server takes nanoseconds in a signed 64-bit number.
 constexpr std::uint64_t kMaxNakDelayMs = 1ULL << 40;
 
@@ -44,10 +49,12 @@ std::string header_block(natsMsg* message) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader)
+Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader,
+                       SystemdNotifier& notifier, LiveBytes& live)
     : io_(io),
       config_(config),
       reader_(reader),
+      notifier_(notifier),
       settings_(std::move(settings)),
       core_(settings_.core),
       ledger_(settings_.pull),
@@ -55,9 +62,27 @@ Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings
       wakeup_(io),
       housekeeping_(io),
       drain_timer_(io),
-      instances_(config.handlers.size(), 0) {
+      instances_(config.handlers.size(), 0),
+      connection_limits_{config.socket.max_connections, config.socket.max_unidentified},
+      live_(live),
+      warnings_(kWarningBurst, kWarningWindow) {
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
     for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);
+  }
+  // Out of descriptors, jetfan could not even reconnect to NATS: connections stop short of it.
+  const std::size_t budget =
+      connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
+  if (budget < connection_limits_.max_connections) {
+    spdlog::warn("socket.max_connections is {}, but the file descriptor limit leaves room for {} handler "
+                 "connections; serving at most {} (raise LimitNOFILE= to allow more)",
+                 connection_limits_.max_connections, budget, budget);
+    connection_limits_.max_connections = budget;
+  }
+  for (const auto& handler : config_.handlers) {
+    if (handler.allow.empty()) {
+      spdlog::info("handler \"{}\" has no allow list: any process that can open {} may be it", handler.name,
+                   config_.socket.path);
+    }
   }
 }
 
@@ -70,10 +95,7 @@ Dispatcher::~Dispatcher() {
 
 void Dispatcher::start() {
   JETFAN_ON_IO_THREAD(thread_);
-  listener_.start([this](std::shared_ptr<HandlerSession> session) {
-    sessions_.emplace(session->id(), session);
-    session->start();
-  });
+  listener_.start([this](std::shared_ptr<HandlerSession> session) { on_accepted(std::move(session)); });
   reader_.subscribe([this](std::vector<NatsMsgPtr>& incoming, bool reconnected) { on_ingress(incoming, reconnected); });
   top_up_pulls();
   housekeeping();
@@ -126,14 +148,18 @@ void Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
                   "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
                   subject, ack ? std::to_string(ack->stream_seq) : "?", config_.key.strip_prefix);
     if (observer_) observe_unroutable(subject, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, message.get());
-    stored_.emplace(handle, Stored{std::move(message), {}, {}, 0, 0});
-    core_.arrive(Arrival{handle, 0, 1, 0, true}, now);
+    stored_.emplace(handle, Stored{std::make_shared<const MessageBytes>(std::move(message), std::string(), live_), {},
+                                   ack ? ack->stream_seq : 0, 0});
+    core_.arrive(Arrival{handle, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, 0, true}, now);
     return;
   }
   last_arrived_seq_ = ack->stream_seq;
-  Stored stored{nullptr, *key, header_block(message.get()), ack->stream_seq, ack->deliveries};
-  stored.message = std::move(message);
-  const auto placed = stored_.emplace(handle, std::move(stored)).first;
+  std::string headers = header_block(message.get());
+  const auto placed =
+      stored_
+          .emplace(handle, Stored{std::make_shared<const MessageBytes>(std::move(message), std::move(headers), live_),
+                                  *key, ack->stream_seq, ack->deliveries})
+          .first;
   const HandlerMask recipients = matcher_.match(*key);
   if (observer_) observe(placed->second, recipients);
   core_.arrive(Arrival{handle, ack->stream_seq, ack->deliveries, recipients, false}, now);
@@ -164,15 +190,13 @@ void Dispatcher::apply_effects() {
   for (const Effect& effect : effects) {
     auto stored = stored_.find(effect.message);
     if (stored == stored_.end()) continue;
-    natsMsg* message = stored->second.message.get();
+    natsMsg* message = stored->second.message->message();
     switch (effect.kind) {
       case Effect::Kind::kDeliver: {
         auto session = sessions_.find(effect.connection);
         if (session == sessions_.end()) break;
         const auto& s = stored->second;
-        session->second->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.headers,
-                                  std::string_view(natsMsg_GetData(message),
-                                                   static_cast<std::size_t>(natsMsg_GetDataLength(message))));
+        session->second->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.message);
         if (dirty_.empty() || dirty_.back() != session->second) dirty_.push_back(session->second);
         break;
       }
@@ -184,12 +208,36 @@ void Dispatcher::apply_effects() {
         ++kept_alive;
         break;
       case Effect::Kind::kRelease: stored_.erase(stored); break;
+      case Effect::Kind::kFailed: report_failure(effect, stored->second); break;
     }
   }
   effects.clear();
   if (kept_alive > 0) spdlog::debug("kept {} held message(s) alive at the server (+WPI)", kept_alive);
   for (auto& session : dirty_) session->flush();
   dirty_.clear();
+}
+
+template <typename... Args>
+void Dispatcher::warn_limited(const std::string& kind, fmt::format_string<Args...> format, Args&&... args) {
+  const auto verdict = warnings_.allow(kind, Clock::now());
+  if (!verdict.log) return;
+  std::string line = fmt::format(format, std::forward<Args>(args)...);
+  if (verdict.suppressed_before > 0) {
+    line += fmt::format(" ({} more like it were not logged: {})", verdict.suppressed_before, kind);
+  }
+  spdlog::warn("{}", line);
+}
+
+void Dispatcher::report_failure(const Effect& effect, const Stored& stored) {
+  const auto session = sessions_.find(effect.connection);
+  const std::string name = session != sessions_.end() ? session->second->handler_name() : "?";
+  const std::string who = session != sessions_.end() ? describe(*session->second)
+                                                      : "(connection " + std::to_string(effect.connection) + ")";
+  warn_limited("failed deliveries to handler \"" + name + "\": " + to_string(effect.cause),
+               "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. It goes back to the server for "
+               "redelivery to this handler (NAK with a growing delay) once no other handler has it in flight.",
+               who, effect.delivery, stored.stream_seq, stored.message->subject(),
+               to_string(effect.cause));
 }
 
 void Dispatcher::arm_wakeup() {
@@ -205,12 +253,37 @@ void Dispatcher::arm_wakeup() {
   });
 }
 
+std::string Dispatcher::status_line() const {
+  std::size_t connected = 0;
+  std::size_t missing = 0;
+  for (const std::size_t count : instances_) {
+    connected += count;
+    missing += count == 0;
+  }
+  const std::size_t in_flight = core_.in_flight();
+  if (state_ != State::kServing) return fmt::format("draining: {} deliveries in flight", in_flight);
+  std::string line = fmt::format("serving: {} handler connection(s); {} message(s) held, {} in flight", connected,
+                                 core_.held(), in_flight);
+  if (missing > 0) line += fmt::format("; {} declared handler(s) with no instance", missing);
+  return line;
+}
+
 void Dispatcher::housekeeping() {
+  notifier_.status(status_line());
+  if (state_ == State::kDraining) {
+    const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(drain_deadline_ - Clock::now()));
+    notifier_.extend_timeout(left + kFinalFlush + kStopMargin);
+  }
+  for (const auto& [kind, count] : warnings_.take_expired(Clock::now())) {
+    spdlog::warn("{} more like the last warning were not logged in the last {}s: {}", count,
+                 kWarningWindow.count() / 1000, kind);
+  }
   if (ledger_.check_liveness(Clock::now()) == PullLedger::Liveness::kSilent) {
     spdlog::info("nats: dropped the outstanding pull requests: no heartbeat from the server for {} heartbeats",
                  PullLedger::kMissedHeartbeats);
   }
   if (state_ == State::kServing) top_up_pulls();
+  if (state_ == State::kDone) return;
   housekeeping_.expires_after(kHousekeeping);
   housekeeping_.async_wait([this](const boost::system::error_code& error) {
     if (!error) housekeeping();
@@ -220,6 +293,49 @@ void Dispatcher::housekeeping() {
 std::string Dispatcher::describe(const HandlerSession& session) const {
   return "\"" + session.handler_name() + "\" (" + session.peer() + ")";
 }
+
+void Dispatcher::on_accepted(std::shared_ptr<HandlerSession> session) {
+  JETFAN_ON_IO_THREAD(thread_);
+  sessions_.emplace(session->id(), session);
+  session->start();
+  switch (admit_connection(sessions_.size() - 1, unidentified_.size(), connection_limits_)) {
+    case ConnectionVerdict::kAccept: break;
+    case ConnectionVerdict::kAcceptEvictingOldestUnidentified:
+      while (!unidentified_order_.empty()) {
+        const ConnectionId oldest = unidentified_order_.front();
+        unidentified_order_.pop_front();
+        const auto found = sessions_.find(oldest);
+        if (found != sessions_.end() && unidentified_.count(oldest) && !found->second->ending()) {
+          found->second->fail("evicted: " + std::to_string(connection_limits_.max_unidentified) +
+                              " newer connections have not said HELLO either (socket.max_unidentified)");
+          break;
+        }
+      }
+      break;
+    case ConnectionVerdict::kRefuse:
+      session->fail("jetfan has its " + std::to_string(connection_limits_.max_connections) +
+                    " connections already (socket.max_connections)");
+      return;
+  }
+  unidentified_.insert(session->id());
+  unidentified_order_.push_back(session->id());
+}
+
+void Dispatcher::prune_unidentified_order() {
+  // Entries of connections since admitted or gone; the front is an unidentified one (at most
+  // hello_timeout old), so what is kept behind it stays few.
+  while (!unidentified_order_.empty() && !unidentified_.count(unidentified_order_.front())) {
+    unidentified_order_.pop_front();
+  }
+}
+
+void Dispatcher::on_failing(HandlerSession& session, const std::string& why) {
+  const std::string who = session.handler() ? "handler \"" + session.handler_name() + "\"" : "a peer";
+  warn_limited(who + " disconnected: " + why, "{} ({}) disconnected: {}. What it had unconfirmed will be redelivered.",
+               who, session.peer(), why);
+}
+
+bool Dispatcher::busy(const HandlerSession& session) const { return core_.in_flight(session.id()) > 0; }
 
 std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const proto::Command& hello) {
   JETFAN_ON_IO_THREAD(thread_);
@@ -232,6 +348,8 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   const std::size_t index = *admission.handler;
   const auto& handler = config_.handlers[index];
   session.admit(index, handler.name);
+  unidentified_.erase(session.id());
+  prune_unidentified_order();
   ++instances_[index];
   admitted_unix_ms_[session.id()] = wall_now_ms();
   session.send_ready(static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
@@ -278,24 +396,29 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
 
 void Dispatcher::on_closed(HandlerSession& session) {
   JETFAN_ON_IO_THREAD(thread_);
-  std::shared_ptr<HandlerSession> alive;  // the session must outlive this call
-  if (auto entry = sessions_.find(session.id()); entry != sessions_.end()) {
-    alive = std::move(entry->second);
-    sessions_.erase(entry);
+  const auto entry = sessions_.find(session.id());
+  if (entry == sessions_.end()) return;
+  // The session stays in the table until its failed deliveries have been reported by name.
+  const std::shared_ptr<HandlerSession> alive = entry->second;
+  unidentified_.erase(session.id());
+  prune_unidentified_order();
+  if (session.handler() && state_ != State::kDone) {
+    --instances_[*session.handler()];
+    spdlog::info("handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));
+    core_.disconnect(session.id(), Clock::now());
+    after_input();
   }
   admitted_unix_ms_.erase(session.id());
-  if (!session.handler() || state_ == State::kDone) return;
-  --instances_[*session.handler()];
-  spdlog::info("handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));
-  core_.disconnect(session.id(), Clock::now());
-  after_input();
+  sessions_.erase(session.id());
 }
 
 void Dispatcher::begin_drain() {
   JETFAN_ON_IO_THREAD(thread_);
   if (state_ != State::kServing) return;
   state_ = State::kDraining;
-  sd_notify(0, "STOPPING=1");
+  notifier_.stopping();
+  drain_deadline_ = Clock::now() + config_.delivery.drain_timeout;
+  notifier_.extend_timeout(config_.delivery.drain_timeout + kFinalFlush + kStopMargin);
   ledger_.stop();
   listener_.stop();
   const TimePoint now = Clock::now();

@@ -14,10 +14,13 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "arrival_observer.hpp"
@@ -27,20 +30,24 @@
 #include "handler_session.hpp"
 #include "io_thread.hpp"
 #include "jetstream_reader.hpp"
+#include "log_rate_limiter.hpp"
+#include "message_bytes.hpp"
 #include "pull_ledger.hpp"
 #include "rate_window.hpp"
 #include "reload_plan.hpp"
 #include "serve_settings.hpp"
 #include "status_snapshot.hpp"
+#include "systemd_notifier.hpp"
 #include "topic_pattern.hpp"
 
 namespace jetfan {
 
 class Dispatcher final : private SessionOwner {
  public:
-  // Binds the handler socket (throws StartupError when it cannot). `config` and `reader` must
-  // outlive the dispatcher.
-  Dispatcher(boost::asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader);
+  // Binds the handler socket (throws StartupError when it cannot). `config`, `reader`, `notifier`
+  // and `live` must outlive the dispatcher; `live` must also outlive `io`.
+  Dispatcher(boost::asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader,
+             SystemdNotifier& notifier, LiveBytes& live);
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -54,6 +61,8 @@ class Dispatcher final : private SessionOwner {
   // the io_context. Idempotent.
   void finish();
 
+  // One line for systemd's STATUS= and the like: what jetfan is doing and for whom.
+  std::string status_line() const;
   bool serving() const { return state_ == State::kServing; }
   bool draining() const { return state_ == State::kDraining; }
   const CoreCounters& counters() const { return core_.counters(); }
@@ -72,9 +81,8 @@ class Dispatcher final : private SessionOwner {
 
  private:
   struct Stored {
-    NatsMsgPtr message;
+    SharedMessage message;
     std::string_view key;  // points into message's subject
-    std::string headers;   // the NATS/1.0 header block to forward, or empty
     std::uint64_t stream_seq = 0;
     std::uint64_t deliveries = 0;
   };
@@ -82,7 +90,11 @@ class Dispatcher final : private SessionOwner {
 
   std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) override;
   void on_command(HandlerSession& session, const proto::Command& command) override;
+  void on_failing(HandlerSession& session, const std::string& why) override;
+  bool busy(const HandlerSession& session) const override;
   void on_closed(HandlerSession& session) override;
+
+  void on_accepted(std::shared_ptr<HandlerSession> session);
 
   void on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected);
   void on_status(const PullStatus& status, TimePoint now);
@@ -92,6 +104,10 @@ class Dispatcher final : private SessionOwner {
   // keep pulling, re-arm the timer, and finish a drain that has nothing left in flight.
   void after_input();
   void apply_effects();
+  void report_failure(const Effect& effect, const Stored& stored);
+  // Logs a warning unless too many like it came lately (they are counted and reported later).
+  template <typename... Args>
+  void warn_limited(const std::string& kind, fmt::format_string<Args...> format, Args&&... args);
   void top_up_pulls();
   void arm_wakeup();
   void housekeeping();
@@ -104,6 +120,7 @@ class Dispatcher final : private SessionOwner {
   boost::asio::io_context& io_;
   const Config& config_;
   JetStreamReader& reader_;
+  SystemdNotifier& notifier_;
   IoThread thread_;
   ServeSettings settings_;
   DispatchCore core_;
@@ -112,11 +129,20 @@ class Dispatcher final : private SessionOwner {
   HandlerListener listener_;
   boost::asio::steady_timer wakeup_, housekeeping_, drain_timer_;
   std::optional<TimePoint> armed_for_;
+  TimePoint drain_deadline_{};
   std::vector<std::size_t> instances_;  // connected instances per handler
   std::unordered_map<ConnectionId, std::shared_ptr<HandlerSession>> sessions_;
+  // Connections that have not said HELLO: their ids, and the order they came in (entries of
+  // sessions since admitted or gone are skipped when met).
+  std::unordered_set<ConnectionId> unidentified_;
+  std::deque<ConnectionId> unidentified_order_;
+  void prune_unidentified_order();
+  ConnectionLimits connection_limits_;
+  LiveBytes& live_;
   std::vector<std::shared_ptr<HandlerSession>> dirty_;
   std::unordered_map<MessageHandle, Stored> stored_;
   std::vector<PullRequest> requests_;  // reused
+  LogRateLimiter warnings_;
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;
   // Observation: set per batch, counted per message, read by fill_status.

@@ -17,11 +17,8 @@ std::int64_t Dispatcher::wall_now_ms() {
 void Dispatcher::observe(const Stored& stored, HandlerMask recipients) {
   if (recipients == 0) observer_->on_no_recipient(stored.key);
   if (!observer_->tailing()) return;
-  natsMsg* message = stored.message.get();
-  observer_->on_tail(TailItem{wall_now_ns_ / 1'000'000, stored.key, stored.stream_seq, stored.deliveries, stored.headers,
-                              std::string_view(natsMsg_GetData(message),
-                                               static_cast<std::size_t>(natsMsg_GetDataLength(message))),
-                              recipients, false});
+  observer_->on_tail(TailItem{wall_now_ns_ / 1'000'000, stored.key, stored.stream_seq, stored.deliveries,
+                              stored.message->headers(), stored.message->payload(), recipients, false});
 }
 
 void Dispatcher::observe_unroutable(std::string_view subject, std::uint64_t stream_seq, std::uint64_t deliveries,

@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
+#include "passed_socket.hpp"
 #include "startup_error.hpp"
 #include "unique_fd.hpp"
 
@@ -18,6 +21,29 @@ namespace asio = boost::asio;
 using Protocol = asio::local::stream_protocol;
 
 namespace {
+
+// The socket's directory: made (with a safe mode) if missing; refused if anyone may write there
+// without the sticky bit, since then anyone could replace jetfan's socket with their own.
+void prepare_directory(const std::filesystem::path& directory) {
+  struct stat info{};
+  if (::stat(directory.c_str(), &info) != 0) {
+    std::error_code error;
+    std::filesystem::create_directories(directory, error);
+    if (error || ::chmod(directory.c_str(), defaults::kSocketDirectoryMode) != 0) {
+      throw StartupError(kExitUnavailable, "socket.path: cannot make its directory " + directory.string() + ": " +
+                                               (error ? error.message() : std::strerror(errno)));
+    }
+    spdlog::info("made the socket's directory {} (mode {:o})", directory.string(), defaults::kSocketDirectoryMode);
+    return;
+  }
+  if (!S_ISDIR(info.st_mode)) throw StartupError(kExitConfig, "socket.path: " + directory.string() + " is not a directory");
+  if ((info.st_mode & S_IWOTH) && !(info.st_mode & S_ISVTX)) {
+    throw StartupError(kExitConfig, "socket.path: its directory " + directory.string() +
+                                        " may be written by anyone, without the sticky bit: another user could put "
+                                        "their own socket in jetfan's place. Use a directory only jetfan (and its "
+                                        "group) may write, such as /run/jetfan.");
+  }
+}
 
 // A socket file left by a jetfan that died is removed; one that still answers is another jetfan's.
 void clear_stale_socket(const std::string& path) {
@@ -46,20 +72,52 @@ constexpr Duration kAcceptRetry{100};
 
 HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& settings, SessionOwner& owner)
     : settings_(settings), owner_(owner), acceptor_(io), retry_(io) {
-  clear_stale_socket(settings.path);
   boost::system::error_code error;
+  if (const auto passed = take_passed_socket(settings.path)) {
+    // systemd made the socket and keeps it while jetfan restarts: handlers queue in its backlog.
+    acceptor_.assign(Protocol(), *passed, error);
+    if (error) throw StartupError(kExitUnavailable, "socket.path: cannot use the socket systemd passed: " + error.message());
+    spdlog::info("socket {}: using the listening socket systemd passed", settings.path);
+    return;
+  }
+  const std::filesystem::path path(settings.path);
+  prepare_directory(path.parent_path());
+  clear_stale_socket(settings.path);
+  // The socket is made in a private directory, given its owner and mode there, then renamed into
+  // place: at no instant does settings.path exist with looser permissions than configured.
+  std::string staging = path.parent_path().string() + "/.jf-XXXXXX";
+  if (!::mkdtemp(staging.data())) {
+    throw StartupError(kExitUnavailable, "socket.path: cannot make a private directory beside " + settings.path +
+                                             ": " + std::strerror(errno));
+  }
+  const std::string staged = staging + "/s";
+  auto remove_staging = [&] {
+    ::unlink(staged.c_str());
+    ::rmdir(staging.c_str());
+  };
   acceptor_.open(Protocol(), error);
-  if (!error) acceptor_.bind(Protocol::endpoint(settings.path), error);
+  if (!error) acceptor_.bind(Protocol::endpoint(staged), error);
+  if (!error) acceptor_.listen(asio::socket_base::max_listen_connections, error);
   if (error) {
+    remove_staging();
     throw StartupError(kExitUnavailable, "socket.path: cannot create " + settings.path + ": " + error.message() +
-                                             " (does its directory exist, and may jetfan write there?)");
+                                             " (may jetfan write in " + path.parent_path().string() + "?)");
   }
+  if ((settings.owner || settings.group) &&
+      ::chown(staged.c_str(), settings.owner ? *settings.owner : static_cast<uid_t>(-1),
+              settings.group ? *settings.group : static_cast<gid_t>(-1)) != 0) {
+    const std::string why = std::strerror(errno);
+    remove_staging();
+    throw StartupError(kExitUnavailable, "socket.owner/group: cannot give " + settings.path + " its owner and group: " +
+                                             why + " (changing the owner needs root or CAP_CHOWN)");
+  }
+  if (::chmod(staged.c_str(), settings.mode) != 0 || ::rename(staged.c_str(), settings.path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    remove_staging();
+    throw StartupError(kExitUnavailable, "socket.path: cannot put the socket in place at " + settings.path + ": " + why);
+  }
+  ::rmdir(staging.c_str());
   bound_ = true;
-  if (::chmod(settings.path.c_str(), settings.mode) != 0) {
-    throw StartupError(kExitUnavailable, "socket.mode: cannot chmod " + settings.path + ": " + std::strerror(errno));
-  }
-  acceptor_.listen(asio::socket_base::max_listen_connections, error);
-  if (error) throw StartupError(kExitUnavailable, "socket.path: cannot listen on " + settings.path + ": " + error.message());
 }
 
 HandlerListener::~HandlerListener() {
@@ -91,7 +149,7 @@ void HandlerListener::accept() {
       });
       return;
     }
-    accepted_(std::make_shared<HandlerSession>(std::move(socket), next_id_++, owner_, settings_.hello_timeout));
+    accepted_(std::make_shared<HandlerSession>(std::move(socket), next_id_++, owner_, settings_));
     accept();
   });
 }

@@ -1,7 +1,8 @@
 #pragma once
-// HandlerListener: jetfan's Unix socket. Creates it (replacing a stale one left by a crash, but
-// never one another process is serving), sets its mode, accepts handler connections, and removes
-// the socket file when destroyed.
+// HandlerListener: jetfan's Unix socket. Takes the one systemd passed (socket activation) if there
+// is one; otherwise creates it (replacing a stale one left by a crash, but never one another process
+// is serving), sets its mode, and removes the socket file when destroyed. Accepts handler
+// connections.
 //
 // Thread: the io_context thread only.
 
@@ -38,7 +39,7 @@ class HandlerListener {
   boost::asio::steady_timer retry_;  // after a failed accept (out of file descriptors, say)
   Accepted accepted_;
   ConnectionId next_id_ = 1;
-  bool bound_ = false;
+  bool bound_ = false;  // jetfan made the socket file (and removes it); not so for a passed one
 };
 
 }  // namespace jetfan

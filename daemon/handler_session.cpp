@@ -3,7 +3,6 @@
 #include <sys/socket.h>
 
 #include <boost/asio/write.hpp>
-#include <spdlog/spdlog.h>
 
 #include "encoder.hpp"
 
@@ -35,19 +34,19 @@ PeerCredentials read_credentials(int fd) {
 
 }  // namespace
 
-HandlerSession::HandlerSession(Socket socket, ConnectionId id, SessionOwner& owner, Duration hello_timeout)
+HandlerSession::HandlerSession(Socket socket, ConnectionId id, SessionOwner& owner, const SocketSettings& limits)
     : socket_(std::move(socket)),
       id_(id),
       owner_(owner),
+      limits_(limits),
       credentials_(read_credentials(socket_.native_handle())),
       peer_("connection " + std::to_string(id) + ", pid " + std::to_string(credentials_.pid) + ", uid " +
             std::to_string(credentials_.uid)),
-      timer_(socket_.get_executor()) {
-  timer_.expires_after(hello_timeout);
-}
+      timer_(socket_.get_executor()) {}
 
 void HandlerSession::start() {
   JETFAN_ON_IO_THREAD(thread_);
+  timer_.expires_after(limits_.hello_timeout);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
     if (!error && !self->handler_ && !self->closed_) {
       self->fail("no HELLO within the hello_timeout; say \"HELLO <handler> 1\" first");
@@ -70,6 +69,8 @@ void HandlerSession::read() {
       self->close();
       return;
     }
+    self->heard_ = true;
+    self->pinged_ = false;  // any input answers a PING: the peer is alive
     self->consume(bytes);
     if (!self->closed_ && !self->failing_) self->read();
   });
@@ -93,7 +94,7 @@ void HandlerSession::consume(std::size_t bytes) {
         fail(*refused);
         return;
       }
-      timer_.cancel();
+      arm_idle();
       continue;
     }
     if (command.verb == proto::Verb::kHello) {
@@ -105,47 +106,87 @@ void HandlerSession::consume(std::size_t bytes) {
   }
 }
 
+void HandlerSession::arm_idle() {
+  heard_ = false;
+  timer_.expires_after(pinged_ ? limits_.ping_timeout : limits_.idle_timeout);
+  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+    if (!error && !self->closed_ && !self->failing_) self->on_idle();
+  });
+}
+
+void HandlerSession::on_idle() {
+  if (pinged_ && !heard_) {
+    fail("no answer to PING within the ping_timeout; closing a handler that seems wedged");
+    return;
+  }
+  // Silence while deliveries are in flight is work, and ack_timeout watches it.
+  if (!heard_ && !owner_.busy(*this)) {
+    pinged_ = true;
+    proto::append_ping(out_.owned());
+    out_.appended();
+    flush();
+  } else {
+    pinged_ = false;
+  }
+  arm_idle();
+}
+
 void HandlerSession::send_ready(std::uint32_t max_unconfirmed, const std::vector<std::string>& patterns) {
   JETFAN_ON_IO_THREAD(thread_);
-  proto::append_ready(out_, handler_name_, max_unconfirmed, patterns);
+  proto::append_ready(out_.owned(), handler_name_, max_unconfirmed, patterns);
+  out_.appended();
 }
 
 void HandlerSession::send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
-                              std::string_view headers, std::string_view payload) {
+                              const SharedMessage& message) {
   JETFAN_ON_IO_THREAD(thread_);
-  proto::append_msg(out_, id, key, stream_seq, deliveries, headers, payload);
+  const std::size_t header_bytes = message->headers().size();
+  proto::append_msg_line(out_.owned(), id, key, stream_seq, deliveries, header_bytes,
+                         header_bytes + message->payload().size());
+  out_.appended();
+  out_.append_body(message);
+  out_.append("\r\n");
 }
 
 void HandlerSession::send_pong() {
   JETFAN_ON_IO_THREAD(thread_);
-  proto::append_pong(out_);
+  proto::append_pong(out_.owned());
+  out_.appended();
 }
 
 void HandlerSession::flush() {
   JETFAN_ON_IO_THREAD(thread_);
-  if (write_pending_ || out_.empty() || closed_) return;
+  if (closed_) return;
+  if (out_.owned_bytes() > limits_.max_output_buffer && !failing_) {
+    // The peer does not read what it is sent (or asks for more than it reads, as a PING flood
+    // does). Writing ERR would only add to it.
+    failing_ = true;
+    owner_.on_failing(*this, "it does not read what jetfan sends: " + std::to_string(out_.owned_bytes()) +
+                                 " bytes are waiting, more than socket.max_output_buffer (" +
+                                 std::to_string(limits_.max_output_buffer) + ")");
+    close();
+    return;
+  }
+  if (write_pending_ || out_.empty()) return;
   write_pending_ = true;
-  writing_.swap(out_);
-  asio::async_write(socket_, asio::buffer(writing_), [self = shared_from_this()](const boost::system::error_code& error,
-                                                                                  std::size_t) {
-    self->write_pending_ = false;
-    self->writing_.clear();
-    if (error) {
-      self->close();
-    } else if (self->failing_ && self->out_.empty()) {
-      self->close();
-    } else {
-      self->flush();
-    }
-  });
+  asio::async_write(socket_, out_.take_batch(),
+                    [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
+                      self->write_pending_ = false;
+                      self->out_.done_writing();
+                      if (error) {
+                        self->close();
+                      } else if (self->failing_ && self->out_.empty()) {
+                        self->close();
+                      } else {
+                        self->flush();
+                      }
+                    });
 }
 
 void HandlerSession::fail(const std::string& reason) {
   JETFAN_ON_IO_THREAD(thread_);
   if (closed_ || failing_) return;
-  spdlog::warn("handler {} ({}): protocol error: {}; sent ERR and disconnected it. What it had unconfirmed will be "
-               "redelivered.",
-               handler_name_.empty() ? "?" : handler_name_, peer_, reason);
+  owner_.on_failing(*this, reason);
   dismiss(reason);
 }
 
@@ -153,7 +194,8 @@ void HandlerSession::dismiss(const std::string& reason) {
   JETFAN_ON_IO_THREAD(thread_);
   if (closed_ || failing_) return;
   failing_ = true;
-  proto::append_err(out_, reason);
+  proto::append_err(out_.owned(), reason);
+  out_.appended();
   flush();
   timer_.expires_after(kErrLinger);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {

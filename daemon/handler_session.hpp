@@ -1,12 +1,21 @@
 #pragma once
 // HandlerSession: one connection on jetfan's handler socket. Reads and parses commands, writes
-// frames. Protocol decisions are the owner's; this class only moves bytes.
+// frames, and keeps the peer within its limits. Protocol decisions are the owner's; this class
+// moves bytes and watches time.
+//
+// Limits it enforces on its own:
+//   - HELLO within hello_timeout (a peer that says nothing is closed);
+//   - the command line limit (CommandParser);
+//   - bytes made for this peer and not yet read by it (OutputQueue::owned_bytes) stay within
+//     max_output_buffer; past it the peer is cut off (its deliveries fail and are redelivered);
+//   - a handler silent for idle_timeout with nothing in flight is sent PING, and closed as wedged
+//     if nothing comes back within ping_timeout.
 //
 // Thread: the io_context thread only (checked in debug and JETFAN_CHECKS builds).
-// Lifetime: owned by shared_ptr; its pending reads and writes keep it alive, and so does the owner's
-// connection table until on_closed.
-// Writes coalesce: frames appended between two flush() calls go out in one write, and whatever is
-// appended while a write is under way goes in the next one.
+// Lifetime: owned by shared_ptr; its pending reads, writes and timers keep it alive, and so does
+// the owner's connection table until on_closed.
+// Writes coalesce: frames appended between two flush() calls go out in one gather write, and
+// whatever is appended while a write is under way goes in the next one.
 
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -19,20 +28,27 @@
 
 #include "admission.hpp"
 #include "command_parser.hpp"
+#include "config.hpp"
 #include "dispatch_core.hpp"
 #include "io_thread.hpp"
+#include "message_bytes.hpp"
+#include "output_queue.hpp"
 
 namespace jetfan {
 
 class HandlerSession;
 
-// What a session tells its owner. Called on the io_context thread.
+// What a session tells its owner, and asks it. Called on the io_context thread.
 class SessionOwner {
  public:
   // A well-formed HELLO. The owner either calls session.admit() or returns why it refuses.
   virtual std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) = 0;
   // Any command after an admitted HELLO.
   virtual void on_command(HandlerSession& session, const proto::Command& command) = 0;
+  // The session is cutting the peer off (protocol error, limit, silence); the owner logs it.
+  virtual void on_failing(HandlerSession& session, const std::string& why) = 0;
+  // Whether the session has deliveries in flight (a busy handler may be silent).
+  virtual bool busy(const HandlerSession& session) const = 0;
   // The connection is gone. Called exactly once, for every session that was started.
   virtual void on_closed(HandlerSession& session) = 0;
 
@@ -44,8 +60,8 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
  public:
   using Socket = boost::asio::local::stream_protocol::socket;
 
-  // Reads the peer's credentials from the kernel at once.
-  HandlerSession(Socket socket, ConnectionId id, SessionOwner& owner, Duration hello_timeout);
+  // Reads the peer's credentials from the kernel at once. `limits` must outlive the session.
+  HandlerSession(Socket socket, ConnectionId id, SessionOwner& owner, const SocketSettings& limits);
 
   void start();
   ConnectionId id() const { return id_; }
@@ -60,10 +76,10 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   std::optional<std::size_t> handler() const { return handler_; }
   const std::string& handler_name() const { return handler_name_; }
 
-  // Frames to send; they go out at the next flush().
+  // Frames to send; they go out at the next flush(). A MSG's body is shared, not copied.
   void send_ready(std::uint32_t max_unconfirmed, const std::vector<std::string>& patterns);
   void send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
-                std::string_view headers, std::string_view payload);
+                const SharedMessage& message);
   void send_pong();
   void flush();
   // Sends ERR with the reason, then closes. Nothing more is read.
@@ -71,23 +87,30 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   // The same, without logging a protocol error: jetfan itself ends the connection (a reload).
   void dismiss(const std::string& reason);
   void close();
+  // Closed, or closing after ERR.
+  bool ending() const { return closed_ || failing_; }
 
  private:
   void read();
   void consume(std::size_t bytes);
+  void arm_idle();
+  void on_idle();
 
   Socket socket_;
   ConnectionId id_;
   SessionOwner& owner_;
+  const SocketSettings& limits_;
   IoThread thread_;
   PeerCredentials credentials_;
   std::string peer_;
   std::optional<std::size_t> handler_;
   std::string handler_name_;
-  boost::asio::steady_timer timer_;  // the HELLO deadline, then the deadline for a last ERR
+  boost::asio::steady_timer timer_;  // HELLO deadline, then idle and PING deadlines, then the last ERR's
   proto::CommandParser parser_;
   std::array<char, 64 * 1024> input_;
-  std::string out_, writing_;
+  OutputQueue out_;
+  bool heard_ = false;    // input since the idle timer was last armed
+  bool pinged_ = false;   // a PING is out and unanswered
   bool write_pending_ = false;
   bool failing_ = false;
   bool closed_ = false;

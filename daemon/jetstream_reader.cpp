@@ -210,7 +210,15 @@ ConsumerFacts JetStreamReader::bind_consumer() {
                                         "). jetfan binds the module's existing durable consumer and never creates "
                                         "one; its controller creates it.");
   }
+  if (status == NATS_NO_RESPONDERS) {
+    throw StartupError(kExitTempFail, "nats: JetStream does not answer on " + join(config_.nats.servers) +
+                                          " (no responders for the info of " + named +
+                                          "): is JetStream enabled there, and has the server finished starting? "
+                                          "Exiting with 75 (a temporary failure), so that systemd starts jetfan again "
+                                          "after a delay.");
+  }
   if (status != NATS_OK) {
+    // Most often the account may not read consumer info (the request then times out).
     spdlog::warn("nats: cannot read the info of {}: {}", named, last_error(status));
     return facts;
   }

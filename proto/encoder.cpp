@@ -41,8 +41,8 @@ void append_ready(std::string& out, std::string_view handler, std::uint32_t max_
   out.append("\r\n");
 }
 
-void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
-                std::uint64_t deliveries, std::string_view headers, std::string_view payload) {
+void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                     std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes) {
   out.append("MSG ");
   append_number(out, id);
   out.push_back(' ');
@@ -52,10 +52,15 @@ void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::u
   out.push_back(' ');
   append_number(out, deliveries);
   out.push_back(' ');
-  append_number(out, headers.size());
+  append_number(out, header_bytes);
   out.push_back(' ');
-  append_number(out, headers.size() + payload.size());
+  append_number(out, total_bytes);
   out.append("\r\n");
+}
+
+void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                std::uint64_t deliveries, std::string_view headers, std::string_view payload) {
+  append_msg_line(out, id, key, stream_seq, deliveries, headers.size(), headers.size() + payload.size());
   out.append(headers);
   out.append(payload);
   out.append("\r\n");

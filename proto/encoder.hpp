@@ -15,6 +15,10 @@ void append_ready(std::string& out, std::string_view handler, std::uint32_t max_
                   const std::vector<std::string>& patterns);
 void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                 std::uint64_t deliveries, std::string_view headers, std::string_view payload);
+// Only the control line of a MSG ("MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes>\r\n"),
+// for a writer that sends the body from where it already is; the body and a final "\r\n" follow.
+void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                     std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes);
 void append_err(std::string& out, std::string_view reason);
 
 // either way

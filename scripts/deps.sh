@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building, testing and the demo need, from Debian 12 packages, if it is missing.
 set -euo pipefail
-# prometheus: its promtool checks the /metrics text in the tests.
 packages=(g++ cmake ninja-build pkg-config libnats-dev libboost-dev libspdlog-dev libyaml-cpp-dev
-          nlohmann-json3-dev catch2 libsystemd-dev nats-server prometheus)
+          catch2 libsystemd-dev nlohmann-json3-dev nats-server
+          prometheus  # promtool checks the /metrics text in the tests
+          dpkg-dev lintian man-db python3-yaml systemd-container)  # packaging, docker/ and systemd/ checks
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -42,8 +42,10 @@ TEST_CASE("bad peers get ERR and are disconnected, a good handler is unaffected"
   mesh.start_jetfan(shortened_hello(mesh));
   mesh.start_handler("builder");
 
+  // The refusal names what to fix, but not the other handlers or where the config is.
   CHECK_THAT(error_for(mesh, "HELLO nobody 1\r\n"), Catch::Contains("unknown handler \"nobody\"") &&
-                                                        Catch::Contains("declares: builder, audit"));
+                                                        !Catch::Contains("builder") && !Catch::Contains("audit") &&
+                                                        !Catch::Contains(mesh.dir()));
   CHECK_THAT(error_for(mesh, "HELLO builder 2\r\n"), Catch::Contains("protocol version 2 is not supported"));
   CHECK_THAT(error_for(mesh, "ACK 1\r\n"), Catch::Contains("expected HELLO first"));
   CHECK_THAT(error_for(mesh, "HELLO audit 1\r\nHELLO audit 1\r\n"), Catch::Contains("HELLO was already said"));
@@ -56,7 +58,7 @@ TEST_CASE("bad peers get ERR and are disconnected, a good handler is unaffected"
   mesh.publish("z.z", "still works");  // builder's alone
   REQUIRE(mesh.wait_seen("builder", 1));
   REQUIRE(mesh.wait_settled());
-  CHECK(count_lines_containing(mesh.jetfan_log(), "protocol error") == 9);
+  CHECK(count_lines_containing(mesh.jetfan_log(), ") disconnected: ") == 9);
 }
 
 TEST_CASE("a peer that breaks the protocol with deliveries unconfirmed loses nothing", "[integration]") {

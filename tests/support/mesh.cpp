@@ -21,6 +21,7 @@ Mesh::Mesh(MeshOptions options) : options_(std::move(options)) {
     stop_server();
     return;
   }
+  if (!options_.jetstream) return;
   controller().create_stream("EVENTS", {"events.>", "other.>"});
   if (options_.create_consumer) {
     example::ConsumerSpec spec;
@@ -47,8 +48,11 @@ std::string Mesh::url() const { return "nats://127.0.0.1:" + std::to_string(port
 void Mesh::start_server() {
   // The first start lets the server choose a free port (-p -1), so tests running side by side never
   // race for one; restarts reuse it.
-  std::vector<std::string> argv = {"nats-server", "-js", "-sd", dir_ + "/jetstream", "-a", "127.0.0.1",
-                                   "-p", port_ == 0 ? "-1" : std::to_string(port_)};
+  std::vector<std::string> argv = {"nats-server", "-a", "127.0.0.1", "-p", port_ == 0 ? "-1" : std::to_string(port_)};
+  if (options_.jetstream) {
+    for (const char* word : {"-js", "-sd"}) argv.push_back(word);
+    argv.push_back(dir_ + "/jetstream");
+  }
   if (!options_.token.empty()) {
     argv.push_back("--auth");
     argv.push_back(options_.token);
@@ -106,12 +110,15 @@ std::string Mesh::config(const std::string& handlers, const std::string& extra, 
   return text.str();
 }
 
-Process& Mesh::start_jetfan(const std::string& config_text, bool wait_ready) {
+std::vector<std::string> Mesh::jetfan_command() const {
+  return {JETFAN_BIN, "serve", "--config", dir_ + "/jetfan.yaml", "--log-level", "trace"};
+}
+
+Process& Mesh::start_jetfan(const std::string& config_text, bool wait_ready, const SpawnExtras& extras) {
   const std::string path = dir_ + "/jetfan.yaml";
   std::ofstream(path) << config_text;
   const std::size_t served_before = count_lines_containing(jetfan_log(), "serving consumer");
-  jetfan_ = std::make_unique<Process>(
-      std::vector<std::string>{JETFAN_BIN, "serve", "--config", path, "--log-level", "trace"}, dir_ + "/jetfan.log");
+  jetfan_ = std::make_unique<Process>(jetfan_command(), dir_ + "/jetfan.log", "", extras);
   if (wait_ready && !wait_for_log("serving consumer", 20s, served_before + 1)) {
     throw std::runtime_error("jetfan did not start serving:\n" + jetfan_log());
   }

@@ -29,6 +29,7 @@ struct MeshOptions {
   std::string controller_credentials;  // "user:password" the controller connects with
   bool create_consumer = true;
   bool start_server = true;
+  bool jetstream = true;  // false: a server without JetStream, and no stream or consumer
 };
 
 // One line a test handler wrote for a message it was given.
@@ -61,7 +62,9 @@ class Mesh {
   std::string config(const std::string& handlers, const std::string& extra = "",
                      const std::string& nats_extra = "") const;
   // Writes the config and starts `jetfan serve`. With wait_ready, waits until it serves.
-  Process& start_jetfan(const std::string& config_text, bool wait_ready = true);
+  Process& start_jetfan(const std::string& config_text, bool wait_ready = true, const SpawnExtras& extras = {});
+  // The command line start_jetfan runs, for tests that start jetfan some other way.
+  std::vector<std::string> jetfan_command() const;
   std::string jetfan_log() const { return read_file(dir_ + "/jetfan.log"); }
   bool wait_for_log(const std::string& part, std::chrono::milliseconds timeout = 20s,
                     std::size_t occurrences = 1) const;

@@ -15,7 +15,8 @@ extern char** environ;
 
 namespace jetfan::testing {
 
-Process::Process(std::vector<std::string> argv, const std::string& out_file, const std::string& err_file) {
+Process::Process(std::vector<std::string> argv, const std::string& out_file, const std::string& err_file,
+                 const SpawnExtras& extras) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -25,10 +26,16 @@ Process::Process(std::vector<std::string> argv, const std::string& out_file, con
     posix_spawn_file_actions_addopen(&actions, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   }
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  for (const auto& [from, to] : extras.fds) posix_spawn_file_actions_adddup2(&actions, from, to);
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
-  const int error = posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), environ);
+  std::vector<std::string> env_strings(extras.env);
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e) env.push_back(*e);
+  for (auto& e : env_strings) env.push_back(e.data());
+  env.push_back(nullptr);
+  const int error = posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   if (error != 0) throw std::runtime_error("cannot start " + argv[0]);
 }

@@ -7,15 +7,24 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace jetfan::testing {
+
+// What a child gets beyond its argv: more environment variables ("NAME=value"), and descriptors of
+// the parent to hand over as the child's own (parent fd -> child fd), as systemd does with sockets.
+struct SpawnExtras {
+  std::vector<std::string> env;
+  std::vector<std::pair<int, int>> fds;
+};
 
 class Process {
  public:
   // Starts argv[0] (looked up in PATH) with stdout to `out_file` and stderr to `err_file`
   // (the same file if err_file is empty).
-  Process(std::vector<std::string> argv, const std::string& out_file, const std::string& err_file = "");
+  Process(std::vector<std::string> argv, const std::string& out_file, const std::string& err_file = "",
+          const SpawnExtras& extras = {});
   Process(Process&& other) noexcept;
   Process& operator=(Process&&) = delete;
   ~Process();

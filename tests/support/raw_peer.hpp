@@ -23,6 +23,7 @@ class RawPeer {
   // Sends PING and waits for the PONG: everything sent before it has been processed.
   // Frames that arrive first are kept for next().
   bool sync();
+  int fd() const { return fd_.get(); }
 
  private:
   UniqueFd fd_;
