@@ -28,6 +28,18 @@ TEST_CASE("ack subjects of both forms are read", "[unit]") {
   CHECK(new_form->published_ns == 1700000000000000001);
 }
 
+TEST_CASE("numbers in an ack subject: up to 2^64-1, never more, digits only", "[unit]") {
+  const auto largest = parse_ack_subject("$JS.ACK.S.d.18446744073709551615.9999999999999999999.1.17.0");
+  REQUIRE(largest);
+  CHECK(largest->deliveries == 18446744073709551615ULL);
+  CHECK(largest->stream_seq == 9999999999999999999ULL);
+  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.18446744073709551616.1.1.17.0"));   // one more: overflow
+  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.99999999999999999999.1.1.17.0"));   // twenty nines
+  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.1.4x2.1.17.0"));
+  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.1.-4.1.17.0"));
+  CHECK(parse_ack_subject("$JS.ACK.S.d.1.2.3.tm.0")->published_ns == 0);  // a timestamp that is not one: unknown
+}
+
 TEST_CASE("anything else is not an ack subject", "[unit]") {
   for (const char* bad : {"", "_INBOX.abc", "$JS.ACK.EVENTS.d.x.42.17.1.5", "$JS.ACK.EVENTS.d.3.42.17.1",
                           "$JS.NAK.EVENTS.d.3.42.17.1.5", "$JS.ACK.a.b.EVENTS.d.3.42.17.1"}) {
