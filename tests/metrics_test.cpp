@@ -106,7 +106,8 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
 }
 
 TEST_CASE("/live answers from the start, /ready only while bound and serving, not while draining", "[integration]") {
-  Mesh mesh({.start_server = false});
+  Mesh mesh;
+  mesh.stop_server();  // the stream and the consumer stay in its storage, there when it comes back
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n", kMetrics), false);
   REQUIRE(wait_until([&] { return metrics_port(mesh.jetfan_log()) > 0; }));
   const int port = metrics_port(mesh.jetfan_log());
@@ -117,10 +118,6 @@ TEST_CASE("/live answers from the start, /ready only while bound and serving, no
   CHECK(http_get(port, "/nothing").status == 404);
 
   mesh.start_server();
-  mesh.controller().create_stream("EVENTS", {"events.>"});
-  jetfan::example::ConsumerSpec spec;
-  spec.durable = "node1_builder";
-  mesh.controller().create_consumer("EVENTS", spec);
   REQUIRE(mesh.wait_for_log("serving consumer"));
   CHECK(http_get(port, "/ready").status == 200);
 
