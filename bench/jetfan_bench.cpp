@@ -203,7 +203,8 @@ int direct(const std::vector<std::string>& a) {
 }
 
 int handler(const std::vector<std::string>& a) {
-  jetfan::HandlerClient client(a[0], a[1]);
+  // Ends when jetfan goes: the harness stops jetfan, then reads the latencies this writes.
+  jetfan::HandlerClient client(a[0], a[1], {.reconnect = false});
   Latencies latencies;
   std::printf("ready_ns=%llu\n", static_cast<unsigned long long>(now_ns()));
   std::fflush(stdout);

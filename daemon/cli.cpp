@@ -10,6 +10,7 @@
 #include "config.hpp"
 #include "control_client.hpp"
 #include "daemon.hpp"
+#include "exec_handler.hpp"
 #include "logging.hpp"
 #include "jetfan/version.hpp"
 #include "nats_handles.hpp"
@@ -37,6 +38,8 @@ commands:
                                             print messages as they arrive (those whose key matches
                                             PATTERN), and where they went; never slows jetfan
   reload (--config FILE | --control PATH)   reload the config (as SIGHUP does); exit 78 if refused
+  exec --handler NAME ... -- CMD ARGS...    run CMD once per message, as handler NAME
+                                            (jetfan exec --help says more)
   version, --version                        print the version
   help, --help                              print this help
 
@@ -141,6 +144,8 @@ int control(const Arguments& args) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  // `exec` is a handler, not the daemon: its words are its own.
+  if (argc >= 2 && std::strcmp(argv[1], "exec") == 0) return run_exec(std::vector<std::string>(argv + 2, argv + argc));
   try {
     setup_logging(LogFormat::kText, "info", stderr_is_journal());
     const Arguments args = parse_arguments(argc, argv);

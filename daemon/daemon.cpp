@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "nats_auth.hpp"
 #include "startup_error.hpp"
 
 namespace jetfan {
@@ -24,6 +25,10 @@ Daemon::~Daemon() {
 
 int Daemon::run() {
   wait_for_signal();
+  for (const auto& warning : exposed_secret_file_warnings(config_.nats, config_.file)) spdlog::warn("{}", warning);
+  if (auto problem = check_credential_files(config_.nats)) {
+    throw StartupError(kExitConfig, config_.file + ": " + *problem);
+  }
   control_ = std::make_unique<ControlPlane>(io_, config_, [this] { return reload(); });
   if (!reader_.connect([this] { return stopping_; })) {
     spdlog::info("stopped before the NATS server could be reached");

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "jetstream_subject.hpp"
+#include "nats_auth.hpp"
 #include "startup_error.hpp"
 
 namespace jetfan {
@@ -70,7 +71,7 @@ std::string last_error(natsStatus status) {
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + redact_url(item);  // for logs
   return out;
 }
 
@@ -91,7 +92,7 @@ void on_reconnected(natsConnection* connection, void* closure) {
   if (ingress->closing) return;
   char url[256] = {0};
   natsConnection_GetConnectedUrl(connection, url, sizeof url);
-  spdlog::info("nats: reconnected to {}; pulling anew", url);
+  spdlog::info("nats: reconnected to {}; pulling anew", redact_url(url));
   ingress->push_reconnected();
 }
 void on_closed(natsConnection*, void* closure) {
@@ -144,8 +145,9 @@ NatsOptionsPtr JetStreamReader::make_options() {
   if (!nats.nkey_seed.empty()) check(natsOptions_SetNKeyFromSeed(raw, nats.nkey.c_str(), nats.nkey_seed.c_str()), "nkey_seed");
   if (!nats.token.empty()) check(natsOptions_SetToken(raw, nats.token.c_str()), "token");
   if (!nats.user.empty()) check(natsOptions_SetUserInfo(raw, nats.user.c_str(), nats.password.c_str()), "user");
+  // A tls:// URL alone must not fall back to plain text, as cnats would with a server without TLS.
+  if (wants_tls(nats)) check(natsOptions_SetSecure(raw, true), "tls");
   if (nats.tls) {
-    check(natsOptions_SetSecure(raw, true), "tls");
     if (!nats.tls->ca.empty()) check(natsOptions_LoadCATrustedCertificates(raw, nats.tls->ca.c_str()), "tls.ca");
     if (!nats.tls->cert.empty()) {
       check(natsOptions_LoadCertificatesChain(raw, nats.tls->cert.c_str(), nats.tls->key.c_str()), "tls.cert");
@@ -159,6 +161,7 @@ bool JetStreamReader::connect(const std::function<bool()>& stopping) {
   const auto options = make_options();
   const std::string servers = join(config_.nats.servers);
   Duration delay = defaults::kRetryFirst;
+  bool tls_closed = false;
   for (int attempt = 1;; ++attempt) {
     natsConnection* raw = nullptr;
     const natsStatus status = natsConnection_Connect(&raw, options.get());
@@ -173,16 +176,11 @@ bool JetStreamReader::connect(const std::function<bool()>& stopping) {
       return true;
     }
     const std::string why = last_error(status);
-    if (status == NATS_CONNECTION_AUTH_FAILED || status == NATS_NOT_PERMITTED) {
-      throw StartupError(kExitNoPerm, "nats: " + servers + " refused jetfan's credentials (" + why +
-                                          "); check nats.creds, nkey_seed, token or user in " + config_.file +
-                                          ". Exiting now: retrying cannot fix this.");
-    }
-    if (status == NATS_SSL_ERROR) {
-      throw StartupError(kExitConfig, "nats: TLS with " + servers + " failed (" + why + "); check nats.tls in " +
-                                          config_.file + ". Exiting now: retrying cannot fix this.");
-    }
-    spdlog::warn("nats: cannot reach {} (attempt {}): {}; retrying in {}ms", servers, attempt, why, delay.count());
+    const auto verdict = judge_connect_failure(status, why, config_.nats, config_.file, servers, tls_closed);
+    if (verdict.exit_code != 0) throw StartupError(verdict.exit_code, verdict.message);
+    tls_closed = verdict.tls_closed;
+    spdlog::warn("nats: cannot reach {} (attempt {}): {}{}; retrying in {}ms", servers, attempt, why, verdict.message,
+                 delay.count());
     io_.run_for(delay);  // handles signals meanwhile
     io_.restart();
     if (stopping()) return false;

@@ -2,14 +2,17 @@
 // durable consumer (jetfan never does), publishes events and reports the consumer's state.
 //
 //   jetfan-demo-controller URL setup STREAM SUBJECTS DURABLE [ACK_WAIT_MS]
-//   jetfan-demo-controller URL publish SUBJECT PAYLOAD
+//   jetfan-demo-controller URL publish SUBJECT PAYLOAD [NAME:VALUE...]   (headers)
 //   jetfan-demo-controller URL wait-settled STREAM DURABLE TIMEOUT_S
+//   jetfan-demo-controller URL state STREAM DURABLE
 
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "mesh_controller.hpp"
 
@@ -20,8 +23,9 @@ int main(int argc, char** argv) {
   auto usage = [] {
     std::fprintf(stderr,
                  "usage: jetfan-demo-controller URL setup STREAM SUBJECTS DURABLE [ACK_WAIT_MS]\n"
-                 "       jetfan-demo-controller URL publish SUBJECT PAYLOAD\n"
-                 "       jetfan-demo-controller URL wait-settled STREAM DURABLE TIMEOUT_S\n");
+                 "       jetfan-demo-controller URL publish SUBJECT PAYLOAD [NAME:VALUE...]\n"
+                 "       jetfan-demo-controller URL wait-settled STREAM DURABLE TIMEOUT_S\n"
+                 "       jetfan-demo-controller URL state STREAM DURABLE\n");
     return 64;
   };
   if (args.size() < 2) return usage();
@@ -38,8 +42,14 @@ int main(int argc, char** argv) {
                   args[3].c_str(), args[4].c_str());
       return 0;
     }
-    if (command == "publish" && args.size() == 4) {
-      const auto seq = controller.publish(args[2], args[3]);
+    if (command == "publish" && args.size() >= 4) {
+      std::vector<std::pair<std::string, std::string>> headers;
+      for (std::size_t i = 4; i < args.size(); ++i) {
+        const auto colon = args[i].find(':');
+        if (colon == std::string::npos) return usage();
+        headers.emplace_back(args[i].substr(0, colon), args[i].substr(colon + 1));
+      }
+      const auto seq = controller.publish(args[2], args[3], headers);
       std::printf("controller: published %s (stream seq %llu)\n", args[2].c_str(), static_cast<unsigned long long>(seq));
       return 0;
     }
@@ -59,6 +69,14 @@ int main(int argc, char** argv) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
+    }
+    if (command == "state" && args.size() == 4) {
+      const auto state = controller.state(args[2], args[3]);
+      std::printf("num_pending=%llu num_ack_pending=%lld num_redelivered=%lld ack_floor_stream_seq=%llu\n",
+                  static_cast<unsigned long long>(state.num_pending), static_cast<long long>(state.num_ack_pending),
+                  static_cast<long long>(state.num_redelivered),
+                  static_cast<unsigned long long>(state.ack_floor_stream_seq));
+      return 0;
     }
     return usage();
   } catch (const std::exception& e) {

@@ -14,12 +14,25 @@ void check(natsStatus status, const std::string& what) {
 
 }  // namespace
 
-MeshController::MeshController(const std::string& url, const std::string& token) {
+MeshController::MeshController(const std::string& url, const std::string& token)
+    : MeshController(url, ControllerAuth{.token = token}) {}
+
+MeshController::MeshController(const std::string& url, const ControllerAuth& auth) {
   natsOptions* raw_options = nullptr;
   check(natsOptions_Create(&raw_options), "options");
   NatsOptionsPtr options(raw_options);
   natsOptions_SetURL(raw_options, url.c_str());
-  if (!token.empty()) natsOptions_SetToken(raw_options, token.c_str());
+  if (!auth.token.empty()) natsOptions_SetToken(raw_options, auth.token.c_str());
+  if (!auth.creds.empty()) {
+    check(natsOptions_SetUserCredentialsFromFiles(raw_options, auth.creds.c_str(), nullptr), "creds");
+  }
+  if (!auth.tls_ca.empty()) {
+    check(natsOptions_SetSecure(raw_options, true), "tls");
+    check(natsOptions_LoadCATrustedCertificates(raw_options, auth.tls_ca.c_str()), "tls ca");
+  }
+  if (!auth.tls_cert.empty()) {
+    check(natsOptions_LoadCertificatesChain(raw_options, auth.tls_cert.c_str(), auth.tls_key.c_str()), "tls cert");
+  }
   natsOptions_SetTimeout(raw_options, 2000);
   natsConnection* connection = nullptr;
   check(natsConnection_Connect(&connection, raw_options), "connect to " + url);

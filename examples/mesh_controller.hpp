@@ -33,10 +33,18 @@ struct ConsumerState {
   std::uint64_t ack_floor_stream_seq = 0;
 };
 
+// How the controller authenticates and encrypts; every field is optional.
+struct ControllerAuth {
+  std::string token;
+  std::string creds;  // a creds file (user JWT and NKey seed)
+  std::string tls_ca, tls_cert, tls_key;  // tls_ca set: TLS, trusting that CA; cert+key: a client certificate
+};
+
 class MeshController {
  public:
   // Connects to `url`; `token` is used if not empty.
   explicit MeshController(const std::string& url, const std::string& token = "");
+  MeshController(const std::string& url, const ControllerAuth& auth);
 
   void create_stream(const std::string& stream, const std::vector<std::string>& subjects);
   void delete_stream(const std::string& stream);  // no error if there is none

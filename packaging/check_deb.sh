@@ -107,7 +107,10 @@ cat > "$out/handler.cpp" <<'CPP'
 #include <cstdio>
 int main(int argc, char** argv) {
   try {
-    jetfan::HandlerClient client(argv[1], "builder", std::chrono::milliseconds(0));
+    jetfan::ClientOptions options;
+    options.reconnect = false;
+    options.connect_timeout = std::chrono::milliseconds(0);
+    jetfan::HandlerClient client(argv[1], "builder", options);
     while (auto message = client.next()) client.ack(message->id);
   } catch (const jetfan::ClientError& e) {
     std::printf("ClientError: %s\n", e.what());

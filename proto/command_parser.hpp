@@ -18,17 +18,21 @@ class CommandParser {
 
   // Consumes from the front of `input` up to and including one command.
   Result parse(std::string_view& input, Command& out);
+  // After kError: what was wrong, for people (error()) and as a stable code (code()).
   const std::string& error() const { return error_; }
+  ErrorCode code() const { return code_; }
 
  private:
-  Result fail(std::string why);
+  Result fail(ErrorCode code, std::string why);
   LineReader lines_{kMaxCommandLine};
   std::string error_;
+  ErrorCode code_ = ErrorCode::kNone;
   std::vector<std::string_view> words_;
 };
 
-// Parses one complete control line (without its line end); `words` is scratch space.
-bool parse_command_line(std::string_view line, Command& out, std::string& error,
+// Parses one complete, non-blank control line (without its line end); `words` is scratch space.
+// On false, `code` and `error` say why.
+bool parse_command_line(std::string_view line, Command& out, ErrorCode& code, std::string& error,
                         std::vector<std::string_view>& words);
 
 }  // namespace jetfan::proto

@@ -2,7 +2,8 @@
 
 namespace jetfan::proto {
 
-DeliveryParser::Result DeliveryParser::fail(std::string why) {
+DeliveryParser::Result DeliveryParser::fail(ErrorCode code, std::string why) {
+  code_ = code;
   error_ = std::move(why);
   return Result::kError;
 }
@@ -10,18 +11,23 @@ DeliveryParser::Result DeliveryParser::fail(std::string why) {
 DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& out) {
   auto& words = words_;
   split_words(line, words);
-  if (words.empty()) return fail("empty line");
+  if (words.empty()) return fail(ErrorCode::kEmptyLine, "empty line");
   const auto verb = words[0];
   if (equals_ignoring_case(verb, "MSG")) {
-    if (words.size() != 7) return fail("MSG needs 6 arguments, got " + std::to_string(words.size() - 1));
+    if (words.size() != 7) {
+      return fail(words.size() < 7 ? ErrorCode::kMissingArgument : ErrorCode::kTooManyArguments,
+                  "MSG needs 6 arguments, got " + std::to_string(words.size() - 1));
+    }
     const auto id = parse_number(words[1]);
     const auto seq = parse_number(words[3]);
     const auto deliveries = parse_number(words[4]);
     const auto header_bytes = parse_number(words[5]);
     const auto total_bytes = parse_number(words[6]);
-    if (!id || !seq || !deliveries || !header_bytes || !total_bytes) return fail("MSG: malformed number");
-    if (*header_bytes > *total_bytes) return fail("MSG: header bytes exceed total bytes");
-    if (*total_bytes > kMaxBody) return fail("MSG: body larger than " + std::to_string(kMaxBody) + " bytes");
+    if (!id || !seq || !deliveries || !header_bytes || !total_bytes) return fail(ErrorCode::kBadNumber, "MSG: malformed number");
+    if (*header_bytes > *total_bytes) return fail(ErrorCode::kHeaderExceedsTotal, "MSG: header bytes exceed total bytes");
+    if (*total_bytes > kMaxBody) {
+      return fail(ErrorCode::kBodyTooLarge, "MSG: body larger than " + std::to_string(kMaxBody) + " bytes");
+    }
     body_frame_ = Frame{};
     body_frame_.kind = Frame::Kind::kMsg;
     auto& d = body_frame_.delivery;
@@ -39,10 +45,14 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
   }
   out = Frame{};
   if (equals_ignoring_case(verb, "READY")) {
-    if (words.size() < 5) return fail("READY needs a version, a handler, a limit and patterns");
+    if (words.size() < 5) {
+      return fail(ErrorCode::kMissingArgument, "READY needs a version, a handler, a limit and patterns");
+    }
     const auto version = parse_number(words[1]);
     const auto limit = parse_number(words[3]);
-    if (!version || !limit || *version > 1'000'000 || *limit > 1'000'000) return fail("READY: malformed number");
+    if (!version || !limit || *version > kMaxSmallNumber || *limit > kMaxSmallNumber) {
+      return fail(ErrorCode::kBadNumber, "READY: malformed number");
+    }
     out.kind = Frame::Kind::kReady;
     out.ready.version = static_cast<std::uint32_t>(*version);
     out.ready.handler = std::string(words[2]);
@@ -55,19 +65,23 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     if (words.size() > 1) out.error = std::string(line.substr(static_cast<std::size_t>(words[1].data() - line.data())));
     return Result::kFrame;
   }
-  if (equals_ignoring_case(verb, "PING") && words.size() == 1) {
-    out.kind = Frame::Kind::kPing;
+  const bool ping = equals_ignoring_case(verb, "PING");
+  if (ping || equals_ignoring_case(verb, "PONG")) {
+    if (words.size() > 1) {
+      return fail(ErrorCode::kTooManyArguments, std::string(ping ? "PING" : "PONG") + " takes no arguments");
+    }
+    out.kind = ping ? Frame::Kind::kPing : Frame::Kind::kPong;
     return Result::kFrame;
   }
-  if (equals_ignoring_case(verb, "PONG") && words.size() == 1) {
-    out.kind = Frame::Kind::kPong;
-    return Result::kFrame;
+  std::string shown(verb.substr(0, 32));
+  for (char& c : shown) {
+    if (c < 0x20 || c > 0x7e) c = '?';
   }
-  return fail("unknown frame \"" + std::string(verb.substr(0, 32)) + "\"");
+  return fail(ErrorCode::kUnknownVerb, "unknown frame \"" + shown + "\"");
 }
 
 DeliveryParser::Result DeliveryParser::parse(std::string_view& input, Frame& out) {
-  if (!error_.empty()) return Result::kError;
+  if (code_ != ErrorCode::kNone) return Result::kError;
   for (;;) {
     if (in_body_) {
       // Headers, then payload, then "\r\n", each copied once, straight where it belongs.
@@ -84,7 +98,7 @@ DeliveryParser::Result DeliveryParser::parse(std::string_view& input, Frame& out
       }
       if (body_left_ > 0) return Result::kNeedMore;
       in_body_ = false;
-      if (trailer_ != "\r\n") return fail("MSG body not followed by \\r\\n");
+      if (trailer_ != "\r\n") return fail(ErrorCode::kBadBodyEnd, "MSG body not followed by \\r\\n");
       out = std::move(body_frame_);
       return Result::kFrame;
     }
@@ -92,7 +106,7 @@ DeliveryParser::Result DeliveryParser::parse(std::string_view& input, Frame& out
     switch (lines_.next(input, line)) {
       case LineReader::Result::kNeedMore: return Result::kNeedMore;
       case LineReader::Result::kTooLong:
-        return fail("control line longer than " + std::to_string(kMaxDeliveryLine) + " bytes");
+        return fail(ErrorCode::kLineTooLong, "control line longer than " + std::to_string(kMaxDeliveryLine) + " bytes");
       case LineReader::Result::kLine: break;
     }
     const Result result = parse_line(line, out);

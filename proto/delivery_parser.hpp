@@ -16,14 +16,17 @@ class DeliveryParser {
 
   // Consumes from the front of `input` up to and including one frame.
   Result parse(std::string_view& input, Frame& out);
+  // After kError: what was wrong, for people (error()) and as a stable code (code()).
   const std::string& error() const { return error_; }
+  ErrorCode code() const { return code_; }
 
  private:
-  Result fail(std::string why);
+  Result fail(ErrorCode code, std::string why);
   Result parse_line(std::string_view line, Frame& out);
 
   LineReader lines_{kMaxDeliveryLine};
   std::string error_;
+  ErrorCode code_ = ErrorCode::kNone;
   std::vector<std::string_view> words_;
   // While a MSG body is being read: the frame so far and how many body bytes (with the final
   // "\r\n") are still to come.

@@ -1,5 +1,6 @@
 #include "encoder.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "protocol.hpp"
@@ -98,10 +99,16 @@ void append_nak(std::string& out, std::uint64_t id, std::optional<std::uint64_t>
 }
 
 void append_term(std::string& out, std::uint64_t id, std::string_view reason) {
+  const std::size_t start = out.size();
   append_verb_id(out, "TERM", id);
-  if (!reason.empty()) {
+  // The whole line must fit jetfan's limit, or jetfan would drop the connection instead of
+  // terminating the message: the reason is cut, never inside a UTF-8 character.
+  const std::size_t room = kMaxCommandLine - (out.size() - start) - 3;  // ' ' and "\r\n"
+  std::size_t keep = std::min(reason.size(), room);
+  while (keep < reason.size() && keep > 0 && (static_cast<unsigned char>(reason[keep]) & 0xC0) == 0x80) --keep;
+  if (keep > 0) {
     out.push_back(' ');
-    append_one_line(out, reason);
+    append_one_line(out, reason.substr(0, keep));
   }
   out.append("\r\n");
 }

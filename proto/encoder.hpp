@@ -29,6 +29,8 @@ void append_pong(std::string& out);
 void append_hello(std::string& out, std::string_view handler);
 void append_ack(std::string& out, std::uint64_t id);
 void append_nak(std::string& out, std::uint64_t id, std::optional<std::uint64_t> delay_ms = std::nullopt);
+// Each \r or \n in `reason` becomes a space; a reason too long for the 1024-byte line is cut to fit,
+// at a UTF-8 character boundary.
 void append_term(std::string& out, std::uint64_t id, std::string_view reason = {});
 void append_wip(std::string& out, std::uint64_t id);
 

@@ -1,67 +1,191 @@
 #pragma once
-// The C++ client for jetfan handlers: connect to jetfan's socket as one declared handler, receive
-// deliveries, confirm them.
+// The C++ client for jetfan handlers (proto/PROTOCOL.md): connect to jetfan's socket as one
+// declared handler, receive deliveries, confirm each one. Two ways to use it:
 //
+//   // A pull loop on one thread.
 //   jetfan::HandlerClient client("/run/jetfan/builder.sock", "builder");
 //   while (auto msg = client.next()) {
-//     handle(msg->key, msg->payload);
-//     client.ack(msg->id);
+//     build(msg->payload);
+//     client.ack(*msg);                // or nak(*msg, delay_ms), term(*msg, reason), wip(*msg)
 //   }
 //
-// Blocking and single-threaded: use one client from one thread. Confirmations are buffered and
-// written together just before next() waits for input, or by flush(). Errors that end the
-// connection (jetfan unreachable, ERR from jetfan, a broken stream) throw ClientError; jetfan
-// closing the connection cleanly makes next() return nullopt. Reconnecting is safe: whatever was
-// unconfirmed is redelivered.
+//   // A callback run on a pool of worker threads. Returning an Outcome confirms the delivery;
+//   // throwing jetfan::Term terminates it (poison, with what() as the reason), jetfan::Nak NAKs it
+//   // with its delay; throwing anything else NAKs it and logs what was thrown.
+//   client.run([](const jetfan::Delivery& msg) { build(msg.payload); return jetfan::Outcome::ack(); },
+//              {.workers = 8});
+//
+// Contracts:
+// - Connection. The constructor connects and says HELLO, retrying while the socket is absent or
+//   refuses connections for up to ClientOptions::connect_timeout, and throws ClientError if it
+//   cannot. Afterwards, when the connection ends (jetfan stopped or restarted, or closed it
+//   cleanly), the client reconnects by itself with a doubling backoff capped at
+//   ClientOptions::backoff_max, for as long as it takes, unless ClientOptions::reconnect is false
+//   (then next() returns nullopt, or throws ClientError if the connection broke). ERR from jetfan
+//   (for example a handler name jetfan does not declare) is never retried: it throws ClientError
+//   with jetfan's reason (calling next() again afterwards connects anew).
+// - Deliveries unconfirmed when a connection ends are failed deliveries: jetfan counts them
+//   failed and redelivers them. Confirming one afterwards does nothing and returns false; it is
+//   never sent on the new connection, where its wire id may name another delivery. Delivery::id is this
+//   client's own name for a delivery and is never reused, so a late confirmation cannot hit a
+//   newer delivery.
+// - Backpressure. jetfan sends at most READY's max-unconfirmed deliveries at a time; run() holds
+//   (queued plus in its workers) no more than that, and stops reading while it holds that many.
+// - PING from jetfan is answered with PONG whenever the client reads.
+// - Confirmations made on the thread that calls next() are buffered and written together just
+//   before next() waits for input (or by flush()); confirmations made on any other thread, and
+//   every WIP, are written at once.
+//
+// Threads: next() and run() are for one thread at a time, and not both at once. ack(), nak(),
+// term(), wip(), flush(), ready() and stop() may be called from any thread; stop() also from a
+// signal handler. The client must outlive every call into it.
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include "delivery_parser.hpp"
 #include "protocol.hpp"
-#include "unique_fd.hpp"
 
 namespace jetfan {
 
 class ClientError : public std::runtime_error {
  public:
+  enum class Kind {
+    kConnect,   // the socket could not be reached within connect_timeout
+    kRefused,   // jetfan sent ERR; reason() is its text
+    kProtocol,  // jetfan sent something the protocol does not allow
+    kIo,        // reading the socket failed (with reconnect off)
+  };
+  ClientError(Kind kind, const std::string& message, std::string reason = {},
+              proto::ErrorCode code = proto::ErrorCode::kNone)
+      : std::runtime_error(message), kind_(kind), reason_(std::move(reason)), code_(code) {}
+  Kind kind() const { return kind_; }
+  const std::string& reason() const { return reason_; }
+  // kProtocol: how the stream broke the framing (PROTOCOL.md, "Error codes").
+  proto::ErrorCode code() const { return code_; }
+
+ private:
+  Kind kind_;
+  std::string reason_;
+  proto::ErrorCode code_;
+};
+
+// One delivery of a message to this handler.
+struct Delivery {
+  std::uint64_t id = 0;          // this client's name for the delivery; never reused
+  std::string key;               // the subject less jetfan's prefix
+  std::uint64_t stream_seq = 0;  // JetStream stream sequence: the same on a redelivery
+  std::uint64_t deliveries = 0;  // 1 the first time, 2 on the first redelivery, ...
+  std::string headers;           // the NATS header block as sent ("NATS/1.0\r\n..."), or empty
+  std::string payload;
+
+  // Every header as (name, value), in order; a repeated name once per value.
+  std::vector<std::pair<std::string, std::string>> header_list() const;
+  // The first value of header `name` (names match case-insensitively).
+  std::optional<std::string> header(std::string_view name) const;
+};
+
+// What run()'s callback decides for a delivery.
+struct Outcome {
+  enum class Kind { kAck, kNak, kTerm };
+  Kind kind = Kind::kAck;
+  std::optional<std::uint64_t> delay_ms;  // kNak: redeliver after this long (else jetfan's backoff)
+  std::string reason;                     // kTerm: logged by jetfan
+
+  static Outcome ack() { return {}; }
+  static Outcome nak(std::optional<std::uint64_t> delay_ms = std::nullopt) { return {Kind::kNak, delay_ms, {}}; }
+  static Outcome term(std::string reason = {}) { return {Kind::kTerm, std::nullopt, std::move(reason)}; }
+};
+
+// Thrown by run()'s callback: the message is poison for this handler (TERM with what() as reason).
+class Term : public std::runtime_error {
+ public:
   using std::runtime_error::runtime_error;
+};
+
+// Thrown by run()'s callback: NAK the message with a redelivery delay of your choice (nullopt:
+// jetfan's own growing delay), without the log line any other exception gets.
+class Nak : public std::runtime_error {
+ public:
+  explicit Nak(std::optional<std::uint64_t> delay_ms = std::nullopt, const std::string& why = "nak")
+      : std::runtime_error(why), delay_ms_(delay_ms) {}
+  std::optional<std::uint64_t> delay_ms() const { return delay_ms_; }
+
+ private:
+  std::optional<std::uint64_t> delay_ms_;
+};
+
+struct ClientOptions {
+  bool reconnect = true;
+  std::chrono::milliseconds connect_timeout{10000};  // the first connection, in the constructor
+  std::chrono::milliseconds backoff_initial{50};     // first wait between reconnect attempts
+  std::chrono::milliseconds backoff_max{2000};       // the wait doubles up to this
+  // Where the client reports what a handler's operator should know: a lost connection and its
+  // return, a callback that threw. Called from the reading thread or a worker, one line at a time.
+  // Default: a line on stderr.
+  std::function<void(std::string_view)> log;
+};
+
+struct RunOptions {
+  unsigned workers = 1;  // threads calling the callback; at most max-unconfirmed are ever busy
 };
 
 class HandlerClient {
  public:
-  // Connects and says HELLO, then waits for READY. While the socket does not exist yet or refuses
-  // connections, retries for up to `wait_for_socket` (jetfan may be starting).
-  HandlerClient(const std::string& socket_path, const std::string& handler,
-                std::chrono::milliseconds wait_for_socket = std::chrono::seconds(10));
+  using Callback = std::function<Outcome(const Delivery&)>;
 
-  const proto::Ready& ready() const { return ready_; }
+  HandlerClient(std::string socket_path, std::string handler, ClientOptions options = {});
+  ~HandlerClient();
+  HandlerClient(const HandlerClient&) = delete;
+  HandlerClient& operator=(const HandlerClient&) = delete;
 
-  // The next delivery; answers PING by itself. nullopt: jetfan closed the connection.
-  std::optional<proto::Delivery> next();
+  // What jetfan said in READY on the current connection (it may change after a reconnect).
+  proto::Ready ready() const;
 
-  void ack(std::uint64_t id);
-  void nak(std::uint64_t id, std::optional<std::uint64_t> delay_ms = std::nullopt);
-  void term(std::uint64_t id, std::string_view reason = {});
-  void wip(std::uint64_t id);  // written at once
-  // Writes whatever confirmations are buffered.
+  // The next delivery; answers PING and reconnects as needed. nullopt once stop() was called, or
+  // when the connection ended and reconnect is off.
+  std::optional<Delivery> next();
+
+  // Calls `callback` for each delivery on `options.workers` threads (the calling thread reads)
+  // until stop() is called, then lets the callbacks in progress finish, NAKs the deliveries not
+  // yet started (so jetfan can give them to another instance at once), and returns. Throws
+  // ClientError as next() does, after the callbacks in progress have finished. Deliveries a
+  // lost connection left in the queue are dropped, not called: they can no longer be confirmed.
+  void run(const Callback& callback, RunOptions options = {});
+
+  // Confirm a delivery. true: sent (or buffered to be sent); false: not unconfirmed on the current
+  // connection (already confirmed, or its connection has ended: jetfan redelivers it).
+  bool ack(const Delivery& delivery) { return ack(delivery.id); }
+  bool nak(const Delivery& delivery, std::optional<std::uint64_t> delay_ms = std::nullopt) {
+    return nak(delivery.id, delay_ms);
+  }
+  bool term(const Delivery& delivery, std::string_view reason = {}) { return term(delivery.id, reason); }
+  bool wip(const Delivery& delivery) { return wip(delivery.id); }  // restarts its ack_timeout
+  bool ack(std::uint64_t id);
+  bool nak(std::uint64_t id, std::optional<std::uint64_t> delay_ms = std::nullopt);
+  bool term(std::uint64_t id, std::string_view reason = {});
+  bool wip(std::uint64_t id);
+
+  // Writes the confirmations buffered so far.
   void flush();
 
- private:
-  // Reads until one frame is parsed; nullopt at end of stream.
-  std::optional<proto::Frame> read_frame();
+  // Ends next() and run() (see there) and any wait for a reconnect. Final; async-signal-safe.
+  void stop() noexcept;
 
-  UniqueFd fd_;
-  proto::DeliveryParser parser_;
-  proto::Ready ready_;
-  std::string out_;
-  std::vector<char> in_;
-  std::size_t in_begin_ = 0, in_end_ = 0;
+  // How many times the client has connected (1 after the constructor); for logs and tests.
+  std::uint64_t connections() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace jetfan

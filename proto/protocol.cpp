@@ -17,6 +17,22 @@ const char* to_string(Verb verb) {
   return "?";
 }
 
+const char* to_string(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kNone: return "none";
+    case ErrorCode::kLineTooLong: return "line-too-long";
+    case ErrorCode::kEmptyLine: return "empty-line";
+    case ErrorCode::kUnknownVerb: return "unknown-verb";
+    case ErrorCode::kMissingArgument: return "missing-argument";
+    case ErrorCode::kTooManyArguments: return "too-many-arguments";
+    case ErrorCode::kBadNumber: return "bad-number";
+    case ErrorCode::kHeaderExceedsTotal: return "header-exceeds-total";
+    case ErrorCode::kBodyTooLarge: return "body-too-large";
+    case ErrorCode::kBadBodyEnd: return "bad-body-end";
+  }
+  return "?";
+}
+
 void split_words(std::string_view line, std::vector<std::string_view>& words) {
   words.clear();
   std::size_t at = 0;

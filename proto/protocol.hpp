@@ -14,6 +14,8 @@ inline constexpr std::uint32_t kVersion = 1;
 inline constexpr std::size_t kMaxCommandLine = 1024;       // handler -> jetfan, with the line end
 inline constexpr std::size_t kMaxDeliveryLine = 4096;      // jetfan -> handler, with the line end
 inline constexpr std::size_t kMaxBody = 64 * 1024 * 1024;  // headers + payload of one MSG
+// The largest protocol version (HELLO, READY) and READY max-unconfirmed a parser accepts.
+inline constexpr std::uint64_t kMaxSmallNumber = 1'000'000;
 
 // What a handler sends to jetfan.
 enum class Verb { kHello, kAck, kNak, kTerm, kWip, kPing, kPong };
@@ -52,6 +54,24 @@ struct Frame {
   Delivery delivery;  // kMsg
   std::string error;  // kErr
 };
+
+// Why a parser rejected a stream. The codes are stable and the same in every client (PROTOCOL.md,
+// "Error codes"); proto/vectors/ pairs each with the streams that must produce it. Programs compare
+// codes; the message beside a code (the parsers' error()) is for people and may change.
+enum class ErrorCode {
+  kNone,
+  kLineTooLong,         // line-too-long: a control line over its direction's limit
+  kEmptyLine,           // empty-line: a blank line from jetfan (handlers may send blank lines)
+  kUnknownVerb,         // unknown-verb
+  kMissingArgument,     // missing-argument
+  kTooManyArguments,    // too-many-arguments
+  kBadNumber,           // bad-number: not 1-20 decimal digits, over 2^64-1, or over a field's range
+  kHeaderExceedsTotal,  // header-exceeds-total: MSG header bytes > total bytes
+  kBodyTooLarge,        // body-too-large: MSG total bytes over kMaxBody
+  kBadBodyEnd,          // bad-body-end: a MSG body not followed by "\r\n"
+};
+// The code as PROTOCOL.md spells it, e.g. "line-too-long"; "none" for kNone.
+const char* to_string(ErrorCode code);
 
 // Helpers shared by the parsers.
 // Splits at spaces and tabs into `words`, which is cleared first; its capacity is reused, so a

@@ -2,13 +2,17 @@
 # Installs what building, testing and the demo need, from Debian 12 packages, if it is missing.
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libnats-dev libboost-dev libspdlog-dev libyaml-cpp-dev
-          catch2 libsystemd-dev nlohmann-json3-dev nats-server
+          catch2 libsystemd-dev nlohmann-json3-dev nats-server python3 python3-venv
           prometheus  # promtool checks the /metrics text in the tests
-          dpkg-dev lintian man-db python3-yaml systemd-container)  # packaging, docker/ and systemd/ checks
+          dpkg-dev lintian man-db python3-yaml systemd-container  # packaging, docker/ and systemd/ checks
+          openssl)  # tests/auth: keys, certificates and JWTs made by the test
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The TypeScript client's tests need node and npm; any node that runs npm will do (proto/node/test.sh
+# brings Node 20 if this one is older). A node already installed from elsewhere is kept.
+command -v npm > /dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   if [ "$(id -u)" -ne 0 ]; then

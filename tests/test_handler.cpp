@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--default") fallback = argv[i + 1];
   }
   try {
-    jetfan::HandlerClient client(argv[1], name);
+    // Exits when jetfan goes, so a test that starts a new jetfan decides which handlers it gets.
+    jetfan::HandlerClient client(argv[1], name, {.reconnect = false});
     std::printf("ready %s\n", name.c_str());
     std::fflush(stdout);
     std::ofstream seen(argv[3], std::ios::app);

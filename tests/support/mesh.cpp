@@ -43,7 +43,7 @@ Mesh::~Mesh() {
   if (!std::getenv("JETFAN_KEEP_TEST_DIRS")) std::filesystem::remove_all(dir_, ignored);
 }
 
-std::string Mesh::url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+std::string Mesh::url() const { return options_.scheme + "://127.0.0.1:" + std::to_string(port_); }
 
 void Mesh::start_server() {
   // The first start lets the server choose a free port (-p -1), so tests running side by side never
@@ -88,8 +88,12 @@ void Mesh::stop_server() {
 example::MeshController& Mesh::controller() {
   if (!controller_) {
     std::string where = url();
-    if (!options_.controller_credentials.empty()) where.insert(7, options_.controller_credentials + "@");
-    controller_ = std::make_unique<example::MeshController>(where, options_.token);
+    if (!options_.controller_credentials.empty()) {
+      where.insert(options_.scheme.size() + 3, options_.controller_credentials + "@");
+    }
+    example::ControllerAuth auth = options_.controller_auth;
+    if (auth.token.empty()) auth.token = options_.token;
+    controller_ = std::make_unique<example::MeshController>(where, auth);
   }
   return *controller_;
 }
@@ -129,19 +133,25 @@ bool Mesh::wait_for_log(const std::string& part, std::chrono::milliseconds timeo
   return wait_until([&] { return count_lines_containing(jetfan_log(), part) >= occurrences; }, timeout);
 }
 
-Process& Mesh::start_handler(const std::string& name, const std::vector<std::string>& flags) {
+Process& Mesh::start_handler(const std::string& name, const std::vector<std::string>& flags,
+                             const std::vector<std::string>& runner, bool wait_ready) {
   int instance = 1;
   for (const auto& [n, i] : handler_names_) instance += n == name;
   handler_names_.emplace_back(name, instance);
   const std::string base = dir_ + "/" + name + "-" + std::to_string(instance);
-  std::vector<std::string> argv = {TEST_HANDLER_BIN, socket_path(), name, base + ".seen"};
+  std::vector<std::string> argv = runner;
+  for (const auto& word : {std::string(TEST_HANDLER_BIN), socket_path(), name, base + ".seen"}) argv.push_back(word);
   argv.insert(argv.end(), flags.begin(), flags.end());
   handlers_.push_back(std::make_unique<Process>(argv, base + ".log"));
   // Connected once READY came back: the handler writes a marker first thing.
-  if (!wait_until([&] { return read_file(base + ".log").find("ready") != std::string::npos; })) {
+  if (wait_ready && !wait_until([&] { return read_file(base + ".log").find("ready") != std::string::npos; })) {
     throw std::runtime_error("handler " + name + " did not connect: " + read_file(base + ".log"));
   }
   return *handlers_.back();
+}
+
+std::string Mesh::handler_log(const std::string& name, int instance) const {
+  return read_file(dir_ + "/" + name + "-" + std::to_string(instance) + ".log");
 }
 
 std::vector<Seen> Mesh::seen(const std::string& name, int instance) const {

@@ -27,6 +27,8 @@ struct MeshOptions {
   std::string token;         // nats-server requires this token when set
   std::string server_conf;   // nats-server config file text, e.g. users and their permissions
   std::string controller_credentials;  // "user:password" the controller connects with
+  example::ControllerAuth controller_auth;  // creds or TLS files the controller connects with
+  std::string scheme = "nats";  // of url(): "tls" for a server configured for TLS in server_conf
   bool create_consumer = true;
   bool start_server = true;
   bool jetstream = true;  // false: a server without JetStream, and no stream or consumer
@@ -72,7 +74,11 @@ class Mesh {
 
   // Starts tests/test_handler as `name`; what it sees goes to <dir>/<name>-<n>.seen.
   // The handler's answer per message is set by the payload (see test_handler.cpp).
-  Process& start_handler(const std::string& name, const std::vector<std::string>& flags = {});
+  // `runner` goes before the command, e.g. {"setpriv", "--reuid=...", ...} to run it as another user.
+  // With wait_ready false, it does not wait for the handler to be admitted.
+  Process& start_handler(const std::string& name, const std::vector<std::string>& flags = {},
+                         const std::vector<std::string>& runner = {}, bool wait_ready = true);
+  std::string handler_log(const std::string& name, int instance = 1) const;
   std::vector<Seen> seen(const std::string& name, int instance = 1) const;
   bool wait_seen(const std::string& name, std::size_t count, int instance = 1,
                  std::chrono::milliseconds timeout = 20s) const;

@@ -1,0 +1,10 @@
+#!/bin/sh
+# A complete handler in shell, run once per message by jetfan exec:
+#   jetfan exec --handler builder --socket /run/jetfan/builder.sock -- examples/handler.sh
+# The payload is on stdin; JETFAN_KEY, JETFAN_SEQ, JETFAN_DELIVERIES, JETFAN_HEADERS describe it.
+# Exit 0 acks; exit 100 terms (the last stderr line is the reason); any other exit naks.
+payload=$(cat)
+case $payload in
+  *'"bad"'*) echo "cannot handle $payload" >&2; exit 100 ;;
+esac
+echo "got $JETFAN_KEY (seq $JETFAN_SEQ, delivery $JETFAN_DELIVERIES): $payload"

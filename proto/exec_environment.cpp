@@ -1,0 +1,55 @@
+#include "exec_environment.hpp"
+
+#include <map>
+
+namespace jetfan {
+namespace {
+
+bool is_ours(std::string_view entry) {
+  const auto name = entry.substr(0, entry.find('='));
+  return name == "JETFAN_HANDLER" || name == "JETFAN_KEY" || name == "JETFAN_SEQ" || name == "JETFAN_DELIVERIES" ||
+         name == "JETFAN_HEADERS" || name.rfind("JETFAN_HEADER_", 0) == 0;
+}
+
+}  // namespace
+
+std::string header_variable(std::string_view header_name) {
+  std::string name = "JETFAN_HEADER_";
+  for (const char c : header_name) {
+    if (c >= 'a' && c <= 'z') {
+      name.push_back(static_cast<char>(c - 'a' + 'A'));
+    } else if ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+      name.push_back(c);
+    } else {
+      name.push_back('_');
+    }
+  }
+  return name;
+}
+
+std::vector<std::string> delivery_environment(const Delivery& delivery, std::string_view handler,
+                                              const char* const* inherited) {
+  std::vector<std::string> env;
+  for (auto entry = inherited; entry && *entry; ++entry) {
+    if (!is_ours(*entry)) env.emplace_back(*entry);
+  }
+  env.push_back("JETFAN_HANDLER=" + std::string(handler));
+  env.push_back("JETFAN_KEY=" + delivery.key);
+  env.push_back("JETFAN_SEQ=" + std::to_string(delivery.stream_seq));
+  env.push_back("JETFAN_DELIVERIES=" + std::to_string(delivery.deliveries));
+  std::string all;
+  std::map<std::string, std::vector<std::string>> by_variable;  // names alike but for case share one
+  for (const auto& [name, value] : delivery.header_list()) {
+    all += name + ": " + value + "\n";
+    by_variable[header_variable(name)].push_back(value);
+  }
+  env.push_back("JETFAN_HEADERS=" + all);
+  for (const auto& [variable, values] : by_variable) {
+    std::string entry = variable + "=";
+    for (std::size_t i = 0; i < values.size(); ++i) entry += (i ? "\n" : "") + values[i];
+    env.push_back(std::move(entry));
+  }
+  return env;
+}
+
+}  // namespace jetfan

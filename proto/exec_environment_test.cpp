@@ -1,0 +1,37 @@
+#include "exec_environment.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using jetfan::delivery_environment;
+
+TEST_CASE("exec environment: the delivery's variables, inherited ones kept, stale ones dropped", "[unit]") {
+  jetfan::Delivery msg;
+  msg.key = "a.b";
+  msg.stream_seq = 42;
+  msg.deliveries = 2;
+  msg.headers = "NATS/1.0\r\nTrace-Id: abc\r\nX-Many: 1\r\nX-Many: 2\r\nx.many: 3\r\n\r\n";
+  const char* inherited[] = {"PATH=/bin", "JETFAN_KEY=stale", "JETFAN_HEADER_OLD=stale", "JETFAN_OTHER=kept", nullptr};
+  const auto env = delivery_environment(msg, "builder", inherited);
+  auto has = [&](const std::string& entry) { return std::find(env.begin(), env.end(), entry) != env.end(); };
+  CHECK(has("PATH=/bin"));
+  CHECK(has("JETFAN_OTHER=kept"));
+  CHECK_FALSE(has("JETFAN_KEY=stale"));
+  CHECK_FALSE(has("JETFAN_HEADER_OLD=stale"));
+  CHECK(has("JETFAN_HANDLER=builder"));
+  CHECK(has("JETFAN_KEY=a.b"));
+  CHECK(has("JETFAN_SEQ=42"));
+  CHECK(has("JETFAN_DELIVERIES=2"));
+  CHECK(has("JETFAN_HEADERS=Trace-Id: abc\nX-Many: 1\nX-Many: 2\nx.many: 3\n"));
+  CHECK(has("JETFAN_HEADER_TRACE_ID=abc"));
+  CHECK(has("JETFAN_HEADER_X_MANY=1\n2\n3"));
+}
+
+TEST_CASE("exec environment: no headers, and header names made variable names", "[unit]") {
+  jetfan::Delivery msg;
+  const auto env = delivery_environment(msg, "h", nullptr);
+  CHECK(std::find(env.begin(), env.end(), "JETFAN_HEADERS=") != env.end());
+  CHECK(jetfan::header_variable("Nats-Msg-Id") == "JETFAN_HEADER_NATS_MSG_ID");
+  CHECK(jetfan::header_variable("a.b:c 9") == "JETFAN_HEADER_A_B_C_9");
+}

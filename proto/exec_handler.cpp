@@ -1,0 +1,237 @@
+#include "exec_handler.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "command_runner.hpp"
+#include "config.hpp"
+#include "exec_environment.hpp"
+#include "exec_options.hpp"
+#include "handler_client.hpp"
+#include "unique_fd.hpp"
+
+extern char** environ;
+
+namespace jetfan {
+namespace {
+
+constexpr int kExitUsage = 64, kExitUnavailable = 69, kExitProtocol = 76, kExitConfig = 78;
+constexpr int kTermStatus = 100;
+
+// Whole lines to one descriptor from many threads, each line in one write() so none interleave.
+class LineLog {
+ public:
+  explicit LineLog(int fd) : fd_(fd) {}
+  void write(std::string_view prefix, std::string_view line) {
+    std::string text;
+    text.reserve(prefix.size() + line.size() + 1);
+    text.append(prefix).append(line).push_back('\n');
+    std::lock_guard lock(mutex_);
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // nowhere to log to; the messages are still confirmed
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  int fd_;
+};
+
+// Finds a command as posix_spawnp will: a path with "/" as is, else in $PATH.
+bool command_exists(const std::string& command) {
+  auto runnable = [](const std::string& path) {
+    struct stat info{};
+    return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (command.find('/') != std::string::npos) return runnable(command);
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const auto colon = dirs.find(':');
+    const std::string dir(dirs.substr(0, colon));
+    if (runnable((dir.empty() ? "." : dir) + "/" + command)) return true;
+    if (colon == std::string_view::npos) return false;
+    dirs.remove_prefix(colon + 1);
+  }
+}
+
+// SIGTERM and SIGINT, blocked and read from a signalfd for as long as it lives; SIGPIPE ignored.
+class StopSignals {
+ public:
+  StopSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_mask_);
+    fd_ = UniqueFd(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
+    struct sigaction ignore{};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, &old_pipe_);
+  }
+  ~StopSignals() {
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
+    fd_.reset();
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  int fd() const { return fd_.get(); }
+  // The signal that made fd() readable (SIGTERM, SIGINT), or 0.
+  int take() {
+    signalfd_siginfo info{};
+    return ::read(fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info) ? static_cast<int>(info.ssi_signo)
+                                                                                      : 0;
+  }
+
+ private:
+  sigset_t set_{}, old_mask_{};
+  struct sigaction old_pipe_{};
+  UniqueFd fd_;
+};
+
+void notify(int eventfd) {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto ignored = ::write(eventfd, &one, sizeof one);
+}
+
+std::string describe(const CommandResult& result, const std::string& timeout) {
+  const std::string took = " after " + std::to_string(result.took.count()) + " ms";
+  switch (result.kind) {
+    case CommandResult::Kind::kExited: return "exited " + std::to_string(result.code) + took;
+    case CommandResult::Kind::kSignaled:
+      return "killed by signal " + std::to_string(result.code) + " (" + strsignal(result.code) + ")" + took;
+    case CommandResult::Kind::kTimedOut: return "still running at --timeout " + timeout + ": killed its process group";
+    case CommandResult::Kind::kCancelled: return "killed: jetfan exec was told to stop twice";
+    case CommandResult::Kind::kNotStarted: return "could not be started: " + result.error;
+  }
+  return "?";
+}
+
+}  // namespace
+
+int run_exec(std::span<const std::string> args) {
+  const auto parsed = parse_exec_args(args);
+  if (parsed.help) {
+    std::fputs(exec_usage(), stdout);
+    return 0;
+  }
+  if (!parsed.options) {
+    std::fprintf(stderr, "jetfan exec: %s\n\n%s", parsed.error.c_str(), exec_usage());
+    return kExitUsage;
+  }
+  ExecOptions options = *parsed.options;
+  std::optional<std::chrono::milliseconds> ack_timeout = options.ack_timeout;
+  if (!options.config.empty()) {
+    auto loaded = load_config_file(options.config);
+    for (const auto& error : loaded.errors) std::fprintf(stderr, "%s\n", error.c_str());
+    if (!loaded.config) return kExitConfig;
+    std::string declared;
+    const HandlerSettings* handler = nullptr;
+    for (const auto& h : loaded.config->handlers) {
+      if (h.name == options.handler) handler = &h;
+      declared += (declared.empty() ? "" : ", ") + h.name;
+    }
+    if (!handler) {
+      std::fprintf(stderr, "jetfan exec: %s declares no handler \"%s\" (it declares: %s)\n", options.config.c_str(),
+                   options.handler.c_str(), declared.c_str());
+      return kExitConfig;
+    }
+    options.socket = loaded.config->socket.path;
+    ack_timeout = handler->ack_timeout;
+  }
+  if (!command_exists(options.command[0])) {
+    std::fprintf(stderr, "jetfan exec: cannot run \"%s\": no such executable file%s\n", options.command[0].c_str(),
+                 options.command[0].find('/') == std::string::npos ? " in $PATH" : "");
+    return kExitUsage;
+  }
+
+  const std::string me = "jetfan exec [" + options.handler + "]: ";
+  LineLog out(STDOUT_FILENO), err(STDERR_FILENO);
+  StopSignals signals;
+  UniqueFd cancel(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));  // readable: kill the running commands
+  UniqueFd finished(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  std::optional<HandlerClient> client;
+  try {
+    client.emplace(options.socket, options.handler,
+                   ClientOptions{.log = [&](std::string_view line) { err.write(me, line); }});
+  } catch (const ClientError& e) {
+    err.write(me, e.what());
+    return e.kind() == ClientError::Kind::kRefused ? kExitProtocol : kExitUnavailable;
+  }
+  const auto limit = client->ready().max_unconfirmed;
+  std::string command_line;
+  for (const auto& word : options.command) command_line += (command_line.empty() ? "" : " ") + word;
+  err.write(me, "connected to " + options.socket + "; running `" + command_line + "` for each message, up to " +
+                    std::to_string(std::min<unsigned>(options.concurrency, limit)) + " at once");
+
+  // SIGTERM or SIGINT: take no more messages, let the running commands finish; a second: kill them.
+  std::thread watcher([&] {
+    int seen = 0;
+    for (;;) {
+      pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {finished.get(), POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+      if (fds[1].revents) return;
+      if (!fds[0].revents) continue;
+      const int signal = signals.take();
+      if (signal == 0) continue;
+      if (++seen == 1) {
+        err.write(me, std::string(strsignal(signal)) + ": taking no new messages; waiting for the running commands");
+        client->stop();
+      } else {
+        err.write(me, std::string(strsignal(signal)) + " again: killing the running commands");
+        notify(cancel.get());
+      }
+    }
+  });
+
+  const std::string timeout_text = options.timeout ? std::to_string(options.timeout->count()) + "ms" : "";
+  // A third of the handler's ack_timeout; not knowing it, every second, which is enough for any
+  // ack_timeout from 2 s up and costs jetfan next to nothing.
+  const auto wip_every = ack_timeout ? std::max(std::chrono::milliseconds(1), *ack_timeout / 3)
+                                     : std::chrono::milliseconds(1000);
+  auto handle = [&](const Delivery& msg) {
+    const std::string prefix = "[seq " + std::to_string(msg.stream_seq) + "] ";
+    CommandSpec spec{options.command, delivery_environment(msg, options.handler, environ), msg.payload,
+                     options.timeout, wip_every, std::chrono::seconds(2), cancel.get()};
+    const CommandCallbacks callbacks{[&] { client->wip(msg); }, [&](std::string_view line) { out.write(prefix, line); },
+                                     [&](std::string_view line) { err.write(prefix, line); }};
+    const CommandResult result = run_command(spec, callbacks);
+    const std::string what = "seq " + std::to_string(msg.stream_seq) + " (key " + msg.key + ", delivery " +
+                             std::to_string(msg.deliveries) + "): " + describe(result, timeout_text);
+    if (result.kind == CommandResult::Kind::kExited && result.code == 0) {
+      err.write(me, what + "; ACK");
+      return Outcome::ack();
+    }
+    if (result.kind == CommandResult::Kind::kExited && result.code == kTermStatus) {
+      const std::string reason = result.last_stderr_line.empty() ? "exit status 100" : result.last_stderr_line;
+      err.write(me, what + "; TERM: " + reason);
+      return Outcome::term(reason);  // the encoder cuts it to fit the line
+    }
+    err.write(me, what + "; NAK");
+    return Outcome::nak();
+  };
+
+  int status = 0;
+  try {
+    client->run(handle, {.workers = options.concurrency});
+    err.write(me, "stopped");
+  } catch (const ClientError& e) {
+    err.write(me, e.what());
+    status = e.kind() == ClientError::Kind::kIo ? kExitUnavailable : kExitProtocol;
+  }
+  notify(finished.get());
+  watcher.join();
+  return status;
+}
+
+}  // namespace jetfan

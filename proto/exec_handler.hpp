@@ -1,0 +1,18 @@
+#pragma once
+// `jetfan exec`: turns any command into a handler (exec_usage() in exec_options.hpp says how).
+//
+// run_exec() is the whole program: it parses the words after "exec", connects to jetfan, runs the
+// command for each message on up to --concurrency threads until SIGTERM or SIGINT, and returns the
+// exit status. While it runs it blocks SIGTERM and SIGINT in the calling thread (reading them from
+// a signalfd; threads it starts inherit the mask) and ignores SIGPIPE; it restores both before it
+// returns. Call it from the main thread before starting other threads. Its own log and the
+// commands' stderr go to stderr, the commands' stdout to stdout, one whole line per write.
+
+#include <span>
+#include <string>
+
+namespace jetfan {
+
+int run_exec(std::span<const std::string> args);
+
+}  // namespace jetfan

@@ -1,0 +1,123 @@
+// HandlerClient::run(): the callback API. The calling thread reads and queues deliveries; worker
+// threads call the callback and confirm.
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "handler_client.hpp"
+#include "handler_client_state.hpp"
+
+namespace jetfan {
+namespace {
+
+// Deliveries read and not yet started. jetfan's max-unconfirmed bounds it; see run().
+class WorkQueue {
+ public:
+  void push(Delivery delivery) {
+    {
+      std::lock_guard lock(mutex_);
+      items_.push_back(std::move(delivery));
+    }
+    ready_.notify_one();
+  }
+  // The next delivery; nullopt once closed.
+  std::optional<Delivery> pop() {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [&] { return closed_ || !items_.empty(); });
+    if (closed_) return std::nullopt;
+    Delivery delivery = std::move(items_.front());
+    items_.pop_front();
+    return delivery;
+  }
+  // Drops what is queued (a lost connection's deliveries cannot be confirmed any more).
+  void clear() {
+    std::lock_guard lock(mutex_);
+    items_.clear();
+  }
+  // Closes the queue; returns what was never started.
+  std::deque<Delivery> close() {
+    std::deque<Delivery> left;
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+      left.swap(items_);
+    }
+    ready_.notify_all();
+    return left;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Delivery> items_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+void HandlerClient::run(const Callback& callback, RunOptions options) {
+  State& state = *state_;
+  WorkQueue queue;
+  auto confirm = [&](const Delivery& delivery, const Outcome& outcome) {
+    switch (outcome.kind) {
+      case Outcome::Kind::kAck: ack(delivery); break;
+      case Outcome::Kind::kNak: nak(delivery, outcome.delay_ms); break;
+      case Outcome::Kind::kTerm: term(delivery, outcome.reason); break;
+    }
+  };
+  auto call = [&](const Delivery& delivery) {
+    const auto where = [&] {
+      return delivery.key + " (stream seq " + std::to_string(delivery.stream_seq) + ", delivery " +
+             std::to_string(delivery.deliveries) + ")";
+    };
+    try {
+      return callback(delivery);
+    } catch (const Term& poison) {
+      return Outcome::term(poison.what());
+    } catch (const Nak& failed) {
+      return Outcome::nak(failed.delay_ms());
+    } catch (const std::exception& e) {
+      state.log("the callback threw for " + where() + ": " + e.what() + "; NAK'd");
+    } catch (...) {
+      state.log("the callback threw something that is not a std::exception for " + where() + "; NAK'd");
+    }
+    return Outcome::nak();
+  };
+  std::vector<std::thread> workers;
+  const unsigned count = std::max(1u, options.workers);
+  for (unsigned i = 0; i < count; ++i) {
+    workers.emplace_back([&] {
+      while (auto delivery = queue.pop()) confirm(*delivery, call(*delivery));
+    });
+  }
+  // Whatever ends the loop: the callbacks in progress finish and their confirmations go out.
+  auto finish = [&] {
+    for (const auto& never_started : queue.close()) nak(never_started);
+    for (auto& worker : workers) worker.join();
+    flush();
+  };
+  try {
+    std::uint64_t connection = connections();
+    for (;;) {
+      // Hold no more than jetfan allows unconfirmed; while we hold that many, nothing is read.
+      state.wait_below_limit();
+      auto delivery = state.next();
+      if (!delivery) break;
+      if (const auto now = connections(); now != connection) {
+        queue.clear();
+        connection = now;
+      }
+      queue.push(std::move(*delivery));
+    }
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
+}
+
+}  // namespace jetfan

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the C++ client from BUILD_DIR into a temp prefix, builds a module's own CMake project
+# against it (find_package(jetfan_client), jetfan::client), and runs the result against the real
+# jetfan and nats-server. CXX_FLAGS are those the client was built with (e.g. sanitizers).
+#   proto/install_test/run.sh BUILD_DIR [CXX_FLAGS]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "$1" && pwd)
+source "$here/../../tests/support/mesh.sh"
+mesh_start "$build"
+
+prefix=$mesh_dir/prefix
+cmake --install "$build" --prefix "$prefix" --component dev > "$mesh_dir/install.log" ||
+  mesh_fail "cmake --install failed"
+for file in include/jetfan/handler_client.hpp lib/cmake/jetfan_client/jetfan_client-config.cmake; do
+  [ -f "$prefix/$file" ] || mesh_fail "not installed: $file"
+done
+# Only the prefix: nothing from the source tree or the build tree may be needed.
+cmake -S "$here" -B "$mesh_dir/module" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_FLAGS="${2:-}" \
+  > "$mesh_dir/configure.log" 2>&1 || mesh_fail "configuring the module's project failed"
+cmake --build "$mesh_dir/module" > "$mesh_dir/compile.log" 2>&1 || mesh_fail "building the module's project failed"
+
+mesh_jetfan '  - name: builder
+    patterns: ["#"]'
+mesh_spawn handler "$mesh_dir/module/handler" "$mesh_socket" builder
+mesh_wait_for "$mesh_dir/handler.out" "[builder] connected"
+mesh_publish mesh-build-machine.built '{"machine":3}'
+mesh_wait_for "$mesh_dir/handler.out" '[builder] got mesh-build-machine.built (seq 1): {"machine":3}'
+mesh_wait_settled
+echo "ok: installed into $prefix, built a module's project with find_package(jetfan_client), ran it against jetfan"

@@ -1,0 +1,380 @@
+// The jetfan handler protocol, version 1 (proto/PROTOCOL.md): an incremental parser for what jetfan
+// sends and the encoders for what a handler sends. Pure: no I/O, no timers. The conformance vectors
+// in proto/vectors/ pin its behaviour byte for byte to the C++ codec.
+
+/** Limits of the protocol (PROTOCOL.md, "Limits"). */
+export const PROTOCOL_VERSION = 1;
+export const MAX_COMMAND_LINE = 1024; // handler -> jetfan, with the line end
+export const MAX_FRAME_LINE = 4096; // jetfan -> handler, with the line end
+export const MAX_BODY = 64 * 1024 * 1024; // headers + payload of one MSG
+const MAX_SMALL_NUMBER = 1_000_000; // READY's version and max-unconfirmed
+
+/** Why a stream was rejected: the same stable codes as every other jetfan codec (PROTOCOL.md). */
+export const ERROR_CODES = [
+  "line-too-long",
+  "empty-line",
+  "unknown-verb",
+  "missing-argument",
+  "too-many-arguments",
+  "bad-number",
+  "header-exceeds-total",
+  "body-too-large",
+  "bad-body-end",
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** Bytes from jetfan that break the protocol. The stream cannot be used after it. */
+export class ProtocolError extends Error {
+  override name = "ProtocolError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(`${message} (${code})`);
+  }
+}
+
+export interface ReadyFrame {
+  type: "READY";
+  version: number;
+  handler: string;
+  maxUnconfirmed: number;
+  patterns: string[];
+}
+
+/**
+ * An unsigned 64-bit protocol number, exact: a number when it is at most 2^53 - 1 (always, in
+ * practice), else a bigint.
+ */
+export type U64 = number | bigint;
+
+/** One delivery. Headers and payload are views of the bytes read, not copies. */
+export interface MsgFrame {
+  type: "MSG";
+  id: U64;
+  key: string;
+  seq: U64;
+  deliveries: U64;
+  headers: Buffer;
+  payload: Buffer;
+}
+
+export interface ErrFrame {
+  type: "ERR";
+  reason: string;
+}
+
+export type Frame = ReadyFrame | MsgFrame | ErrFrame | { type: "PING" } | { type: "PONG" };
+
+const NEWLINE = 0x0a;
+const CR = 0x0d;
+
+// Splits a control line (latin-1, one char per byte) at runs of spaces and tabs.
+function splitWords(line: string): string[] {
+  const words: string[] = [];
+  let at = 0;
+  const n = line.length;
+  while (at < n) {
+    let c = line.charCodeAt(at);
+    while (at < n && (c === 0x20 || c === 0x09)) c = line.charCodeAt(++at);
+    const start = at;
+    while (at < n && c !== 0x20 && c !== 0x09) c = line.charCodeAt(++at);
+    if (at > start) words.push(line.slice(start, at));
+  }
+  return words;
+}
+
+// Where the second word of a line starts (the line has at least two words).
+function secondWordStart(line: string): number {
+  let at = 0;
+  const blank = (i: number) => line.charCodeAt(i) === 0x20 || line.charCodeAt(i) === 0x09;
+  while (blank(at)) ++at;
+  while (!blank(at)) ++at;
+  while (blank(at)) ++at;
+  return at;
+}
+
+const U64_MAX = 18446744073709551615n;
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** An unsigned decimal of 1-20 digits that fits 64 bits, or undefined. */
+export function parseU64(word: string): U64 | undefined {
+  const n = word.length;
+  if (n === 0 || n > 20) return undefined;
+  for (let i = 0; i < n; ++i) {
+    const c = word.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return undefined;
+  }
+  if (n <= 15) return Number(word); // below 2^53: exact as a number
+  const value = BigInt(word);
+  if (value > U64_MAX) return undefined;
+  return value <= MAX_SAFE ? Number(value) : value;
+}
+
+// A word of the line as the bytes it was, read as UTF-8 (keys, names and reasons are UTF-8 text).
+function text(latin1: string): string {
+  for (let i = 0; i < latin1.length; ++i) {
+    if (latin1.charCodeAt(i) > 0x7f) return Buffer.from(latin1, "latin1").toString("utf8");
+  }
+  return latin1;
+}
+
+// Decimal digits buf[start, end) as a number, or -1 if they are not 1-15 digits (then the general
+// path decides).
+function smallNumber(buf: Buffer, start: number, end: number): number {
+  if (end - start > 15) return -1;
+  let value = 0;
+  for (let i = start; i < end; ++i) {
+    const c = buf[i]!;
+    if (c < 0x30 || c > 0x39) return -1;
+    value = value * 10 + (c - 0x30);
+  }
+  return value;
+}
+
+// Up to 32 characters of an unknown verb, safe to print.
+function shown(verb: string): string {
+  return verb.slice(0, 32).replace(/[^\x20-\x7e]/g, "?");
+}
+
+/**
+ * Parses what jetfan sends to a handler, incrementally: feed it whatever bytes arrived, in any
+ * pieces. Not thread-safe (one per connection). After it throws, it throws the same error again.
+ */
+export class FrameParser {
+  #partial: Buffer[] = []; // the start of a control line whose end has not arrived
+  #partialLength = 0;
+  #failed: ProtocolError | undefined;
+  // While a MSG body is being read: the frame so far, the body's parts, and how many bytes of the
+  // body and its final "\r\n" are still to come.
+  #msg: MsgFrame | undefined;
+  #headerBytes = 0;
+  #bodyParts: Buffer[] = [];
+  #bodyLeft = 0;
+
+  /** Appends every frame completed by `chunk` to `out`. Throws ProtocolError on bad bytes. */
+  feed(chunk: Buffer, out: Frame[]): void {
+    if (this.#failed) throw this.#failed;
+    let at = 0;
+    const end = chunk.length;
+    while (at < end) {
+      if (this.#msg) {
+        at = this.#readBody(chunk, at, out);
+        continue;
+      }
+      const newline = chunk.indexOf(NEWLINE, at);
+      if (newline === -1) {
+        if (this.#partialLength + (end - at) >= MAX_FRAME_LINE) this.#lineTooLong();
+        this.#partial.push(chunk.subarray(at));
+        this.#partialLength += end - at;
+        return;
+      }
+      if (this.#partialLength + (newline - at) + 1 > MAX_FRAME_LINE) this.#lineTooLong();
+      let lineEnd = newline;
+      let line: string;
+      if (this.#partialLength === 0) {
+        if (lineEnd > at && chunk[lineEnd - 1] === CR) --lineEnd;
+        if (this.#fastMsg(chunk, at, lineEnd)) {
+          at = newline + 1;
+          continue;
+        }
+        line = chunk.toString("latin1", at, lineEnd);
+      } else {
+        this.#partial.push(chunk.subarray(at, newline));
+        const whole = Buffer.concat(this.#partial, this.#partialLength + (newline - at));
+        this.#partial = [];
+        this.#partialLength = 0;
+        let wholeEnd = whole.length;
+        if (wholeEnd > 0 && whole[wholeEnd - 1] === CR) --wholeEnd;
+        line = whole.toString("latin1", 0, wholeEnd);
+      }
+      at = newline + 1;
+      this.#parseLine(line, out);
+    }
+  }
+
+  #fail(code: ErrorCode, message: string): never {
+    this.#failed = new ProtocolError(code, message);
+    throw this.#failed;
+  }
+
+  #lineTooLong(): never {
+    this.#fail("line-too-long", `control line from jetfan longer than ${MAX_FRAME_LINE} bytes`);
+  }
+
+  #readBody(chunk: Buffer, at: number, out: Frame[]): number {
+    const left = this.#bodyLeft;
+    if (this.#bodyParts.length === 0 && chunk.length - at >= left) {
+      this.#finishBody(chunk, at, left - 2, out); // the common case: all of it in this read, no copy
+      return at + left;
+    }
+    const take = Math.min(left, chunk.length - at);
+    this.#bodyParts.push(chunk.subarray(at, at + take));
+    this.#bodyLeft -= take;
+    if (this.#bodyLeft === 0) {
+      const body = Buffer.concat(this.#bodyParts);
+      this.#bodyParts = [];
+      this.#finishBody(body, 0, body.length - 2, out);
+    }
+    return at + take;
+  }
+
+  // The body is buf[start, start + total), then its "\r\n".
+  #finishBody(buf: Buffer, start: number, total: number, out: Frame[]): void {
+    const msg = this.#msg!;
+    this.#msg = undefined;
+    this.#bodyLeft = 0;
+    if (buf[start + total] !== CR || buf[start + total + 1] !== NEWLINE) {
+      this.#fail("bad-body-end", `MSG ${msg.id}: body of ${total} bytes not followed by \\r\\n`);
+    }
+    const headerEnd = start + this.#headerBytes;
+    if (this.#headerBytes > 0) msg.headers = buf.subarray(start, headerEnd);
+    msg.payload = buf.subarray(headerEnd, start + total);
+    out.push(msg);
+  }
+
+  // The hot path: a well-formed "MSG " line read straight from the bytes, without a string per
+  // word. Anything unusual (lower case, a big or bad number, an error) returns false, and the
+  // general path parses the line, so both give the same frames and the same errors.
+  #fastMsg(buf: Buffer, start: number, end: number): boolean {
+    if (buf[start] !== 0x4d || buf[start + 1] !== 0x53 || buf[start + 2] !== 0x47 || buf[start + 3] !== 0x20) return false;
+    const bounds = this.#bounds;
+    let words = 1;
+    let i = start + 4;
+    for (;;) {
+      while (i < end && (buf[i] === 0x20 || buf[i] === 0x09)) ++i;
+      if (i >= end) break;
+      if (words === 7) return false;
+      bounds[2 * words] = i;
+      while (i < end && buf[i] !== 0x20 && buf[i] !== 0x09) ++i;
+      bounds[2 * words + 1] = i;
+      ++words;
+    }
+    if (words !== 7) return false;
+    const id = smallNumber(buf, bounds[2]!, bounds[3]!);
+    const seq = smallNumber(buf, bounds[6]!, bounds[7]!);
+    const deliveries = smallNumber(buf, bounds[8]!, bounds[9]!);
+    const headerBytes = smallNumber(buf, bounds[10]!, bounds[11]!);
+    const totalBytes = smallNumber(buf, bounds[12]!, bounds[13]!);
+    if (id < 0 || seq < 0 || deliveries < 0 || headerBytes < 0 || totalBytes < 0) return false;
+    if (headerBytes > totalBytes || totalBytes > MAX_BODY) return false;
+    const key = buf.toString("utf8", bounds[4]!, bounds[5]!);
+    this.#msg = { type: "MSG", id, key, seq, deliveries, headers: EMPTY, payload: EMPTY };
+    this.#headerBytes = headerBytes;
+    this.#bodyLeft = totalBytes + 2;
+    return true;
+  }
+  #bounds = new Int32Array(14); // start and end of each word of a MSG line
+
+  #parseLine(line: string, out: Frame[]): void {
+    const words = splitWords(line);
+    if (words.length === 0) this.#fail("empty-line", "empty line from jetfan");
+    const verb = words[0]!.toUpperCase();
+    switch (verb) {
+      case "MSG": {
+        if (words.length !== 7) {
+          this.#fail(
+            words.length < 7 ? "missing-argument" : "too-many-arguments",
+            `MSG needs 6 arguments, got ${words.length - 1}`,
+          );
+        }
+        const id = parseU64(words[1]!);
+        const seq = parseU64(words[3]!);
+        const deliveries = parseU64(words[4]!);
+        const headerBytes = parseU64(words[5]!);
+        const totalBytes = parseU64(words[6]!);
+        if (id === undefined || seq === undefined || deliveries === undefined || headerBytes === undefined || totalBytes === undefined) {
+          this.#fail("bad-number", `MSG: malformed number in "${shown(line)}"`);
+        }
+        if (headerBytes > totalBytes) this.#fail("header-exceeds-total", "MSG: header bytes exceed total bytes");
+        if (totalBytes > MAX_BODY) this.#fail("body-too-large", `MSG: body larger than ${MAX_BODY} bytes`);
+        this.#msg = { type: "MSG", id, key: text(words[2]!), seq, deliveries, headers: EMPTY, payload: EMPTY };
+        this.#headerBytes = Number(headerBytes);
+        this.#bodyLeft = Number(totalBytes) + 2;
+        return;
+      }
+      case "READY": {
+        if (words.length < 5) this.#fail("missing-argument", "READY needs a version, a handler, a limit and patterns");
+        const version = parseU64(words[1]!);
+        const limit = parseU64(words[3]!);
+        if (version === undefined || limit === undefined || version > MAX_SMALL_NUMBER || limit > MAX_SMALL_NUMBER) {
+          this.#fail("bad-number", "READY: malformed number");
+        }
+        out.push({
+          type: "READY",
+          version: Number(version),
+          handler: text(words[2]!),
+          maxUnconfirmed: Number(limit),
+          patterns: words.slice(4).map(text),
+        });
+        return;
+      }
+      case "ERR": {
+        // The reason is the rest of the line as written, from its first character.
+        const reason = words.length > 1 ? line.slice(secondWordStart(line)) : "";
+        out.push({ type: "ERR", reason: text(reason) });
+        return;
+      }
+      case "PING":
+      case "PONG":
+        if (words.length > 1) this.#fail("too-many-arguments", `${verb} takes no arguments`);
+        out.push({ type: verb });
+        return;
+      default:
+        this.#fail("unknown-verb", `unknown frame "${shown(words[0]!)}"`);
+    }
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+// ---- What a handler sends. Each returns one complete line, "\r\n" included. ----
+
+/** A number as the protocol writes it; throws RangeError for what cannot be one. */
+function decimal(value: number | bigint, what: string): string {
+  if (typeof value === "bigint") {
+    if (value < 0n || value > U64_MAX) throw new RangeError(`${what} out of range: ${value}`);
+    return value.toString();
+  }
+  if (!Number.isFinite(value) || value < 0) throw new RangeError(`${what} must be a number >= 0, got ${value}`);
+  return Math.round(value).toString();
+}
+
+export function encodeHello(handler: string): string {
+  if (!/^[^\s]+$/.test(handler)) throw new TypeError(`handler name must be one word, got "${handler}"`);
+  return `HELLO ${handler} ${PROTOCOL_VERSION}\r\n`;
+}
+
+export function encodeAck(id: U64): string {
+  return `ACK ${id}\r\n`;
+}
+
+export function encodeNak(id: U64, delayMs?: number | bigint): string {
+  return delayMs === undefined ? `NAK ${id}\r\n` : `NAK ${id} ${decimal(delayMs, "NAK delay")}\r\n`;
+}
+
+/**
+ * Each \r or \n in the reason becomes a space, and a reason too long for the 1024-byte line is cut
+ * to fit, never inside a UTF-8 character: jetfan would drop a connection that sent a longer line.
+ */
+export function encodeTerm(id: U64, reason = ""): string {
+  const head = `TERM ${id}`;
+  if (reason === "") return `${head}\r\n`;
+  const oneLine = reason.replace(/[\r\n]/g, " ");
+  const room = MAX_COMMAND_LINE - head.length - 3; // ' ' and "\r\n"
+  let kept = oneLine;
+  if (Buffer.byteLength(oneLine, "utf8") > room) {
+    const bytes = Buffer.from(oneLine, "utf8");
+    let keep = room;
+    while (keep > 0 && (bytes[keep]! & 0xc0) === 0x80) --keep;
+    kept = bytes.toString("utf8", 0, keep);
+  }
+  return kept === "" ? `${head}\r\n` : `${head} ${kept}\r\n`;
+}
+
+export function encodeWip(id: U64): string {
+  return `WIP ${id}\r\n`;
+}
+
+export const PING_LINE = "PING\r\n";
+export const PONG_LINE = "PONG\r\n";

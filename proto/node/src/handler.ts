@@ -1,0 +1,533 @@
+// A handler's connection to jetfan: says HELLO, hands out deliveries, writes confirmations, answers
+// PING, and reconnects when jetfan restarts. One Handler per declared handler name per process is
+// the usual shape; several are fine (each is one connection, and jetfan balances between them).
+
+import { EventEmitter } from "node:events";
+import { connect as netConnect, type Socket } from "node:net";
+
+import { FrameParser, ProtocolError, encodeHello, PONG_LINE, type Frame, type ReadyFrame } from "./codec.js";
+import { JetfanError, Nak, Term } from "./errors.js";
+import { Delivery, type Link, type Message } from "./message.js";
+
+/** What jetfan announced in READY. */
+export interface Ready {
+  version: number;
+  handler: string;
+  /** How many deliveries may be unconfirmed at once on this connection; jetfan never sends more. */
+  maxUnconfirmed: number;
+  patterns: string[];
+}
+
+export interface ConnectOptions {
+  /** Path of jetfan's Unix socket (socket.path in its config). */
+  socket: string;
+  /** A handler name declared in jetfan's config. */
+  handler: string;
+  /** Aborting it closes the handler as close() does. */
+  signal?: AbortSignal;
+  /** Reconnect when jetfan closes the connection or restarts (not after ERR). Default true. */
+  reconnect?: boolean;
+  /** Delay before the first reconnect attempt; it doubles with each failed one. Default 100. */
+  reconnectDelayMs?: number;
+  /** The cap of that delay. Default 5000. */
+  maxReconnectDelayMs?: number;
+  /** How long connect() keeps trying while the socket is missing or refuses. Default 10000. */
+  connectTimeoutMs?: number;
+  /** How long close() waits for messages handed out to be confirmed. Default 10000. */
+  closeTimeoutMs?: number;
+  /** Where reconnects and failed callbacks are reported. Default: a line on stderr. */
+  log?: (line: string) => void;
+}
+
+export interface ProcessOptions {
+  /** How many callbacks may run at once. Default 1. */
+  concurrency?: number;
+}
+
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+// One socket, from HELLO to close. Deliveries keep a reference to the connection they came on, so
+// a confirmation can never reach a later connection.
+class Connection implements Link {
+  alive = true;
+  ready: Ready | undefined;
+  handedOut = 0; // handed to the app and not yet confirmed
+  paused = false;
+  onSettled: (() => void) | undefined;
+  refusal: string | undefined; // the reason of an ERR
+  broken: ProtocolError | undefined;
+  lastError: Error | undefined;
+  readonly parser = new FrameParser();
+  readonly closed: Promise<void>;
+  // Lines waiting for this turn's write. A fresh buffer per write: the socket may still hold the
+  // last one.
+  #out: Buffer | undefined;
+  #outLength = 0;
+  #flushQueued = false;
+  #markClosed!: () => void;
+
+  constructor(readonly socket: Socket) {
+    this.closed = new Promise((resolve) => (this.#markClosed = resolve));
+  }
+
+  send(line: string): void {
+    if (!this.alive) return;
+    const room = line.length * 3; // the most UTF-8 bytes it can take
+    if (!this.#out || this.#outLength + room > this.#out.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(4096, 2 * (this.#outLength + room)));
+      this.#out?.copy(bigger, 0, 0, this.#outLength);
+      this.#out = bigger;
+    }
+    const out = this.#out;
+    let at = this.#outLength;
+    for (let i = 0; i < line.length; ++i) {
+      const c = line.charCodeAt(i);
+      if (c > 0x7f) {
+        at = this.#outLength + out.write(line, this.#outLength, "utf8"); // not ASCII: a TERM reason
+        break;
+      }
+      out[at++] = c;
+    }
+    this.#outLength = at;
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      setImmediate(() => this.flush()); // every confirmation of this turn goes out in one write
+    }
+  }
+
+  taken(): void {
+    ++this.handedOut;
+  }
+
+  settled(): void {
+    --this.handedOut;
+    this.onSettled?.();
+  }
+
+  flush(): void {
+    this.#flushQueued = false;
+    if (this.#out && this.#outLength > 0 && this.alive) this.socket.write(this.#out.subarray(0, this.#outLength));
+    this.#out = undefined;
+    this.#outLength = 0;
+  }
+
+  markClosed(): void {
+    this.alive = false;
+    this.#markClosed();
+  }
+}
+
+/**
+ * A connected handler. Take messages with `for await (const msg of handler)` or with process();
+ * one of the two at a time. Emits "connect" (Ready) after every READY, including reconnects, and
+ * "disconnect" (Error | undefined) when a connection closes.
+ */
+export class Handler extends EventEmitter implements AsyncIterable<Message> {
+  readonly socketPath: string;
+  readonly name: string;
+  readonly #options: Required<Omit<ConnectOptions, "signal">>;
+  #conn: Connection | undefined;
+  #ready!: Ready;
+  #queue: Delivery[] = []; // received on #conn, not yet handed out
+  #head = 0;
+  #wake: (() => void) | undefined;
+  #consumer: "iterator" | "process" | undefined;
+  #closing = false;
+  #failure: Error | undefined; // ERR or a broken stream: ends everything
+  #reconnectTimer: NodeJS.Timeout | undefined;
+  #closeDone: Promise<void> | undefined;
+  #finishClose: (() => void) | undefined;
+
+  /** Use connect(): a Handler made with new is not connected. */
+  constructor(options: ConnectOptions) {
+    super();
+    this.socketPath = options.socket;
+    this.name = options.handler;
+    encodeHello(options.handler); // a name that cannot be sent is a TypeError now, not later
+    this.#options = {
+      socket: options.socket,
+      handler: options.handler,
+      reconnect: options.reconnect ?? true,
+      reconnectDelayMs: options.reconnectDelayMs ?? 100,
+      maxReconnectDelayMs: options.maxReconnectDelayMs ?? 5000,
+      connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+      closeTimeoutMs: options.closeTimeoutMs ?? 10_000,
+      log: options.log ?? ((line) => process.stderr.write(`${line}\n`)),
+    };
+  }
+
+  /** What jetfan announced in the latest READY. */
+  get ready(): Ready {
+    return this.#ready;
+  }
+
+  /** Messages received on the current connection and not yet handed out (at most READY's maxUnconfirmed). */
+  get buffered(): number {
+    return this.#queue.length - this.#head;
+  }
+
+  /** A connection is open and READY. */
+  get connected(): boolean {
+    return this.#conn?.alive === true;
+  }
+
+  /** @internal The first connection: retried while the socket is missing or refuses. */
+  async start(signal: AbortSignal | undefined): Promise<void> {
+    const deadline = Date.now() + this.#options.connectTimeoutMs;
+    let delay = 50;
+    for (;;) {
+      signal?.throwIfAborted();
+      try {
+        this.#adopt(await this.#dial(signal));
+        return;
+      } catch (error) {
+        if (error instanceof JetfanError || error instanceof ProtocolError || signal?.aborted) throw error;
+        if (Date.now() + delay > deadline) {
+          throw new Error(`cannot connect to jetfan at ${this.socketPath}: ${(error as Error).message}`, { cause: error });
+        }
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        delay = Math.min(delay * 2, 1000);
+      }
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Message, undefined> {
+    this.#claim("iterator");
+    const handOut = (msg: Delivery | undefined): IteratorResult<Message, undefined> =>
+      msg ? { value: msg, done: false } : { value: undefined, done: true };
+    return {
+      next: () => {
+        const ready = this.#failure || this.#closing ? undefined : this.#shift();
+        return ready ? Promise.resolve(handOut(ready)) : this.#take().then(handOut);
+      },
+      // The loop is over (break, return or a throw in its body): nothing in it will confirm anything
+      // more, so the connection closes at once.
+      return: async () => {
+        const closed = this.close();
+        this.#finishClose?.();
+        await closed;
+        return { value: undefined, done: true };
+      },
+    };
+  }
+
+  /**
+   * Runs `fn` for each message, at most `concurrency` at once. When fn returns (or its promise
+   * resolves) the message is ACKed; when it throws Term, TERMed with its message as the reason;
+   * when it throws Nak, NAKed with its delay; when it throws anything else, NAKed and the error
+   * logged. A message fn confirmed itself is left as it is. Resolves once the handler is closed and
+   * every callback has finished; rejects with JetfanError or ProtocolError if the connection ends
+   * with one (after the running callbacks have finished).
+   */
+  async process(fn: (msg: Message) => unknown, options: ProcessOptions = {}): Promise<void> {
+    const concurrency = options.concurrency ?? 1;
+    if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be an integer >= 1, got ${concurrency}`);
+    this.#claim("process");
+    let slotFree: (() => void) | undefined;
+    const running = new Set<Promise<void>>();
+    try {
+      for (;;) {
+        while (running.size >= concurrency) await new Promise<void>((resolve) => (slotFree = resolve));
+        // Messages already here are taken without waiting, and a callback that does not return a
+        // promise is settled at once: no promise per message where none is needed.
+        const msg = (this.#failure || this.#closing ? undefined : this.#shift()) ?? (await this.#take());
+        if (!msg) break;
+        let result: unknown;
+        try {
+          result = fn(msg);
+        } catch (error) {
+          this.#failed(msg, error);
+          continue;
+        }
+        if (!isPromiseLike(result)) {
+          if (!msg.confirmed) msg.ack();
+          continue;
+        }
+        const run = this.#settle(result, msg).finally(() => {
+          running.delete(run);
+          slotFree?.();
+        });
+        running.add(run);
+      }
+    } finally {
+      await Promise.all(running);
+    }
+    await this.#closeDone;
+  }
+
+  /**
+   * Stops handing out messages, waits (up to closeTimeoutMs) until every message already handed out
+   * is confirmed (a process() callback confirms its message when it returns), writes the
+   * confirmations and closes the connection. Messages received but not handed out are left
+   * unconfirmed: jetfan redelivers them. Idempotent. Leaving a for-await loop closes at once.
+   */
+  close(): Promise<void> {
+    if (this.#closeDone) return this.#closeDone;
+    this.#closing = true;
+    clearTimeout(this.#reconnectTimer);
+    this.#reconnectTimer = undefined;
+    this.#closeDone = new Promise<void>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      this.#finishClose = () => {
+        this.#finishClose = undefined;
+        clearTimeout(timer);
+        const conn = this.#conn;
+        if (!conn || !conn.alive) return resolve();
+        conn.flush();
+        conn.socket.end();
+        const force = setTimeout(() => conn.socket.destroy(), 2000);
+        void conn.closed.then(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      };
+      if (!this.#idle()) timer = setTimeout(() => this.#finishClose?.(), this.#options.closeTimeoutMs);
+    });
+    this.#notify();
+    if (this.#idle()) this.#finishClose?.();
+    return this.#closeDone;
+  }
+
+  // Nothing handed out is waiting for a confirmation on a live connection.
+  #idle(): boolean {
+    const conn = this.#conn;
+    return !conn || !conn.alive || conn.handedOut === 0;
+  }
+
+  #claim(consumer: "iterator" | "process"): void {
+    if (this.#consumer) throw new Error(`this handler is already consumed by ${this.#consumer === "iterator" ? "a for-await loop" : "process()"}`);
+    this.#consumer = consumer;
+  }
+
+  async #settle(result: PromiseLike<unknown>, msg: Message): Promise<void> {
+    try {
+      await result;
+      if (!msg.confirmed) msg.ack();
+    } catch (error) {
+      this.#failed(msg, error);
+    }
+  }
+
+  // A callback threw `error` for `msg`: Term TERMs, Nak NAKs with its delay, anything else NAKs.
+  #failed(msg: Message, error: unknown): void {
+    if (msg.confirmed) {
+      this.#options.log(`jetfan client: callback for ${msg.key} #${msg.seq} threw after confirming it: ${String(error)}`);
+    } else if (error instanceof Term) {
+      msg.term(error.message);
+    } else if (error instanceof Nak) {
+      msg.nak(error.delayMs);
+    } else {
+      this.#options.log(`jetfan client: callback for ${msg.key} #${msg.seq} failed, NAK: ${(error as Error)?.stack ?? String(error)}`);
+      msg.nak();
+    }
+  }
+
+  // The next message to hand out; undefined once closing. Throws the failure that ended the handler.
+  async #take(): Promise<Delivery | undefined> {
+    for (;;) {
+      if (this.#failure) throw this.#failure;
+      if (this.#closing) return undefined;
+      const msg = this.#shift();
+      if (msg) return msg;
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+  }
+
+  // Takes the first message of the queue that is not stale, if any.
+  #shift(): Delivery | undefined {
+    while (this.#head < this.#queue.length) {
+      const msg = this.#queue[this.#head]!;
+      this.#queue[this.#head++] = undefined as unknown as Delivery;
+      if (this.#head === this.#queue.length) {
+        this.#queue = [];
+        this.#head = 0;
+      } else if (this.#head >= 1024) {
+        this.#queue = this.#queue.slice(this.#head);
+        this.#head = 0;
+      }
+      const conn = this.#conn;
+      if (conn?.paused && this.#queue.length - this.#head < conn.ready!.maxUnconfirmed) {
+        conn.paused = false;
+        conn.socket.resume();
+      }
+      if (!msg.stale) {
+        msg.taken();
+        return msg;
+      }
+    }
+    return undefined;
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  // Opens a connection and says HELLO; resolves at READY. Frames after READY go to #onFrame.
+  #dial(signal?: AbortSignal): Promise<Connection> {
+    return new Promise((resolve, reject) => {
+      const socket = netConnect(this.socketPath);
+      const conn = new Connection(socket);
+      const timer = setTimeout(() => {
+        conn.lastError = new Error(`no READY within ${HANDSHAKE_TIMEOUT_MS} ms`);
+        socket.destroy();
+      }, HANDSHAKE_TIMEOUT_MS);
+      const onAbort = () => socket.destroy();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const handshakeOver = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+      };
+      socket.on("connect", () => socket.write(encodeHello(this.name)));
+      const frames: Frame[] = [];
+      socket.on("data", (chunk: Buffer) => {
+        try {
+          conn.parser.feed(chunk, frames);
+        } catch (error) {
+          conn.broken = error as ProtocolError;
+          socket.destroy();
+        }
+        for (const frame of frames) {
+          if (!conn.ready && frame.type === "READY") {
+            conn.ready = readyOf(frame);
+            handshakeOver();
+            resolve(conn);
+          } else {
+            this.#onFrame(conn, frame);
+          }
+        }
+        frames.length = 0;
+      });
+      socket.on("error", (error) => (conn.lastError = error));
+      socket.on("close", () => {
+        conn.markClosed();
+        if (!conn.ready) {
+          handshakeOver();
+          if (conn.refusal !== undefined) reject(new JetfanError(conn.refusal, this.socketPath));
+          else if (conn.broken) reject(conn.broken);
+          else if (signal?.aborted) reject(signal.reason);
+          else reject(conn.lastError ?? new Error("jetfan closed the connection before READY"));
+          return;
+        }
+        this.#onClose(conn);
+      });
+    });
+  }
+
+  #adopt(conn: Connection): void {
+    if (this.#closing) {
+      conn.socket.end(); // closed while this connection was being made
+      return;
+    }
+    this.#conn = conn;
+    this.#ready = conn.ready!;
+    conn.onSettled = () => {
+      if (this.#closing && this.#idle()) this.#finishClose?.();
+    };
+    this.emit("connect", this.#ready);
+    if (!conn.alive) this.#onClose(conn); // it closed right after READY, before it was adopted
+  }
+
+  #onFrame(conn: Connection, frame: Frame): void {
+    switch (frame.type) {
+      case "MSG": {
+        if (!conn.alive) return;
+        this.#queue.push(new Delivery(frame, conn));
+        const limit = conn.ready?.maxUnconfirmed ?? 1;
+        if (!conn.paused && this.#queue.length - this.#head >= limit) {
+          conn.paused = true; // the app is behind: leave the rest in the socket
+          conn.socket.pause();
+        }
+        this.#notify();
+        return;
+      }
+      case "PING":
+        conn.send(PONG_LINE);
+        return;
+      case "ERR":
+        conn.refusal = frame.reason;
+        conn.socket.destroy();
+        return;
+      case "PONG":
+      case "READY":
+        return;
+    }
+  }
+
+  #onClose(conn: Connection): void {
+    const failure =
+      conn.refusal !== undefined ? new JetfanError(conn.refusal, this.socketPath) : conn.broken;
+    this.emit("disconnect", failure ?? conn.lastError);
+    if (conn !== this.#conn) return;
+    // Whatever was received and not handed out is stale: jetfan redelivers it.
+    this.#queue = [];
+    this.#head = 0;
+    if (failure) {
+      this.#failure = failure;
+      this.#notify();
+      this.#finishClose?.();
+      return;
+    }
+    if (this.#closing) {
+      this.#finishClose?.();
+      return;
+    }
+    if (!this.#options.reconnect) {
+      this.#closing = true;
+      this.#closeDone = Promise.resolve();
+      this.#notify();
+      return;
+    }
+    this.#options.log(`jetfan client: connection to ${this.socketPath} closed${conn.lastError ? ` (${conn.lastError.message})` : ""}; reconnecting`);
+    this.#reconnect(this.#options.reconnectDelayMs);
+  }
+
+  #reconnect(delay: number): void {
+    this.#reconnectTimer = setTimeout(() => {
+      this.#reconnectTimer = undefined;
+      if (this.#closing) return;
+      this.#dial().then(
+        (conn) => {
+          this.#options.log(`jetfan client: reconnected to ${this.socketPath} as ${this.name}`);
+          this.#adopt(conn);
+          this.#notify();
+        },
+        (error: Error) => {
+          if (error instanceof JetfanError || error instanceof ProtocolError) {
+            this.#failure = error;
+            this.#notify();
+            this.#finishClose?.();
+            return;
+          }
+          if (!this.#closing) this.#reconnect(Math.min(delay * 2, this.#options.maxReconnectDelayMs));
+        },
+      );
+    }, delay);
+  }
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === "function";
+}
+
+function readyOf(frame: ReadyFrame): Ready {
+  return { version: frame.version, handler: frame.handler, maxUnconfirmed: frame.maxUnconfirmed, patterns: frame.patterns };
+}
+
+/**
+ * Connects to jetfan's socket as `options.handler` and waits for READY. Retries for up to
+ * connectTimeoutMs while the socket is missing or refuses (jetfan may be starting). Rejects with
+ * JetfanError if jetfan refuses the handler (ERR), with the signal's reason if aborted.
+ */
+export async function connect(options: ConnectOptions): Promise<Handler> {
+  const handler = new Handler(options);
+  await handler.start(options.signal);
+  const signal = options.signal;
+  if (signal) {
+    const onAbort = () => void handler.close();
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  }
+  return handler;
+}

@@ -1,0 +1,124 @@
+// One delivery as a handler sees it, and how it is confirmed.
+
+import { encodeAck, encodeNak, encodeTerm, encodeWip, type MsgFrame, type U64 } from "./codec.js";
+import { MsgHeaders } from "./headers.js";
+
+/**
+ * One delivery of a message. Confirm it exactly once with ack(), nak() or term(); working() keeps it
+ * alive past its ack_timeout. Each of these returns true if the line was queued for jetfan, and
+ * false if it was not: the message was already confirmed, or it is stale (the connection that
+ * delivered it has closed). jetfan counts a stale message as failed and redelivers it, so a stale
+ * message must not be confirmed, and the client never writes its confirmation to a newer
+ * connection. Confirmations are written together, once per turn of the event loop.
+ */
+export interface Message {
+  /** The message's subject less jetfan's configured prefix. */
+  readonly key: string;
+  /** Its JetStream stream sequence: compare it to recognise a redelivery. Exact up to 2^53 - 1. */
+  readonly seq: number;
+  /** How often JetStream has delivered it: 1 the first time. */
+  readonly deliveries: number;
+  /** Its NATS headers (empty when it has none). */
+  readonly headers: MsgHeaders;
+  /** Its payload, as bytes. */
+  readonly data: Buffer;
+  /** The payload parsed as JSON (UTF-8). Throws SyntaxError if it is not JSON. */
+  json<T = unknown>(): T;
+  /** The payload as UTF-8 text. */
+  text(): string;
+  /** Succeeded. */
+  ack(): boolean;
+  /** Failed: redeliver it, after `delayMs` if given (else jetfan's own growing delay). */
+  nak(delayMs?: number): boolean;
+  /** Poison: never deliver it to this handler again. The reason is logged by jetfan. */
+  term(reason?: string): boolean;
+  /** Still working on it: restarts its ack_timeout. May be sent any number of times. */
+  working(): boolean;
+  /** ack(), nak() or term() has been called and queued. */
+  readonly confirmed: boolean;
+  /** The connection that delivered it has closed: confirming it does nothing. */
+  readonly stale: boolean;
+}
+
+/** Where a delivery's confirmations go: the connection it came on. */
+export interface Link {
+  readonly alive: boolean;
+  send(line: string): void;
+  /** Told once when the delivery is handed to the app. */
+  taken(): void;
+  /** Told once when the delivery is confirmed. */
+  settled(): void;
+}
+
+export class Delivery implements Message {
+  readonly key: string;
+  readonly seq: number;
+  readonly deliveries: number;
+  readonly data: Buffer;
+  readonly #id: U64;
+  readonly #rawHeaders: Buffer;
+  #headers: MsgHeaders | undefined;
+  readonly #link: Link;
+  #confirmed = false;
+
+  constructor(frame: MsgFrame, link: Link) {
+    this.key = frame.key;
+    this.seq = Number(frame.seq);
+    this.deliveries = Number(frame.deliveries);
+    this.data = frame.payload;
+    this.#id = frame.id;
+    this.#rawHeaders = frame.headers;
+    this.#link = link;
+  }
+
+  /** @internal Called by the handler as it hands the message to the app. */
+  taken(): void {
+    this.#link.taken();
+  }
+
+  get headers(): MsgHeaders {
+    return (this.#headers ??= new MsgHeaders(this.#rawHeaders));
+  }
+
+  json<T = unknown>(): T {
+    return JSON.parse(this.data.toString("utf8")) as T;
+  }
+
+  text(): string {
+    return this.data.toString("utf8");
+  }
+
+  get confirmed(): boolean {
+    return this.#confirmed;
+  }
+
+  get stale(): boolean {
+    return !this.#link.alive;
+  }
+
+  ack(): boolean {
+    return this.#confirm(encodeAck(this.#id));
+  }
+
+  nak(delayMs?: number): boolean {
+    return this.#confirm(encodeNak(this.#id, delayMs));
+  }
+
+  term(reason?: string): boolean {
+    return this.#confirm(encodeTerm(this.#id, reason));
+  }
+
+  working(): boolean {
+    if (this.#confirmed || !this.#link.alive) return false;
+    this.#link.send(encodeWip(this.#id));
+    return true;
+  }
+
+  #confirm(line: string): boolean {
+    if (this.#confirmed || !this.#link.alive) return false;
+    this.#confirmed = true;
+    this.#link.send(line);
+    this.#link.settled();
+    return true;
+  }
+}

@@ -1,0 +1,212 @@
+// The client against a scripted jetfan on a real Unix socket, for what the daemon does not do on
+// demand: PING a busy handler, send bytes that break the protocol, send ERR after READY, and show
+// how the client's confirmations arrive on the wire. Everything else is tested against the real
+// daemon (client.test.mjs).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { connect, JetfanError, Nak, ProtocolError, Term } from "../dist/index.js";
+import { waitFor } from "./mesh.mjs";
+
+const quiet = () => {};
+const it = (name, fn) => test(name, { timeout: 30_000 }, fn);
+
+// A Unix socket server; each connection records the chunks it reads.
+async function scriptedJetfan(t) {
+  const dir = mkdtempSync(join(tmpdir(), "jetfan-peer-"));
+  const path = join(dir, "jetfan.sock");
+  const connections = [];
+  const server = createServer((socket) => {
+    const peer = { socket, chunks: [], text: () => Buffer.concat(peer.chunks).toString("latin1") };
+    socket.on("data", (chunk) => peer.chunks.push(chunk));
+    socket.on("error", () => {});
+    connections.push(peer);
+  });
+  await new Promise((resolve) => server.listen(path, resolve));
+  t.after(() => {
+    for (const c of connections) c.socket.destroy();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const helloed = async (n) => {
+    await waitFor(() => connections[n]?.text().includes("\n"), `HELLO on connection ${n}`);
+    return connections[n];
+  };
+  return { path, connections, helloed };
+}
+
+function msg(id, payload = "x") {
+  return `MSG ${id} k ${id} 1 0 ${payload.length}\r\n${payload}\r\n`;
+}
+
+it("PING is answered with PONG while the app is busy with a message", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  assert.equal(peer.text(), "HELLO h 1\r\n");
+  peer.socket.write("READY 1 h 8 #\r\n" + msg(1));
+  const handler = await connecting;
+  let release;
+  const done = handler.process(async (m) => {
+    await new Promise((resolve) => (release = resolve));
+    assert.equal(m.text(), "x");
+  });
+  await waitFor(() => release, "the callback to start");
+  peer.socket.write("PING\r\n");
+  await waitFor(() => peer.text().endsWith("PONG\r\n"), "PONG");
+  assert.ok(!peer.text().includes("ACK"));
+  release();
+  await waitFor(() => peer.text().endsWith("ACK 1\r\n"), "ACK 1");
+  await handler.close();
+  await done;
+});
+
+it("confirmations that arrive together go out in one write", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  let burst = "READY 1 h 16 #\r\n";
+  for (let id = 1; id <= 10; ++id) burst += msg(id);
+  peer.socket.write(burst);
+  const handler = await connecting;
+  let n = 0;
+  for await (const m of handler) {
+    m.ack();
+    if (++n === 10) break;
+  }
+  await waitFor(() => peer.text().includes("ACK 10\r\n"), "ACK 10");
+  const acks = peer.chunks.slice(1).map((c) => c.toString("latin1"));
+  assert.deepEqual(acks, [Array.from({ length: 10 }, (_, i) => `ACK ${i + 1}\r\n`).join("")]);
+});
+
+it("bytes that break the protocol end the loop with ProtocolError and its code", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 1 h 8 #\r\n");
+  const handler = await connecting;
+  const loop = (async () => {
+    for await (const m of handler) m.ack();
+  })();
+  peer.socket.write("MSG 1 k 1 1 0 3\r\nabcd\r\n");
+  await assert.rejects(loop, (error) => error instanceof ProtocolError && error.code === "bad-body-end");
+  assert.equal(handler.connected, false);
+});
+
+it("ERR after READY ends the loop with JetfanError and its reason; no reconnect", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet, reconnectDelayMs: 10 });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 1 h 8 #\r\n");
+  const handler = await connecting;
+  const loop = (async () => {
+    for await (const m of handler) m.ack();
+  })();
+  peer.socket.end("ERR control line longer than 1024 bytes\r\n");
+  await assert.rejects(loop, (error) => error instanceof JetfanError && error.reason === "control line longer than 1024 bytes");
+  assert.equal(jetfan.connections.length, 1);
+});
+
+it("a clean close with reconnect: false ends the loop; messages not handed out are dropped", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet, reconnect: false });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 1 h 8 #\r\n" + msg(1) + msg(2));
+  const handler = await connecting;
+  const seen = [];
+  for await (const m of handler) {
+    seen.push(m);
+    if (seen.length === 1) {
+      peer.socket.end();
+      await waitFor(() => m.stale, "the close");
+    }
+  }
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0].ack(), false);
+});
+
+it("a clean close reconnects with HELLO; the new connection never sees the old connection's ack", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet, reconnectDelayMs: 10 });
+  const first = await jetfan.helloed(0);
+  first.socket.write("READY 1 h 8 #\r\n" + msg(1));
+  const handler = await connecting;
+  const iterator = handler[Symbol.asyncIterator]();
+  const old = (await iterator.next()).value;
+  first.socket.end();
+  const second = await jetfan.helloed(1);
+  assert.equal(second.text(), "HELLO h 1\r\n");
+  second.socket.write("READY 1 h 8 #\r\n" + msg(1, "y"));
+  const fresh = (await iterator.next()).value;
+  assert.equal(fresh.text(), "y");
+  assert.equal(old.ack(), false);
+  assert.equal(fresh.nak(5), true);
+  await waitFor(() => second.text().includes("NAK"), "the NAK");
+  assert.equal(second.text(), "HELLO h 1\r\nNAK 1 5\r\n");
+  await iterator.return();
+});
+
+it("close() waits only for messages handed out and unconfirmed: after an ack it closes at once", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet, closeTimeoutMs: 60_000 });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 1 h 8 #\r\n" + msg(1) + msg(2));
+  const handler = await connecting;
+  let closedFromInside = false;
+  for await (const m of handler) {
+    assert.equal(m.ack(), true);
+    await handler.close(); // would wait for closeTimeoutMs (past this test's timeout) if it waited for anything else
+    closedFromInside = true;
+  }
+  assert.ok(closedFromInside);
+  await waitFor(() => peer.socket.readableEnded, "the connection to close");
+  assert.equal(peer.text(), "HELLO h 1\r\nACK 1\r\n");
+});
+
+it("READY and ERR in one write: connect() resolves, then the loop throws JetfanError", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  peer.socket.end("READY 1 h 8 #\r\nERR going away\r\n");
+  const handler = await connecting;
+  await assert.rejects(
+    (async () => {
+      for await (const m of handler) m.ack();
+    })(),
+    (error) => error instanceof JetfanError && error.reason === "going away",
+  );
+});
+
+it("process() with plain and async callbacks: return ACKs, a throw NAKs, Term TERMs, Nak NAKs with a delay, own confirmations stand", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  const payloads = ["ok", "throw", "term", "nak", "self", "async-ok", "async-throw", "async-term"];
+  peer.socket.write("READY 1 h 16 #\r\n" + payloads.map((p, i) => msg(i + 1, p)).join(""));
+  const handler = await connecting;
+  const done = handler.process(
+    (m) => {
+      switch (m.text()) {
+        case "throw": throw new Error("boom");
+        case "term": throw new Term("bad input");
+        case "nak": throw new Nak(250);
+        case "self": m.nak(7); return;
+        case "async-ok": return Promise.resolve();
+        case "async-throw": return Promise.reject(new Error("later"));
+        case "async-term": return (async () => { throw new Term("later bad"); })();
+        default: return;
+      }
+    },
+    { concurrency: 4 },
+  );
+  const expected = ["ACK 1", "NAK 2", "TERM 3 bad input", "NAK 4 250", "NAK 5 7", "ACK 6", "NAK 7", "TERM 8 later bad"];
+  await waitFor(() => expected.every((line) => peer.text().includes(`${line}\r\n`)), "every confirmation");
+  await handler.close();
+  await done;
+  const lines = peer.text().split("\r\n").filter(Boolean).slice(1).sort();
+  assert.deepEqual(lines, [...expected].sort());
+});

@@ -1,0 +1,244 @@
+"""The handler protocol, version 1 (proto/PROTOCOL.md): what jetfan sends parsed incrementally, and
+what a handler sends encoded. Pure: no I/O, no clock, no threads."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import NamedTuple, Optional, Union
+
+VERSION = 1
+MAX_COMMAND_LINE = 1024  # handler -> jetfan, line end included
+MAX_DELIVERY_LINE = 4096  # jetfan -> handler, line end included
+MAX_BODY = 64 * 1024 * 1024  # headers and payload of one MSG
+MAX_SMALL_NUMBER = 1_000_000  # a protocol version, READY's max-unconfirmed
+_MAX_U64 = 2**64 - 1
+
+
+class ProtocolError(Exception):
+    """jetfan sent bytes the protocol does not allow. `code` is the stable name of what was wrong
+    (PROTOCOL.md, "Error codes"), e.g. "line-too-long"; the message is for people."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{message} ({code})")
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Ready:
+    """jetfan's answer to HELLO."""
+
+    version: int
+    handler: str
+    max_unconfirmed: int  # how many deliveries may be unconfirmed at once on this connection
+    patterns: list[str] = field(default_factory=list)
+
+
+class MsgFrame(NamedTuple):  # a tuple: the cheapest to make, once per message
+    id: int  # names the delivery on this connection only
+    key: str
+    seq: int
+    deliveries: int
+    headers: bytes  # the NATS header block as sent, or b""
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class Err:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ping:
+    pass
+
+
+@dataclass(frozen=True)
+class Pong:
+    pass
+
+
+Frame = Union[Ready, MsgFrame, Err, Ping, Pong]
+PING, PONG = Ping(), Pong()
+
+
+def _text(raw: bytes) -> str:
+    # Keys and names are UTF-8; bytes that are not survive as surrogates and encode back unchanged.
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _number(word: bytes, limit: int = _MAX_U64) -> int:
+    if not (0 < len(word) <= 20 and word.isdigit()):
+        raise ProtocolError("bad-number", f"not a number: {word[:32]!r}")
+    value = int(word)
+    if value > limit:
+        raise ProtocolError("bad-number", f"number out of range: {word.decode()}")
+    return value
+
+
+# MSG as jetfan writes it: upper case, single spaces, numbers of at most 20 digits.
+_CANONICAL_MSG = re.compile(rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20})").fullmatch
+
+
+class FrameParser:
+    """Cuts what jetfan sends into frames. Feed bytes with feed(), take frames with next(). After a
+    ProtocolError the stream is unusable and every call raises it again. Not thread-safe."""
+
+    __slots__ = ("_buf", "_pos", "_msg", "_error")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        # While a MSG body is awaited: (id, key, seq, deliveries, header_bytes, total_bytes).
+        self._msg: Optional[tuple[int, str, int, int, int, int]] = None
+        self._error: Optional[ProtocolError] = None
+
+    def feed(self, data: bytes) -> None:
+        if self._pos and self._pos == len(self._buf):
+            self._buf.clear()
+            self._pos = 0
+        elif self._pos > 65536:
+            del self._buf[: self._pos]
+            self._pos = 0
+        self._buf += data
+
+    @property
+    def buffered(self) -> int:
+        """Bytes fed and not yet consumed by a frame."""
+        return len(self._buf) - self._pos
+
+    def next(self) -> Optional[Frame]:
+        """The next whole frame, or None until more bytes are fed."""
+        if self._error:
+            raise self._error
+        try:
+            return self._next()
+        except ProtocolError as error:
+            self._error = error
+            raise
+
+    def _next(self) -> Optional[Frame]:
+        buf, pos = self._buf, self._pos
+        while True:
+            if self._msg is not None:
+                id_, key, seq, deliveries, header_bytes, total = self._msg
+                end = pos + total
+                if len(buf) < end + 2:
+                    return None
+                if buf[end] != 0x0D or buf[end + 1] != 0x0A:
+                    raise ProtocolError("bad-body-end", "MSG body not followed by \\r\\n")
+                headers = bytes(buf[pos : pos + header_bytes]) if header_bytes else b""
+                payload = bytes(buf[pos + header_bytes : end])
+                self._pos = end + 2
+                self._msg = None
+                return MsgFrame(id_, key, seq, deliveries, headers, payload)
+            newline = buf.find(b"\n", pos, pos + MAX_DELIVERY_LINE)
+            if newline < 0:
+                if len(buf) - pos >= MAX_DELIVERY_LINE:
+                    raise ProtocolError("line-too-long", f"control line longer than {MAX_DELIVERY_LINE} bytes")
+                return None
+            line_end = newline - 1 if newline > pos and buf[newline - 1] == 0x0D else newline
+            # The MSG line as jetfan writes it, read in one step; anything else the general way.
+            fast = _CANONICAL_MSG(buf, pos, line_end)
+            if fast is not None:
+                id_s, key_b, seq_s, deliveries_s, header_s, total_s = fast.groups()
+                id_, seq, deliveries, header_bytes, total = int(id_s), int(seq_s), int(deliveries_s), int(header_s), int(total_s)
+                if id_ > _MAX_U64 or seq > _MAX_U64 or deliveries > _MAX_U64 or header_bytes > total or total > MAX_BODY:
+                    fast = None  # out of range: the general way names the error
+                else:
+                    pos = self._pos = newline + 1
+                    key = key_b.decode("utf-8", "surrogateescape")
+                    end = pos + total
+                    if len(buf) >= end + 2 and buf[end] == 0x0D and buf[end + 1] == 0x0A:  # all here
+                        self._pos = end + 2
+                        headers = bytes(buf[pos : pos + header_bytes]) if header_bytes else b""
+                        return MsgFrame(id_, key, seq, deliveries, headers, bytes(buf[pos + header_bytes : end]))
+                    self._msg = (id_, key, seq, deliveries, header_bytes, total)
+                    continue
+            line = bytes(buf[pos:line_end])
+            pos = self._pos = newline + 1
+            frame = self._line(line)
+            if frame is not None:
+                return frame
+            # A MSG line: its body follows.
+
+    def _line(self, line: bytes) -> Optional[Frame]:
+        # Words are separated by runs of spaces and tabs, nothing else (a \r inside is a byte).
+        words = line.split(b" ")
+        if b"" in words or b"\t" in line:
+            words = [w for w in line.replace(b"\t", b" ").split(b" ") if w]
+        if not words:
+            raise ProtocolError("empty-line", "empty line")
+        verb = words[0].upper()
+        if verb == b"MSG":
+            if len(words) != 7:
+                code = "missing-argument" if len(words) < 7 else "too-many-arguments"
+                raise ProtocolError(code, f"MSG needs 6 arguments, got {len(words) - 1}")
+            id_, seq, deliveries = _number(words[1]), _number(words[3]), _number(words[4])
+            header_bytes, total = _number(words[5]), _number(words[6])
+            if header_bytes > total:
+                raise ProtocolError("header-exceeds-total", "MSG: header bytes exceed total bytes")
+            if total > MAX_BODY:
+                raise ProtocolError("body-too-large", f"MSG: body larger than {MAX_BODY} bytes")
+            self._msg = (id_, _text(words[2]), seq, deliveries, header_bytes, total)
+            return None
+        if verb == b"READY":
+            if len(words) < 5:
+                raise ProtocolError("missing-argument", "READY needs a version, a handler, a limit and patterns")
+            version = _number(words[1], MAX_SMALL_NUMBER)
+            limit = _number(words[3], MAX_SMALL_NUMBER)
+            return Ready(version, _text(words[2]), limit, [_text(w) for w in words[4:]])
+        if verb == b"ERR":
+            # The reason runs from its first character to the end of the line, blanks and all.
+            rest = line.lstrip(b" \t")[len(words[0]) :].lstrip(b" \t")
+            return Err(_text(rest))
+        if verb in (b"PING", b"PONG"):
+            if len(words) > 1:
+                raise ProtocolError("too-many-arguments", f"{verb.decode()} takes no arguments")
+            return PING if verb == b"PING" else PONG
+        shown = "".join(chr(c) if 0x20 <= c <= 0x7E else "?" for c in words[0][:32])
+        raise ProtocolError("unknown-verb", f'unknown frame "{shown}"')
+
+
+# --- handler -> jetfan
+
+
+def encode_hello(handler: str) -> bytes:
+    name = handler.encode("utf-8", "surrogateescape")
+    if not name or any(c in b" \t\r\n" for c in name):
+        raise ValueError(f"a handler name is one word, not {handler!r}")
+    return b"HELLO %s %d\r\n" % (name, VERSION)
+
+
+def encode_ack(id_: int) -> bytes:
+    return b"ACK %d\r\n" % id_
+
+
+def encode_nak(id_: int, delay_ms: Optional[int] = None) -> bytes:
+    if delay_ms is None:
+        return b"NAK %d\r\n" % id_
+    if delay_ms < 0:
+        raise ValueError(f"a NAK delay is not negative, got {delay_ms}")
+    return b"NAK %d %d\r\n" % (id_, delay_ms)
+
+
+def encode_term(id_: int, reason: str = "") -> bytes:
+    start = b"TERM %d" % id_
+    text = reason.encode("utf-8", "surrogateescape").replace(b"\r", b" ").replace(b"\n", b" ")
+    # The line must fit jetfan's limit, or jetfan would drop the connection instead of terminating
+    # the message: the reason is cut, never inside a UTF-8 character.
+    room = MAX_COMMAND_LINE - len(start) - 3  # " " and "\r\n"
+    if len(text) > room:
+        keep = room
+        while keep > 0 and (text[keep] & 0xC0) == 0x80:
+            keep -= 1
+        text = text[:keep]
+    return start + (b" " + text if text else b"") + b"\r\n"
+
+
+def encode_wip(id_: int) -> bytes:
+    return b"WIP %d\r\n" % id_
+
+
+PING_LINE = b"PING\r\n"
+PONG_LINE = b"PONG\r\n"

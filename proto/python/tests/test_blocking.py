@@ -1,0 +1,112 @@
+"""The blocking client against the real jetfan and a real nats-server: the same behaviour as the
+asyncio one, on threads."""
+
+from __future__ import annotations
+
+import threading
+import unittest
+
+import jetfan
+
+from .mesh import BUILDER, FAST_RETRY, Mesh, wait_until
+from .test_aio import Lines
+
+
+class BlockingClient(unittest.TestCase):
+    def setUp(self) -> None:
+        self.mesh = Mesh()
+        self.addCleanup(self.mesh.close)
+
+    def test_ack_nak_term_in_a_for_loop(self) -> None:
+        self.mesh.start_jetfan(self.mesh.config(BUILDER, FAST_RETRY))
+        with jetfan.BlockingHandler(socket=self.mesh.socket, handler="builder") as h:
+            ok, again, poison = self.mesh.publish("a.ok"), self.mesh.publish("a.again"), self.mesh.publish("a.poison")
+            seen = []
+            for msg in h:
+                seen.append((msg.seq, msg.deliveries))
+                if msg.seq == again and msg.deliveries == 1:
+                    self.assertTrue(msg.nak(50))
+                elif msg.seq == poison:
+                    self.assertTrue(msg.term("bad input"))
+                else:
+                    self.assertTrue(msg.ack())
+                if len(seen) == 4:
+                    break
+        self.assertEqual(sorted(seen), [(ok, 1), (again, 1), (again, 2), (poison, 1)])
+        self.assertTrue(self.mesh.settled())
+        self.assertTrue(self.mesh.wait_log("as poison: bad input"))
+
+    def test_process_on_threads_with_outcomes(self) -> None:
+        self.mesh.start_jetfan(self.mesh.config(BUILDER, FAST_RETRY))
+        log = Lines()
+        h = jetfan.BlockingHandler(socket=self.mesh.socket, handler="builder", log=log)
+        for key in ("a.fail", "a.poison", "a.b", "a.c"):
+            self.mesh.publish(key)
+        lock, go = threading.Lock(), threading.Event()
+        running, peak, seen = [0], [0], []
+
+        def handle(msg: jetfan.Message) -> None:
+            with lock:
+                seen.append(f"{msg.key} {msg.deliveries}")
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            go.wait(20)
+            with lock:
+                running[0] -= 1
+            if msg.key == "a.poison":
+                raise jetfan.Term("bad input")
+            if msg.key == "a.fail" and msg.deliveries == 1:
+                raise RuntimeError("boom")
+
+        runner = threading.Thread(target=h.process, args=(handle,), kwargs={"concurrency": 4})
+        runner.start()
+        self.assertTrue(wait_until(lambda: running[0] == 4))
+        go.set()
+        self.assertTrue(self.mesh.settled())
+        h.close()  # from another thread: process() returns once its callbacks are done
+        runner.join(20)
+        self.assertFalse(runner.is_alive())
+        self.assertEqual(peak[0], 4)
+        self.assertEqual(sorted(seen), ["a.b 1", "a.c 1", "a.fail 1", "a.fail 2", "a.poison 1"])
+        self.assertIn("raised; NAK'd", log.text())
+        self.assertTrue(self.mesh.wait_log("as poison: bad input"))
+
+    def test_reconnects_and_old_messages_are_stale(self) -> None:
+        config = self.mesh.config(BUILDER, FAST_RETRY)
+        self.mesh.start_jetfan(config)
+        log = Lines()
+        with jetfan.BlockingHandler(socket=self.mesh.socket, handler="builder", log=log, max_reconnect_delay=0.2) as h:
+            self.mesh.publish("a.b")
+            messages = iter(h)
+            first = next(messages)
+            self.mesh.stop_jetfan()
+            self.mesh.start_jetfan(config)
+            again = next(messages)
+            self.assertEqual((again.seq, again.deliveries), (first.seq, 2))
+            self.assertTrue(first.stale)
+            self.assertFalse(first.ack())
+            self.assertTrue(again.nak(0))
+            third = next(messages)
+            self.assertEqual(third.deliveries, 3)
+            third.ack()
+        self.assertTrue(self.mesh.settled())
+        self.assertEqual(h.connections, 2)
+        self.assertIn("reconnected", log.text())
+
+    def test_err_and_absent_socket(self) -> None:
+        self.mesh.start_jetfan()
+        with self.assertRaises(jetfan.JetfanError) as caught:
+            jetfan.BlockingHandler(socket=self.mesh.socket, handler="nobody")
+        self.assertIn('unknown handler "nobody"', caught.exception.reason)
+        with self.assertRaises(ConnectionError):
+            jetfan.BlockingHandler(socket=str(self.mesh.dir / "absent.sock"), handler="builder", connect_timeout=0.2)
+
+    def test_without_reconnect_the_loop_ends_with_jetfan(self) -> None:
+        self.mesh.start_jetfan()
+        with jetfan.BlockingHandler(socket=self.mesh.socket, handler="builder", reconnect=False) as h:
+            self.mesh.stop_jetfan()
+            self.assertEqual(list(h), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

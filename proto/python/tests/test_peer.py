@@ -1,0 +1,211 @@
+"""Both clients against a scripted peer on a real Unix socket, for what the real jetfan cannot be
+made to do on cue: send PING, send more than max-unconfirmed (as it does after ack timeouts),
+reuse a delivery id on a new connection, send garbage."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import tempfile
+import threading
+import unittest
+from pathlib import Path
+
+import jetfan
+
+from .mesh import wait_until
+
+
+class ScriptedJetfan:
+    """Plays jetfan: listens, accepts one connection at a time, reads lines, sends bytes."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="jetfan-pypeer."))
+        self.path = str(self.dir / "jetfan.sock")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.path)
+        self.listener.listen(4)
+        self.listener.settimeout(20)
+        self.peer: socket.socket | None = None
+        self.buffer = b""
+
+    def close(self) -> None:
+        if self.peer:
+            self.peer.close()
+        self.listener.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def greet(self, max_unconfirmed: int) -> None:
+        if self.peer:
+            self.peer.close()
+        self.peer, _ = self.listener.accept()
+        self.peer.settimeout(20)
+        self.buffer = b""
+        assert self.line() == "HELLO builder 1"
+        self.send(f"READY 1 builder {max_unconfirmed} #\r\n".encode())
+
+    def line(self) -> str:
+        """The next line from the client without its line end; "" at end of stream."""
+        assert self.peer
+        while b"\r\n" not in self.buffer:
+            data = self.peer.recv(4096)
+            if not data:
+                return ""
+            self.buffer += data
+        line, self.buffer = self.buffer.split(b"\r\n", 1)
+        return line.decode()
+
+    def send(self, data: bytes) -> None:
+        assert self.peer
+        self.peer.sendall(data)
+
+    def hang_up(self) -> None:
+        assert self.peer
+        self.peer.close()
+        self.peer = None
+
+
+def msg(id_: int, payload: str) -> bytes:
+    return f"MSG {id_} a.b {id_} 1 0 {len(payload)}\r\n{payload}\r\n".encode()
+
+
+FOUR_AND_A_PING = msg(1, "a") + msg(2, "b") + msg(3, "c") + msg(4, "d") + b"PING\r\n"
+
+
+class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self) -> None:
+        asyncio.get_running_loop().set_debug(False)
+        self.peer = ScriptedJetfan()
+        self.addCleanup(self.peer.close)
+
+    async def connect(self, max_unconfirmed: int, **options: object) -> jetfan.Handler:
+        greeter = asyncio.create_task(asyncio.to_thread(self.peer.greet, max_unconfirmed))
+        h = await jetfan.connect(socket=self.peer.path, handler="builder", log=lambda line: None, **options)  # type: ignore[arg-type]
+        await greeter
+        return h
+
+    async def test_buffers_no_more_than_max_unconfirmed_and_answers_ping(self) -> None:
+        h = await self.connect(2)
+        self.peer.send(FOUR_AND_A_PING)  # as after two ack timeouts
+        self.assertTrue(await asyncio.to_thread(wait_until, lambda: h.buffered == 2))
+        first = await h.__anext__()
+        self.assertLessEqual(h.buffered, 2)
+        first.ack()
+        # Had the client read on past two, its PONG would come before any ACK.
+        self.assertEqual(await asyncio.to_thread(self.peer.line), "ACK 1")
+        for _ in range(3):
+            (await h.__anext__()).ack()
+            self.assertLessEqual(h.buffered, 2)
+        lines = [await asyncio.to_thread(self.peer.line) for _ in range(4)]
+        self.assertEqual(sorted(lines), ["ACK 2", "ACK 3", "ACK 4", "PONG"])
+        await h.close()
+
+    async def test_a_message_of_an_old_connection_is_never_confirmed_on_a_new_one(self) -> None:
+        h = await self.connect(4, reconnect_delay=0.01)
+        self.peer.send(msg(1, "old"))
+        old = await h.__anext__()
+        self.peer.hang_up()
+        greeter = asyncio.create_task(asyncio.to_thread(self.peer.greet, 4))
+        await greeter
+        self.peer.send(msg(1, "new"))  # the same id, on the new connection
+        new = await asyncio.wait_for(h.__anext__(), 20)
+        self.assertEqual(new.data, b"new")
+        self.assertTrue(old.stale)
+        self.assertFalse(old.ack())
+        self.assertTrue(new.term("why"))
+        self.assertEqual(await asyncio.to_thread(self.peer.line), "TERM 1 why")  # and not "ACK 1" first
+        await h.close()
+
+    async def test_err_and_garbage(self) -> None:
+        h = await self.connect(4)
+        self.peer.send(b"ERR you are too slow\r\n")
+        self.peer.hang_up()
+        with self.assertRaises(jetfan.JetfanError) as caught:
+            await asyncio.wait_for(h.__anext__(), 20)
+        self.assertEqual(caught.exception.reason, "you are too slow")
+        await h.close()
+        h = await self.connect(4)
+        self.peer.send(b"BOGUS\r\n")
+        with self.assertRaises(jetfan.ProtocolError) as broken:
+            await asyncio.wait_for(h.__anext__(), 20)
+        self.assertEqual(broken.exception.code, "unknown-verb")
+        await h.close()
+
+
+class BlockingAgainstPeer(unittest.TestCase):
+    def setUp(self) -> None:
+        self.peer = ScriptedJetfan()
+        self.addCleanup(self.peer.close)
+
+    def connect(self, max_unconfirmed: int, **options: object) -> jetfan.BlockingHandler:
+        greeter = threading.Thread(target=self.peer.greet, args=(max_unconfirmed,))
+        greeter.start()
+        h = jetfan.BlockingHandler(socket=self.peer.path, handler="builder", log=lambda line: None, **options)  # type: ignore[arg-type]
+        greeter.join()
+        return h
+
+    def test_process_holds_no_more_than_max_unconfirmed_and_answers_ping(self) -> None:
+        h = self.connect(2)
+        self.peer.send(FOUR_AND_A_PING)
+        lock, go = threading.Lock(), threading.Event()
+        running, peak = [0], [0]
+
+        def handle(message: jetfan.Message) -> None:
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            go.wait(20)
+            with lock:
+                running[0] -= 1
+
+        runner = threading.Thread(target=h.process, args=(handle,), kwargs={"concurrency": 8})
+        runner.start()
+        try:
+            self.assertTrue(wait_until(lambda: running[0] >= 2))
+            go.set()
+            lines = []
+            while (line := self.peer.line()) != "PONG":
+                self.assertTrue(line)
+                lines.append(line)
+            self.assertTrue(lines and lines[0].startswith("ACK "), lines)  # an ACK before the PONG
+            while len(lines) < 4:
+                lines.append(self.peer.line())
+            self.assertEqual(sorted(lines), ["ACK 1", "ACK 2", "ACK 3", "ACK 4"])
+        finally:
+            go.set()
+            h.close()
+            runner.join(20)
+        self.assertEqual(peak[0], 2)
+
+    def test_a_message_of_an_old_connection_is_never_confirmed_on_a_new_one(self) -> None:
+        with self.connect(4, reconnect_delay=0.01) as h:
+            messages = iter(h)
+            self.peer.send(msg(1, "old"))
+            old = next(messages)
+            self.peer.hang_up()
+            greeter = threading.Thread(target=lambda: (self.peer.greet(4), self.peer.send(msg(1, "new"))))
+            greeter.start()
+            new = next(messages)
+            greeter.join()
+            self.assertEqual(new.data, b"new")
+            self.assertFalse(old.ack())
+            self.assertTrue(new.term("why"))
+            h.flush()  # the iterating thread's confirmations go out before it next waits; now, here
+            self.assertEqual(self.peer.line(), "TERM 1 why")
+
+    def test_err_and_garbage(self) -> None:
+        with self.connect(4) as h:
+            self.peer.send(b"ERR you are too slow\r\n")
+            with self.assertRaises(jetfan.JetfanError) as caught:
+                next(iter(h))
+            self.assertEqual(caught.exception.reason, "you are too slow")
+        with self.connect(4) as h:
+            self.peer.send(b"BOGUS\r\n")
+            with self.assertRaises(jetfan.ProtocolError) as broken:
+                next(iter(h))
+            self.assertEqual(broken.exception.code, "unknown-verb")
+
+
+if __name__ == "__main__":
+    unittest.main()

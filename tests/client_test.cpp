@@ -1,0 +1,237 @@
+// The C++ client (proto/handler_client.hpp) against the real jetfan and a real nats-server:
+// reconnecting, refusing stale confirmations, run() and its workers, errors, stop(), headers.
+
+#include <catch2/catch.hpp>
+
+#include <condition_variable>
+#include <csignal>
+#include <mutex>
+#include <thread>
+
+#include "handler_client.hpp"
+#include "background.hpp"
+#include "mesh.hpp"
+
+using namespace jetfan::testing;
+using jetfan::ClientError;
+using jetfan::Delivery;
+using jetfan::HandlerClient;
+using jetfan::Outcome;
+
+namespace {
+
+const std::string kBuilder = "  - name: builder\n    patterns: [\"#\"]\n";
+const std::string kFastRetry = "delivery:\n  nak_delay: 50ms\n  nak_delay_max: 200ms\n  drain_timeout: 200ms\n";
+
+// What the client reported, for assertions.
+struct Log {
+  std::mutex mutex;
+  std::string text;
+  std::function<void(std::string_view)> sink() {
+    return [this](std::string_view line) {
+      std::lock_guard lock(mutex);
+      text.append(line).append("\n");
+    };
+  }
+  std::string get() {
+    std::lock_guard lock(mutex);
+    return text;
+  }
+};
+
+// Callbacks that block until released, counting how many run at once.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable changed;
+  int running = 0, peak = 0;
+  bool open = false;
+  void enter() {
+    std::unique_lock lock(mutex);
+    peak = std::max(peak, ++running);
+    changed.notify_all();
+    changed.wait(lock, [&] { return open; });
+    --running;
+  }
+  bool wait_running(int count) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, 20s, [&] { return running >= count; });
+  }
+  void release() {
+    std::lock_guard lock(mutex);
+    open = true;
+    changed.notify_all();
+  }
+};
+
+ClientError connect_error(const std::string& socket, const std::string& name, jetfan::ClientOptions options = {}) {
+  try {
+    HandlerClient client(socket, name, std::move(options));
+  } catch (const ClientError& e) {
+    return e;
+  }
+  FAIL("the client connected");
+  throw;
+}
+
+}  // namespace
+
+TEST_CASE("C++ client: reconnects after jetfan restarts, a delivery of the old connection cannot be confirmed", "[integration]") {
+  Mesh mesh;
+  const auto config = mesh.config(kBuilder, kFastRetry);
+  mesh.start_jetfan(config);
+  Log log;
+  HandlerClient client(mesh.socket_path(), "builder", {.backoff_max = 200ms, .log = log.sink()});
+  mesh.publish("a.b", "one");
+  const auto first = client.next();
+  REQUIRE(first);
+  CHECK(first->deliveries == 1);
+
+  mesh.jetfan().signal(SIGTERM);  // unconfirmed: handed back at drain_timeout
+  REQUIRE(mesh.jetfan().wait(20s) == 0);
+  mesh.start_jetfan(config);
+  const auto again = client.next();  // reconnects by itself
+  REQUIRE(again);
+  CHECK(again->stream_seq == first->stream_seq);
+  CHECK(again->deliveries == 2);
+  CHECK(again->id != first->id);
+  CHECK(client.connections() == 2);
+
+  // On the wire both may be delivery 1 of their connection; the old one must not ack the new one.
+  CHECK_FALSE(client.ack(*first));
+  REQUIRE(client.nak(*again, 0));
+  const auto third = client.next();
+  REQUIRE(third);
+  CHECK(third->deliveries == 3);  // so the NAK, not a stray ACK, reached jetfan
+  REQUIRE(client.ack(*third));
+  client.flush();
+  REQUIRE(mesh.wait_settled());
+  CHECK_THAT(log.get(), Catch::Contains("lost the connection") && Catch::Contains("redelivers the 1 deliveries") &&
+                            Catch::Contains("reconnected"));
+}
+
+TEST_CASE("C++ client: with reconnect off, next() ends when jetfan goes", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilder, kFastRetry));
+  HandlerClient client(mesh.socket_path(), "builder", {.reconnect = false, .log = [](std::string_view) {}});
+  mesh.jetfan().signal(SIGTERM);
+  CHECK_FALSE(client.next());
+  CHECK_FALSE(client.next());
+}
+
+TEST_CASE("C++ client: ERR from jetfan is a ClientError with jetfan's reason, not retried", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilder));
+  const auto error = connect_error(mesh.socket_path(), "nobody");
+  CHECK(error.kind() == ClientError::Kind::kRefused);
+  CHECK_THAT(error.reason(), Catch::Contains("unknown handler \"nobody\""));
+  CHECK_THAT(error.what(), Catch::Contains("refused handler \"nobody\""));
+}
+
+TEST_CASE("C++ client: a socket that never appears is a ClientError after connect_timeout", "[integration]") {
+  Mesh mesh({.start_server = false});
+  const auto error = connect_error(mesh.dir() + "/absent.sock", "builder", {.connect_timeout = 200ms});
+  CHECK(error.kind() == ClientError::Kind::kConnect);
+  CHECK_THAT(error.what(), Catch::Contains("absent.sock") && Catch::Contains("No such file"));
+}
+
+TEST_CASE("C++ client: run() calls the callback on as many workers as asked, at once", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilder));
+  HandlerClient client(mesh.socket_path(), "builder");
+  for (int i = 0; i < 6; ++i) mesh.publish("a.b", std::to_string(i));
+  Gate gate;
+  Background runner([&] {
+    client.run([&](const Delivery&) {
+      gate.enter();
+      return Outcome::ack();
+    }, {.workers = 4});
+  }, [&] { client.stop(), gate.release(); });
+  CHECK(gate.wait_running(4));
+  gate.release();
+  CHECK(mesh.wait_settled());
+  client.stop();
+  runner.join();
+  CHECK(gate.peak == 4);
+}
+
+TEST_CASE("C++ client: in run(), an exception NAKs, jetfan::Nak NAKs, jetfan::Term TERMs with its reason", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilder, kFastRetry));
+  Log log;
+  HandlerClient client(mesh.socket_path(), "builder", {.log = log.sink()});
+  mesh.publish("a.fail", "x");
+  mesh.publish("a.poison", "x");
+  mesh.publish("a.later", "x");
+  std::mutex mutex;
+  std::vector<std::string> seen;
+  Background runner([&] {
+    client.run([&](const Delivery& msg) {
+      {
+        std::lock_guard lock(mutex);
+        seen.push_back(msg.key + " " + std::to_string(msg.deliveries));
+      }
+      if (msg.key == "a.poison") throw jetfan::Term("cannot parse it");
+      if (msg.key == "a.later" && msg.deliveries == 1) throw jetfan::Nak(50);
+      if (msg.deliveries == 1) throw std::runtime_error("boom");
+      return Outcome::ack();
+    }, {.workers = 2});
+  }, [&] { client.stop(); });
+  CHECK(mesh.wait_settled());
+  client.stop();
+  runner.join();
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == std::vector<std::string>{"a.fail 1", "a.fail 2", "a.later 1", "a.later 2", "a.poison 1"});
+  CHECK_THAT(log.get(), !Catch::Contains("a.later"));  // a Nak is a decision, not a failure
+  CHECK_THAT(log.get(), Catch::Contains("threw for a.fail (stream seq 1, delivery 1): boom; NAK'd"));
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("as poison: cannot parse it"));
+}
+
+TEST_CASE("C++ client: stop() ends run() once the callbacks in progress have finished and confirmed", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilder, kFastRetry));
+  const auto first = mesh.publish("a.b", "first");
+  Gate gate;
+  std::uint64_t confirmed_seq = 0;
+  {
+    HandlerClient client(mesh.socket_path(), "builder");
+    Background runner([&] {
+      client.run([&](const Delivery& msg) {
+        gate.enter();
+        confirmed_seq = msg.stream_seq;
+        return Outcome::ack();
+      });
+    }, [&] { client.stop(), gate.release(); });
+    REQUIRE(gate.wait_running(1));
+    mesh.publish("a.b", "second");  // queued or unread: never started
+    client.stop();
+    gate.release();
+    runner.join();  // returns only after the first callback's ACK went out
+  }
+  CHECK(confirmed_seq == first);
+  // The second message goes to the next instance; the first was acked, so it is not redelivered.
+  HandlerClient next(mesh.socket_path(), "builder");
+  const auto msg = next.next();
+  REQUIRE(msg);
+  CHECK(msg->payload == "second");
+  next.ack(*msg);
+  next.flush();
+  CHECK(mesh.wait_settled());
+}
+
+TEST_CASE("C++ client: headers and payload arrive as published", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilder));
+  HandlerClient client(mesh.socket_path(), "builder");
+  const std::string payload("bin\0ary\r\n", 9);
+  mesh.controller().publish("events.h.x", payload, {{"Trace-Id", "abc"}, {"X", "1"}, {"X", "2"}});
+  const auto msg = client.next();
+  REQUIRE(msg);
+  CHECK(msg->key == "h.x");
+  CHECK(msg->payload == payload);
+  CHECK(msg->header("Trace-Id") == "abc");
+  CHECK(msg->header("trace-id") == "abc");  // names match in any case
+  const auto headers = msg->header_list();
+  CHECK(std::count(headers.begin(), headers.end(), std::pair<std::string, std::string>{"X", "1"}) == 1);
+  CHECK(std::count(headers.begin(), headers.end(), std::pair<std::string, std::string>{"X", "2"}) == 1);
+  client.ack(*msg);
+}

@@ -1,0 +1,425 @@
+"""The checker: from the histories of one run (what the publisher had stored, what every handler
+instance received and answered, what the harness did and when, what the server said at the end and
+what came back to the auditor), compute per handler what was lost, unexpected and duplicated, and
+whether the ack rule held. Pure: it reads files, it runs nothing.
+
+Terms:
+  stored       ids the server acknowledged to the publisher, plus ids any handler or the auditor
+               got (a publish whose answer was lost in a fault may still be in the stream)
+  expected(h)  stored ids whose key matches h's patterns
+  lost(h)      expected(h) that h never received (for a handler disconnected for good, what it
+               never received must instead still be unacknowledged at the server: see ack rule)
+  unexpected   received but never published, or its key does not match h's patterns, or the key
+               or stream sequence differs from what was published
+  duplicate    a further delivery of an id to h, classified by what the delivery before it got:
+                 after_failure         h NAKed it, did not answer, was cut off, or answered late
+                                       (after ack_timeout, or while jetfan was stopped)
+                 after_jetfan_restart  h ACKed it, then jetfan was restarted before it was acked
+                                       at the server (allowed: at least once)
+                 after_ack             h ACKed it in time, and the same jetfan gave it to h again.
+                                       PROTOCOL.md: "A message a handler has ACKed is not sent to
+                                       it again while jetfan runs." A finding.
+  concurrent   h got a copy of an id while an earlier copy of it was still unanswered on another
+               connection of h and within ack_timeout (two copies at once). A finding.
+  ack rule     ids some handler never confirms (it NAKs them for ever, or it is gone for good) must
+               never be acked at the server: once jetfan is stopped they must all come back to the
+               auditor, and nothing else may.
+"""
+
+import bisect
+import json
+import os
+from collections import defaultdict
+
+import records
+from progress import load_monitor, progress_figures
+
+SAMPLE = 20
+
+
+def load_run(workdir):
+    with open(os.path.join(workdir, "run.json")) as f:
+        return json.load(f)
+
+
+def load_history(workdir):
+    out = []
+    with open(os.path.join(workdir, "history.jsonl")) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                out.append(json.loads(line))
+    return out
+
+
+def _key_of(keys, ident):
+    return keys[ident % len(keys)]
+
+
+def derive_stored(attempted, acked_pub, seen_seq):
+    """(stored, server_lost). stored: what is in the stream, as far as anyone can tell: every
+    acknowledged publish, and every attempted one that some handler or the auditor got (an answer
+    lost in a fault does not mean the message is not there). server_lost: acknowledged publishes
+    whose stream sequence turned up carrying another message and that nobody ever got: the server
+    acknowledged them and then lost them (seen with nats-server 2.9.10 in an R3 cluster whose
+    stream leader was killed); jetfan cannot deliver what is not in the stream."""
+    seen_ids = set(seen_seq.values())
+    server_lost = {i for i, seq in acked_pub.items()
+                   if seq in seen_seq and seen_seq[seq] != i and i not in seen_ids}
+    stored = (set(acked_pub) - server_lost) | (seen_ids & attempted)
+    return stored, server_lost
+
+
+def check(workdir):
+    run = load_run(workdir)
+    history = load_history(workdir)
+    keys = run["keys"]
+    from patterns import matches_any
+
+    findings = []
+    server_findings = []  # what the server did wrong; shown, but not jetfan's verdict
+    # --- the publisher ---
+    pub = records.read(os.path.join(workdir, "publisher.rec"))
+    attempted, acked_pub, failed, not_sent = set(), {}, set(), set()
+    for r in pub:
+        if r.kind == records.ATTEMPT:
+            attempted.add(r.id)
+        elif r.kind == records.STORED:
+            acked_pub[r.id] = r.seq
+        elif r.kind == records.FAILED:
+            failed.add(r.id)
+        elif r.kind == records.NOT_SENT:
+            not_sent.add(r.id)
+
+    # --- the handlers: every record file, per handler ---
+    handlers = run["handlers"]
+    ack_timeout_ns = {h["name"]: h["ack_timeout_s"] * 1e9 for h in handlers}
+    deliveries = {}  # name -> list of dicts (t, id, seq, aux, flags, file, conn, answer, answer_t)
+    for h in handlers:
+        items = []
+        for path in h["record_files"]:
+            recs = records.read(os.path.join(workdir, path))
+            open_by_conn = {}
+            for r in recs:
+                if r.kind == records.DELIVERED:
+                    d = {"t": r.t, "id": r.id, "seq": r.seq, "aux": r.aux, "flags": r.flags, "file": path,
+                         "conn": r.conn, "answer": None, "answer_t": None}
+                    items.append(d)
+                    open_by_conn[r.conn] = d
+                elif r.kind in (records.ACKED, records.NAKED, records.DROPPED):
+                    d = open_by_conn.get(r.conn)
+                    if d is not None and d["id"] == r.id and d["answer"] is None:
+                        d["answer"] = {records.ACKED: "ack", records.NAKED: "nak", records.DROPPED: "drop"}[r.kind]
+                        d["answer_t"] = r.t
+        items.sort(key=lambda d: d["t"])
+        deliveries[h["name"]] = items
+
+    audit = []
+    audit_path = os.path.join(workdir, "audit.txt")
+    if os.path.exists(audit_path):
+        with open(audit_path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3:
+                    audit.append((int(parts[0]), int(parts[1]), int(parts[2])))
+    audit_ids = {i for _, i, _ in audit}
+
+    seen_seq = {d["seq"]: d["id"] for items in deliveries.values() for d in items}
+    seen_seq.update({seq: i for seq, i, _ in audit})
+    stored, server_lost = derive_stored(attempted, acked_pub, seen_seq)
+
+    # --- fault intervals and jetfan generations from the history ---
+    gen_starts = sorted(e["t"] for e in history if e["kind"] == "jetfan_start")
+    jetfan_stops = [(e["begin"], e["end"]) for e in history if e["kind"] == "fault" and e.get("stops_jetfan")]
+    faults = [e for e in history if e["kind"] == "fault"]
+
+    server_starts = sorted(e["t"] for e in history if e["kind"] == "server_start")
+
+    def server_restarted_between(t0, t1):
+        i = bisect.bisect_right(server_starts, t0)
+        return i < len(server_starts) and server_starts[i] <= t1
+
+    def generation(t):
+        return bisect.bisect_right(gen_starts, t)
+
+    def jetfan_stopped_during(t0, t1):
+        return any(b <= t1 and e >= t0 for b, e in jetfan_stops)
+
+    # --- what jetfan told the server, seen by the watcher (until the audit began) ---
+    audit_start = next((e["t"] for e in history if e["kind"] == "audit_start"), None)
+    answers = [r for r in records.read(os.path.join(workdir, "answers.rec")) if audit_start is None or r.t < audit_start]
+    seq_to_id = {seq: i for i, seq in acked_pub.items()}
+    seq_to_id.update(seen_seq)  # what was delivered under a sequence is what it holds
+    id_to_seq = {i: seq for seq, i in seq_to_id.items()}
+    answers_by_seq = defaultdict(list)
+    for r in answers:
+        answers_by_seq[r.seq].append(r)
+
+    def jetfan_acked_between(seq, t0, t1):
+        return any(r.kind == 1 and t0 - 5e8 <= r.t <= t1 for r in answers_by_seq.get(seq, ()))
+
+    # --- per handler ---
+    result_handlers = {}
+    unconfirmed = set()
+    total_dups = 0
+    total_poison_redeliveries = 0
+    for h in handlers:
+        name = h["name"]
+        items = deliveries[name]
+        wants = {i for i in stored if matches_any(h["patterns"], _key_of(keys, i))}
+        received = defaultdict(list)
+        for d in items:
+            received[d["id"]].append(d)
+        unexpected = []
+        for ident, ds in received.items():
+            d = ds[0]
+            why = None
+            if ident not in attempted:
+                why = "never published"
+            elif not matches_any(h["patterns"], _key_of(keys, ident)):
+                why = f"key {_key_of(keys, ident)} does not match {h['patterns']}"
+            elif any(x["flags"] & 1 for x in ds):
+                why = "key differs from the published key"
+            elif ident in acked_pub and ident not in server_lost and any(x["seq"] != acked_pub[ident] for x in ds):
+                why = f"stream seq {d['seq']} but published as {acked_pub[ident]}"
+            if why:
+                unexpected.append({"id": ident, "why": why})
+        poison = set()
+        if h.get("poison"):
+            mod, rem = h["poison"]
+            poison = {i for i in wants if i % mod == rem}
+        acked_by_h = {i for i, ds in received.items() if any(x["answer"] == "ack" for x in ds)}
+        if h.get("ghost"):
+            never_confirmed = wants - acked_by_h
+            unconfirmed |= never_confirmed
+            lost = set()
+            stuck = set()
+        else:
+            unconfirmed |= poison
+            lost = wants - set(received)
+            # received, failed (NAK, cut off, no answer), and never given to it again
+            stuck = (wants & set(received)) - acked_by_h - poison
+
+        causes = defaultdict(int)
+        concurrent = []
+        violations = []
+        poison_redeliveries = 0
+        for ident, ds in received.items():
+            for prev, cur in zip(ds, ds[1:]):
+                if ident in poison:
+                    poison_redeliveries += 1
+                    continue
+                late = (prev["answer"] == "ack" and (prev["answer_t"] - prev["t"] > ack_timeout_ns[name] * 0.8
+                                                     or jetfan_stopped_during(prev["t"], prev["answer_t"])))
+                if prev["answer"] != "ack" or late:
+                    cause = "after_failure"
+                elif generation(prev["answer_t"]) != generation(cur["t"]):
+                    cause = "after_jetfan_restart"
+                else:
+                    cause = "after_ack"
+                    if server_restarted_between(prev["answer_t"], cur["t"]):
+                        sub = "server_restarted"
+                    elif cur["aux"] > prev["aux"]:
+                        sub = "server_redelivered"
+                    elif jetfan_acked_between(cur["seq"], prev["answer_t"], cur["t"]):
+                        sub = "server_reoffered"
+                    else:
+                        sub = "jetfan_resent"
+                    causes["after_ack_" + sub] += 1
+                    if len(violations) < SAMPLE:
+                        violations.append({"id": ident, "seq": cur["seq"], "why": sub, "first_t": prev["t"],
+                                           "acked_t": prev["answer_t"], "again_t": cur["t"],
+                                           "deliveries": [prev["aux"], cur["aux"]]})
+                causes[cause] += 1
+                # two copies at once: cur arrived while prev was unanswered, on another connection
+                if (prev["answer"] == "ack" and (prev["file"], prev["conn"]) != (cur["file"], cur["conn"])
+                        and cur["t"] < prev["answer_t"] and not late
+                        and generation(prev["t"]) == generation(cur["t"])):
+                    concurrent.append({"id": ident, "seq": cur["seq"], "first": [prev["file"], prev["t"]],
+                                       "second": [cur["file"], cur["t"]]})
+        dups = sum(len(ds) - 1 for ds in received.values()) - poison_redeliveries
+        total_dups += dups
+        total_poison_redeliveries += poison_redeliveries
+        after_ack = causes.get("after_ack", 0)
+        entry = {
+            "patterns": h["patterns"],
+            "expected": len(wants),
+            "received": len(received),
+            "deliveries": len(items),
+            "lost": len(lost),
+            "lost_sample": sorted(lost)[:SAMPLE],
+            "never_redelivered": len(stuck),
+            "never_redelivered_sample": sorted(stuck)[:SAMPLE],
+            "unexpected": len(unexpected),
+            "unexpected_sample": unexpected[:SAMPLE],
+            "duplicates": dups,
+            "duplicate_ids": sum(1 for i, ds in received.items() if len(ds) > 1 and i not in poison),
+            "max_copies": max((len(ds) for i, ds in received.items() if i not in poison), default=0),
+            "duplicate_causes": dict(causes),
+            "after_ack_sample": violations,
+            "concurrent": len(concurrent),
+            "concurrent_sample": concurrent[:SAMPLE],
+            "poison": len(poison),
+            "poison_redeliveries": poison_redeliveries,
+            "ghost": bool(h.get("ghost")),
+        }
+        result_handlers[name] = entry
+        if lost:
+            findings.append(f"LOST: handler {name} never received {len(lost)} message(s) it matches, e.g. ids "
+                            f"{sorted(lost)[:5]}")
+        if stuck:
+            findings.append(f"NEVER REDELIVERED: handler {name} failed {len(stuck)} message(s) (NAK, cut off, no "
+                            f"answer) and never got them again, e.g. ids {sorted(stuck)[:5]}")
+        if unexpected:
+            findings.append(f"UNEXPECTED: handler {name} received {len(unexpected)} message(s) it should not have, "
+                            f"e.g. {unexpected[:2]}")
+        if after_ack:
+            findings.append(f"DUPLICATE AFTER ACK: handler {name} was given again {after_ack} message(s) it had ACKed "
+                            f"while the same jetfan ran: {causes.get('after_ack_server_restarted', 0)} after nats-server "
+                            f"restarted, {causes.get('after_ack_server_redelivered', 0)} redelivered by the server, "
+                            f"{causes.get('after_ack_server_reoffered', 0)} offered again by the server with the same "
+                            f"delivery count after jetfan's +ACK, {causes.get('after_ack_jetfan_resent', 0)} resent by "
+                            f"jetfan itself")
+        if concurrent:
+            findings.append(f"CONCURRENT COPIES: handler {name} held two copies of one message at once "
+                            f"{len(concurrent)} time(s), e.g. {concurrent[:1]}")
+
+    first_ack = {}      # name -> id -> time of the handler's first ACK on record
+    for h in handlers:
+        firsts = {}
+        for d in deliveries[h["name"]]:
+            if d["answer"] == "ack" and d["id"] not in firsts:
+                firsts[d["id"]] = d["answer_t"]
+        first_ack[h["name"]] = firsts
+    acks_by_seq = defaultdict(list)
+    settled_at_server = {}
+    for r in answers:
+        if r.kind in (1, 3):  # +ACK, +TERM
+            acks_by_seq[r.seq].append(r)
+            settled_at_server.setdefault(r.seq, r.t)
+    premature = []
+    for seq, t in settled_at_server.items():
+        ident = seq_to_id.get(seq)
+        if ident is None:
+            continue
+        for h in handlers:
+            if not matches_any(h["patterns"], _key_of(keys, ident)):
+                continue
+            confirmed = first_ack[h["name"]].get(ident)
+            # 0.5 s of slack: the handler records its ACK just after writing it, and may be
+            # descheduled in between while jetfan acts on it.
+            if confirmed is None or confirmed > t + 5e8:
+                premature.append({"seq": seq, "id": ident, "handler": h["name"],
+                                  "acked_at_server_t": t, "handler_confirmed_t": confirmed})
+    # Two +ACKs to one and the same delivery: the same delivery count, with no server restart in
+    # between (a restarted nats-server 2.9 counts deliveries from 1 again).
+    acked_twice = [seq for seq, rs in acks_by_seq.items()
+                   if any(a.aux == b.aux and not server_restarted_between(a.t, b.t) for a, b in zip(rs, rs[1:]))]
+    acked_again = sum(1 for rs in acks_by_seq.values() if len(rs) > 1)
+    if premature:
+        findings.append(f"ACKED BEFORE ALL CONFIRMED: jetfan acked {len(premature)} message(s) at the server before "
+                        f"every handler it is for had confirmed, e.g. {premature[:2]}")
+    # --- the ack rule, from outside ---
+    settled_unconfirmed = sorted(i for i in unconfirmed if id_to_seq.get(i) in settled_at_server)
+    if settled_unconfirmed:
+        findings.append(f"ACK RULE BROKEN (seen on the wire): jetfan acked or terminated {len(settled_unconfirmed)} "
+                        f"message(s) a handler never confirmed, e.g. ids {settled_unconfirmed[:5]}")
+    missing = unconfirmed - audit_ids
+    extra_all = audit_ids - unconfirmed
+    # nats-server 2.9 can offer again, as a first delivery, a message it was told +ACK: when a
+    # redelivery falls due while no pull request waits, it steps its delivery pointer back by one
+    # (consumer.go, "We will redo this one": o.sseq--). Those came back although jetfan's +ACK for
+    # them is on the wire; the others jetfan never acked.
+    reoffered = {i for i in extra_all if any(r.kind == 1 for r in answers_by_seq.get(id_to_seq.get(i), ()))}
+    extra = extra_all - reoffered
+    # Before the auditor waited for each expected sequence, it stopped once as many had come back
+    # as the server held, so a message the server offered again (above) could stand in for one
+    # still on its way. A message missing from such an audit that jetfan never acked or
+    # terminated on the wire is not counted as broken, but as inconclusive.
+    inconclusive = set()
+    if run.get("audit_mode") != "set" and reoffered:
+        inconclusive = {i for i in missing if id_to_seq.get(i) not in settled_at_server}
+        missing = missing - inconclusive
+    ack_rule = {"unconfirmed": len(unconfirmed), "came_back": len(audit_ids),
+                "audit_inconclusive": sorted(inconclusive),
+                "acked_although_unconfirmed": len(missing), "acked_although_unconfirmed_sample": sorted(missing)[:SAMPLE],
+                "left_unacked": len(extra), "left_unacked_sample": sorted(extra)[:SAMPLE],
+                "reoffered_by_server_after_ack": len(reoffered), "reoffered_sample": sorted(reoffered)[:SAMPLE],
+                "audited": run.get("audited", False)}
+    if run.get("audited"):
+        if missing:
+            findings.append(f"ACK RULE BROKEN: {len(missing)} message(s) a handler never confirmed were acked at the "
+                            f"server, e.g. ids {sorted(missing)[:5]}")
+        if extra:
+            findings.append(f"NOT SETTLED: {len(extra)} message(s) every handler confirmed were still unacknowledged "
+                            f"at the server, e.g. ids {sorted(extra)[:5]}")
+    else:
+        findings.append("NOT AUDITED: the run did not reach the audit (see history.jsonl)")
+
+    # --- the consumer at the end ---
+    final = run.get("final_consumer") or {}
+    consumer_ok = final.get("num_pending") == 0 and final.get("num_ack_pending") == len(unconfirmed)
+    if not consumer_ok:
+        findings.append(f"CONSUMER NOT SETTLED: at the end num_pending={final.get('num_pending')} "
+                        f"num_ack_pending={final.get('num_ack_pending')}, expected 0 and {len(unconfirmed)} "
+                        f"(the messages some handler never confirms)")
+    if not run.get("settled", False) and not (consumer_ok and not any(h["lost"] for h in result_handlers.values())):
+        last = next((e for e in reversed(history) if e["kind"] == "not_settled"), {})
+        findings.append(f"STALL: the run did not settle within {run.get('settle_timeout_s')} s after the faults "
+                        f"ended and the publisher stopped (last seen: handlers complete={last.get('complete')}, "
+                        f"consumer {last.get('state')}, expected num_ack_pending {last.get('unconfirmed')})")
+
+    if server_lost:
+        server_findings.append(f"SERVER LOST ACKNOWLEDGED PUBLISH: nats-server acknowledged {len(server_lost)} publish(es) "
+                               f"and later delivered another message under the same stream sequence, e.g. "
+                               f"{[(i, acked_pub[i], seen_seq[acked_pub[i]]) for i in sorted(server_lost)[:3]]} "
+                               f"(id, sequence, id found there); not jetfan's")
+
+    # --- progress ---
+    stored_at = {r.id: r.t for r in pub if r.kind == records.STORED}
+    progress = progress_figures(run, deliveries, handlers, faults, stored_at, load_monitor(workdir))
+    goal = run["ack_wait_s"] + 5
+    if progress["max_resume_s"] is not None and progress["max_resume_s"] > goal:
+        findings.append(f"SLOW RESUME: {progress['max_resume_s']:.1f} s without progress after a fault was healed "
+                        f"(goal at most AckWait + 5 s = {goal:.0f} s), after fault {progress['worst_fault']}")
+
+    # --- jetfan's exits ---
+    bad_exits = []
+    for e in history:
+        if e["kind"] == "jetfan_exit" and e["how"] == "SIGTERM" and e["status"] != 0:
+            bad_exits.append(e)
+        if e["kind"] == "jetfan_exit" and e["how"] == "SIGKILL" and e["status"] not in (-9, None):
+            bad_exits.append(dict(e, how="before the harness's SIGKILL"))
+        if e["kind"] == "jetfan_crash":
+            bad_exits.append(e)
+        if e["kind"] == "finding":
+            findings.append("HARNESS: " + e["what"])
+    for e in bad_exits:
+        findings.append(f"BAD EXIT: jetfan generation {e.get('gen')} exited with status {e.get('status')} "
+                        f"({e.get('how', 'on its own')})")
+
+    return {
+        "run": {k: run[k] for k in ("name", "seed", "duration_s", "rate", "cluster_size") if k in run},
+        "published": {"attempted": len(attempted), "stored": len(stored), "acked_by_server": len(acked_pub),
+                      "failed_or_unanswered": len(failed), "not_sent": len(not_sent)},
+        "faults": len(faults),
+        "fault_kinds": sorted({f["name"] for f in faults}),
+        "jetfan_generations": len(gen_starts),
+        "handlers": result_handlers,
+        "duplicates": total_dups,
+        "poison_redeliveries": total_poison_redeliveries,
+        "lost": sum(h["lost"] for h in result_handlers.values()),
+        "after_ack": sum(h["duplicate_causes"].get("after_ack", 0) for h in result_handlers.values()),
+        "concurrent": sum(h["concurrent"] for h in result_handlers.values()),
+        "ack_rule": ack_rule,
+        "server_answers": {"seen": len(answers), "acked_or_termed": len(settled_at_server),
+                           "acked_again_after_redelivery": acked_again, "acked_twice": len(acked_twice),
+                           "premature": len(premature), "premature_sample": premature[:SAMPLE]},
+        "final_consumer": final,
+        "consumer_settled": consumer_ok,
+        "progress": progress,
+        "findings": findings,
+        "server_findings": server_findings,
+        "server_lost": len(server_lost),
+        "verdict": "PASS" if not findings else "FAIL",
+    }

@@ -1,0 +1,99 @@
+"""Progress figures of a run: how long handlers went without a new message while they had work,
+and how long after each fault was healed they got going again. Pure: reads what it is given."""
+
+import bisect
+import json
+import os
+
+
+def load_monitor(workdir):
+    """When the server answered consumer info, from monitor.jsonl: a sorted list of (t, ok). In a
+    cluster an answer counts only if it names a leader: a replica without one answers too, with
+    an empty leader, while no pull request can be served."""
+    path = os.path.join(workdir, "monitor.jsonl")
+    entries = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    entries.append(json.loads(line))
+                except ValueError:
+                    continue
+    clustered = any(e.get("leader") for e in entries)
+    return [(e["t"], bool(e["ok"]) and (bool(e.get("leader")) or not clustered)) for e in entries]
+
+
+class Availability:
+    """Answers "since when has the consumer been answering, as of time t" from monitor polls."""
+
+    def __init__(self, monitor):
+        self.times = [t for t, _ in monitor]
+        self.failures = [t for t, ok in monitor if not ok]
+
+    def since(self, t):
+        """The first poll after the last failed one before t (0 if none failed before t)."""
+        i = bisect.bisect_right(self.failures, t)
+        if i == 0:
+            return 0
+        k = bisect.bisect_right(self.times, self.failures[i - 1])
+        return self.times[k] if k < len(self.times) else t
+
+
+def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=()):
+    """How long handlers went without progress while they had work.
+
+    A handler has work at time t when a message for it is in the stream (the publisher has its
+    ack) that it has not yet received. Gaps while it had none (the publisher itself was stalled,
+    say by a stream leader election) are not jetfan's and are not counted. Per handler, the
+    moments it got a message it had not had before are taken in order; a gap runs from the later
+    of the previous such moment and the time the oldest message still to come was stored.
+    Per fault: from the moment it was healed (or the work was stored, if later) until every handler
+    with work got something new. Time during which the server could not answer consumer info (the
+    monitor's polls failed: server down, consumer without a leader) is not counted either."""
+    begin, end = run.get("publish_start"), run.get("publish_stop")
+    available = Availability(monitor)
+    series = {}
+    for h in handlers:
+        if h.get("ghost"):
+            continue
+        seen, times, stored = set(), [], []
+        for d in deliveries[h["name"]]:
+            if d["id"] not in seen:
+                seen.add(d["id"])
+                times.append(d["t"])
+                stored.append(min(stored_at.get(d["id"], d["t"]), d["t"]))
+        # waiting_since[i]: the earliest store time among the messages first received at i or later
+        waiting_since = stored[:]
+        for i in range(len(waiting_since) - 2, -1, -1):
+            waiting_since[i] = min(waiting_since[i], waiting_since[i + 1])
+        series[h["name"]] = (times, waiting_since)
+    longest, longest_at = 0.0, None
+    if begin and end:
+        for name, (times, waiting) in series.items():
+            for i in range(1, len(times)):
+                if times[i] > end:
+                    break
+                start = max(times[i - 1], waiting[i], begin, available.since(times[i]))
+                gap = (times[i] - start) / 1e9
+                if gap > longest:
+                    longest, longest_at = gap, (name, (start - begin) / 1e9)
+    per_fault = []
+    for f in faults:
+        healed = f["end"]
+        if end and healed > end:
+            continue
+        waits = []
+        for name, (times, waiting) in series.items():
+            i = bisect.bisect_right(times, healed)
+            if i < len(times):
+                waits.append(((times[i] - max(healed, waiting[i], available.since(times[i]))) / 1e9, name))
+        if waits:
+            wait, slowest = max(waits)
+            per_fault.append({"fault": f["name"], "at_s": (f["begin"] - begin) / 1e9 if begin else None,
+                              "lasted_s": (f["end"] - f["begin"]) / 1e9, "resume_s": max(0.0, wait),
+                              "slowest": slowest, "detail": f.get("detail")})
+    worst = max(per_fault, key=lambda p: p["resume_s"], default=None)
+    return {"longest_gap_s": round(longest, 3), "longest_gap_at": longest_at,
+            "max_resume_s": round(worst["resume_s"], 3) if worst else None,
+            "worst_fault": f"{worst['fault']} at {worst['at_s']:.1f} s ({worst.get('detail')})" if worst else None,
+            "per_fault": per_fault}

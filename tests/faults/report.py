@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Turns the results.json of suite runs into the figures of docs/RELIABILITY.md: the block between
+<!-- faults:start --> and <!-- faults:end --> is rewritten; the rest of the document is kept.
+
+  report.py DOC RESULTS.json [RESULTS.json ...]
+"""
+
+import json
+import sys
+from collections import OrderedDict
+
+
+def fmt(x, digits=1):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def figures(paths):
+    runs, commands, started = [], [], []
+    for p in paths:
+        with open(p) as f:
+            data = json.load(f)
+        runs += data["runs"]
+        commands.append(data.get("command", ""))
+        started.append(data.get("started", ""))
+    by_class = OrderedDict()
+    for r in runs:
+        by_class.setdefault((r["kind"], r["name"]), []).append(r)
+    out = [f"Runs started {', '.join(sorted(set(started)))}; command: "
+           + "; ".join(f"`scripts/faults.sh {c}`" for c in commands if c) + ".", ""]
+    out += ["| class | runs | passed | faults injected | messages published | lost | duplicates delivered "
+            "| of which after an ACK (known bug 2) | two copies at once | longest time without progress (s) "
+            "| longest resume after a fault was healed (s) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (kind, name), rs in by_class.items():
+        if kind == "soak":
+            continue
+        res = [r["result"] for r in rs]
+        resumes = [x["progress"]["max_resume_s"] for x in res if x["progress"]["max_resume_s"] is not None]
+        out.append(f"| {name}{' (regression)' if kind == 'regression' else ''} | {len(res)} "
+                   f"| {sum(x['verdict'] == 'PASS' for x in res)} | {sum(x['faults'] for x in res)} "
+                   f"| {sum(x['published']['stored'] for x in res)} | {sum(x['lost'] for x in res)} "
+                   f"| {sum(x['duplicates'] for x in res)} | {sum(x.get('after_ack', 0) for x in res)} "
+                   f"| {sum(x.get('concurrent', 0) for x in res)} | {fmt(max(x['progress']['longest_gap_s'] for x in res))} "
+                   f"| {fmt(max(resumes) if resumes else None)} |")
+    for (kind, name), rs in by_class.items():
+        if kind == "soak":
+            for r in rs:
+                s = r["result"]["soak"]
+                rss, fds, held = s.get("rss_kib", {}), s.get("fds", {}), s.get("held", {})
+                out += ["", f"### Soak, {r['result']['run']['duration_s']:g} s",
+                        "", "| target msg/s | stored msg/s | lost | duplicates | jetfan RSS start / after warm-up / end (MiB) "
+                        "| RSS growth after warm-up (MiB) | open fds min-max | held (num_ack_pending) median first / last third, max | verdict |",
+                        "|---:|---:|---:|---:|---|---:|---|---|---|",
+                        f"| {s['target_msg_per_s']} | {s['stored_msg_per_s']} | {r['result']['lost']} "
+                        f"| {r['result']['duplicates']} "
+                        f"| {fmt((rss.get('start') or 0) / 1024)} / {fmt((rss.get('after_warmup') or 0) / 1024)} / "
+                        f"{fmt((rss.get('end') or 0) / 1024)} | {fmt((rss.get('growth_kib') or 0) / 1024)} "
+                        f"| {fds.get('min')}-{fds.get('max')} "
+                        f"| {held.get('median_first_third')} / {held.get('median_last_third')}, {held.get('max')} "
+                        f"| {r['result']['verdict']} |"]
+                for f in r["result"]["findings"]:
+                    out.append(f"- {f}")
+            continue
+        out += ["", f"### {name}{' (regression)' if kind == 'regression' else ''}", "",
+                "| seed | faults | published | lost | duplicates | after ACK | longest gap (s) | resume (s) | verdict | findings |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+        for r in rs:
+            x = r["result"]
+            findings = "<br>".join(f.split(":")[0] for f in x["findings"]) or ""
+            out.append(f"| {x['run'].get('seed')} | {x['faults']} | {x['published']['stored']} | {x['lost']} "
+                       f"| {x['duplicates']} | {x.get('after_ack', 0)} | {fmt(x['progress']['longest_gap_s'])} "
+                       f"| {fmt(x['progress']['max_resume_s'])} | {x['verdict']} | {findings} |")
+    return "\n".join(out)
+
+
+def main():
+    doc, paths = sys.argv[1], sys.argv[2:]
+    with open(doc) as f:
+        text = f.read()
+    begin, end = "<!-- faults:start -->", "<!-- faults:end -->"
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(doc, "w") as f:
+        f.write(head + begin + "\n" + figures(paths) + "\n" + end + tail)
+
+
+if __name__ == "__main__":
+    main()

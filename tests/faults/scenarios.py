@@ -1,0 +1,226 @@
+"""Fault classes and the run driver: set up a Run, publish at a steady rate, inject the class's
+faults at random moments (a seeded RNG decides which and when), heal everything, wait for the
+consumer to settle, stop jetfan with SIGTERM, audit what the server still holds, and check."""
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import checker
+import faults_lib as F
+import records
+from mesh import KEYS, Run, Settings, standard_handlers
+from proc import die_with_parent, wait_until
+
+
+class Scenario:
+    def __init__(self, name, faults, cluster_size=1, first=None, reconnect_loop=False, ghost_instance=False,
+                 gap=(1.0, 4.0), doc=""):
+        self.name = name
+        self.faults = faults
+        self.cluster_size = cluster_size
+        self.first = first
+        self.reconnect_loop = reconnect_loop
+        self.ghost_instance = ghost_instance
+        self.gap = gap
+        self.doc = doc
+
+    def handlers(self):
+        return standard_handlers(self.reconnect_loop, self.ghost_instance)
+
+
+CLASSES = {
+    "jetfan-kill": Scenario("jetfan-kill", [F.jetfan_kill, F.jetfan_kill_after_confirm, F.jetfan_kill_in_ack_window,
+                                            F.jetfan_kill_during_drain],
+                            doc="jetfan SIGKILL and restart: at random, right after a message's last recipient "
+                                "confirmed, with its +ACKs held and dropped (the ack window), and while draining"),
+    "jetfan-stop": Scenario("jetfan-stop", [F.jetfan_stop], gap=(1.0, 3.0),
+                            doc="jetfan SIGSTOP for longer than AckWait, then SIGCONT"),
+    "handler": Scenario("handler", [F.handler_kill, F.handler_stop], first=F.ghost_gone, reconnect_loop=True,
+                        ghost_instance=True,
+                        doc="handler SIGKILL and SIGSTOP/SIGCONT, one instance reconnecting every 37 deliveries, "
+                            "and one handler gone for good"),
+    "server": Scenario("server", [F.server_kill], gap=(2.0, 5.0),
+                       doc="nats-server SIGKILL and restart on the same store"),
+    "cluster": Scenario("cluster", [F.kill_consumer_leader, F.kill_stream_leader, F.kill_two_nodes], cluster_size=3,
+                        gap=(2.0, 5.0),
+                        doc="3-node cluster, stream and consumer R3: kill the consumer leader, the stream leader, "
+                            "two nodes at once; restart them"),
+    "network": Scenario("network", [F.net_stall, F.net_stall_up, F.net_cut, F.net_slow],
+                        doc="the connection between jetfan and nats-server through a proxy: stall (up to 5 s, the "
+                            "idle heartbeat is 1 s), stall one way, cut, slow"),
+    "sigterm": Scenario("sigterm", [F.jetfan_sigterm, F.sigterm_during, F.jetfan_kill, F.handler_kill, F.net_stall,
+                                    F.server_kill, F.jetfan_stop],
+                        reconnect_loop=True,
+                        doc="SIGTERM of jetfan, alone and in the middle of a network stall, a stopped handler or a "
+                            "server that is down; mixed with the other single-node faults"),
+}
+
+
+def heal_all(run):
+    if run.proxy:
+        run.proxy.heal()
+    for node in run.servers.nodes:
+        if not node.alive():
+            node.start()
+            run.event("server_start", node=node.name)
+    if run.jetfan and run.jetfan.stopped_signal:
+        run.jetfan.signal(signal.SIGCONT)
+    if not run.jetfan_alive():
+        if run.jetfan and (not run.jetfan_exits or run.jetfan_exits[-1]["gen"] != run.jetfan_gen):
+            run.event("jetfan_crash", gen=run.jetfan_gen, status=run.jetfan.wait(0))
+        run.start_jetfan()
+    for key, p in list(run.instances.items()):
+        spec = next(h for h in run.handlers if h.name == key[0])
+        if p.stopped_signal:
+            p.signal(signal.SIGCONT)
+        if not p.alive() and not spec.ghost:
+            run.start_instance(*key)
+
+
+def expectations(run, want_ids=False):
+    """(every non-ghost handler has all it should, the ids some handler never confirms, as a count
+    or, with want_ids, as {id: stream seq}), from the records so far, with the checker's notion of
+    what is in the stream."""
+    pub = records.read(run.publisher_record)
+    attempted = {r.id for r in pub if r.kind == records.ATTEMPT}
+    acked = {r.id: r.seq for r in pub if r.kind == records.STORED}
+    got, confirmed, seen_seq = {}, {}, {}
+    for h in run.handlers:
+        got[h.name], confirmed[h.name] = set(), set()
+        for path in run.handler_record_files(h.name):
+            for r in records.read(path):
+                if r.kind == records.DELIVERED:
+                    got[h.name].add(r.id)
+                    seen_seq[r.seq] = r.id
+                elif r.kind == records.ACKED:
+                    confirmed[h.name].add(r.id)
+    stored, _ = checker.derive_stored(attempted, acked, seen_seq)
+    complete = True
+    unconfirmed = set()
+    for h in run.handlers:
+        wants = {i for i in stored if h.wants(i)}
+        if h.ghost:
+            unconfirmed |= wants - confirmed[h.name]
+        else:
+            complete = complete and wants <= got[h.name]
+            unconfirmed |= {i for i in wants if h.poisoned(i)}
+    if not want_ids:
+        return complete, len(unconfirmed)
+    seq_of = dict(acked)
+    seq_of.update({i: seq for seq, i in seen_seq.items()})
+    return complete, {i: seq_of.get(i) for i in unconfirmed}
+
+
+def wait_settled(run, timeout):
+    """Waits until every handler has what it should and the server agrees: nothing pending, and
+    exactly the never-confirmed messages awaiting an ack. True if that happened within timeout."""
+    deadline = time.monotonic() + timeout
+    streak = 0
+    complete, unconfirmed, state = False, None, None
+    while time.monotonic() < deadline:
+        complete, unconfirmed = expectations(run)
+        state = run.consumer_state()
+        ok = complete and bool(state) and state["num_pending"] == 0 and state["num_ack_pending"] == unconfirmed
+        streak = streak + 1 if ok else 0
+        if streak >= 2:
+            return True
+        time.sleep(0.5)
+    run.event("not_settled", complete=complete, unconfirmed=unconfirmed, state=state)
+    return False
+
+
+def finish(run, info, settle_timeout):
+    """After the faults: heal, settle, SIGTERM, audit. Fills info."""
+    info["publish_stop"] = time.monotonic_ns()
+    heal_all(run)
+    info["settle_timeout_s"] = settle_timeout
+    info["settled"] = wait_settled(run, settle_timeout) if settle_timeout > 0 else False
+    if info["settled"]:
+        run.event("settled")
+    info["final_consumer"] = run.consumer_state()
+    status = run.term_jetfan()
+    info["final_exit"] = status
+    # What must come back: every message some handler never confirmed, by its stream sequence.
+    _, unconfirmed = expectations(run, want_ids=True)
+    expect_path = os.path.join(run.dir, "audit-expect.txt")
+    with open(expect_path, "w") as f:
+        f.writelines(f"{seq}\n" for seq in sorted(s for s in unconfirmed.values() if s))
+    info["audit_mode"] = "set"
+    audit_path = os.path.join(run.dir, "audit.txt")
+    run.event("audit_start")
+    audit = subprocess_run([os.path.join(run.build, "tests/faults/faults-nats"), "audit", run.servers.urls,
+                            "EVENTS", "faults", expect_path, "45", "3000", audit_path],
+                           os.path.join(run.dir, "audit.log"))
+    info["audited"] = audit == 0
+
+
+def subprocess_run(argv, log):
+    with open(log, "ab") as out:
+        return subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=120,
+                              preexec_fn=die_with_parent).returncode
+
+
+def write_info(run, info):
+    info.update(keys=KEYS, ack_wait_s=run.settings.ack_wait_s, rate=run.settings.rate,
+                cluster_size=run.cluster_size,
+                handlers=[{"name": h.name, "patterns": h.patterns, "poison": h.poison, "ghost": h.ghost,
+                           "ack_timeout_s": float(h.ack_timeout.rstrip("s")),
+                           "record_files": [os.path.basename(p) for p in run.handler_record_files(h.name)]}
+                          for h in run.handlers])
+    with open(os.path.join(run.dir, "run.json"), "w") as f:
+        json.dump(info, f, indent=1)
+
+
+def new_workdir(name):
+    return tempfile.mkdtemp(prefix=f"jetfan-faults-{name}-")
+
+
+def run_class(scenario, seed, duration, build, rate=1000, settle_timeout=90):
+    """One run of a fault class. Returns (result dict, workdir)."""
+    workdir = new_workdir(scenario.name)
+    rng = random.Random(seed)
+    settings = Settings(rate=rate)
+    run = Run(build, workdir, scenario.handlers(), scenario.cluster_size, settings)
+    info = {"name": scenario.name, "seed": seed, "duration_s": duration}
+    try:
+        run.start()
+        run.start_publisher()
+        run.start_monitor()
+        info["publish_start"] = time.monotonic_ns()
+        end = time.monotonic() + duration
+        count = 0
+        while True:
+            gap = rng.uniform(*scenario.gap)
+            if time.monotonic() + gap >= end:
+                time.sleep(max(0.0, end - time.monotonic()))
+                break
+            time.sleep(gap)
+            fault = scenario.first if (count == 0 and scenario.first) else rng.choice(scenario.faults)
+            begin = time.monotonic_ns()
+            did = fault(run, rng)
+            run.event("fault", name=did["name"], detail=did.get("detail"), begin=begin, end=time.monotonic_ns(),
+                      stops_jetfan=did.get("stops_jetfan", False))
+            count += 1
+        run.stop_publisher()
+        run.stop_monitor()
+        finish(run, info, settle_timeout)
+    except Exception as e:  # the harness itself failed: keep everything and say so
+        run.event("finding", what=f"harness error: {type(e).__name__}: {e}")
+    finally:
+        run.close()
+        write_info(run, info)
+    return checker.check(workdir), workdir
+
+
+def discard(workdir):
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def wait_for_records(run, condition, timeout):
+    return wait_until(condition, timeout, poll=0.05)

@@ -1,0 +1,147 @@
+"""nats-server for a run: one node, or a 3-node JetStream cluster on loopback; each node
+restartable on the same port and the same store. The harness talks to them through faults-nats
+serve (NatsTool), never with a NATS client of its own."""
+
+import json
+import os
+import subprocess
+import threading
+import time
+
+from proc import Proc, die_with_parent, free_port, read_text, wait_until
+
+STREAM = "EVENTS"
+DURABLE = "faults"
+
+
+class Node:
+    def __init__(self, name, workdir, port, cluster_port=None, routes=()):
+        self.name = name
+        self.port = port
+        self.url = f"nats://127.0.0.1:{port}"
+        self.log = os.path.join(workdir, f"{name}.log")
+        self.conf = os.path.join(workdir, f"{name}.conf")
+        text = [f"server_name: {name}", f"listen: 127.0.0.1:{port}",
+                f'jetstream {{ store_dir: "{os.path.join(workdir, name + "-store")}" }}']
+        if cluster_port:
+            route_list = ", ".join(f"nats-route://127.0.0.1:{p}" for p in routes)
+            text.append(f"cluster {{ name: faults, listen: 127.0.0.1:{cluster_port}, routes: [{route_list}] }}")
+        with open(self.conf, "w") as f:
+            f.write("\n".join(text) + "\n")
+        self.proc = None
+
+    def start(self, wait=True):
+        before = read_text(self.log).count("Server is ready")
+        self.proc = Proc(["nats-server", "-c", self.conf], self.log, name=self.name)
+        if wait and not wait_until(lambda: read_text(self.log).count("Server is ready") > before, 30):
+            raise RuntimeError(f"nats-server {self.name} did not start; see {self.log}")
+
+    def alive(self):
+        return self.proc is not None and self.proc.alive()
+
+    def kill(self):
+        if self.proc:
+            self.proc.kill()
+
+
+class Servers:
+    """One node (size 1) or a cluster of three with R3 stream and consumer."""
+
+    def __init__(self, workdir, size):
+        self.size = size
+        if size == 1:
+            self.nodes = [Node("n1", workdir, free_port())]
+        else:
+            ports = [free_port() for _ in range(size)]
+            cports = [free_port() for _ in range(size)]
+            self.nodes = [Node(f"n{i + 1}", workdir, ports[i], cports[i], [p for j, p in enumerate(cports) if j != i])
+                          for i in range(size)]
+        self.urls = ",".join(n.url for n in self.nodes)
+
+    def start(self):
+        if self.size == 1:
+            self.nodes[0].start()
+        else:
+            for n in self.nodes:
+                n.start(wait=False)
+            for n in self.nodes:
+                if not wait_until(lambda: "Server is ready" in read_text(n.log), 30):
+                    raise RuntimeError(f"nats-server {n.name} did not start; see {n.log}")
+
+    def node(self, name):
+        return next(n for n in self.nodes if n.name == name)
+
+    def stop(self):
+        for n in self.nodes:
+            n.kill()
+
+
+class NatsTool:
+    """Requests to the servers through `faults-nats serve` (cnats). Thread-safe."""
+
+    def __init__(self, binary, urls, log_path):
+        self.proc = subprocess.Popen([binary, "serve", urls], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=open(log_path, "ab"), text=True, bufsize=1,
+                                     preexec_fn=die_with_parent)
+        self.lock = threading.Lock()
+
+    def request(self, subject, body="", timeout_ms=2000):
+        """The reply as a dict; raises RuntimeError on no reply or a JetStream error."""
+        with self.lock:
+            self.proc.stdin.write(f"req {timeout_ms} {subject} {body}\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        if not line.startswith("ok "):
+            raise RuntimeError(f"{subject}: {line.strip() or 'faults-nats exited'}")
+        reply = json.loads(line[3:])
+        if "error" in reply:
+            raise RuntimeError(f"{subject}: {reply['error']}")
+        return reply
+
+    def try_request(self, subject, body="", timeout_ms=2000):
+        try:
+            return self.request(subject, body, timeout_ms)
+        except (RuntimeError, ValueError):
+            return None
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(5)
+        except Exception:
+            self.proc.kill()
+
+    # --- JetStream, as a controller would do it ---
+
+    def create(self, replicas, ack_wait_s, max_ack_pending, timeout=60):
+        stream = {"name": STREAM, "subjects": ["events.>"], "storage": "file", "num_replicas": replicas,
+                  "retention": "limits", "discard": "old"}
+        consumer = {"stream_name": STREAM, "config": {
+            "durable_name": DURABLE, "ack_policy": "explicit", "ack_wait": int(ack_wait_s * 1e9),
+            "max_deliver": -1, "max_ack_pending": max_ack_pending, "deliver_policy": "all",
+            "replay_policy": "instant"}}
+        deadline = time.monotonic() + timeout
+        last = None
+        for subject, body in ((f"$JS.API.STREAM.CREATE.{STREAM}", stream),
+                              (f"$JS.API.CONSUMER.DURABLE.CREATE.{STREAM}.{DURABLE}", consumer)):
+            while True:
+                try:
+                    self.request(subject, json.dumps(body), 5000)
+                    break
+                except (RuntimeError, ValueError) as e:  # a cluster electing its meta leader
+                    last = e
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"cannot create {subject}: {last}")
+                    time.sleep(0.25)
+
+    def consumer_info(self, timeout_ms=2000):
+        return self.try_request(f"$JS.API.CONSUMER.INFO.{STREAM}.{DURABLE}", "", timeout_ms)
+
+    def stream_info(self, timeout_ms=2000):
+        return self.try_request(f"$JS.API.STREAM.INFO.{STREAM}", "", timeout_ms)
+
+    def leaders(self):
+        """(stream leader, consumer leader) server names, or None where unknown."""
+        s = self.stream_info() or {}
+        c = self.consumer_info() or {}
+        return (s.get("cluster") or {}).get("leader"), (c.get("cluster") or {}).get("leader")

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Unit tests of the checker and the pattern rules on made-up histories: each failure the
+checker exists to catch must be caught, and a clean history must pass."""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import checker  # noqa: E402
+import records  # noqa: E402
+from patterns import matches  # noqa: E402
+
+KEYS = ["a.x", "b.y"]  # id % 2: even -> a.x, odd -> b.y
+HANDLERS = [{"name": "A", "patterns": ["a.*"], "poison": None, "ghost": False, "ack_timeout_s": 5.0},
+            {"name": "C", "patterns": ["#"], "poison": [5, 3], "ghost": False, "ack_timeout_s": 5.0}]
+MS = 1_000_000
+
+
+def write(path, recs):
+    with open(path, "wb") as f:
+        for r in recs:
+            f.write(records.RECORD.pack(*r))
+
+
+class World:
+    """A clean run of ids 1..6: A gets the even ones, C all; C NAKs id 3 for ever (poison 5:3)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="faults-checker-test-")
+        self.pub = []
+        self.handler = {"A": [], "C": []}
+        self.answers = []
+        self.audit = []
+        self.history = [{"kind": "jetfan_start", "t": 1}, {"kind": "audit_start", "t": 10**12}]
+        t = 1000 * MS
+        for i in range(1, 7):
+            self.pub += [(t, 0, i, 0, records.ATTEMPT, 0, 0), (t + 1, i, i, 0, records.STORED, 0, 0)]
+            for name in ("A", "C"):
+                if name == "A" and i % 2:
+                    continue
+                poison = name == "C" and i == 3
+                self.deliver(name, i, t + 2 * MS, answer=records.NAKED if poison else records.ACKED)
+            if i != 3:
+                self.answers.append((t + 5 * MS, i, 0, 1, 1, 0, 0))
+            t += 10 * MS
+        self.audit = [(3, 3, 7)]
+        self.final = {"num_pending": 0, "num_ack_pending": 1}
+
+    def deliver(self, name, ident, t, answer=records.ACKED, deliveries=1, conn=1, flags=0):
+        self.handler[name].append((t, ident, ident, deliveries, records.DELIVERED, flags, conn))
+        if answer:
+            self.handler[name].append((t + MS, ident, ident, deliveries, answer, 0, conn))
+
+    def check(self):
+        write(os.path.join(self.dir, "publisher.rec"), self.pub)
+        files = {}
+        for name, recs in self.handler.items():
+            files[name] = [f"handler-{name}-0-1.rec"]
+            write(os.path.join(self.dir, files[name][0]), sorted(recs))
+        write(os.path.join(self.dir, "answers.rec"), self.answers)
+        with open(os.path.join(self.dir, "audit.txt"), "w") as f:
+            f.writelines(f"{s} {i} {d}\n" for s, i, d in self.audit)
+        with open(os.path.join(self.dir, "history.jsonl"), "w") as f:
+            f.writelines(json.dumps(e) + "\n" for e in self.history)
+        run = {"name": "t", "seed": 1, "keys": KEYS, "ack_wait_s": 5, "settled": True, "audited": True,
+               "final_consumer": self.final, "publish_start": 900 * MS, "publish_stop": 1100 * MS,
+               "handlers": [dict(h, record_files=files[h["name"]]) for h in HANDLERS]}
+        with open(os.path.join(self.dir, "run.json"), "w") as f:
+            json.dump(run, f)
+        return checker.check(self.dir)
+
+
+class CheckerTest(unittest.TestCase):
+    def test_clean_history_passes(self):
+        r = World().check()
+        self.assertEqual(r["findings"], [])
+        self.assertEqual(r["handlers"]["C"]["poison"], 1)
+
+    def test_lost(self):
+        w = World()
+        w.handler["A"] = [x for x in w.handler["A"] if x[2] != 4]
+        r = w.check()
+        self.assertEqual(r["handlers"]["A"]["lost"], 1)
+        self.assertEqual(r["handlers"]["A"]["lost_sample"], [4])
+
+    def test_unexpected_key_and_never_published(self):
+        w = World()
+        w.deliver("A", 5, 2000 * MS)       # b.y: not A's
+        w.deliver("C", 99, 2000 * MS)      # never published
+        w.deliver("C", 2, 2000 * MS, flags=1)  # key differs from the payload's
+        r = w.check()
+        self.assertEqual(r["handlers"]["A"]["unexpected"], 1)
+        self.assertEqual(r["handlers"]["C"]["unexpected"], 2)
+
+    def test_duplicate_after_ack_in_one_jetfan_run_is_a_finding(self):
+        w = World()
+        w.deliver("A", 2, 3000 * MS, deliveries=2)
+        r = w.check()
+        self.assertEqual(r["handlers"]["A"]["duplicate_causes"].get("after_ack"), 1)
+        self.assertTrue(any("DUPLICATE AFTER ACK" in f for f in r["findings"]))
+
+    def test_duplicate_after_jetfan_restart_or_nak_is_allowed(self):
+        w = World()
+        w.history.append({"kind": "jetfan_start", "t": 2500 * MS})
+        w.deliver("A", 2, 3000 * MS, deliveries=2)
+        w.handler["A"].append((4000 * MS, 4, 4, 1, records.DELIVERED, 0, 1))  # no answer: killed
+        w.deliver("A", 4, 5000 * MS, deliveries=2)
+        r = w.check()
+        self.assertEqual(r["findings"], [])
+        self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_jetfan_restart": 2, "after_failure": 1})
+
+    def test_two_copies_at_once(self):
+        w = World()
+        # a second copy of 6 on another connection, before the first was answered
+        w.handler["C"] = [x for x in w.handler["C"] if x[2] != 6]
+        w.handler["C"] += [(1050 * MS, 6, 6, 1, records.DELIVERED, 0, 1), (1090 * MS, 6, 6, 1, records.ACKED, 0, 1),
+                           (1060 * MS, 6, 6, 2, records.DELIVERED, 0, 2), (1061 * MS, 6, 6, 2, records.ACKED, 0, 2)]
+        r = w.check()
+        self.assertEqual(r["handlers"]["C"]["concurrent"], 1)
+
+    def test_poison_acked_at_server_breaks_the_ack_rule(self):
+        w = World()
+        w.answers.append((1500 * MS, 3, 0, 2, 1, 0, 0))
+        w.audit = []
+        w.final = {"num_pending": 0, "num_ack_pending": 0}
+        r = w.check()
+        self.assertTrue(any("ACK RULE BROKEN (seen on the wire)" in f for f in r["findings"]))
+        self.assertEqual(r["ack_rule"]["acked_although_unconfirmed"], 1)
+
+    def test_acked_before_every_recipient_confirmed(self):
+        w = World()
+        w.answers = [(1001 * MS if a[1] == 2 else a[0],) + a[1:] for a in w.answers]
+        w.handler["A"] = [(x[0] + 2000 * MS,) + x[1:] if x[2] == 2 else x for x in w.handler["A"]]
+        r = w.check()
+        self.assertTrue(any("ACKED BEFORE ALL CONFIRMED" in f for f in r["findings"]))
+
+    def test_left_unacked(self):
+        w = World()
+        w.answers = [a for a in w.answers if a[1] != 4]
+        w.audit.append((4, 4, 2))
+        w.final = {"num_pending": 0, "num_ack_pending": 2}
+        r = w.check()
+        self.assertEqual(r["ack_rule"]["left_unacked"], 1)
+        self.assertFalse(r["consumer_settled"])
+
+
+class PatternTest(unittest.TestCase):
+    def test_rules(self):
+        self.assertTrue(matches("a.*", "a.x"))
+        self.assertFalse(matches("a.*", "a.x.y"))
+        self.assertTrue(matches("#", ""))
+        self.assertTrue(matches("#", "a.b.c"))
+        self.assertTrue(matches("a.#.c", "a.c"))
+        self.assertTrue(matches("a.#.c", "a.b.b.c"))
+        self.assertTrue(matches("b.#", "b"))
+        self.assertTrue(matches("a.>", "a.b.c"))
+        self.assertFalse(matches("a.>", "a"))
+        self.assertTrue(matches("*.y", "b.y"))
+        self.assertFalse(matches("*.y", "c.y.z"))
+
+
+if __name__ == "__main__":
+    unittest.main()
