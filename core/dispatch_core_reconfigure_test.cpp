@@ -35,12 +35,14 @@ std::vector<Effect> drain(DispatchCore& core) {
 }
 
 std::size_t count(const std::vector<Effect>& effects, Kind kind) {
-  return static_cast<std::size_t>(std::count_if(effects.begin(), effects.end(), [&](const Effect& e) { return e.kind == kind; }));
+  return static_cast<std::size_t>(
+      std::count_if(effects.begin(), effects.end(), [&](const Effect& e) { return e.kind == kind; }));
 }
 
 HandlerReindex reindex(std::vector<std::optional<std::size_t>> old_to_new, std::size_t handlers) {
-  return HandlerReindex{std::move(old_to_new), std::vector<HandlerLimits>(handlers, HandlerLimits{4, milliseconds(1000)}),
-                        milliseconds(100), milliseconds(1000)};
+  return HandlerReindex{std::move(old_to_new),
+                        std::vector<HandlerLimits>(handlers, HandlerLimits{4, milliseconds(1000)}), milliseconds(100),
+                        milliseconds(1000)};
 }
 
 }  // namespace
@@ -62,7 +64,7 @@ TEST_CASE("per-handler figures: deliveries, confirmations by kind, latency, load
   CHECK(stats.termed == 1);
   CHECK(stats.failed_nak == 1);
   CHECK(stats.failed_timeout == 3);
-  CHECK(stats.confirmation_latency.count() == 3);  // ACK, TERM and NAK; not the timeouts
+  CHECK(stats.confirmation_latency.count() == 3);     // ACK, TERM and NAK; not the timeouts
   CHECK(stats.confirmation_latency.bucket(5) == 1);   // 3ms: (2.5ms, 5ms]
   CHECK(stats.confirmation_latency.bucket(7) == 1);   // 20ms: (10ms, 25ms]
   CHECK(stats.confirmation_latency.bucket(13) == 1);  // 2s: (1s, 2.5s]

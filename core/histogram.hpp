@@ -17,7 +17,7 @@ class LatencyHistogram {
  public:
   // Upper bounds of the buckets, in microseconds; a last bucket (+Inf) takes the rest.
   static constexpr std::array<std::int64_t, 18> kBoundsMicros = {
-      100,     250,     500,     1'000,     2'500,     5'000,     10'000,    25'000,     50'000,
+      100,     250,     500,     1'000,     2'500,     5'000,     10'000,     25'000,     50'000,
       100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000, 60'000'000};
   static constexpr std::size_t kBuckets = kBoundsMicros.size() + 1;
 

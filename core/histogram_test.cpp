@@ -9,8 +9,8 @@ TEST_CASE("a histogram counts each value into the first bucket whose bound is no
   LatencyHistogram h;
   h.observe(100us);  // on the first bound: first bucket
   h.observe(101us);
-  h.observe(-5ms);   // a clock that went backwards: zero
-  h.observe(2h);     // past the last bound: +Inf
+  h.observe(-5ms);  // a clock that went backwards: zero
+  h.observe(2h);    // past the last bound: +Inf
   CHECK(h.bucket(0) == 2);
   CHECK(h.bucket(1) == 1);
   CHECK(h.bucket(LatencyHistogram::kBoundsMicros.size()) == 1);

@@ -21,10 +21,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr Duration kRateSample{1000};       // how often per-handler counts are sampled for rates
-constexpr Duration kRateSpan{60000};        // rates are over the last minute
-constexpr Duration kServerAnswer{2000};     // how long `status` waits for the server's consumer info
-constexpr std::size_t kMaxTails = 16;       // tails at once; each may hold 512 KiB of output
+constexpr Duration kRateSample{1000};    // how often per-handler counts are sampled for rates
+constexpr Duration kRateSpan{60000};     // rates are over the last minute
+constexpr Duration kServerAnswer{2000};  // how long `status` waits for the server's consumer info
+constexpr std::size_t kMaxTails = 16;    // tails at once; each may hold 512 KiB of output
 constexpr std::size_t kUnroutableSubjects = 16;
 
 std::int64_t unix_ms() {
@@ -149,15 +149,18 @@ void ControlPlane::tail(const std::shared_ptr<ControlSession>& session, std::str
   session->start_stream("OK tailing " + (pattern.empty() ? std::string("every message") : pattern) + "\n");
   tails_.push_back(Tail{session, std::move(pattern)});
   tailing_ = true;
-  spdlog::info("control: tail {} started ({})", session->id(), tails_.back().pattern.empty() ? "#" : tails_.back().pattern);
+  spdlog::info("control: tail {} started ({})", session->id(),
+               tails_.back().pattern.empty() ? "#" : tails_.back().pattern);
 }
 
 void ControlPlane::on_control_closed(ControlSession& session) {
   JETFAN_ON_IO_THREAD(thread_);
-  const auto found = std::find_if(tails_.begin(), tails_.end(), [&](const Tail& t) { return t.session.get() == &session; });
+  const auto found =
+      std::find_if(tails_.begin(), tails_.end(), [&](const Tail& t) { return t.session.get() == &session; });
   if (found == tails_.end()) return;
   dropped_by_closed_tails_ += session.dropped();
-  spdlog::info("control: tail {} ended; it missed {} message(s) by reading too slowly", session.id(), session.dropped());
+  spdlog::info("control: tail {} ended; it missed {} message(s) by reading too slowly", session.id(),
+               session.dropped());
   tails_.erase(found);
   tailing_ = !tails_.empty();
 }

@@ -5,8 +5,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/write.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -27,7 +27,7 @@ constexpr Duration kAcceptRetry{100};
 
 // As for the handler socket: a stale file is removed, a served one is another jetfan's.
 void clear_stale_socket(const std::string& path) {
-  struct stat info{};
+  struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) return;
   if (!S_ISSOCK(info.st_mode)) {
     throw StartupError(kExitConfig, "control.path: " + path + " exists and is not a socket; not touching it");
@@ -61,28 +61,28 @@ void ControlSession::start() {
 }
 
 void ControlSession::read_command() {
-  socket_.async_read_some(asio::buffer(input_), [self = shared_from_this()](const boost::system::error_code& error,
-                                                                            std::size_t bytes) {
-    if (self->closed_ || self->close_after_write_) return;
-    if (error) {
-      self->close();
-      return;
-    }
-    self->command_.append(self->input_.data(), bytes);
-    const auto end = self->command_.find('\n');
-    if (end == std::string::npos) {
-      if (self->command_.size() >= kMaxCommandBytes) {
-        self->reply_and_close("ERR command line longer than 1024 bytes\n");
-      } else {
-        self->read_command();
-      }
-      return;
-    }
-    std::string_view line(self->command_.data(), end);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    self->deadline_.cancel();
-    self->owner_.on_control_command(self, line);
-  });
+  socket_.async_read_some(asio::buffer(input_),
+                          [self = shared_from_this()](const boost::system::error_code& error, std::size_t bytes) {
+                            if (self->closed_ || self->close_after_write_) return;
+                            if (error) {
+                              self->close();
+                              return;
+                            }
+                            self->command_.append(self->input_.data(), bytes);
+                            const auto end = self->command_.find('\n');
+                            if (end == std::string::npos) {
+                              if (self->command_.size() >= kMaxCommandBytes) {
+                                self->reply_and_close("ERR command line longer than 1024 bytes\n");
+                              } else {
+                                self->read_command();
+                              }
+                              return;
+                            }
+                            std::string_view line(self->command_.data(), end);
+                            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+                            self->deadline_.cancel();
+                            self->owner_.on_control_command(self, line);
+                          });
 }
 
 void ControlSession::reply_and_close(std::string text) {
@@ -103,15 +103,15 @@ void ControlSession::start_stream(std::string first_line) {
 
 void ControlSession::read_until_closed() {
   // Nothing more is expected from the peer; reading tells when it goes.
-  socket_.async_read_some(asio::buffer(input_), [self = shared_from_this()](const boost::system::error_code& error,
-                                                                            std::size_t) {
-    if (self->closed_) return;
-    if (error) {
-      self->close();
-      return;
-    }
-    self->read_until_closed();
-  });
+  socket_.async_read_some(asio::buffer(input_),
+                          [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
+                            if (self->closed_) return;
+                            if (error) {
+                              self->close();
+                              return;
+                            }
+                            self->read_until_closed();
+                          });
 }
 
 bool ControlSession::stream(std::string_view text) {
@@ -131,27 +131,27 @@ void ControlSession::flush() {
   write_pending_ = true;
   writing_.swap(out_);
   out_.clear();
-  asio::async_write(socket_, asio::buffer(writing_), [self = shared_from_this()](const boost::system::error_code& error,
-                                                                                  std::size_t) {
-    self->write_pending_ = false;
-    self->writing_.clear();
-    if (error) {
-      self->close();
-      return;
-    }
-    // The peer read again: tell it what it missed, before whatever comes next.
-    if (self->dropped_unreported_ > 0) {
-      std::string notice;
-      append_tail_dropped(notice, self->dropped_unreported_);
-      self->dropped_unreported_ = 0;
-      self->out_.insert(0, notice);
-    }
-    if (self->close_after_write_ && self->out_.empty()) {
-      self->close();
-    } else {
-      self->flush();
-    }
-  });
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
+                      self->write_pending_ = false;
+                      self->writing_.clear();
+                      if (error) {
+                        self->close();
+                        return;
+                      }
+                      // The peer read again: tell it what it missed, before whatever comes next.
+                      if (self->dropped_unreported_ > 0) {
+                        std::string notice;
+                        append_tail_dropped(notice, self->dropped_unreported_);
+                        self->dropped_unreported_ = 0;
+                        self->out_.insert(0, notice);
+                      }
+                      if (self->close_after_write_ && self->out_.empty()) {
+                        self->close();
+                      } else {
+                        self->flush();
+                      }
+                    });
 }
 
 void ControlSession::close() {

@@ -25,10 +25,15 @@ void Dispatcher::observe_unroutable(std::string_view subject, std::uint64_t stre
                                     natsMsg* message) {
   observer_->on_unroutable(subject);
   if (!observer_->tailing()) return;
-  observer_->on_tail(TailItem{wall_now_ns_ / 1'000'000, subject, stream_seq, deliveries, {},
-                              std::string_view(natsMsg_GetData(message),
-                                               static_cast<std::size_t>(natsMsg_GetDataLength(message))),
-                              0, true});
+  observer_->on_tail(
+      TailItem{wall_now_ns_ / 1'000'000,
+               subject,
+               stream_seq,
+               deliveries,
+               {},
+               std::string_view(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message))),
+               0,
+               true});
 }
 
 std::vector<RateWindow::Named> Dispatcher::named_stats() const {
@@ -39,7 +44,8 @@ std::vector<RateWindow::Named> Dispatcher::named_stats() const {
   return named;
 }
 
-void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoint now, std::int64_t now_unix_ms) const {
+void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoint now,
+                             std::int64_t now_unix_ms) const {
   s.state = state_ == State::kServing ? "serving" : state_ == State::kDraining ? "draining" : "stopped";
   s.ready = state_ == State::kServing;
   s.ack_policy = to_string(settings_.core.ack_policy);
@@ -71,8 +77,8 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
       if (*session->handler() != h) continue;
       const auto admitted = admitted_unix_ms_.find(session->id());
       const std::int64_t since = admitted == admitted_unix_ms_.end() ? now_unix_ms : admitted->second;
-      view.instances.push_back(InstanceView{session->id(), session->credentials().pid, session->credentials().uid, since,
-                                            static_cast<double>(now_unix_ms - since) / 1000});
+      view.instances.push_back(InstanceView{session->id(), session->credentials().pid, session->credentials().uid,
+                                            since, static_cast<double>(now_unix_ms - since) / 1000});
     }
     view.in_flight = loads[h].in_flight;
     view.queued = loads[h].queued;

@@ -1,8 +1,8 @@
 #include "metrics_server.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <spdlog/spdlog.h>
 
 #include <memory>
 

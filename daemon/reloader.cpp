@@ -30,7 +30,8 @@ ReloadResult Reloader::reload() {
   if (!plan.refused.empty()) {
     std::string keys;
     for (const auto& key : plan.refused) keys += (keys.empty() ? "" : ", ") + key;
-    return refuse({"refused: " + file + " changes " + keys + ", which only a restart of jetfan can change; the running "
+    return refuse({"refused: " + file + " changes " + keys +
+                   ", which only a restart of jetfan can change; the running "
                    "config stays in force (change those back, or restart jetfan)"});
   }
   ServeSettingsResult derived = derive_serve_settings(*loaded.config, facts_);

@@ -107,11 +107,16 @@ TEST_CASE("Prometheus text: counters, per-handler series, cumulative histogram b
   CHECK_THAT(text, Catch::Contains("# TYPE jetfan_messages_acked_total counter\njetfan_messages_acked_total 7\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_messages_held 3\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_handler_queued{handler=\"audit\"} 3\n"));
-  CHECK_THAT(text, Catch::Contains("jetfan_handler_delivery_failures_total{handler=\"builder\",cause=\"timeout\"} 1\n"));
-  CHECK_THAT(text, Catch::Contains("jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"0.0025\"} 0\n"));
-  CHECK_THAT(text, Catch::Contains("jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"0.005\"} 1\n"));
-  CHECK_THAT(text, Catch::Contains("jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"0.025\"} 2\n"));
-  CHECK_THAT(text, Catch::Contains("jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"+Inf\"} 2\n"));
+  CHECK_THAT(text,
+             Catch::Contains("jetfan_handler_delivery_failures_total{handler=\"builder\",cause=\"timeout\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains(
+                       "jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"0.0025\"} 0\n"));
+  CHECK_THAT(text, Catch::Contains(
+                       "jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"0.005\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains(
+                       "jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"0.025\"} 2\n"));
+  CHECK_THAT(
+      text, Catch::Contains("jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"+Inf\"} 2\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_handler_confirmation_latency_seconds_count{handler=\"builder\"} 2\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_handler_confirmation_latency_seconds_sum{handler=\"builder\"} 0.023\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_ready 1\n"));
@@ -141,7 +146,8 @@ TEST_CASE("consumer info: the server's answer, its error, or garbage", "[unit]")
   CHECK(view.ack_policy == "explicit");
   CHECK(view.ack_wait_seconds == 30);
   CHECK(view.max_deliver == 5);
-  const auto missing = parse_consumer_info(R"({"error":{"code":404,"err_code":10014,"description":"consumer not found"}})");
+  const auto missing =
+      parse_consumer_info(R"({"error":{"code":404,"err_code":10014,"description":"consumer not found"}})");
   REQUIRE(std::holds_alternative<std::string>(missing));
   CHECK(std::get<std::string>(missing) == "the server says: consumer not found (404)");
   for (const char* bad : {"", "[]", "{", R"({"config":3})", R"({"num_pending":"x","config":{}})"}) {
@@ -171,14 +177,18 @@ TEST_CASE("rates: per second over the window, by handler name", "[unit]") {
 TEST_CASE("tail records: key, sequence, recipients, headers, shortened printable payload", "[unit]") {
   std::string out;
   const std::string payload = std::string("{\"m\":3}\x01\n") + std::string(100, 'x');
-  append_tail_record(out,
-                     TailItem{1'700'000'000'123, "a.one", 42, 2, "NATS/1.0\r\nTrace: 7\r\nK: v\r\n\r\n", payload, 0b101},
-                     {"builder", "other", "audit"});
-  CHECK(out == "2023-11-14T22:13:20.123Z a.one seq 42 delivery 2 -> builder, audit | headers: Trace: 7; K: v | 109 bytes: "
-               "{\"m\":3}.." + std::string(71, 'x') + "...\n");
+  append_tail_record(
+      out, TailItem{1'700'000'000'123, "a.one", 42, 2, "NATS/1.0\r\nTrace: 7\r\nK: v\r\n\r\n", payload, 0b101},
+      {"builder", "other", "audit"});
+  CHECK(out ==
+        "2023-11-14T22:13:20.123Z a.one seq 42 delivery 2 -> builder, audit | headers: Trace: 7; K: v | 109 bytes: "
+        "{\"m\":3}.." +
+            std::string(71, 'x') + "...\n");
   out.clear();
   append_tail_record(out, TailItem{0, "other.thing", 3, 1, "", "", 0, true}, {"builder"});
-  CHECK(out == "1970-01-01T00:00:00.000Z other.thing seq 3 delivery 1 -> unroutable (no key prefix): terminated | 0 bytes: \n");
+  CHECK(
+      out ==
+      "1970-01-01T00:00:00.000Z other.thing seq 3 delivery 1 -> unroutable (no key prefix): terminated | 0 bytes: \n");
   out.clear();
   append_tail_dropped(out, 12);
   CHECK(out == "-- dropped 12 message(s): this tail read too slowly\n");

@@ -48,8 +48,9 @@ std::vector<std::string> status_problems(const StatusSnapshot& s) {
     if (waiting == 0) continue;
     problems.push_back("handler \"" + h.name + "\" has no instance connected and " + std::to_string(waiting) +
                        " message(s) waiting for it" +
-                       (h.oldest_unconfirmed_seconds ? ", the oldest for " + format::duration(*h.oldest_unconfirmed_seconds)
-                                                     : std::string()) +
+                       (h.oldest_unconfirmed_seconds
+                            ? ", the oldest for " + format::duration(*h.oldest_unconfirmed_seconds)
+                            : std::string()) +
                        ": start it, or check that it connects to the socket");
   }
   if (s.state == "serving" && !s.handlers.empty()) {
@@ -75,8 +76,8 @@ std::string render_status_text(const StatusSnapshot& s) {
          max_deliver(v.max_deliver));
   } else {
     line("server:  " + (s.server_error.empty() ? std::string("not asked") : s.server_error) + "; AckPolicy " +
-         s.ack_policy + ", AckWait " + format::duration(s.ack_wait_seconds) + ", MaxDeliver " + max_deliver(s.max_deliver) +
-         " (as bound)");
+         s.ack_policy + ", AckWait " + format::duration(s.ack_wait_seconds) + ", MaxDeliver " +
+         max_deliver(s.max_deliver) + " (as bound)");
   }
   line("held:    " + std::to_string(s.held) + " message(s)" +
        (s.oldest_held_seconds ? ", the oldest for " + format::duration(*s.oldest_held_seconds) : std::string()) + "; " +
@@ -105,16 +106,19 @@ std::string render_status_text(const StatusSnapshot& s) {
            std::to_string(i.uid) + ", connected " + format::utc(i.connected_unix_ms) + " (" +
            format::duration(i.connected_seconds) + " ago)");
     }
-    line("  now:     " + std::to_string(h.in_flight) + " in flight, " + std::to_string(h.queued) + " queued, oldest unconfirmed " +
+    line("  now:     " + std::to_string(h.in_flight) + " in flight, " + std::to_string(h.queued) +
+         " queued, oldest unconfirmed " +
          (h.oldest_unconfirmed_seconds ? format::duration(*h.oldest_unconfirmed_seconds) : std::string("-")));
     const auto& c = h.stats;
     const auto& r = h.rates;
     line("  counts:  " + count_and_rate("delivered", c.delivered, r.delivered) + ", " +
          count_and_rate("ACK", c.acked, r.acked) + ", " + count_and_rate("NAK", c.failed_nak, r.failed_nak) + ", " +
-         count_and_rate("TERM", c.termed, r.termed) + ", " + count_and_rate("timeout", c.failed_timeout, r.failed_timeout) +
-         ", " + count_and_rate("disconnect", c.failed_disconnect, r.failed_disconnect));
+         count_and_rate("TERM", c.termed, r.termed) + ", " +
+         count_and_rate("timeout", c.failed_timeout, r.failed_timeout) + ", " +
+         count_and_rate("disconnect", c.failed_disconnect, r.failed_disconnect));
     line("  latency: delivery to confirmation p50 " + quantile(c.confirmation_latency, 0.5) + ", p99 " +
-         quantile(c.confirmation_latency, 0.99) + " (" + std::to_string(c.confirmation_latency.count()) + " confirmed)");
+         quantile(c.confirmation_latency, 0.99) + " (" + std::to_string(c.confirmation_latency.count()) +
+         " confirmed)");
   }
   line("");
   line("publish to arrival: p50 " + quantile(s.publish_age, 0.5) + ", p99 " + quantile(s.publish_age, 0.99));
@@ -123,8 +127,9 @@ std::string render_status_text(const StatusSnapshot& s) {
     tails += (tails.empty() ? "" : ", ") + (tail.pattern.empty() ? std::string("#") : tail.pattern) + " (" +
              std::to_string(tail.dropped) + " dropped)";
   }
-  line("observers: " + std::to_string(s.tails.size()) + " tail(s)" + (tails.empty() ? "" : ": " + tails) + "; reloads " +
-       std::to_string(s.reloads_applied) + " applied, " + std::to_string(s.reloads_refused) + " refused");
+  line("observers: " + std::to_string(s.tails.size()) + " tail(s)" + (tails.empty() ? "" : ": " + tails) +
+       "; reloads " + std::to_string(s.reloads_applied) + " applied, " + std::to_string(s.reloads_refused) +
+       " refused");
   return out;
 }
 

@@ -21,7 +21,7 @@ struct ServerConsumerView {
   std::uint64_t num_waiting = 0;
   std::uint64_t delivered_stream_seq = 0;
   std::uint64_t ack_floor_stream_seq = 0;
-  std::string ack_policy;         // "explicit", "all", "none"
+  std::string ack_policy;  // "explicit", "all", "none"
   double ack_wait_seconds = 0;
   std::int64_t max_deliver = -1;  // -1: unlimited
   std::int64_t max_ack_pending = -1;
@@ -65,8 +65,8 @@ struct TailView {
 
 struct StatusSnapshot {
   std::string version;
-  std::string state;  // "starting" (not yet bound), "serving", "draining"
-  bool ready = false; // the consumer is bound and the handler socket listens
+  std::string state;   // "starting" (not yet bound), "serving", "draining"
+  bool ready = false;  // the consumer is bound and the handler socket listens
   std::int64_t now_unix_ms = 0;
   double uptime_seconds = 0;
   double start_time_unix = 0;
@@ -89,7 +89,7 @@ struct StatusSnapshot {
   std::vector<SubjectCount> unroutable_subjects;   // subjects without the key prefix
   LatencyHistogram publish_age;                    // from publish (JetStream timestamp) to arrival
   std::vector<TailView> tails;
-  std::uint64_t tail_dropped = 0;                  // by every tail, ever
+  std::uint64_t tail_dropped = 0;  // by every tail, ever
   std::uint64_t reloads_applied = 0, reloads_refused = 0;
   std::uint64_t resident_memory_bytes = 0;
 };

@@ -19,7 +19,7 @@ inline constexpr std::size_t kTailPayloadBytes = 80;
 
 struct TailItem {
   std::int64_t unix_ms = 0;
-  std::string_view key;      // the subject, when unroutable
+  std::string_view key;  // the subject, when unroutable
   std::uint64_t stream_seq = 0;
   std::uint64_t deliveries = 0;
   std::string_view headers;  // the NATS/1.0 header block, or empty

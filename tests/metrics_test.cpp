@@ -57,11 +57,11 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
   REQUIRE(mesh.wait_seen("builder", 2));  // timed out after 300ms and redelivered
   REQUIRE(mesh.wait_settled());
 
-  mesh.publish("a.ok");                    // builder and audit ack
+  mesh.publish("a.ok");  // builder and audit ack
   mesh.publish("a.ok");
-  mesh.publish("a.nak", "nak1@builder");   // nak'd once, acked on the redelivery
-  mesh.publish("a.term", "term@builder");  // terminated
-  mesh.publish("zzz.nobody");              // no recipient: acked
+  mesh.publish("a.nak", "nak1@builder");          // nak'd once, acked on the redelivery
+  mesh.publish("a.term", "term@builder");         // terminated
+  mesh.publish("zzz.nobody");                     // no recipient: acked
   mesh.controller().publish("other.thing", "x");  // no key prefix: terminated
   REQUIRE(mesh.wait_seen("builder", 7));
   REQUIRE(mesh.wait_settled());
@@ -81,7 +81,8 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
   CHECK(moved(before, after, "jetfan_handler_delivery_failures_total{handler=\"builder\",cause=\"timeout\"}") == 1);
   CHECK(moved(before, after, "jetfan_handler_delivery_failures_total{handler=\"builder\",cause=\"disconnect\"}") == 0);
   CHECK(moved(before, after, "jetfan_handler_confirmation_latency_seconds_count{handler=\"builder\"}") == 6);
-  CHECK(moved(before, after, "jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"+Inf\"}") == 6);
+  CHECK(moved(before, after, "jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"+Inf\"}") ==
+        6);
   CHECK(moved(before, after, "jetfan_handler_deliveries_total{handler=\"audit\"}") == 2);
   CHECK(moved(before, after, "jetfan_handler_acks_total{handler=\"audit\"}") == 2);
   CHECK(moved(before, after, "jetfan_message_publish_age_seconds_count") == 9);

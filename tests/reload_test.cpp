@@ -42,15 +42,19 @@ std::uint64_t boundary_of(const std::string& reply) {
 
 }  // namespace
 
-TEST_CASE("reload under traffic adds a handler and removes another: nothing lost, nothing acked early, the new one "
-          "gets exactly what arrived after", "[integration]") {
+TEST_CASE(
+    "reload under traffic adds a handler and removes another: nothing lost, nothing acked early, the new one "
+    "gets exactly what arrived after",
+    "[integration]") {
   Mesh mesh;
-  const std::string before = "  - name: stay\n    patterns: [\"#\"]\n"
-                             "  - name: gone\n    patterns: [\"#\"]\n"
-                             "  - name: holder\n    patterns: [\"hold.*\"]\n";
-  const std::string after = "  - name: fresh\n    patterns: [\"k.*\", \"hold.*\"]\n"
-                            "  - name: holder\n    patterns: [\"hold.*\"]\n"
-                            "  - name: stay\n    patterns: [\"#\"]\n";
+  const std::string before =
+      "  - name: stay\n    patterns: [\"#\"]\n"
+      "  - name: gone\n    patterns: [\"#\"]\n"
+      "  - name: holder\n    patterns: [\"hold.*\"]\n";
+  const std::string after =
+      "  - name: fresh\n    patterns: [\"k.*\", \"hold.*\"]\n"
+      "  - name: holder\n    patterns: [\"hold.*\"]\n"
+      "  - name: stay\n    patterns: [\"#\"]\n";
   mesh.start_jetfan(mesh.config(before));
   mesh.start_handler("stay");
   auto& gone = mesh.start_handler("gone", {"--default", "sleep2"});  // slow: it has deliveries in flight
@@ -87,10 +91,12 @@ TEST_CASE("reload under traffic adds a handler and removes another: nothing lost
   REQUIRE(count == 400);
 
   // Everything but the message holder keeps is settled; that one is not acked: holder has not confirmed.
-  REQUIRE(wait_until([&] {
-    const auto s = mesh.state();
-    return s.num_pending == 0 && s.num_ack_pending == 1;
-  }, 60s));
+  REQUIRE(wait_until(
+      [&] {
+        const auto s = mesh.state();
+        return s.num_pending == 0 && s.num_ack_pending == 1;
+      },
+      60s));
   CHECK(mesh.state().ack_floor_stream_seq < held + 1);
   REQUIRE(gone.wait(20s) == 1);  // its connection was closed under it
   for (;;) {  // the other instance had messages unconfirmed: settled all the same, and it was told why
@@ -133,8 +139,9 @@ TEST_CASE("reload changes patterns, max_inflight and ack_timeout of a running ha
   mesh.start_handler("builder");
   mesh.publish("a.one");
   REQUIRE(mesh.wait_seen("builder", 1));
-  write_config(mesh, mesh.config("  - name: builder\n    patterns: [\"b.*\"]\n    max_inflight: 3\n    ack_timeout: 300ms\n",
-                                 "delivery:\n  nak_delay: 50ms\n  nak_delay_max: 100ms\n"));
+  write_config(mesh,
+               mesh.config("  - name: builder\n    patterns: [\"b.*\"]\n    max_inflight: 3\n    ack_timeout: 300ms\n",
+                           "delivery:\n  nak_delay: 50ms\n  nak_delay_max: 100ms\n"));
   mesh.jetfan().signal(SIGHUP);
   REQUIRE(mesh.wait_for_log("reload: reloaded "));
   const std::string log = mesh.jetfan_log();
@@ -142,8 +149,8 @@ TEST_CASE("reload changes patterns, max_inflight and ack_timeout of a running ha
   CHECK_THAT(log, Catch::Contains("reload: handlers.builder.max_inflight: 64 -> 3"));
   CHECK_THAT(log, Catch::Contains("reload: handlers.builder.ack_timeout: 30000ms -> 300ms"));
   CHECK_THAT(log, Catch::Contains("reload: delivery.nak_delay: 1000ms -> 50ms"));
-  mesh.publish("a.two");                  // no longer the builder's: no recipient
-  mesh.publish("b.one", "hang1@builder"); // times out after the new 300ms, then redelivered
+  mesh.publish("a.two");                   // no longer the builder's: no recipient
+  mesh.publish("b.one", "hang1@builder");  // times out after the new 300ms, then redelivered
   REQUIRE(mesh.wait_seen("builder", 3));
   REQUIRE(mesh.wait_settled());
   const auto seen = mesh.seen("builder");
@@ -154,10 +161,12 @@ TEST_CASE("reload changes patterns, max_inflight and ack_timeout of a running ha
   peer.send("HELLO builder 1\r\n");
   const auto ready = peer.next();
   REQUIRE(ready);
-  CHECK(ready->ready.max_unconfirmed == 3);  // the instance connected the same way keeps working; new ones get the new limit
+  CHECK(ready->ready.max_unconfirmed ==
+        3);  // the instance connected the same way keeps working; new ones get the new limit
 }
 
-TEST_CASE("a reload that changes a restart-only key, or a config that does not parse, is refused by name", "[integration]") {
+TEST_CASE("a reload that changes a restart-only key, or a config that does not parse, is refused by name",
+          "[integration]") {
   Mesh mesh;
   const std::string handlers = "  - name: builder\n    patterns: [\"a.*\"]\n";
   mesh.start_jetfan(mesh.config(handlers));
@@ -167,15 +176,17 @@ TEST_CASE("a reload that changes a restart-only key, or a config that does not p
   config.replace(at, 13, "node2_builder");
   write_config(mesh, config);
   std::string reply = control_request(mesh.control_path(), "RELOAD");
-  CHECK_THAT(reply, Catch::StartsWith("REFUSED refused: ") &&
-                        Catch::Contains("changes nats.name, consumer.durable, which only a restart of jetfan can change"));
+  CHECK_THAT(reply,
+             Catch::StartsWith("REFUSED refused: ") &&
+                 Catch::Contains("changes nats.name, consumer.durable, which only a restart of jetfan can change"));
   CHECK_THAT(mesh.jetfan_log(), Catch::Contains("reload: refused: ") && Catch::Contains("consumer.durable"));
 
   write_config(mesh, mesh.config(handlers) + "  - name: [oops\n");
   Process cli({JETFAN_BIN, "reload", "--control", mesh.control_path()}, mesh.dir() + "/cli.out");
   CHECK(cli.wait(20s) == 78);
   reply = read_file(mesh.dir() + "/cli.out");
-  CHECK_THAT(reply, Catch::StartsWith("REFUSED refused: " + mesh.dir() + "/jetfan.yaml has 1 error(s); the running config stays in force"));
+  CHECK_THAT(reply, Catch::StartsWith("REFUSED refused: " + mesh.dir() +
+                                      "/jetfan.yaml has 1 error(s); the running config stays in force"));
   CHECK_THAT(reply, Catch::Contains("(syntax)"));
 
   // The running config is still in force.

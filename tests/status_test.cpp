@@ -35,7 +35,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("status shows first, as the problem, a declared handler with no instance while messages wait", "[integration]") {
+TEST_CASE("status shows first, as the problem, a declared handler with no instance while messages wait",
+          "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilderAndAudit));
   auto& builder = mesh.start_handler("builder");
@@ -49,8 +50,12 @@ TEST_CASE("status shows first, as the problem, a declared handler with no instan
   INFO(text);
   const auto lines = lines_of(text);
   REQUIRE(lines.size() > 3);
-  CHECK_THAT(lines[0], Catch::StartsWith("jetfan ") && Catch::Contains("serving consumer \"node1_builder\" of stream \"EVENTS\""));
-  CHECK_THAT(lines[1], Catch::StartsWith("PROBLEM: handler \"audit\" has no instance connected and 3 message(s) waiting for it, the oldest for "));
+  CHECK_THAT(lines[0], Catch::StartsWith("jetfan ") &&
+                           Catch::Contains("serving consumer \"node1_builder\" of stream \"EVENTS\""));
+  CHECK_THAT(
+      lines[1],
+      Catch::StartsWith(
+          "PROBLEM: handler \"audit\" has no instance connected and 3 message(s) waiting for it, the oldest for "));
   CHECK_THAT(lines[2], Catch::StartsWith("server:  0 pending, 3 ack pending, 0 redelivered, ack floor 0"));
   CHECK_THAT(text, Catch::Contains("handler builder: patterns a.*; max_inflight 64"));
   CHECK_THAT(text, Catch::Contains(", pid " + std::to_string(builder.pid()) + ", uid "));
@@ -91,7 +96,8 @@ TEST_CASE("status shows first, as the problem, a declared handler with no instan
   CHECK(calm["consumer"]["server"]["ack_floor_stream_seq"] == 3);
 }
 
-TEST_CASE("jetfan status reaches the control socket from --config or --control, and says plainly when it cannot", "[integration]") {
+TEST_CASE("jetfan status reaches the control socket from --config or --control, and says plainly when it cannot",
+          "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilderAndAudit));
   std::string output;

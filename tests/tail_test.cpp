@@ -27,7 +27,8 @@ std::string next_record(TailStream& tail) {
 
 }  // namespace
 
-TEST_CASE("tail prints key, sequence, delivery, recipients, headers and payload of matching messages", "[integration]") {
+TEST_CASE("tail prints key, sequence, delivery, recipients, headers and payload of matching messages",
+          "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kHandlers));
   mesh.start_handler("builder");
@@ -44,8 +45,8 @@ TEST_CASE("tail prints key, sequence, delivery, recipients, headers and payload 
   const std::string first = next_record(all);
   CHECK_THAT(first, Catch::Contains(" a.one seq " + std::to_string(one) +
                                     " delivery 1 -> builder, audit | headers: Trace: 7 | 8 bytes: {\"m\":1}."));
-  CHECK_THAT(next_record(all), Catch::Contains(" b.two seq " + std::to_string(two) + " delivery 1 -> audit | 300 bytes: " +
-                                               std::string(80, 'y') + "..."));
+  CHECK_THAT(next_record(all), Catch::Contains(" b.two seq " + std::to_string(two) +
+                                               " delivery 1 -> audit | 300 bytes: " + std::string(80, 'y') + "..."));
   CHECK_THAT(next_record(all), Catch::Contains(" other.thing seq " + std::to_string(three) +
                                                " delivery 1 -> unroutable (no key prefix): terminated | 1 bytes: z"));
   CHECK(next_record(some) == first);
