@@ -399,6 +399,67 @@ class ConfigReader {
     if (allow.empty()) error(node, path, "lists no one: give users, groups, uids or gids, or leave allow out");
   }
 
+  // An octal file mode such as "0660".
+  void read_mode(const YAML::Node& parent, const std::string& path, mode_t& out) {
+    const auto node = parent["mode"];
+    if (!node) return;
+    const auto text = string(node, join(path, "mode"));
+    if (!text) return;
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value, 8);
+    if (ec != std::errc() || end != text->data() + text->size() || value > 0777) {
+      error(node, join(path, "mode"), "\"" + *text + "\" must be an octal file mode such as \"0660\"");
+    } else {
+      out = static_cast<mode_t>(value);
+    }
+  }
+
+  void read_control(const YAML::Node& node, const SocketSettings& socket, ControlSettings& control) {
+    if (node && check_map(node, "control", {"path", "mode"})) {
+      read_string(node, "control", "path", control.path);
+      read_mode(node, "control", control.mode);
+    }
+    if (control.path.empty() && !socket.path.empty()) {
+      const std::string_view sock = ".sock";
+      control.path = socket.path;
+      if (control.path.size() > sock.size() && control.path.ends_with(sock)) control.path.resize(control.path.size() - sock.size());
+      control.path += ".ctl";
+    }
+    if (control.path.size() >= 108) {
+      error(node ? either(node, "path") : node, "control.path", "\"" + control.path + "\" is longer than the 107 bytes a Unix socket path may have");
+    }
+    if (!control.path.empty() && control.path == socket.path) {
+      error(node ? either(node, "path") : node, "control.path", "must differ from socket.path: handlers must not reach control commands");
+    }
+  }
+
+  // "HOST:PORT", "[V6]:PORT" or "PORT" alone (loopback).
+  void read_metrics(const YAML::Node& node, std::optional<MetricsSettings>& metrics) {
+    if (!node) return;
+    if (!check_map(node, "metrics", {"listen"})) return;
+    std::string listen;
+    read_string(node, "metrics", "listen", listen, true);
+    if (listen.empty()) return;
+    MetricsSettings settings;
+    std::string port = listen;
+    if (const auto colon = listen.rfind(':'); colon != std::string::npos) {
+      settings.host = listen.substr(0, colon);
+      port = listen.substr(colon + 1);
+      if (settings.host.size() >= 2 && settings.host.front() == '[' && settings.host.back() == ']') {
+        settings.host = settings.host.substr(1, settings.host.size() - 2);
+      }
+    }
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (settings.host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
+      error(either(node, "listen"), "metrics.listen",
+            "\"" + listen + "\" must be HOST:PORT (an IP address and a port, e.g. 127.0.0.1:9464) or a port alone");
+      return;
+    }
+    settings.port = static_cast<std::uint16_t>(value);
+    metrics = settings;
+  }
+
   void read_handlers(const YAML::Node& node, std::vector<HandlerSettings>& handlers) {
     if (!node) {
       errors_.push_back(file_ + ":1: handlers: is required (a list of handlers with name and patterns)");
@@ -500,7 +561,9 @@ class ConfigReader {
       errors_.push_back(file_ + ":1: (top): the file is empty");
       return;
     }
-    if (!check_map(root, "", {"nats", "consumer", "key", "socket", "handlers", "delivery", "log"})) return;
+    if (!check_map(root, "", {"nats", "consumer", "key", "socket", "control", "metrics", "handlers", "delivery", "log"})) {
+      return;
+    }
     read_nats(root["nats"], config.nats);
     read_consumer(root["consumer"], config.consumer);
     if (const auto key = root["key"]) {
@@ -512,6 +575,8 @@ class ConfigReader {
       }
     }
     read_socket(root["socket"], config.socket);
+    read_control(root["control"], config.socket, config.control);
+    read_metrics(root["metrics"], config.metrics);
     read_handlers(root["handlers"], config.handlers);
     read_delivery(root["delivery"], config.delivery);
     read_log(root["log"], config);

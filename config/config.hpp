@@ -75,6 +75,19 @@ struct AllowSettings {
 // oldest first, down to its share, so the other handlers keep getting new messages.
 enum class WhenFull { kHold, kHandBack };
 
+// The control socket (`jetfan status`, `tail`, `reload`): not the handler socket, so no handler can
+// reach a control command unless the file mode lets its user.
+struct ControlSettings {
+  std::string path;                            // default: socket.path with ".sock" replaced by ".ctl"
+  mode_t mode = defaults::kControlSocketMode;
+};
+
+// The HTTP endpoint for Prometheus (/metrics) and probes (/ready, /live). Off unless configured.
+struct MetricsSettings {
+  std::string host = defaults::kMetricsHost;  // an IP address
+  std::uint16_t port = 0;                     // 0: any free port (the log says which)
+};
+
 struct HandlerSettings {
   std::string name;
   std::vector<std::string> patterns;
@@ -100,6 +113,8 @@ struct Config {
   ConsumerSettings consumer;
   KeySettings key;
   SocketSettings socket;
+  ControlSettings control;
+  std::optional<MetricsSettings> metrics;
   std::vector<HandlerSettings> handlers;
   DeliverySettings delivery;
   std::string log_level = "info";

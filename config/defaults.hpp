@@ -55,6 +55,10 @@ inline constexpr Duration kPingTimeout{10000};
 // Descriptors kept free for the NATS connection and jetfan's own needs when accepting handlers.
 inline constexpr std::size_t kReservedDescriptors = 64;
 
+// --- control socket and metrics
+inline constexpr unsigned kControlSocketMode = 0600;  // jetfan's own user: control can reload the config
+inline constexpr const char* kMetricsHost = "127.0.0.1";  // loopback unless an address is given
+
 // --- handlers
 inline constexpr int kMaxInflight = 64;           // per connection; a handler raises it for throughput
 inline constexpr Duration kAckTimeout{30000};     // the server's default AckWait, for the same reason

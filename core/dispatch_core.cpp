@@ -19,7 +19,7 @@ DispatchCore::DispatchCore(CoreSettings settings)
     : settings_(std::move(settings)), settled_(settings_.remember) {
   assert(settings_.handlers.size() <= kMaxHandlers);
   assert(settings_.keepalive > Duration(0));
-  for (const auto& limits : settings_.handlers) handlers_.push_back(Handler{limits, {}, {}});
+  for (const auto& limits : settings_.handlers) handlers_.push_back(Handler{limits, {}, {}, {}});
 }
 
 void DispatchCore::emit(Effect::Kind kind, MessageHandle handle, Duration delay) {
@@ -122,6 +122,7 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   if (auto known = confirmations_.find(seq); known != confirmations_.end()) {
     message.settled = known->second.settled & arrival.recipients;
     message.termed = known->second.termed & arrival.recipients;
+    message.poison = known->second.poison;
   }
   if (arrival.recipients == 0) ++counters_.no_recipient;
   message.queued = arrival.recipients & ~message.settled;
@@ -176,9 +177,10 @@ void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
     message.in_flight |= bit;
     const DeliveryId delivery = next_delivery_++;
     const TimePoint deadline = now + handler.limits.ack_timeout;
-    least->flights.emplace(delivery, Flight{seq, deadline});
+    least->flights.emplace(delivery, Flight{seq, deadline, now});
     deadlines_.push(Deadline{deadline, least_id, delivery});
     ++counters_.deliveries;
+    ++handler.stats.delivered;
     effects_.push_back(Effect{Effect::Kind::kDeliver, message.handle, least_id, delivery, Duration(0)});
   }
 }
@@ -215,6 +217,7 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
     auto message = messages_.find(flight.stream_seq);
     if (message == messages_.end()) continue;
     ++counters_.failed_disconnect;
+    ++handlers_[handler].stats.failed_disconnect;
     effects_.push_back(Effect{Effect::Kind::kFailed, message->second.handle, connection_id, delivery, Duration(0),
                               FailCause::kDisconnect});
     message->second.in_flight &= ~(HandlerMask{1} << handler);
@@ -240,24 +243,41 @@ std::optional<DispatchCore::FlightRef> DispatchCore::find_flight(ConnectionId co
 }
 
 bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Outcome outcome,
-                            std::optional<Duration> delay, TimePoint now, FailCause cause) {
+                            std::optional<Duration> delay, TimePoint now) {
   const auto found = find_flight(connection_id, delivery);
   if (!found) return false;
   const std::uint64_t seq = found->flight->second.stream_seq;
+  const TimePoint sent = found->flight->second.sent;
   const std::size_t handler = found->connection->handler;
   found->connection->flights.erase(found->flight);
   Message& message = messages_.at(seq);
   const HandlerMask bit = HandlerMask{1} << handler;
   message.in_flight &= ~bit;
+  HandlerStats& stats = handlers_[handler].stats;
   switch (outcome) {
-    case Outcome::kAck: message.settled |= bit; break;
+    case Outcome::kAck:
+      message.settled |= bit;
+      ++stats.acked;
+      stats.confirmation_latency.observe(now - sent);
+      break;
     case Outcome::kTerm:
       message.settled |= bit;
       message.termed |= bit;
+      ++stats.termed;
+      stats.confirmation_latency.observe(now - sent);
       break;
-    case Outcome::kFail:
-      effects_.push_back(Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0), cause});
+    case Outcome::kNak:
+      effects_.push_back(Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0),
+                                FailCause::kNak});
       fail(message, handler, delay);
+      ++stats.failed_nak;
+      stats.confirmation_latency.observe(now - sent);
+      break;
+    case Outcome::kTimeout:
+      effects_.push_back(Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0),
+                                FailCause::kTimeout});
+      fail(message, handler, delay);
+      ++stats.failed_timeout;
       break;
   }
   maybe_finish(seq, now);
@@ -271,7 +291,7 @@ bool DispatchCore::ack(ConnectionId connection, DeliveryId delivery, TimePoint n
 
 bool DispatchCore::nak(ConnectionId connection, DeliveryId delivery, std::optional<Duration> delay,
                        TimePoint now) {
-  const bool known = complete(connection, delivery, Outcome::kFail, delay, now, FailCause::kNak);
+  const bool known = complete(connection, delivery, Outcome::kNak, delay, now);
   if (known) ++counters_.failed_nak;
   return known;
 }
@@ -300,7 +320,7 @@ void DispatchCore::maybe_finish(std::uint64_t seq, TimePoint now) {
     hand_back(seq, message, now);
     return;
   }
-  const bool terminate = message.termed != 0;
+  const bool terminate = message.termed != 0 || message.poison;
   const MessageHandle handle = message.handle;
   const TimePoint touched = message.touched;
   messages_.erase(found);
@@ -370,12 +390,12 @@ void DispatchCore::advance_ack_floor() {
 }
 
 void DispatchCore::remember(std::uint64_t seq, const Message& message) {
-  if (settings_.remember == 0 || message.settled == 0) {
+  if (settings_.remember == 0 || (message.settled == 0 && !message.poison)) {
     confirmations_.erase(seq);
     return;
   }
   const std::uint64_t stamp = ++confirmations_stamp_;
-  confirmations_[seq] = Confirmations{message.settled, message.termed, stamp};
+  confirmations_[seq] = Confirmations{message.settled, message.termed, stamp, message.poison};
   confirmations_order_.emplace_back(seq, stamp);
   while (confirmations_.size() > settings_.remember && !confirmations_order_.empty()) {
     const auto [oldest, oldest_stamp] = confirmations_order_.front();
@@ -390,23 +410,6 @@ void DispatchCore::remember(std::uint64_t seq, const Message& message) {
       return found == confirmations_.end() || found->second.stamp != entry.second;
     });
   }
-}
-
-std::vector<DispatchCore::Backlog> DispatchCore::backlogs() const {
-  std::vector<Backlog> out(handlers_.size());
-  for (std::size_t h = 0; h < handlers_.size(); ++h) out[h].instances = handlers_[h].connections.size();
-  for (const auto& [seq, message] : messages_) {
-    const HandlerMask owed = message.recipients & ~message.settled;
-    for (std::size_t h = 0; h < handlers_.size(); ++h) {
-      const HandlerMask bit = HandlerMask{1} << h;
-      if (!(owed & bit)) continue;
-      Backlog& b = out[h];
-      ++b.owed;
-      if (message.in_flight & bit) ++b.in_flight;
-      if (!b.oldest || message.arrived < *b.oldest) b.oldest = message.arrived;
-    }
-  }
-  return out;
 }
 
 std::size_t DispatchCore::hand_back_oldest(std::size_t handler, std::size_t keep, TimePoint now) {
@@ -453,7 +456,7 @@ void DispatchCore::tick(TimePoint now) {
     auto flight = connection->second.flights.find(due.delivery);
     if (flight == connection->second.flights.end() || flight->second.deadline != due.at) continue;
     ++counters_.failed_timeout;
-    complete(due.connection, due.delivery, Outcome::kFail, std::nullopt, now, FailCause::kTimeout);
+    complete(due.connection, due.delivery, Outcome::kTimeout, std::nullopt, now);
   }
   if (next_keepalive_ && *next_keepalive_ <= now) {
     next_keepalive_ = now + settings_.keepalive;

@@ -32,6 +32,11 @@
 //     terminated ones in order, then the highest with +ACK (unless it was terminated). At the end of
 //     a drain, settled messages still waiting for that are handed back like the rest.
 //   - AckPolicy none: nothing is sent to the server.
+//   - Reconfiguring (a reload of the config) may add, remove, reorder and change handlers. Messages
+//     held keep the recipients they had (re-indexed); a removed handler is settled as if it had
+//     confirmed everything it still owed (a TERM it gave still terminates), and its connections are
+//     forgotten without failing anything. New limits apply to new deliveries; deliveries in flight
+//     keep the deadline they were given.
 //   - Every message held is touched (+WPI) at least every `keepalive`, so the server never
 //     redelivers a message the core still owns.
 //   - Draining (shutdown): nothing new is dispatched; each message is handed back (nak'd) as soon as
@@ -58,6 +63,7 @@
 #include <vector>
 
 #include "ack_policy.hpp"
+#include "histogram.hpp"
 #include "settled_record.hpp"
 #include "time.hpp"
 #include "topic_pattern.hpp"
@@ -82,6 +88,41 @@ struct CoreSettings {
   std::size_t remember = 0;     // messages whose confirmations, and sequences settled, are remembered
   Duration keepalive{0};        // at most this long between touches of a held message; > 0
   std::int64_t max_deliver = -1;  // the consumer's MaxDeliver, -1 for unlimited
+};
+
+// What the core counted for one handler since it was declared (at start, or by a reload). Plain
+// figures, updated on the per-message path without allocation or lookup.
+struct HandlerStats {
+  std::uint64_t delivered = 0;          // MSGs sent to its instances
+  std::uint64_t acked = 0;              // ACKs it sent
+  std::uint64_t termed = 0;             // TERMs it sent
+  std::uint64_t failed_nak = 0;         // deliveries failed by its NAK
+  std::uint64_t failed_timeout = 0;     // ... by its silence past ack_timeout
+  std::uint64_t failed_disconnect = 0;  // ... by its connection closing
+  LatencyHistogram confirmation_latency;  // from sending a MSG to its ACK, NAK or TERM
+};
+
+// A handler's load now. Computed on request by walking what is held, never kept per message.
+struct HandlerLoad {
+  std::size_t connections = 0;
+  std::size_t in_flight = 0;
+  std::size_t queued = 0;  // held for it, waiting for an instance with room
+  std::size_t owed = 0;    // held and not yet confirmed by it: queued, in flight, or failed elsewhere
+  std::optional<TimePoint> oldest_unconfirmed;  // arrival of the oldest held message it still owes
+};
+
+// A new handler table, from a reload. old_to_new[i] is the new index of the handler that had index
+// i, or nullopt when it was removed; new indices nobody maps to are added handlers.
+struct HandlerReindex {
+  std::vector<std::optional<std::size_t>> old_to_new;
+  std::vector<HandlerLimits> handlers;  // index = new handler index
+  Duration nak_delay{0};
+  Duration nak_delay_max{0};
+};
+
+struct ReindexOutcome {
+  std::vector<std::size_t> released;  // per old handler index: held messages it owed, settled for it
+  std::vector<ConnectionId> dropped;  // connections of removed handlers, forgotten by the core
 };
 
 // Why a delivery failed.
@@ -162,21 +203,22 @@ class DispatchCore {
   // longer holds.
   void forget_history();
 
-  // What each handler owes: messages held that it has not confirmed, and since when the oldest of
-  // them waits. Walks every message held: for reports, not for every input.
-  struct Backlog {
-    std::size_t owed = 0;
-    std::size_t in_flight = 0;
-    std::optional<TimePoint> oldest;
-    std::size_t instances = 0;
-  };
-  std::vector<Backlog> backlogs() const;
   // Hands back to the server the oldest messages `handler` owes and has not in flight, until it owes
   // at most `keep` (those other handlers have in flight are left). Each counts as a failure of
   // `handler` for that message, handed back with nak_delay_max (sooner, it would only take back the
   // room it freed): the others' confirmations are remembered, so only it gets the message again,
   // and the server counts a delivery against MaxDeliver. Returns how many.
   std::size_t hand_back_oldest(std::size_t handler, std::size_t keep, TimePoint now);
+  // Takes a new handler table (see the rules above). Preconditions: not draining; old_to_new has one
+  // entry per current handler and maps no two of them to one index; handlers.size() <= kMaxHandlers.
+  ReindexOutcome reconfigure(const HandlerReindex& reindex, TimePoint now);
+
+  std::size_t handler_count() const { return handlers_.size(); }
+  const HandlerStats& handler_stats(std::size_t handler) const { return handlers_[handler].stats; }
+  // One entry per handler; walks everything held.
+  std::vector<HandlerLoad> loads() const;
+  // Arrival of the oldest message held, if any.
+  std::optional<TimePoint> oldest_held() const;
 
   std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
   std::size_t in_flight() const;
@@ -187,7 +229,7 @@ class DispatchCore {
   std::vector<Effect>& effects() { return effects_; }
 
  private:
-  enum class Outcome { kAck, kTerm, kFail };
+  enum class Outcome { kAck, kTerm, kNak, kTimeout };
 
   struct Message {
     MessageHandle handle = 0;
@@ -201,10 +243,12 @@ class DispatchCore {
     Duration nak_delay{0};     // the longest delay any failure asked for
     TimePoint touched;         // last time the server heard about it
     TimePoint arrived;         // when this delivery of it came
+    bool poison = false;       // a handler since removed said TERM: terminate it once all settle
   };
   struct Flight {
     std::uint64_t stream_seq;
     TimePoint deadline;
+    TimePoint sent;
   };
   struct Connection {
     std::size_t handler;
@@ -214,6 +258,7 @@ class DispatchCore {
     HandlerLimits limits;
     std::vector<ConnectionId> connections;
     std::deque<std::uint64_t> queue;  // stream seqs; an entry whose queued bit is gone is skipped
+    HandlerStats stats;
   };
   struct Deadline {
     TimePoint at;
@@ -225,6 +270,7 @@ class DispatchCore {
     HandlerMask settled = 0;
     HandlerMask termed = 0;
     std::uint64_t stamp = 0;
+    bool poison = false;  // see Message::poison
   };
   struct SettledUnacked {  // AckPolicy all: settled, waiting for everything below to settle
     MessageHandle handle;
@@ -240,7 +286,7 @@ class DispatchCore {
   // The delivery in flight on a connection; nullopt (counted as unknown) when there is none.
   std::optional<FlightRef> find_flight(ConnectionId connection, DeliveryId delivery);
   bool complete(ConnectionId connection, DeliveryId delivery, Outcome outcome, std::optional<Duration> delay,
-                TimePoint now, FailCause cause = FailCause::kNak);
+                TimePoint now);
   void fail(Message& message, std::size_t handler, std::optional<Duration> delay);
   void dispatch(std::size_t handler, TimePoint now);
   void maybe_finish(std::uint64_t stream_seq, TimePoint now);

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -227,7 +229,7 @@ TEST_CASE("a failure waits while another recipient only waits for room on a conn
   CHECK(Taken(core).count(Kind::kNak) == 2);
 }
 
-TEST_CASE("backlogs say what each handler owes and since when", "[unit]") {
+TEST_CASE("loads say what each handler owes and since when", "[unit]") {
   DispatchCore core(settings(2));
   core.connect(1, 0, kStart);
   core.arrive(arrival(1, 0b11), kStart);
@@ -235,15 +237,16 @@ TEST_CASE("backlogs say what each handler owes and since when", "[unit]") {
   core.arrive(arrival(3, 0b01), kStart + milliseconds(9));
   const auto sent = Taken(core).of(Kind::kDeliver);
   core.ack(1, sent[0].delivery, kStart);  // handler 0 confirms sequence 1
-  const auto backlog = core.backlogs();
-  CHECK(backlog[0].owed == 1);
-  CHECK(backlog[0].in_flight == 1);
-  CHECK(backlog[0].instances == 1);
-  CHECK(backlog[0].oldest == kStart + milliseconds(9));
-  CHECK(backlog[1].owed == 2);
-  CHECK(backlog[1].in_flight == 0);
-  CHECK(backlog[1].instances == 0);
-  CHECK(backlog[1].oldest == kStart);
+  const auto load = core.loads();
+  CHECK(load[0].owed == 1);
+  CHECK(load[0].in_flight == 1);
+  CHECK(load[0].connections == 1);
+  CHECK(load[0].oldest_unconfirmed == kStart + milliseconds(9));
+  CHECK(load[1].owed == 2);
+  CHECK(load[1].in_flight == 0);
+  CHECK(load[1].queued == 2);
+  CHECK(load[1].connections == 0);
+  CHECK(load[1].oldest_unconfirmed == kStart);
 }
 
 TEST_CASE("handing back a stuck handler's oldest messages frees room, and only it gets them again", "[unit]") {
@@ -531,14 +534,15 @@ TEST_CASE("draining hands back with a delay that runs out when the last pull req
 
 // The randomized model test. A model server publishes (sometimes a subject with no key),
 // redelivers what was nak'd, sometimes redelivers what is still held, and sometimes loses acks and
-// redelivers what was settled; model handlers connect, disconnect and answer at random. Every effect
+// redelivers what was settled; model handlers connect, disconnect and answer at random; now and then
+// a reload adds, removes, reorders handlers and changes their max_inflight. Every effect
 // is checked against the invariants in the header. Runs end either by settling everything or by a
 // drain, which must hand everything back with the right delay.
 namespace {
 
 struct Model {
   Model(unsigned seed, AckPolicy policy, std::size_t handlers)
-      : random(seed), policy(policy), handler_count(handlers), core(settings(handlers, policy)) {}
+      : random(seed), policy(policy), handler_count(handlers), limits(handlers, 4), core(settings(handlers, policy)) {}
 
   std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(random); }
   HandlerMask bit(std::size_t h) const { return HandlerMask{1} << h; }
@@ -608,18 +612,20 @@ struct Model {
           in_flight[{e.connection, e.delivery}] = seq;
           std::size_t on_connection = 0;
           for (const auto& [key, s] : in_flight) on_connection += key.first == e.connection;
-          REQUIRE(on_connection <= 4);  // max_inflight
+          REQUIRE(on_connection <= limits[h]);  // max_inflight, the one in force now
           break;
         }
         case Kind::kAck:
           REQUIRE(all_confirmed(seq));  // never before every recipient confirmed
           REQUIRE_FALSE(ever_termed.count(seq));
+          REQUIRE_FALSE(poisoned.count(seq));  // a TERM, even from a handler since removed, terminates
           ever_acked.insert(seq);
           held_by_core.erase(seq);
           settled_by_ack(seq);
           break;
         case Kind::kTerm:
           REQUIRE(all_confirmed(seq));
+          REQUIRE((poisoned.count(seq) || unroutable.count(seq)));
           REQUIRE_FALSE(ever_acked.count(seq));
           ever_termed.insert(seq);
           held_by_core.erase(seq);
@@ -659,6 +665,7 @@ struct Model {
       REQUIRE(core.ack(connection, delivery, now));
     } else if (roll < 70) {
       confirmed[seq] |= bit(h);
+      poisoned.insert(seq);
       REQUIRE(core.term(connection, delivery, now));
     } else if (roll < 90) {
       REQUIRE(core.nak(connection, delivery, std::nullopt, now));
@@ -666,6 +673,55 @@ struct Model {
       REQUIRE(core.wip(connection, delivery, now));
       in_flight[key] = seq;
     }
+  }
+
+  // A reload: a new handler table. Each handler stays (perhaps at another index) with probability 3/4.
+  void reload() {
+    const std::size_t new_count = 1 + pick(4);
+    std::vector<std::size_t> free(new_count);
+    std::iota(free.begin(), free.end(), std::size_t{0});
+    std::shuffle(free.begin(), free.end(), random);
+    HandlerReindex reindex;
+    reindex.old_to_new.resize(handler_count);
+    for (std::size_t h = 0; h < handler_count; ++h) {
+      if (pick(4) != 0 && !free.empty()) {
+        reindex.old_to_new[h] = free.back();
+        free.pop_back();
+      }
+    }
+    std::vector<std::uint32_t> new_limits(new_count);
+    for (auto& limit : new_limits) {
+      limit = static_cast<std::uint32_t>(1 + pick(4));
+      reindex.handlers.push_back(HandlerLimits{limit, milliseconds(1000)});
+    }
+    reindex.nak_delay = milliseconds(100);
+    reindex.nak_delay_max = milliseconds(1000);
+    auto remap = [&](HandlerMask mask) {
+      HandlerMask out = 0;
+      for (std::size_t h = 0; h < handler_count; ++h) {
+        if ((mask & bit(h)) && reindex.old_to_new[h]) out |= bit(*reindex.old_to_new[h]);
+      }
+      return out;
+    };
+    for (auto& [seq, mask] : recipients) mask = remap(mask);
+    for (auto& [seq, mask] : confirmed) mask = remap(mask);
+    std::vector<ConnectionId> dropped;
+    for (auto it = connections.begin(); it != connections.end();) {
+      if (reindex.old_to_new[it->second]) {
+        it->second = *reindex.old_to_new[it->second];
+        ++it;
+      } else {
+        dropped.push_back(it->first);
+        const ConnectionId gone = it->first;
+        std::erase_if(in_flight, [&](const auto& f) { return f.first.first == gone; });
+        it = connections.erase(it);
+      }
+    }
+    handler_count = new_count;
+    limits = new_limits;
+    auto outcome = core.reconfigure(reindex, now);
+    std::sort(outcome.dropped.begin(), outcome.dropped.end());
+    REQUIRE(outcome.dropped == dropped);
   }
 
   void step() {
@@ -686,7 +742,9 @@ struct Model {
     } else if (action < 83) {
       now += milliseconds(pick(700));
       core.tick(now);
-    } else if (action < 86) {
+    } else if (action < 85) {
+      reload();
+    } else if (action < 87) {
       core.hand_back_oldest(pick(handler_count), pick(4), now);
     } else if (policy == AckPolicy::kNone) {
       // The server forgets each message once sent: it never redelivers.
@@ -707,6 +765,7 @@ struct Model {
   std::mt19937 random;
   AckPolicy policy;
   std::size_t handler_count;
+  std::vector<std::uint32_t> limits;  // max_inflight per handler
   DispatchCore core;
   TimePoint now = kStart;
   bool draining = false;
@@ -717,6 +776,7 @@ struct Model {
   std::map<std::uint64_t, HandlerMask> recipients, confirmed;
   std::map<std::uint64_t, std::uint64_t> deliveries;
   std::set<std::uint64_t> settled_at_server, ever_acked, ever_termed, nak_pending, held_by_core;
+  std::set<std::uint64_t> poisoned;  // some handler, perhaps since removed, said TERM
   std::map<ConnectionId, std::size_t> connections;
   std::map<std::pair<ConnectionId, DeliveryId>, std::uint64_t> in_flight;
   ConnectionId next_connection = 1;
@@ -727,7 +787,7 @@ struct Model {
 
 }  // namespace
 
-TEST_CASE("model: random traffic keeps the invariants, and everything settles or is handed back", "[unit]") {
+TEST_CASE("model: random traffic and reloads keep the invariants, and everything settles or is handed back", "[unit]") {
   const std::size_t kHandlers = 3;
   for (unsigned seed = 1; seed <= 60; ++seed) {
     const AckPolicy policy = seed <= 40 ? AckPolicy::kExplicit : seed <= 52 ? AckPolicy::kAll : AckPolicy::kNone;
@@ -756,7 +816,7 @@ TEST_CASE("model: random traffic keeps the invariants, and everything settles or
     }
 
     // Settle: one instance per handler, every answer good, redeliver until nothing is left.
-    for (std::size_t h = 0; h < kHandlers; ++h) {
+    for (std::size_t h = 0; h < m.handler_count; ++h) {
       m.connections[m.next_connection] = h;
       m.core.connect(m.next_connection++, h, m.now);
     }

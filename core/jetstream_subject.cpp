@@ -5,10 +5,22 @@
 namespace jetfan {
 namespace {
 
+// Four numbers per message: a plain digit loop rather than from_chars, which checks for overflow at
+// every digit. Nineteen digits cannot overflow 64 bits; longer tokens take the checked path.
 std::optional<std::uint64_t> number(std::string_view token) {
+  if (token.empty()) return std::nullopt;
+  if (token.size() > 19) {
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+    if (ec != std::errc() || end != token.data() + token.size()) return std::nullopt;
+    return value;
+  }
   std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-  if (ec != std::errc() || end != token.data() + token.size() || token.empty()) return std::nullopt;
+  for (const char c : token) {
+    const unsigned digit = static_cast<unsigned>(static_cast<unsigned char>(c)) - '0';
+    if (digit > 9) return std::nullopt;
+    value = value * 10 + digit;
+  }
   return value;
 }
 
@@ -40,7 +52,7 @@ std::optional<AckSubject> parse_ack_subject(std::string_view reply) {
   const auto stream_seq = number(tokens[first + 1]);
   const auto consumer_seq = number(tokens[first + 2]);
   if (!deliveries || !stream_seq || !consumer_seq) return std::nullopt;
-  return AckSubject{*deliveries, *stream_seq, *consumer_seq};
+  return AckSubject{*deliveries, *stream_seq, *consumer_seq, number(tokens[first + 3]).value_or(0)};
 }
 
 std::string pull_subject(std::string_view stream, std::string_view durable) {

@@ -19,6 +19,9 @@ struct AckSubject {
   std::uint64_t deliveries = 0;
   std::uint64_t stream_seq = 0;
   std::uint64_t consumer_seq = 0;
+  // <tm>: when the message was stored in the stream, in nanoseconds since the Unix epoch (the
+  // server's wall clock); 0 when the token is not a number.
+  std::uint64_t published_ns = 0;
 };
 std::optional<AckSubject> parse_ack_subject(std::string_view reply);
 

@@ -19,11 +19,25 @@ TEST_CASE("ack subjects of both forms are read", "[unit]") {
   CHECK(old_form->deliveries == 3);
   CHECK(old_form->stream_seq == 42);
   CHECK(old_form->consumer_seq == 17);
-  const auto new_form = parse_ack_subject("$JS.ACK.hub.ACCHASH.EVENTS.node1_builder.1.9.8.1700000000000000000.0.tok");
+  CHECK(old_form->published_ns == 1700000000000000000);
+  const auto new_form = parse_ack_subject("$JS.ACK.hub.ACCHASH.EVENTS.node1_builder.1.9.8.1700000000000000001.0.tok");
   REQUIRE(new_form);
   CHECK(new_form->deliveries == 1);
   CHECK(new_form->stream_seq == 9);
   CHECK(new_form->consumer_seq == 8);
+  CHECK(new_form->published_ns == 1700000000000000001);
+}
+
+TEST_CASE("numbers in an ack subject: up to 2^64-1, never more, digits only", "[unit]") {
+  const auto largest = parse_ack_subject("$JS.ACK.S.d.18446744073709551615.9999999999999999999.1.17.0");
+  REQUIRE(largest);
+  CHECK(largest->deliveries == 18446744073709551615ULL);
+  CHECK(largest->stream_seq == 9999999999999999999ULL);
+  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.18446744073709551616.1.1.17.0"));   // one more: overflow
+  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.99999999999999999999.1.1.17.0"));   // twenty nines
+  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.1.4x2.1.17.0"));
+  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.1.-4.1.17.0"));
+  CHECK(parse_ack_subject("$JS.ACK.S.d.1.2.3.tm.0")->published_ns == 0);  // a timestamp that is not one: unknown
 }
 
 TEST_CASE("anything else is not an ack subject", "[unit]") {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "control_client.hpp"
 #include "daemon.hpp"
 #include "exec_handler.hpp"
 #include "logging.hpp"
@@ -30,6 +31,13 @@ only when every one of them has confirmed it.
 commands:
   serve --config FILE [--log-level LEVEL]   run the daemon
   check --config FILE                       check a config file; print every error; exit 0 if good
+  status [--json] (--config FILE | --control PATH)
+                                            what a running jetfan does now: problems first, the
+                                            consumer, each handler; --json for scripts
+  tail [PATTERN] (--config FILE | --control PATH)
+                                            print messages as they arrive (those whose key matches
+                                            PATTERN), and where they went; never slows jetfan
+  reload (--config FILE | --control PATH)   reload the config (as SIGHUP does); exit 78 if refused
   exec --handler NAME ... -- CMD ARGS...    run CMD once per message, as handler NAME
                                             (jetfan exec --help says more)
   version, --version                        print the version
@@ -37,13 +45,16 @@ commands:
 
 exit status: 0 ok, 64 bad command line, 69 a resource is unavailable (socket in use),
              77 the NATS server refused the credentials, 78 bad config or missing consumer.
-The handler protocol is described in proto/PROTOCOL.md.
+The handler protocol is described in proto/PROTOCOL.md, the control socket in daemon/CONTROL.md.
 )";
 
 struct Arguments {
   std::string command;
   std::string config;
   std::string log_level;
+  std::string control;  // the control socket, instead of reading it from --config
+  std::string operand;  // tail's PATTERN
+  bool json = false;
   std::string error;
 };
 
@@ -65,10 +76,16 @@ Arguments parse_arguments(int argc, char** argv) {
       args.config = word.substr(9);
     } else if (word == "--log-level") {
       value(args.log_level);
+    } else if (word == "--control") {
+      value(args.control);
+    } else if (word == "--json") {
+      args.json = true;
     } else if (word == "--version" || word == "--help" || word == "-h") {
       args.command = word == "--version" ? "version" : "help";
     } else if (args.command.empty() && !word.empty() && word[0] != '-') {
       args.command = word;
+    } else if (args.command == "tail" && args.operand.empty() && !word.empty() && word[0] != '-') {
+      args.operand = word;
     } else {
       args.error = "unexpected argument \"" + word + "\"";
     }
@@ -99,7 +116,7 @@ int serve(const Arguments& args) {
   spdlog::info("jetfan {} starting with {}", kVersion, config->file);
   int status = kExitOk;
   try {
-    Daemon daemon(std::move(*config));
+    Daemon daemon(std::move(*config), !args.log_level.empty());
     status = daemon.run();
   } catch (const StartupError& e) {
     spdlog::critical("{}", e.what());
@@ -108,6 +125,20 @@ int serve(const Arguments& args) {
   // cnats may still run a callback on one of its threads; wait for them all before exiting.
   nats_CloseAndWait(kCnatsShutdownWaitMs);
   return status;
+}
+
+// status, tail, reload: talk to a running jetfan on its control socket.
+int control(const Arguments& args) {
+  std::string path = args.control;
+  if (path.empty()) {
+    if (args.config.empty()) return usage_error(args.command + " needs --config FILE or --control PATH");
+    const auto config = load(args.config);
+    if (!config) return kExitConfig;
+    path = config->control.path;
+  }
+  if (args.command == "status") return control_status(path, args.json);
+  if (args.command == "reload") return control_reload(path);
+  return control_tail(path, args.operand);
 }
 
 }  // namespace
@@ -127,6 +158,7 @@ int run_cli(int argc, char** argv) {
       std::printf("%s", kUsage);
       return kExitOk;
     }
+    if (args.command == "status" || args.command == "tail" || args.command == "reload") return control(args);
     if (args.command != "serve" && args.command != "check") {
       return usage_error(args.command.empty() ? "no command given" : "unknown command \"" + args.command + "\"");
     }

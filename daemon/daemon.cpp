@@ -9,11 +9,19 @@
 
 namespace jetfan {
 
-Daemon::Daemon(Config config)
-    : config_(std::move(config)), signals_(io_, SIGINT, SIGTERM), reader_(io_, config_), notifier_(io_) {}
+Daemon::Daemon(Config config, bool log_level_pinned)
+    : config_(std::move(config)),
+      signals_(io_, SIGINT, SIGTERM, SIGHUP),
+      reader_(io_, config_),
+      notifier_(io_),
+      log_level_pinned_(log_level_pinned) {}
 
-// The dispatcher refers to the reader: it goes first.
-Daemon::~Daemon() { dispatcher_.reset(); }
+// The control plane refers to the dispatcher, and the dispatcher to the reader: they go in that order.
+Daemon::~Daemon() {
+  reloader_.reset();
+  control_.reset();
+  dispatcher_.reset();
+}
 
 int Daemon::run() {
   wait_for_signal();
@@ -21,6 +29,7 @@ int Daemon::run() {
   if (auto problem = check_credential_files(config_.nats)) {
     throw StartupError(kExitConfig, config_.file + ": " + *problem);
   }
+  control_ = std::make_unique<ControlPlane>(io_, config_, [this] { return reload(); });
   if (!reader_.connect([this] { return stopping_; })) {
     spdlog::info("stopped before the NATS server could be reached");
     return kExitOk;
@@ -39,6 +48,8 @@ int Daemon::run() {
 
   dispatcher_ = std::make_unique<Dispatcher>(io_, config_, std::move(*derived.settings), reader_, notifier_, live_);
   dispatcher_->start();
+  control_->attach(*dispatcher_, reader_);
+  reloader_ = std::make_unique<Reloader>(config_, facts, *dispatcher_, log_level_pinned_);
   std::string handlers;
   for (const auto& handler : config_.handlers) {
     handlers += (handlers.empty() ? "" : ", ") + handler.name + " (" + std::to_string(handler.patterns.size()) +
@@ -62,6 +73,11 @@ void Daemon::wait_for_signal() {
 
 void Daemon::on_signal(int signal) {
   wait_for_signal();
+  if (signal == SIGHUP) {
+    spdlog::info("SIGHUP: reloading {}", config_.file);
+    reload();
+    return;
+  }
   const char* name = signal == SIGTERM ? "SIGTERM" : "SIGINT";
   if (!dispatcher_) {
     stopping_ = true;
@@ -72,6 +88,16 @@ void Daemon::on_signal(int signal) {
     spdlog::warn("{} again: stopping now", name);
     dispatcher_->finish();
   }
+}
+
+ReloadResult Daemon::reload() {
+  if (!reloader_) {
+    spdlog::warn("reload: refused: jetfan is not serving yet (still connecting to NATS); reload once it serves");
+    return ReloadResult{false, {"refused: jetfan is not serving yet (still connecting to NATS); reload once it serves"}};
+  }
+  ReloadResult result = reloader_->reload();
+  control_->note_reload(result.applied);
+  return result;
 }
 
 }  // namespace jetfan

@@ -11,16 +11,19 @@
 #include <memory>
 
 #include "config.hpp"
+#include "control_plane.hpp"
 #include "dispatcher.hpp"
 #include "jetstream_reader.hpp"
 #include "message_bytes.hpp"
+#include "reloader.hpp"
 #include "systemd_notifier.hpp"
 
 namespace jetfan {
 
 class Daemon {
  public:
-  explicit Daemon(Config config);
+  // `log_level_pinned`: --log-level was given, and a reload leaves the level alone.
+  explicit Daemon(Config config, bool log_level_pinned = false);
   ~Daemon();
 
   // Returns the exit status. Throws StartupError for what stops jetfan before it serves.
@@ -29,6 +32,8 @@ class Daemon {
  private:
   void wait_for_signal();
   void on_signal(int signal);
+  // SIGHUP and the control socket's RELOAD.
+  ReloadResult reload();
 
   Config config_;
   LiveBytes live_;  // before io_: pending operations destroyed with it may hold the last messages
@@ -38,6 +43,9 @@ class Daemon {
   SystemdNotifier notifier_;
   std::unique_ptr<Dispatcher> dispatcher_;  // set once the consumer is bound
   bool stopping_ = false;                   // a signal came before serving began
+  bool log_level_pinned_ = false;
+  std::unique_ptr<ControlPlane> control_;   // from the start: status and /live answer while connecting
+  std::unique_ptr<Reloader> reloader_;      // set once serving
 };
 
 }  // namespace jetfan

@@ -109,8 +109,11 @@ void Dispatcher::start() {
 void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected) {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = Clock::now();
+  wall_now_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
   // The server forgets pull requests when it restarts, and cnats does not re-send them.
   if (reconnected) {
+    ++reconnects_;
     if (ledger_.outstanding() > 0) spdlog::info("nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
     ledger_.on_reconnect(now);
     leader_unsure(now);
@@ -155,20 +158,27 @@ std::uint64_t Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
   const auto ack = parse_ack_subject(natsMsg_GetReply(message.get()));
   const auto key = key_of(subject, config_.key.strip_prefix);
   const MessageHandle handle = next_handle_++;
+  if (ack && ack->published_ns != 0) {
+    publish_age_.observe(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(ack->published_ns)));
+  }
   if (!ack || !key) {
     spdlog::error("message on subject \"{}\" (stream seq {}) has no key: it does not start with key.strip_prefix "
                   "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
                   subject, ack ? std::to_string(ack->stream_seq) : "?", config_.key.strip_prefix);
+    if (observer_) observe_unroutable(subject, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, message.get());
     stored_.emplace(handle, Stored{std::make_shared<const MessageBytes>(std::move(message), std::string(), live_), {},
                                    ack ? ack->stream_seq : 0, 0});
     core_.arrive(Arrival{handle, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, 0, true}, now);
     return 0;
   }
+  last_arrived_seq_ = ack->stream_seq;
   std::string headers = header_block(message.get());
   auto bytes = std::make_shared<const MessageBytes>(std::move(message), std::move(headers), live_);
   const std::uint64_t size = bytes->size();
-  stored_.emplace(handle, Stored{std::move(bytes), *key, ack->stream_seq, ack->deliveries});
-  core_.arrive(Arrival{handle, ack->stream_seq, ack->deliveries, matcher_.match(*key), false}, now);
+  const auto placed = stored_.emplace(handle, Stored{std::move(bytes), *key, ack->stream_seq, ack->deliveries}).first;
+  const HandlerMask recipients = matcher_.match(*key);
+  if (observer_) observe(placed->second, recipients);
+  core_.arrive(Arrival{handle, ack->stream_seq, ack->deliveries, recipients, false}, now);
   return size;
 }
 
@@ -331,11 +341,11 @@ void Dispatcher::check_full(TimePoint now) {
     stalled_ = false;
     return;
   }
-  const auto backlogs = core_.backlogs();
-  const std::size_t share = std::max<std::size_t>(1, max_held / backlogs.size());
+  const auto loads = core_.loads();
+  const std::size_t share = std::max<std::size_t>(1, max_held / loads.size());
   std::size_t handed_back = 0;
-  for (std::size_t h = 0; h < backlogs.size(); ++h) {
-    if (config_.handlers[h].when_full != WhenFull::kHandBack || backlogs[h].owed <= share) continue;
+  for (std::size_t h = 0; h < loads.size(); ++h) {
+    if (config_.handlers[h].when_full != WhenFull::kHandBack || loads[h].owed <= share) continue;
     const std::size_t handed = core_.hand_back_oldest(h, share, now);
     handed_back += handed;
     if (handed > 0) {
@@ -343,7 +353,7 @@ void Dispatcher::check_full(TimePoint now) {
                    "the consumer is full and handler \"{}\" owed {} messages, more than its share of {}: handed back "
                    "its {} oldest to the server (when_full: hand_back); only it gets them again, each a delivery "
                    "more against MaxDeliver",
-                   config_.handlers[h].name, backlogs[h].owed, share, handed);
+                   config_.handlers[h].name, loads[h].owed, share, handed);
     }
   }
   if (handed_back > 0) return;
@@ -357,23 +367,23 @@ void Dispatcher::check_full(TimePoint now) {
   // The one holding everyone up: most messages waiting for it and not in flight (working on them
   // is not being stuck), then most owed.
   std::size_t worst = 0;
-  auto waiting = [&](std::size_t h) { return backlogs[h].owed - backlogs[h].in_flight; };
-  for (std::size_t h = 1; h < backlogs.size(); ++h) {
-    if (waiting(h) > waiting(worst) || (waiting(h) == waiting(worst) && backlogs[h].owed > backlogs[worst].owed)) {
+  auto waiting = [&](std::size_t h) { return loads[h].owed - loads[h].in_flight; };
+  for (std::size_t h = 1; h < loads.size(); ++h) {
+    if (waiting(h) > waiting(worst) || (waiting(h) == waiting(worst) && loads[h].owed > loads[worst].owed)) {
       worst = h;
     }
   }
   const bool first = !stalled_;
   stalled_ = true;
   if (!full_warnings_.allow("full", now).log && !first) return;
-  const auto& b = backlogs[worst];
-  const auto age = b.oldest ? std::chrono::duration_cast<std::chrono::seconds>(now - *b.oldest).count() : 0;
+  const auto& b = loads[worst];
+  const auto age = b.oldest_unconfirmed ? std::chrono::duration_cast<std::chrono::seconds>(now - *b.oldest_unconfirmed).count() : 0;
   spdlog::warn("jetfan holds {} messages, all that max_held ({}) allows, and none has settled for {}s, so it pulls "
                "no more: handler \"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) "
                "connected. Every other handler waits with it. Start or unstick it, or set when_full: hand_back for "
                "it to hand its backlog back to the server.",
                core_.held(), max_held, std::chrono::duration_cast<std::chrono::seconds>(now - *full_since_).count(),
-               config_.handlers[worst].name, b.owed, b.in_flight, age, b.instances);
+               config_.handlers[worst].name, b.owed, b.in_flight, age, b.connections);
 }
 
 std::string Dispatcher::describe(const HandlerSession& session) const {
@@ -437,6 +447,7 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   unidentified_.erase(session.id());
   prune_unidentified_order();
   ++instances_[index];
+  admitted_unix_ms_[session.id()] = wall_now_ms();
   session.send_ready(static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
   session.flush();
   spdlog::info("handler {} connected", describe(session));
@@ -493,6 +504,7 @@ void Dispatcher::on_closed(HandlerSession& session) {
     core_.disconnect(session.id(), Clock::now());
     after_input();
   }
+  admitted_unix_ms_.erase(session.id());
   sessions_.erase(session.id());
 }
 

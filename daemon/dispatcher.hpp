@@ -23,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "arrival_observer.hpp"
 #include "config.hpp"
 #include "dispatch_core.hpp"
 #include "handler_listener.hpp"
@@ -32,7 +33,10 @@
 #include "log_rate_limiter.hpp"
 #include "message_bytes.hpp"
 #include "pull_ledger.hpp"
+#include "rate_window.hpp"
+#include "reload_plan.hpp"
 #include "serve_settings.hpp"
+#include "status_snapshot.hpp"
 #include "systemd_notifier.hpp"
 #include "topic_pattern.hpp"
 
@@ -62,6 +66,18 @@ class Dispatcher final : private SessionOwner {
   bool serving() const { return state_ == State::kServing; }
   bool draining() const { return state_ == State::kDraining; }
   const CoreCounters& counters() const { return core_.counters(); }
+
+  // For the control plane (daemon/dispatcher_control.cpp). The observer, if any, must outlive the
+  // dispatcher or be unset first.
+  void set_observer(ArrivalObserver* observer) { observer_ = observer; }
+  // Fills what the dispatcher knows: state, figures, handlers and their instances.
+  void fill_status(StatusSnapshot& snapshot, const RateWindow& rates, TimePoint now, std::int64_t now_unix_ms) const;
+  std::vector<RateWindow::Named> named_stats() const;
+  // Applies a reload: `config` (the one given at construction) already holds the new config, and
+  // `settings` were derived from it. Precondition: serving. Returns lines for the log and reply.
+  std::vector<std::string> apply_reload(const ReloadPlan& plan, ServeSettings settings);
+  // The stream sequence of the last message that arrived; routing by a reload starts after it.
+  std::uint64_t last_arrived_seq() const { return last_arrived_seq_; }
 
  private:
   struct Stored {
@@ -103,6 +119,10 @@ class Dispatcher final : private SessionOwner {
   // backlog of handlers configured to (when_full: hand_back) past their share.
   void check_full(TimePoint now);
   std::string describe(const HandlerSession& session) const;
+  // Observation (daemon/dispatcher_control.cpp).
+  void observe(const Stored& stored, HandlerMask recipients);
+  void observe_unroutable(std::string_view subject, std::uint64_t stream_seq, std::uint64_t deliveries, natsMsg* message);
+  static std::int64_t wall_now_ms();
 
   boost::asio::io_context& io_;
   const Config& config_;
@@ -137,6 +157,13 @@ class Dispatcher final : private SessionOwner {
   bool stalled_ = false;
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;
+  // Observation: set per batch, counted per message, read by fill_status.
+  ArrivalObserver* observer_ = nullptr;
+  std::int64_t wall_now_ns_ = 0;  // the wall clock at the current batch, for publish ages
+  LatencyHistogram publish_age_;
+  std::uint64_t last_arrived_seq_ = 0;
+  std::uint64_t reconnects_ = 0;
+  std::unordered_map<ConnectionId, std::int64_t> admitted_unix_ms_;
 };
 
 }  // namespace jetfan

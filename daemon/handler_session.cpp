@@ -187,6 +187,12 @@ void HandlerSession::fail(const std::string& reason) {
   JETFAN_ON_IO_THREAD(thread_);
   if (closed_ || failing_) return;
   owner_.on_failing(*this, reason);
+  dismiss(reason);
+}
+
+void HandlerSession::dismiss(const std::string& reason) {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (closed_ || failing_) return;
   failing_ = true;
   proto::append_err(out_.owned(), reason);
   out_.appended();

@@ -71,6 +71,8 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
 
   // The declared handler this connection is an instance of, once admitted. Set once.
   void admit(std::size_t handler, std::string name);
+  // A reload moved its handler to another index, or removed it (nullopt: no longer an instance).
+  void reassign(std::optional<std::size_t> handler) { handler_ = handler; }
   std::optional<std::size_t> handler() const { return handler_; }
   const std::string& handler_name() const { return handler_name_; }
 
@@ -82,6 +84,8 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   void flush();
   // Sends ERR with the reason, then closes. Nothing more is read.
   void fail(const std::string& reason);
+  // The same, without logging a protocol error: jetfan itself ends the connection (a reload).
+  void dismiss(const std::string& reason);
   void close();
   // Closed, or closing after ERR.
   bool ending() const { return closed_ || failing_; }

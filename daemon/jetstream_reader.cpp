@@ -301,7 +301,50 @@ void JetStreamReader::on_ingress() {
     reconnected = std::exchange(ingress_->reconnected, false);
     ingress_->posted = false;
   }
+  if (info_outstanding_ > 0) take_info_replies();
   if (handler_) handler_(incoming_, reconnected);
+}
+
+void JetStreamReader::on_consumer_info(InfoHandler handler) {
+  JETFAN_ON_IO_THREAD(thread_);
+  info_handler_ = std::move(handler);
+}
+
+bool JetStreamReader::request_consumer_info(std::uint64_t id) {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (!connection_ || inbox_.empty()) return false;
+  // Answers come on the inbox's subscription, as "<inbox>.i<id>": pull requests use bare numbers.
+  const std::string reply = inbox_ + "i" + std::to_string(id);
+  if (natsConnection_PublishRequest(connection_.get(), info_subject_.c_str(), reply.c_str(), "", 0) != NATS_OK) return false;
+  ++info_outstanding_;
+  return true;
+}
+
+// Consumer info answers share the inbox with pull status replies; they are taken out here, before
+// the ingress handler sees the batch. Batches are walked only while an answer is awaited (the
+// server answers every request it gets), so messages pay nothing for this otherwise.
+void JetStreamReader::take_info_replies() {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < incoming_.size(); ++i) {
+    natsMsg* message = incoming_[i].get();
+    const char* reply = natsMsg_GetReply(message);
+    const std::string_view subject = natsMsg_GetSubject(message);
+    const bool info = !(reply && std::strncmp(reply, "$JS.ACK.", 8) == 0) && subject.size() > inbox_.size() &&
+                      subject.compare(0, inbox_.size(), inbox_) == 0 && subject[inbox_.size()] == 'i';
+    if (!info) {
+      if (kept != i) incoming_[kept] = std::move(incoming_[i]);
+      ++kept;
+      continue;
+    }
+    if (info_outstanding_ > 0) --info_outstanding_;
+    std::uint64_t id = 0;
+    const auto token = subject.substr(inbox_.size() + 1);
+    std::from_chars(token.data(), token.data() + token.size(), id);
+    if (info_handler_) {
+      info_handler_(id, std::string_view(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message))));
+    }
+  }
+  incoming_.resize(kept);
 }
 
 Incoming JetStreamReader::classify(natsMsg* message) const {

@@ -87,6 +87,13 @@ class JetStreamReader {
   // Asks for the consumer's info, the answer to come on <inbox>.p<id>. Never blocks.
   bool send_probe(std::uint64_t id);
 
+  // Asks the server for the consumer's info ($JS.API.CONSUMER.INFO), without waiting: the answer
+  // comes to `handler` on the io thread, with the `id` given here, and never to the ingress handler.
+  // False when there is no connection to ask on. The handler is set once (nullptr: no more calls).
+  using InfoHandler = std::function<void(std::uint64_t id, std::string_view json)>;
+  void on_consumer_info(InfoHandler handler);
+  bool request_consumer_info(std::uint64_t id);
+
   // Replies to the server about a message. Never block on the network.
   void ack(natsMsg* message);
   void nak(natsMsg* message, Duration delay);
@@ -101,6 +108,7 @@ class JetStreamReader {
  private:
   NatsOptionsPtr make_options();
   void on_ingress();
+  void take_info_replies();
   void reply(natsMsg* message, const char* body, std::size_t length);
 
   boost::asio::io_context& io_;
@@ -115,6 +123,8 @@ class JetStreamReader {
   std::string request_body_;  // reused: no allocation per pull request
   IngressHandler handler_;
   std::vector<NatsMsgPtr> incoming_;  // reused from batch to batch
+  InfoHandler info_handler_;
+  std::size_t info_outstanding_ = 0;  // consumer info requests not yet answered
 };
 
 }  // namespace jetfan

@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libnats-dev libboost-dev libspdlog-dev libyaml-cpp-dev
           catch2 libsystemd-dev nlohmann-json3-dev nats-server python3 python3-venv
+          prometheus  # promtool checks the /metrics text in the tests
           dpkg-dev lintian man-db python3-yaml systemd-container  # packaging, docker/ and systemd/ checks
           openssl)  # tests/auth: keys, certificates and JWTs made by the test
 missing=()

@@ -50,6 +50,8 @@ class Mesh {
   const std::string& dir() const { return dir_; }
   std::string url() const;
   std::string socket_path() const { return dir_ + "/jetfan.sock"; }
+  // The control socket, by default beside the handler socket.
+  std::string control_path() const { return dir_ + "/jetfan.ctl"; }
 
   void start_server();
   void stop_server();  // SIGTERM, waits for it to exit

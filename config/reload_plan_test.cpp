@@ -1,0 +1,89 @@
+#include <catch2/catch.hpp>
+
+#include "reload_plan.hpp"
+
+using namespace jetfan;
+
+namespace {
+
+const std::string kBase =
+    "nats:\n  servers: [\"nats://127.0.0.1:4222\"]\n"
+    "consumer:\n  stream: EVENTS\n  durable: node1_builder\n"
+    "socket:\n  path: /run/jetfan/builder.sock\n";
+
+Config load(const std::string& rest, const std::string& base = kBase) {
+  auto result = load_config_text(base + rest, "test.yaml");
+  INFO(result.errors.size() << " errors; first: " << (result.errors.empty() ? "" : result.errors[0]));
+  REQUIRE(result.config);
+  return *result.config;
+}
+
+const std::string kTwo =
+    "handlers:\n  - name: builder\n    patterns: [\"a.*\"]\n  - name: audit\n    patterns: [\"#\"]\n";
+
+}  // namespace
+
+TEST_CASE("reload: the same config changes nothing", "[unit]") {
+  const auto plan = plan_reload(load(kTwo), load(kTwo));
+  CHECK(plan.refused.empty());
+  CHECK(plan.changes.empty());
+  CHECK(plan.old_to_new == std::vector<std::optional<std::size_t>>{0, 1});
+}
+
+TEST_CASE("reload: handlers are matched by name, and added, removed, moved and changed ones are named", "[unit]") {
+  const auto running = load(kTwo + "delivery:\n  nak_delay: 1s\nlog:\n  level: info\n");
+  const auto next = load(
+      "handlers:\n  - name: fresh\n    patterns: [\"b.>\"]\n"
+      "  - name: builder\n    patterns: [\"a.*\", \"c\"]\n    max_inflight: 8\n    ack_timeout: 5s\n"
+      "delivery:\n  nak_delay: 50ms\n  nak_delay_max: 2s\nlog:\n  level: debug\n");
+  const auto plan = plan_reload(running, next);
+  REQUIRE(plan.refused.empty());
+  CHECK(plan.old_to_new == std::vector<std::optional<std::size_t>>{1, std::nullopt});
+  CHECK(plan.added == std::vector<std::string>{"fresh"});
+  CHECK(plan.removed == std::vector<std::string>{"audit"});
+  CHECK(plan.changes == std::vector<std::string>{
+                            "handlers.builder.patterns: [a.*] -> [a.*, c]",
+                            "handlers.builder.max_inflight: 64 -> 8",
+                            "handlers.builder.ack_timeout: 30000ms -> 5000ms",
+                            "handlers.builder (place in the list): 1 -> 2",
+                            "handlers: removed audit",
+                            "handlers: added fresh [b.>]",
+                            "delivery.nak_delay: 1000ms -> 50ms",
+                            "delivery.nak_delay_max: 60000ms -> 2000ms",
+                            "log.level: info -> debug",
+                        });
+}
+
+TEST_CASE("reload: every key that needs a restart is refused by name", "[unit]") {
+  const auto running = load(kTwo);
+  const auto next = load(kTwo + "metrics:\n  listen: 9464\ndelivery:\n  remember: 5\n",
+                         "nats:\n  servers: [\"nats://10.0.0.1:4222\"]\n  token: t\n"
+                         "consumer:\n  stream: EVENTS\n  durable: node2_builder\n  batch: 7\n"
+                         "key:\n  strip_prefix: \"ev.\"\n"
+                         "socket:\n  path: /run/jetfan/other.sock\n  mode: \"0600\"\n");
+  const auto plan = plan_reload(running, next);
+  CHECK(plan.refused == std::vector<std::string>{"nats.servers", "nats.name", "nats.token", "consumer.durable",
+                                                 "consumer.batch", "key.strip_prefix", "socket.path", "socket.mode",
+                                                 "control.path", "metrics.listen", "delivery.remember"});
+  CHECK(plan.changes.empty());
+}
+
+TEST_CASE("control socket and metrics settings: defaults and errors", "[unit]") {
+  const auto config = load(kTwo);
+  CHECK(config.control.path == "/run/jetfan/builder.ctl");
+  CHECK(config.control.mode == 0600);
+  CHECK_FALSE(config.metrics);
+  const auto port_only = load(kTwo + "metrics:\n  listen: \"9464\"\ncontrol:\n  path: /tmp/c.ctl\n  mode: \"0660\"\n");
+  REQUIRE(port_only.metrics);
+  CHECK(port_only.metrics->host == "127.0.0.1");
+  CHECK(port_only.metrics->port == 9464);
+  CHECK(port_only.control.path == "/tmp/c.ctl");
+  CHECK(port_only.control.mode == 0660);
+  const auto v6 = load(kTwo + "metrics:\n  listen: \"[::1]:0\"\n");
+  CHECK(v6.metrics->host == "::1");
+  for (const char* bad : {"metrics:\n  listen: \"host:99999\"\n", "metrics:\n  listen: \":\"\n",
+                          "control:\n  path: /run/jetfan/builder.sock\n"}) {
+    INFO(bad);
+    CHECK_FALSE(load_config_text(kBase + kTwo + bad, "t.yaml").config);
+  }
+}

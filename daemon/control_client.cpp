@@ -1,0 +1,100 @@
+#include "control_client.hpp"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "startup_error.hpp"
+#include "unique_fd.hpp"
+
+namespace jetfan {
+namespace {
+
+std::optional<UniqueFd> connect_control(const std::string& path) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    std::fprintf(stderr, "jetfan: control socket path %s is too long\n", path.c_str());
+    return std::nullopt;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    std::fprintf(stderr, "jetfan: cannot connect to the control socket %s: %s (is jetfan serving with this config?)\n",
+                 path.c_str(), std::strerror(errno));
+    return std::nullopt;
+  }
+  return fd;
+}
+
+bool send_line(int fd, const std::string& line) {
+  std::string_view rest = line;
+  while (!rest.empty()) {
+    const ssize_t sent = ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
+    if (sent <= 0) return false;
+    rest.remove_prefix(static_cast<std::size_t>(sent));
+  }
+  return true;
+}
+
+// Copies everything jetfan sends to stdout until it closes; returns what it sent first (up to the
+// first newline), so the caller can tell OK from REFUSED or ERR.
+std::string copy_reply(int fd) {
+  std::string first;
+  bool first_done = false;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (!first_done) {
+      const std::string_view chunk(buffer, static_cast<std::size_t>(n));
+      const auto end = chunk.find('\n');
+      first.append(chunk.substr(0, end));
+      first_done = end != std::string_view::npos;
+    }
+    std::fwrite(buffer, 1, static_cast<std::size_t>(n), stdout);
+    std::fflush(stdout);
+  }
+  return first;
+}
+
+int run(const std::string& path, const std::string& command, std::string& first) {
+  auto fd = connect_control(path);
+  if (!fd) return kExitUnavailable;
+  if (!send_line(fd->get(), command + "\n")) {
+    std::fprintf(stderr, "jetfan: control socket %s closed before the command was sent\n", path.c_str());
+    return kExitUnavailable;
+  }
+  first = copy_reply(fd->get());
+  return kExitOk;
+}
+
+}  // namespace
+
+int control_status(const std::string& path, bool json) {
+  std::string first;
+  const int status = run(path, json ? "STATUS JSON" : "STATUS", first);
+  return status == kExitOk && first.rfind("ERR", 0) == 0 ? kExitSoftware : status;
+}
+
+int control_reload(const std::string& path) {
+  std::string first;
+  const int status = run(path, "RELOAD", first);
+  if (status != kExitOk) return status;
+  return first.rfind("OK", 0) == 0 ? kExitOk : kExitConfig;
+}
+
+int control_tail(const std::string& path, const std::string& pattern) {
+  std::string first;
+  const int status = run(path, pattern.empty() ? "TAIL" : "TAIL " + pattern, first);
+  if (status != kExitOk) return status;
+  return first.rfind("ERR", 0) == 0 ? kExitUsage : kExitOk;
+}
+
+}  // namespace jetfan

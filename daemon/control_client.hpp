@@ -1,0 +1,17 @@
+#pragma once
+// The client side of the control socket, for `jetfan status`, `jetfan reload` and `jetfan tail`:
+// sends one command line and copies what jetfan answers to stdout. Blocking; used by the CLI only.
+
+#include <string>
+
+namespace jetfan {
+
+// STATUS or STATUS JSON. Exit status: 0, or 69 when the control socket cannot be reached.
+int control_status(const std::string& path, bool json);
+// RELOAD. Exit status: 0 applied, 78 refused (the reply says why), 69 unreachable.
+int control_reload(const std::string& path);
+// TAIL [PATTERN], until jetfan closes the connection or the process is interrupted. 0, 64 (bad
+// pattern), 69 unreachable.
+int control_tail(const std::string& path, const std::string& pattern);
+
+}  // namespace jetfan

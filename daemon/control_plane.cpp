@@ -1,0 +1,265 @@
+#include "control_plane.hpp"
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+
+#include "consumer_info.hpp"
+#include "dispatcher.hpp"
+#include "jetfan/version.hpp"
+#include "jetstream_reader.hpp"
+#include "prometheus_text.hpp"
+#include "status_render.hpp"
+
+namespace jetfan {
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr Duration kRateSample{1000};    // how often per-handler counts are sampled for rates
+constexpr Duration kRateSpan{60000};     // rates are over the last minute
+constexpr Duration kServerAnswer{2000};  // how long `status` waits for the server's consumer info
+constexpr std::size_t kMaxTails = 16;    // tails at once; each may hold 512 KiB of output
+constexpr std::size_t kUnroutableSubjects = 16;
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+std::string upper(std::string_view word) {
+  std::string out(word);
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+ControlPlane::ControlPlane(asio::io_context& io, const Config& config, ReloadFunction reload)
+    : io_(io),
+      config_(config),
+      reload_(std::move(reload)),
+      control_(io, config.control, *this),
+      sampler_(io),
+      rates_(kRateSpan),
+      started_(Clock::now()),
+      started_unix_ms_(unix_ms()) {
+  control_.start();
+  spdlog::info("control socket {}: jetfan status, tail and reload connect here", config.control.path);
+  if (config.metrics) {
+    metrics_ = std::make_unique<MetricsServer>(io, *config.metrics, static_cast<MetricsSource&>(*this));
+    metrics_->start();
+    const bool v6 = config.metrics->host.find(':') != std::string::npos;
+    spdlog::info("metrics: serving http://{}{}{}:{}/metrics (and /ready, /live)", v6 ? "[" : "", config.metrics->host,
+                 v6 ? "]" : "", metrics_->port());
+  }
+  sample_rates();
+}
+
+ControlPlane::~ControlPlane() {
+  if (dispatcher_) dispatcher_->set_observer(nullptr);
+  if (reader_) reader_->on_consumer_info(nullptr);
+  auto tails = std::move(tails_);
+  tails_.clear();
+  for (auto& tail : tails) tail.session->close();
+}
+
+void ControlPlane::attach(Dispatcher& dispatcher, JetStreamReader& reader) {
+  JETFAN_ON_IO_THREAD(thread_);
+  dispatcher_ = &dispatcher;
+  reader_ = &reader;
+  dispatcher.set_observer(this);
+  reader.on_consumer_info([this](std::uint64_t id, std::string_view json) {
+    auto parsed = parse_consumer_info(json);
+    if (auto* view = std::get_if<ServerConsumerView>(&parsed)) {
+      finish_status(id, *view, {});
+    } else {
+      finish_status(id, std::nullopt, std::get<std::string>(parsed));
+    }
+  });
+  refresh_names();
+}
+
+void ControlPlane::note_reload(bool applied) {
+  ++(applied ? reloads_applied_ : reloads_refused_);
+  refresh_names();
+}
+
+void ControlPlane::refresh_names() {
+  names_.clear();
+  for (const auto& handler : config_.handlers) names_.push_back(handler.name);
+}
+
+void ControlPlane::sample_rates() {
+  if (dispatcher_) rates_.add(Clock::now(), dispatcher_->named_stats());
+  sampler_.expires_after(kRateSample);
+  sampler_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) sample_rates();
+  });
+}
+
+void ControlPlane::on_control_command(const std::shared_ptr<ControlSession>& session, std::string_view line) {
+  JETFAN_ON_IO_THREAD(thread_);
+  const auto space = line.find_first_of(" \t");
+  const std::string verb = upper(line.substr(0, space));
+  std::string_view rest = space == std::string_view::npos ? std::string_view() : line.substr(space + 1);
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\t')) rest.remove_suffix(1);
+  if (verb == "STATUS" && (rest.empty() || upper(rest) == "JSON")) {
+    status(session, !rest.empty());
+  } else if (verb == "METRICS" && rest.empty()) {
+    session->reply_and_close(metrics_text());
+  } else if (verb == "TAIL") {
+    tail(session, std::string(rest));
+  } else if (verb == "RELOAD" && rest.empty()) {
+    const ReloadResult result = reload_();
+    // "OK <what happened>" or "REFUSED <why>", then one indented line per detail.
+    std::string reply = result.applied ? "OK" : "REFUSED";
+    for (std::size_t i = 0; i < result.lines.size(); ++i) reply += (i == 0 ? " " : "\n  ") + result.lines[i];
+    session->reply_and_close(reply + "\n");
+  } else {
+    session->reply_and_close("ERR unknown command \"" + std::string(line.substr(0, 64)) +
+                             "\"; send one of STATUS, STATUS JSON, METRICS, TAIL [PATTERN], RELOAD\n");
+  }
+}
+
+void ControlPlane::tail(const std::shared_ptr<ControlSession>& session, std::string pattern) {
+  if (!pattern.empty()) {
+    if (const auto why = pattern_error(pattern)) {
+      session->reply_and_close("ERR pattern \"" + pattern + "\": " + *why + "\n");
+      return;
+    }
+  }
+  if (tails_.size() >= kMaxTails) {
+    session->reply_and_close("ERR already " + std::to_string(kMaxTails) + " tails; close one first\n");
+    return;
+  }
+  session->start_stream("OK tailing " + (pattern.empty() ? std::string("every message") : pattern) + "\n");
+  tails_.push_back(Tail{session, std::move(pattern)});
+  tailing_ = true;
+  spdlog::info("control: tail {} started ({})", session->id(),
+               tails_.back().pattern.empty() ? "#" : tails_.back().pattern);
+}
+
+void ControlPlane::on_control_closed(ControlSession& session) {
+  JETFAN_ON_IO_THREAD(thread_);
+  const auto found =
+      std::find_if(tails_.begin(), tails_.end(), [&](const Tail& t) { return t.session.get() == &session; });
+  if (found == tails_.end()) return;
+  dropped_by_closed_tails_ += session.dropped();
+  spdlog::info("control: tail {} ended; it missed {} message(s) by reading too slowly", session.id(),
+               session.dropped());
+  tails_.erase(found);
+  tailing_ = !tails_.empty();
+}
+
+void ControlPlane::on_tail(const TailItem& item) {
+  record_.clear();
+  for (const auto& tail : tails_) {
+    if (!tail.pattern.empty() && !topic_matches(tail.pattern, item.key)) continue;
+    if (record_.empty()) append_tail_record(record_, item, names_);
+    tail.session->stream(record_);
+  }
+}
+
+void ControlPlane::on_no_recipient(std::string_view key) {
+  const std::size_t newest = (unmatched_next_ + unmatched_.size() - 1) % unmatched_.size();
+  if (unmatched_[newest] == key) return;
+  unmatched_[unmatched_next_].assign(key);
+  unmatched_next_ = (unmatched_next_ + 1) % unmatched_.size();
+}
+
+void ControlPlane::on_unroutable(std::string_view subject) {
+  for (auto& known : unroutable_) {
+    if (known.subject == subject) {
+      ++known.count;
+      return;
+    }
+  }
+  if (unroutable_.size() < kUnroutableSubjects) unroutable_.push_back(SubjectCount{std::string(subject), 1});
+}
+
+void ControlPlane::status(const std::shared_ptr<ControlSession>& session, bool json) {
+  const std::uint64_t id = next_status_++;
+  PendingStatus pending{session, json, std::make_unique<asio::steady_timer>(io_)};
+  if (!reader_ || !reader_->request_consumer_info(id)) {
+    pending_.emplace(id, std::move(pending));
+    finish_status(id, std::nullopt, reader_ ? "not connected to the server" : "not bound to the consumer yet");
+    return;
+  }
+  pending.timeout->expires_after(kServerAnswer);
+  pending.timeout->async_wait([this, id](const boost::system::error_code& error) {
+    if (!error) finish_status(id, std::nullopt, "no answer from the server within 2s");
+  });
+  pending_.emplace(id, std::move(pending));
+}
+
+void ControlPlane::finish_status(std::uint64_t id, std::optional<ServerConsumerView> view, std::string error) {
+  JETFAN_ON_IO_THREAD(thread_);
+  auto found = pending_.find(id);
+  if (found == pending_.end()) return;  // answered already (a late answer after the timeout)
+  PendingStatus pending = std::move(found->second);
+  pending_.erase(found);
+  pending.timeout->cancel();
+  StatusSnapshot s = snapshot();
+  s.server = std::move(view);
+  s.server_error = std::move(error);
+  pending.session->reply_and_close(pending.json ? render_status_json(s) : render_status_text(s));
+}
+
+StatusSnapshot ControlPlane::snapshot() const {
+  const TimePoint now = Clock::now();
+  StatusSnapshot s;
+  s.version = kVersion;
+  s.now_unix_ms = unix_ms();
+  s.uptime_seconds = std::chrono::duration<double>(now - started_).count();
+  s.start_time_unix = static_cast<double>(started_unix_ms_) / 1000;
+  s.config_file = config_.file;
+  s.stream = config_.consumer.stream;
+  s.durable = config_.consumer.durable;
+  if (dispatcher_) {
+    dispatcher_->fill_status(s, rates_, now, s.now_unix_ms);
+  } else {
+    s.state = "starting";
+    s.ack_policy = "?";
+  }
+  for (std::size_t i = 0; i < unmatched_.size(); ++i) {
+    const auto& key = unmatched_[(unmatched_next_ + i) % unmatched_.size()];
+    if (!key.empty()) s.recent_unmatched_keys.push_back(key);
+  }
+  s.unroutable_subjects = unroutable_;
+  s.tail_dropped = dropped_by_closed_tails_;
+  for (const auto& tail : tails_) {
+    s.tails.push_back(TailView{tail.pattern, tail.session->dropped()});
+    s.tail_dropped += tail.session->dropped();
+  }
+  s.reloads_applied = reloads_applied_;
+  s.reloads_refused = reloads_refused_;
+  s.resident_memory_bytes = resident_bytes();
+  return s;
+}
+
+std::string ControlPlane::metrics_text() {
+  JETFAN_ON_IO_THREAD(thread_);
+  return render_prometheus(snapshot());
+}
+
+std::string ControlPlane::not_ready_reason() {
+  if (!dispatcher_) return "not bound to the consumer yet";
+  if (!dispatcher_->serving()) return "stopping";
+  return {};
+}
+
+}  // namespace jetfan

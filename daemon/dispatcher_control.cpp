@@ -1,0 +1,139 @@
+// Dispatcher, continued: what the control plane asks of it (status figures, tail records) and a
+// reload applied. Kept apart from the message path in dispatcher.cpp.
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "dispatcher.hpp"
+
+namespace jetfan {
+
+std::int64_t Dispatcher::wall_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Dispatcher::observe(const Stored& stored, HandlerMask recipients) {
+  if (recipients == 0) observer_->on_no_recipient(stored.key);
+  if (!observer_->tailing()) return;
+  observer_->on_tail(TailItem{wall_now_ns_ / 1'000'000, stored.key, stored.stream_seq, stored.deliveries,
+                              stored.message->headers(), stored.message->payload(), recipients, false});
+}
+
+void Dispatcher::observe_unroutable(std::string_view subject, std::uint64_t stream_seq, std::uint64_t deliveries,
+                                    natsMsg* message) {
+  observer_->on_unroutable(subject);
+  if (!observer_->tailing()) return;
+  observer_->on_tail(
+      TailItem{wall_now_ns_ / 1'000'000,
+               subject,
+               stream_seq,
+               deliveries,
+               {},
+               std::string_view(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message))),
+               0,
+               true});
+}
+
+std::vector<RateWindow::Named> Dispatcher::named_stats() const {
+  std::vector<RateWindow::Named> named;
+  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+    named.push_back(RateWindow::Named{config_.handlers[h].name, &core_.handler_stats(h)});
+  }
+  return named;
+}
+
+void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoint now,
+                             std::int64_t now_unix_ms) const {
+  s.state = state_ == State::kServing ? "serving" : state_ == State::kDraining ? "draining" : "stopped";
+  s.ready = state_ == State::kServing;
+  s.ack_policy = to_string(settings_.core.ack_policy);
+  s.ack_wait_seconds = std::chrono::duration<double>(settings_.ack_wait).count();
+  s.max_deliver = settings_.core.max_deliver;
+  s.totals = core_.counters();
+  s.held = core_.held();
+  s.in_flight = core_.in_flight();
+  auto age = [now](TimePoint since) { return std::chrono::duration<double>(now - since).count(); };
+  if (const auto oldest = core_.oldest_held()) s.oldest_held_seconds = age(*oldest);
+  s.pulls_outstanding = ledger_.outstanding();
+  s.reconnects = reconnects_;
+  s.publish_age = publish_age_;
+
+  const auto loads = core_.loads();
+  std::vector<std::shared_ptr<HandlerSession>> sessions;
+  for (const auto& [id, session] : sessions_) {
+    if (session->handler()) sessions.push_back(session);
+  }
+  std::sort(sessions.begin(), sessions.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
+  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+    const HandlerSettings& declared = config_.handlers[h];
+    HandlerView view;
+    view.name = declared.name;
+    view.patterns = declared.patterns;
+    view.max_inflight = static_cast<std::uint32_t>(declared.max_inflight);
+    view.ack_timeout_seconds = std::chrono::duration<double>(declared.ack_timeout).count();
+    for (const auto& session : sessions) {
+      if (*session->handler() != h) continue;
+      const auto admitted = admitted_unix_ms_.find(session->id());
+      const std::int64_t since = admitted == admitted_unix_ms_.end() ? now_unix_ms : admitted->second;
+      view.instances.push_back(InstanceView{session->id(), session->credentials().pid, session->credentials().uid,
+                                            since, static_cast<double>(now_unix_ms - since) / 1000});
+    }
+    view.in_flight = loads[h].in_flight;
+    view.queued = loads[h].queued;
+    if (loads[h].oldest_unconfirmed) view.oldest_unconfirmed_seconds = age(*loads[h].oldest_unconfirmed);
+    view.stats = core_.handler_stats(h);
+    view.rates = rates.rates(view.name, view.stats, now);
+    s.handlers.push_back(std::move(view));
+  }
+}
+
+std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeSettings settings) {
+  JETFAN_ON_IO_THREAD(thread_);
+  std::vector<std::string> lines;
+  // Instances of removed handlers are sent ERR and closed; the others move to their new index.
+  std::vector<std::size_t> dismissed_per_old(instances_.size(), 0);
+  std::vector<std::shared_ptr<HandlerSession>> dismissed;
+  for (const auto& [id, session] : sessions_) {
+    if (!session->handler()) continue;
+    const std::size_t old = *session->handler();
+    session->reassign(plan.old_to_new[old]);
+    if (!plan.old_to_new[old]) {
+      dismissed.push_back(session);
+      ++dismissed_per_old[old];
+    }
+  }
+  std::vector<std::size_t> instances(config_.handlers.size(), 0);
+  for (std::size_t old = 0; old < plan.old_to_new.size(); ++old) {
+    if (plan.old_to_new[old]) instances[*plan.old_to_new[old]] = instances_[old];
+  }
+  instances_ = std::move(instances);
+  matcher_ = TopicMatcher();
+  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+    for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);
+  }
+  settings_.admission = std::move(settings.admission);
+  settings_.core.handlers = settings.core.handlers;
+  settings_.core.nak_delay = settings.core.nak_delay;
+  settings_.core.nak_delay_max = settings.core.nak_delay_max;
+  const ReindexOutcome outcome = core_.reconfigure(
+      HandlerReindex{plan.old_to_new, settings.core.handlers, settings.core.nak_delay, settings.core.nak_delay_max},
+      std::chrono::steady_clock::now());
+
+  std::size_t removed = 0;
+  for (std::size_t old = 0; old < plan.old_to_new.size(); ++old) {
+    if (plan.old_to_new[old]) continue;
+    const std::string& name = plan.removed.at(removed++);
+    lines.push_back("handler \"" + name + "\" removed: " + std::to_string(outcome.released[old]) +
+                    " held message(s) it had not confirmed are settled as if it had; " +
+                    std::to_string(dismissed_per_old[old]) + " instance(s) sent ERR and disconnected");
+  }
+  for (const auto& session : dismissed) {
+    session->dismiss("handler \"" + session->handler_name() + "\" was removed from jetfan's config by a reload");
+  }
+  after_input();
+  return lines;
+}
+
+}  // namespace jetfan

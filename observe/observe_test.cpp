@@ -1,0 +1,204 @@
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "consumer_info.hpp"
+#include "format.hpp"
+#include "prometheus_text.hpp"
+#include "rate_window.hpp"
+#include "status_render.hpp"
+#include "tail_record.hpp"
+
+using namespace jetfan;
+using namespace std::chrono_literals;
+
+namespace {
+
+StatusSnapshot example() {
+  StatusSnapshot s;
+  s.version = "0.1.0";
+  s.state = "serving";
+  s.ready = true;
+  s.now_unix_ms = 1'700'000'000'123;
+  s.uptime_seconds = 75;
+  s.config_file = "/etc/jetfan/builder.yaml";
+  s.stream = "EVENTS";
+  s.durable = "node1_builder";
+  s.ack_policy = "explicit";
+  s.ack_wait_seconds = 30;
+  s.totals.arrived = 10;
+  s.totals.acked = 7;
+  s.totals.no_recipient = 1;
+  s.held = 3;
+  s.oldest_held_seconds = 12.5;
+  HandlerView builder;
+  builder.name = "builder";
+  builder.patterns = {"a.*", "b.>"};
+  builder.max_inflight = 64;
+  builder.ack_timeout_seconds = 30;
+  builder.instances.push_back(InstanceView{7, 1234, 1000, 1'700'000'000'000, 0.123});
+  builder.stats.delivered = 9;
+  builder.stats.acked = 8;
+  builder.stats.failed_timeout = 1;
+  builder.stats.confirmation_latency.observe(3ms);
+  builder.stats.confirmation_latency.observe(20ms);
+  builder.rates.delivered = 0.5;
+  HandlerView audit;
+  audit.name = "audit";
+  audit.patterns = {"#"};
+  audit.max_inflight = 64;
+  audit.ack_timeout_seconds = 30;
+  audit.queued = 3;
+  audit.oldest_unconfirmed_seconds = 12.5;
+  s.handlers = {builder, audit};
+  s.recent_unmatched_keys = {"zzz.nobody"};
+  s.unroutable_subjects = {{"other.thing", 2}};
+  s.tails = {{"a.*", 4}};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("status text: a handler with no instance and messages waiting is the first problem shown", "[unit]") {
+  const std::string text = render_status_text(example());
+  const auto first_newline = text.find('\n');
+  const auto second_line = text.substr(first_newline + 1, text.find('\n', first_newline + 1) - first_newline - 1);
+  CHECK(second_line ==
+        "PROBLEM: handler \"audit\" has no instance connected and 3 message(s) waiting for it, the oldest for 12.5s: "
+        "start it, or check that it connects to the socket");
+  CHECK_THAT(text, Catch::Contains("instance: connection 7, pid 1234, uid 1000, connected 2023-11-14T22:13:20.000Z"));
+  CHECK_THAT(text, Catch::Contains("delivered 9 (0.50/s), ACK 8 (0/s)"));
+  CHECK_THAT(text, Catch::Contains("timeout 1 (0/s)"));
+  CHECK_THAT(text, Catch::Contains("p50 <= 5ms, p99 <= 25ms (2 confirmed)"));
+  CHECK_THAT(text, Catch::Contains("no recipient, recent keys: zzz.nobody"));
+  CHECK_THAT(text, Catch::Contains("unroutable subjects (no key prefix): other.thing (2)"));
+  CHECK_THAT(text, Catch::Contains("1 tail(s): a.* (4 dropped)"));
+  // A handler whose queue is empty is no problem, connected or not.
+  auto calm = example();
+  calm.handlers[1].queued = 0;
+  CHECK(status_problems(calm).empty());
+}
+
+TEST_CASE("status JSON: versioned schema, the same figures as the text", "[unit]") {
+  const auto doc = nlohmann::json::parse(render_status_json(example()));
+  CHECK(doc["schema"] == "jetfan.status/1");
+  CHECK(doc["ready"] == true);
+  CHECK(doc["problems"].size() == 1);
+  CHECK(doc["consumer"]["durable"] == "node1_builder");
+  CHECK(doc["consumer"]["server"].is_null());
+  CHECK(doc["messages"]["held"] == 3);
+  CHECK(doc["messages"]["oldest_held_seconds"] == 12.5);
+  CHECK(doc["messages"]["unroutable_subjects"][0]["subject"] == "other.thing");
+  REQUIRE(doc["handlers"].size() == 2);
+  CHECK(doc["handlers"][0]["instances"][0]["pid"] == 1234);
+  CHECK(doc["handlers"][0]["counts"]["failed_timeout"] == 1);
+  CHECK(doc["handlers"][0]["rates_per_second"]["delivered"] == 0.5);
+  CHECK(doc["handlers"][1]["oldest_unconfirmed_seconds"] == 12.5);
+  CHECK(doc["handlers"][0]["oldest_unconfirmed_seconds"].is_null());
+  CHECK(doc["tails"][0]["dropped"] == 4);
+  // Bytes that are not UTF-8 (a key is whatever the subject was) are replaced, not thrown about.
+  auto odd = example();
+  odd.recent_unmatched_keys = {"bad\xff"};
+  CHECK_NOTHROW(nlohmann::json::parse(render_status_json(odd)));
+}
+
+TEST_CASE("Prometheus text: counters, per-handler series, cumulative histogram buckets", "[unit]") {
+  const std::string text = render_prometheus(example());
+  CHECK_THAT(text, Catch::Contains("# TYPE jetfan_messages_acked_total counter\njetfan_messages_acked_total 7\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_messages_held 3\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_queued{handler=\"audit\"} 3\n"));
+  CHECK_THAT(text,
+             Catch::Contains("jetfan_handler_delivery_failures_total{handler=\"builder\",cause=\"timeout\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains(
+                       "jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"0.0025\"} 0\n"));
+  CHECK_THAT(text, Catch::Contains(
+                       "jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"0.005\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains(
+                       "jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"0.025\"} 2\n"));
+  CHECK_THAT(
+      text, Catch::Contains("jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"+Inf\"} 2\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_confirmation_latency_seconds_count{handler=\"builder\"} 2\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_confirmation_latency_seconds_sum{handler=\"builder\"} 0.023\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_ready 1\n"));
+  // Every sample's family was declared before it, once.
+  std::size_t types = 0;
+  for (std::size_t at = text.find("# TYPE "); at != std::string::npos; at = text.find("# TYPE ", at + 1)) ++types;
+  std::size_t helps = 0;
+  for (std::size_t at = text.find("# HELP "); at != std::string::npos; at = text.find("# HELP ", at + 1)) ++helps;
+  CHECK(types == helps);
+  CHECK(types >= 25);
+}
+
+TEST_CASE("consumer info: the server's answer, its error, or garbage", "[unit]") {
+  const auto good = parse_consumer_info(
+      R"({"type":"io.nats.jetstream.api.v1.consumer_info_response","stream_name":"EVENTS","name":"node1_builder",
+          "config":{"durable_name":"node1_builder","ack_policy":"explicit","ack_wait":30000000000,"max_deliver":5,
+                    "max_ack_pending":1000},
+          "delivered":{"consumer_seq":12,"stream_seq":40},"ack_floor":{"consumer_seq":10,"stream_seq":38},
+          "num_ack_pending":2,"num_redelivered":1,"num_waiting":1,"num_pending":7})");
+  REQUIRE(std::holds_alternative<ServerConsumerView>(good));
+  const auto& view = std::get<ServerConsumerView>(good);
+  CHECK(view.num_pending == 7);
+  CHECK(view.num_ack_pending == 2);
+  CHECK(view.num_redelivered == 1);
+  CHECK(view.ack_floor_stream_seq == 38);
+  CHECK(view.delivered_stream_seq == 40);
+  CHECK(view.ack_policy == "explicit");
+  CHECK(view.ack_wait_seconds == 30);
+  CHECK(view.max_deliver == 5);
+  const auto missing =
+      parse_consumer_info(R"({"error":{"code":404,"err_code":10014,"description":"consumer not found"}})");
+  REQUIRE(std::holds_alternative<std::string>(missing));
+  CHECK(std::get<std::string>(missing) == "the server says: consumer not found (404)");
+  for (const char* bad : {"", "[]", "{", R"({"config":3})", R"({"num_pending":"x","config":{}})"}) {
+    INFO(bad);
+    CHECK(std::holds_alternative<std::string>(parse_consumer_info(bad)));
+  }
+}
+
+TEST_CASE("rates: per second over the window, by handler name", "[unit]") {
+  RateWindow window(Duration(60'000));
+  const TimePoint t0{};
+  HandlerStats builder;
+  window.add(t0, {{"builder", &builder}});
+  builder.delivered = 30;
+  builder.acked = 20;
+  window.add(t0 + 30s, {{"builder", &builder}});
+  builder.delivered = 120;
+  auto r = window.rates("builder", builder, t0 + 60s);
+  CHECK(r.delivered == Approx(2.0));
+  CHECK(r.acked == Approx(20.0 / 60));
+  window.add(t0 + 90s, {{"builder", &builder}});
+  r = window.rates("builder", builder, t0 + 100s);  // from the sample at 30s, the last one before the window
+  CHECK(r.delivered == Approx(90.0 / 70));
+  CHECK(window.rates("fresh", builder, t0 + 100s).delivered == 0);
+}
+
+TEST_CASE("tail records: key, sequence, recipients, headers, shortened printable payload", "[unit]") {
+  std::string out;
+  const std::string payload = std::string("{\"m\":3}\x01\n") + std::string(100, 'x');
+  append_tail_record(
+      out, TailItem{1'700'000'000'123, "a.one", 42, 2, "NATS/1.0\r\nTrace: 7\r\nK: v\r\n\r\n", payload, 0b101},
+      {"builder", "other", "audit"});
+  CHECK(out ==
+        "2023-11-14T22:13:20.123Z a.one seq 42 delivery 2 -> builder, audit | headers: Trace: 7; K: v | 109 bytes: "
+        "{\"m\":3}.." +
+            std::string(71, 'x') + "...\n");
+  out.clear();
+  append_tail_record(out, TailItem{0, "other.thing", 3, 1, "", "", 0, true}, {"builder"});
+  CHECK(
+      out ==
+      "1970-01-01T00:00:00.000Z other.thing seq 3 delivery 1 -> unroutable (no key prefix): terminated | 0 bytes: \n");
+  out.clear();
+  append_tail_dropped(out, 12);
+  CHECK(out == "-- dropped 12 message(s): this tail read too slowly\n");
+}
+
+TEST_CASE("format helpers", "[unit]") {
+  CHECK(format::number(0.25) == "0.25");
+  CHECK(format::number(1e-4) == "0.0001");
+  CHECK(format::duration(0.85) == "850ms");
+  CHECK(format::duration(0.00025) == "250us");
+  CHECK(format::duration(245) == "4m05s");
+  CHECK(format::rate(1234) == "1.2k");
+}

@@ -1,0 +1,152 @@
+#include "prometheus_text.hpp"
+
+#include "format.hpp"
+
+namespace jetfan {
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+
+  void family(const char* name, const char* type, const char* help) {
+    out_.append("# HELP ").append(name).append(" ").append(help).append("\n");
+    out_.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+  }
+  void sample(const std::string& name, const std::string& labels, double value) {
+    out_.append(name);
+    if (!labels.empty()) out_.append("{").append(labels).append("}");
+    out_.append(" ").append(format::number(value)).append("\n");
+  }
+  void sample(const std::string& name, const std::string& labels, std::uint64_t value) {
+    out_.append(name);
+    if (!labels.empty()) out_.append("{").append(labels).append("}");
+    out_.append(" ").append(std::to_string(value)).append("\n");
+  }
+  // One series of a histogram family: cumulative buckets, sum and count.
+  void histogram(const std::string& name, const std::string& labels, const LatencyHistogram& h) {
+    const std::string prefix = labels.empty() ? "" : labels + ",";
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < LatencyHistogram::kBoundsMicros.size(); ++i) {
+      cumulative += h.bucket(i);
+      const double bound = static_cast<double>(LatencyHistogram::kBoundsMicros[i]) / 1e6;
+      sample(name + "_bucket", prefix + "le=\"" + format::number(bound) + "\"", cumulative);
+    }
+    sample(name + "_bucket", prefix + "le=\"+Inf\"", h.count());
+    sample(name + "_sum", labels, h.sum_seconds());
+    sample(name + "_count", labels, h.count());
+  }
+
+ private:
+  std::string& out_;
+};
+
+// Handler names are letters, digits, '_' and '-' (config.cpp), so they need no escaping.
+std::string handler_label(const HandlerView& h) { return "handler=\"" + h.name + "\""; }
+
+}  // namespace
+
+std::string render_prometheus(const StatusSnapshot& s) {
+  std::string out;
+  out.reserve(8192 + s.handlers.size() * 4096);
+  Writer w(out);
+  const auto& t = s.totals;
+
+  w.family("jetfan_info", "gauge", "Always 1; the labels say which jetfan serves which consumer.");
+  w.sample("jetfan_info", "version=\"" + s.version + "\",stream=\"" + s.stream + "\",durable=\"" + s.durable + "\"",
+           std::uint64_t{1});
+  w.family("jetfan_ready", "gauge", "1 while the consumer is bound and the handler socket listens, else 0.");
+  w.sample("jetfan_ready", "", std::uint64_t{s.ready ? 1u : 0u});
+
+  struct Counter {
+    const char* name;
+    const char* help;
+    std::uint64_t value;
+  };
+  const Counter counters[] = {
+      {"jetfan_messages_arrived_total", "Message copies the server delivered to jetfan.", t.arrived},
+      {"jetfan_messages_redelivered_total", "Arrivals the server had delivered before (delivery count above 1).",
+       t.redelivered},
+      {"jetfan_messages_acked_total", "Messages acked at the server (+ACK): every recipient confirmed.", t.acked},
+      {"jetfan_messages_nakked_total", "Messages handed back for redelivery (-NAK): a delivery failed, or a drain.",
+       t.nakked},
+      {"jetfan_messages_terminated_total", "Messages terminated (+TERM) because a handler said TERM.", t.terminated},
+      {"jetfan_messages_no_recipient_total", "Messages no declared handler matched; acked at once.", t.no_recipient},
+      {"jetfan_messages_unroutable_total", "Messages whose subject lacks the key prefix; terminated at once.",
+       t.unroutable},
+      {"jetfan_messages_duplicate_total", "Copies of a message jetfan still held or had already settled.",
+       t.already_held + t.already_settled},
+      {"jetfan_unknown_confirmations_total", "Confirmations naming no delivery in flight (late, after a timeout).",
+       t.unknown_confirmations},
+      {"jetfan_nats_reconnects_total", "Reconnections to the NATS server.", s.reconnects},
+      {"jetfan_tail_dropped_messages_total", "Messages tail observers missed because they read too slowly.",
+       s.tail_dropped},
+  };
+  for (const auto& c : counters) {
+    w.family(c.name, "counter", c.help);
+    w.sample(c.name, "", c.value);
+  }
+  w.family("jetfan_reloads_total", "counter", "Config reloads, by result.");
+  w.sample("jetfan_reloads_total", "result=\"applied\"", s.reloads_applied);
+  w.sample("jetfan_reloads_total", "result=\"refused\"", s.reloads_refused);
+
+  w.family("jetfan_messages_held", "gauge", "Messages jetfan holds: arrived, not yet settled or handed back.");
+  w.sample("jetfan_messages_held", "", static_cast<std::uint64_t>(s.held));
+  w.family("jetfan_messages_oldest_held_age_seconds", "gauge", "Age of the oldest message held; 0 when none is.");
+  w.sample("jetfan_messages_oldest_held_age_seconds", "", s.oldest_held_seconds.value_or(0));
+  w.family("jetfan_deliveries_in_flight", "gauge", "Deliveries sent to handlers and not yet confirmed.");
+  w.sample("jetfan_deliveries_in_flight", "", static_cast<std::uint64_t>(s.in_flight));
+  w.family("jetfan_pull_requests_outstanding", "gauge", "Pull requests jetfan has open at the server.");
+  w.sample("jetfan_pull_requests_outstanding", "", static_cast<std::uint64_t>(s.pulls_outstanding));
+  w.family("jetfan_tail_observers", "gauge", "Connected `jetfan tail` observers.");
+  w.sample("jetfan_tail_observers", "", static_cast<std::uint64_t>(s.tails.size()));
+
+  struct PerHandler {
+    const char* name;
+    const char* type;
+    const char* help;
+  };
+  auto each_handler = [&](const PerHandler& family, auto value) {
+    w.family(family.name, family.type, family.help);
+    for (const auto& h : s.handlers) w.sample(family.name, handler_label(h), value(h));
+  };
+  each_handler({"jetfan_handler_connections", "gauge", "Connected instances of the handler."},
+               [](const HandlerView& h) { return static_cast<std::uint64_t>(h.instances.size()); });
+  each_handler({"jetfan_handler_in_flight", "gauge", "Deliveries to the handler not yet confirmed."},
+               [](const HandlerView& h) { return static_cast<std::uint64_t>(h.in_flight); });
+  each_handler({"jetfan_handler_queued", "gauge", "Messages held for the handler, waiting for an instance with room."},
+               [](const HandlerView& h) { return static_cast<std::uint64_t>(h.queued); });
+  each_handler({"jetfan_handler_oldest_unconfirmed_age_seconds", "gauge",
+                "Age of the oldest held message the handler has not confirmed; 0 when none."},
+               [](const HandlerView& h) { return h.oldest_unconfirmed_seconds.value_or(0); });
+  each_handler({"jetfan_handler_deliveries_total", "counter", "Deliveries (MSG) sent to the handler's instances."},
+               [](const HandlerView& h) { return h.stats.delivered; });
+  each_handler({"jetfan_handler_acks_total", "counter", "ACKs the handler sent."},
+               [](const HandlerView& h) { return h.stats.acked; });
+  each_handler({"jetfan_handler_terms_total", "counter", "TERMs (poison) the handler sent."},
+               [](const HandlerView& h) { return h.stats.termed; });
+  w.family("jetfan_handler_delivery_failures_total", "counter",
+           "Deliveries to the handler that failed, by cause: nak, timeout (ack_timeout passed), disconnect.");
+  for (const auto& h : s.handlers) {
+    w.sample("jetfan_handler_delivery_failures_total", handler_label(h) + ",cause=\"nak\"", h.stats.failed_nak);
+    w.sample("jetfan_handler_delivery_failures_total", handler_label(h) + ",cause=\"timeout\"", h.stats.failed_timeout);
+    w.sample("jetfan_handler_delivery_failures_total", handler_label(h) + ",cause=\"disconnect\"",
+             h.stats.failed_disconnect);
+  }
+  w.family("jetfan_handler_confirmation_latency_seconds", "histogram",
+           "Time from sending a delivery to the handler's ACK, NAK or TERM.");
+  for (const auto& h : s.handlers) {
+    w.histogram("jetfan_handler_confirmation_latency_seconds", handler_label(h), h.stats.confirmation_latency);
+  }
+  w.family("jetfan_message_publish_age_seconds", "histogram",
+           "Time from a message's publication (its JetStream timestamp) to its arrival at jetfan.");
+  w.histogram("jetfan_message_publish_age_seconds", "", s.publish_age);
+
+  w.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+  w.sample("process_resident_memory_bytes", "", s.resident_memory_bytes);
+  w.family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds.");
+  w.sample("process_start_time_seconds", "", s.start_time_unix);
+  return out;
+}
+
+}  // namespace jetfan

@@ -1,0 +1,18 @@
+#pragma once
+// The Prometheus text exposition format (version 0.0.4) of a snapshot. Pure.
+//
+// Names follow Prometheus's conventions: a jetfan_ prefix, counters end in _total, times are in
+// seconds, sizes in bytes; per-handler series carry a `handler` label. The list, with what each
+// means, is in daemon/CONTROL.md and docs/observe-draft.md.
+
+#include <string>
+
+#include "status_snapshot.hpp"
+
+namespace jetfan {
+
+inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+std::string render_prometheus(const StatusSnapshot& snapshot);
+
+}  // namespace jetfan

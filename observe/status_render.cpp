@@ -1,0 +1,234 @@
+#include "status_render.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "format.hpp"
+
+namespace jetfan {
+namespace {
+
+// Members in the order CONTROL.md documents them, not sorted.
+using json = nlohmann::ordered_json;
+
+std::string joined(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+std::string max_deliver(std::int64_t value) { return value > 0 ? std::to_string(value) : "unlimited"; }
+
+// The smallest bucket bound below which `share` of the observations fall, as "≤ 5ms"; "-" if none.
+std::string quantile(const LatencyHistogram& histogram, double share) {
+  if (histogram.count() == 0) return "-";
+  const auto wanted = static_cast<std::uint64_t>(static_cast<double>(histogram.count()) * share + 0.999999);
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < LatencyHistogram::kBoundsMicros.size(); ++i) {
+    seen += histogram.bucket(i);
+    if (seen >= wanted) return "<= " + format::duration(static_cast<double>(LatencyHistogram::kBoundsMicros[i]) / 1e6);
+  }
+  return "> " + format::duration(static_cast<double>(LatencyHistogram::kBoundsMicros.back()) / 1e6);
+}
+
+std::string count_and_rate(const char* name, std::uint64_t count, double rate) {
+  return std::string(name) + " " + std::to_string(count) + " (" + format::rate(rate) + "/s)";
+}
+
+json optional_seconds(const std::optional<double>& seconds) { return seconds ? json(*seconds) : json(nullptr); }
+
+}  // namespace
+
+std::vector<std::string> status_problems(const StatusSnapshot& s) {
+  std::vector<std::string> problems;
+  if (s.state == "starting") problems.push_back("not serving yet: connecting to NATS and binding the consumer");
+  if (s.state == "draining") problems.push_back("draining: jetfan is stopping and takes no new messages");
+  for (const auto& h : s.handlers) {
+    if (!h.instances.empty()) continue;
+    const std::size_t waiting = h.queued + h.in_flight;
+    if (waiting == 0) continue;
+    problems.push_back("handler \"" + h.name + "\" has no instance connected and " + std::to_string(waiting) +
+                       " message(s) waiting for it" +
+                       (h.oldest_unconfirmed_seconds
+                            ? ", the oldest for " + format::duration(*h.oldest_unconfirmed_seconds)
+                            : std::string()) +
+                       ": start it, or check that it connects to the socket");
+  }
+  if (s.state == "serving" && !s.handlers.empty()) {
+    bool any = false;
+    for (const auto& h : s.handlers) any = any || !h.instances.empty();
+    if (!any) problems.push_back("no handler is connected");
+  }
+  return problems;
+}
+
+std::string render_status_text(const StatusSnapshot& s) {
+  std::string out;
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+  line("jetfan " + s.version + " " + s.state + " consumer \"" + s.durable + "\" of stream \"" + s.stream + "\", up " +
+       format::duration(s.uptime_seconds) + " (" + s.config_file + ")");
+  for (const auto& problem : status_problems(s)) line("PROBLEM: " + problem);
+  if (s.server) {
+    const auto& v = *s.server;
+    line("server:  " + std::to_string(v.num_pending) + " pending, " + std::to_string(v.num_ack_pending) +
+         " ack pending, " + std::to_string(v.num_redelivered) + " redelivered, ack floor " +
+         std::to_string(v.ack_floor_stream_seq) + ", delivered " + std::to_string(v.delivered_stream_seq) +
+         "; AckPolicy " + v.ack_policy + ", AckWait " + format::duration(v.ack_wait_seconds) + ", MaxDeliver " +
+         max_deliver(v.max_deliver));
+  } else {
+    line("server:  " + (s.server_error.empty() ? std::string("not asked") : s.server_error) + "; AckPolicy " +
+         s.ack_policy + ", AckWait " + format::duration(s.ack_wait_seconds) + ", MaxDeliver " +
+         max_deliver(s.max_deliver) + " (as bound)");
+  }
+  line("held:    " + std::to_string(s.held) + " message(s)" +
+       (s.oldest_held_seconds ? ", the oldest for " + format::duration(*s.oldest_held_seconds) : std::string()) + "; " +
+       std::to_string(s.in_flight) + " in flight; " + std::to_string(s.pulls_outstanding) +
+       " pull request(s) outstanding; " + std::to_string(s.reconnects) + " reconnect(s)");
+  const auto& t = s.totals;
+  line("totals:  " + std::to_string(t.arrived) + " arrived (" + std::to_string(t.redelivered) + " redelivered), " +
+       std::to_string(t.acked) + " acked, " + std::to_string(t.nakked) + " nak'd, " + std::to_string(t.terminated) +
+       " terminated, " + std::to_string(t.no_recipient) + " with no recipient, " + std::to_string(t.unroutable) +
+       " unroutable");
+  if (!s.recent_unmatched_keys.empty()) line("no recipient, recent keys: " + joined(s.recent_unmatched_keys, ", "));
+  if (!s.unroutable_subjects.empty()) {
+    std::string subjects;
+    for (const auto& u : s.unroutable_subjects) {
+      subjects += (subjects.empty() ? "" : ", ") + u.subject + " (" + std::to_string(u.count) + ")";
+    }
+    line("unroutable subjects (no key prefix): " + subjects);
+  }
+  for (const auto& h : s.handlers) {
+    line("");
+    line("handler " + h.name + ": patterns " + joined(h.patterns, " ") + "; max_inflight " +
+         std::to_string(h.max_inflight) + ", ack_timeout " + format::duration(h.ack_timeout_seconds));
+    if (h.instances.empty()) line("  instances: none");
+    for (const auto& i : h.instances) {
+      line("  instance: connection " + std::to_string(i.connection) + ", pid " + std::to_string(i.pid) + ", uid " +
+           std::to_string(i.uid) + ", connected " + format::utc(i.connected_unix_ms) + " (" +
+           format::duration(i.connected_seconds) + " ago)");
+    }
+    line("  now:     " + std::to_string(h.in_flight) + " in flight, " + std::to_string(h.queued) +
+         " queued, oldest unconfirmed " +
+         (h.oldest_unconfirmed_seconds ? format::duration(*h.oldest_unconfirmed_seconds) : std::string("-")));
+    const auto& c = h.stats;
+    const auto& r = h.rates;
+    line("  counts:  " + count_and_rate("delivered", c.delivered, r.delivered) + ", " +
+         count_and_rate("ACK", c.acked, r.acked) + ", " + count_and_rate("NAK", c.failed_nak, r.failed_nak) + ", " +
+         count_and_rate("TERM", c.termed, r.termed) + ", " +
+         count_and_rate("timeout", c.failed_timeout, r.failed_timeout) + ", " +
+         count_and_rate("disconnect", c.failed_disconnect, r.failed_disconnect));
+    line("  latency: delivery to confirmation p50 " + quantile(c.confirmation_latency, 0.5) + ", p99 " +
+         quantile(c.confirmation_latency, 0.99) + " (" + std::to_string(c.confirmation_latency.count()) +
+         " confirmed)");
+  }
+  line("");
+  line("publish to arrival: p50 " + quantile(s.publish_age, 0.5) + ", p99 " + quantile(s.publish_age, 0.99));
+  std::string tails;
+  for (const auto& tail : s.tails) {
+    tails += (tails.empty() ? "" : ", ") + (tail.pattern.empty() ? std::string("#") : tail.pattern) + " (" +
+             std::to_string(tail.dropped) + " dropped)";
+  }
+  line("observers: " + std::to_string(s.tails.size()) + " tail(s)" + (tails.empty() ? "" : ": " + tails) +
+       "; reloads " + std::to_string(s.reloads_applied) + " applied, " + std::to_string(s.reloads_refused) +
+       " refused");
+  return out;
+}
+
+std::string render_status_json(const StatusSnapshot& s) {
+  json doc;
+  doc["schema"] = kStatusSchema;
+  doc["version"] = s.version;
+  doc["state"] = s.state;
+  doc["ready"] = s.ready;
+  doc["now_unix_ms"] = s.now_unix_ms;
+  doc["uptime_seconds"] = s.uptime_seconds;
+  doc["config_file"] = s.config_file;
+  doc["problems"] = status_problems(s);
+  json consumer = {{"stream", s.stream},
+                   {"durable", s.durable},
+                   {"ack_policy", s.ack_policy},
+                   {"ack_wait_seconds", s.ack_wait_seconds},
+                   {"max_deliver", s.max_deliver},
+                   {"server", nullptr},
+                   {"server_error", s.server_error.empty() ? json(nullptr) : json(s.server_error)}};
+  if (s.server) {
+    const auto& v = *s.server;
+    consumer["server"] = {{"num_pending", v.num_pending},
+                          {"num_ack_pending", v.num_ack_pending},
+                          {"num_redelivered", v.num_redelivered},
+                          {"num_waiting", v.num_waiting},
+                          {"delivered_stream_seq", v.delivered_stream_seq},
+                          {"ack_floor_stream_seq", v.ack_floor_stream_seq},
+                          {"ack_policy", v.ack_policy},
+                          {"ack_wait_seconds", v.ack_wait_seconds},
+                          {"max_deliver", v.max_deliver},
+                          {"max_ack_pending", v.max_ack_pending}};
+  }
+  doc["consumer"] = consumer;
+  const auto& t = s.totals;
+  json unroutable = json::array();
+  for (const auto& u : s.unroutable_subjects) unroutable.push_back({{"subject", u.subject}, {"count", u.count}});
+  doc["messages"] = {{"held", s.held},
+                     {"in_flight", s.in_flight},
+                     {"oldest_held_seconds", optional_seconds(s.oldest_held_seconds)},
+                     {"arrived", t.arrived},
+                     {"redelivered", t.redelivered},
+                     {"acked", t.acked},
+                     {"nakked", t.nakked},
+                     {"terminated", t.terminated},
+                     {"no_recipient", t.no_recipient},
+                     {"unroutable", t.unroutable},
+                     {"already_held", t.already_held},
+                     {"already_settled", t.already_settled},
+                     {"deliveries", t.deliveries},
+                     {"unknown_confirmations", t.unknown_confirmations},
+                     {"recent_unmatched_keys", s.recent_unmatched_keys},
+                     {"unroutable_subjects", unroutable}};
+  doc["pulls"] = {{"outstanding", s.pulls_outstanding}, {"reconnects", s.reconnects}};
+  json handlers = json::array();
+  for (const auto& h : s.handlers) {
+    json instances = json::array();
+    for (const auto& i : h.instances) {
+      instances.push_back({{"connection", i.connection},
+                           {"pid", i.pid},
+                           {"uid", i.uid},
+                           {"connected_unix_ms", i.connected_unix_ms},
+                           {"connected_seconds", i.connected_seconds}});
+    }
+    const auto& c = h.stats;
+    const auto& r = h.rates;
+    handlers.push_back(
+        {{"name", h.name},
+         {"patterns", h.patterns},
+         {"max_inflight", h.max_inflight},
+         {"ack_timeout_seconds", h.ack_timeout_seconds},
+         {"instances", instances},
+         {"in_flight", h.in_flight},
+         {"queued", h.queued},
+         {"oldest_unconfirmed_seconds", optional_seconds(h.oldest_unconfirmed_seconds)},
+         {"counts",
+          {{"delivered", c.delivered},
+           {"acked", c.acked},
+           {"termed", c.termed},
+           {"failed_nak", c.failed_nak},
+           {"failed_timeout", c.failed_timeout},
+           {"failed_disconnect", c.failed_disconnect}}},
+         {"rates_per_second",
+          {{"delivered", r.delivered},
+           {"acked", r.acked},
+           {"termed", r.termed},
+           {"failed_nak", r.failed_nak},
+           {"failed_timeout", r.failed_timeout},
+           {"failed_disconnect", r.failed_disconnect}}},
+         {"confirmation_latency",
+          {{"count", c.confirmation_latency.count()}, {"sum_seconds", c.confirmation_latency.sum_seconds()}}}});
+  }
+  doc["handlers"] = handlers;
+  json tails = json::array();
+  for (const auto& tail : s.tails) tails.push_back({{"pattern", tail.pattern}, {"dropped", tail.dropped}});
+  doc["tails"] = tails;
+  doc["reloads"] = {{"applied", s.reloads_applied}, {"refused", s.reloads_refused}};
+  // Keys and subjects are bytes from the wire: invalid UTF-8 is replaced, never thrown about.
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace jetfan

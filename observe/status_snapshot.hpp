@@ -1,0 +1,101 @@
+#pragma once
+// StatusSnapshot: everything `jetfan status`, its JSON and the Prometheus metrics show, as plain
+// values taken at one moment on the io thread. The renderers (status_render.hpp,
+// prometheus_text.hpp) are pure functions of it; the daemon fills it (daemon/control_plane.cpp).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dispatch_core.hpp"
+#include "histogram.hpp"
+
+namespace jetfan {
+
+// The server's view of the consumer, from $JS.API.CONSUMER.INFO (consumer_info.hpp).
+struct ServerConsumerView {
+  std::uint64_t num_pending = 0;
+  std::uint64_t num_ack_pending = 0;
+  std::uint64_t num_redelivered = 0;
+  std::uint64_t num_waiting = 0;
+  std::uint64_t delivered_stream_seq = 0;
+  std::uint64_t ack_floor_stream_seq = 0;
+  std::string ack_policy;  // "explicit", "all", "none"
+  double ack_wait_seconds = 0;
+  std::int64_t max_deliver = -1;  // -1: unlimited
+  std::int64_t max_ack_pending = -1;
+};
+
+struct InstanceView {
+  std::uint64_t connection = 0;
+  std::int64_t pid = -1;
+  std::uint32_t uid = 0;
+  std::int64_t connected_unix_ms = 0;
+  double connected_seconds = 0;  // how long ago
+};
+
+// Per second over the last minute (or since jetfan started, if that is shorter).
+struct HandlerRates {
+  double delivered = 0, acked = 0, termed = 0, failed_nak = 0, failed_timeout = 0, failed_disconnect = 0;
+};
+
+struct HandlerView {
+  std::string name;
+  std::vector<std::string> patterns;
+  std::uint32_t max_inflight = 0;
+  double ack_timeout_seconds = 0;
+  std::vector<InstanceView> instances;
+  std::size_t in_flight = 0;
+  std::size_t queued = 0;
+  std::optional<double> oldest_unconfirmed_seconds;
+  HandlerStats stats;
+  HandlerRates rates;
+};
+
+struct SubjectCount {
+  std::string subject;
+  std::uint64_t count = 0;
+};
+
+struct TailView {
+  std::string pattern;  // empty: every message
+  std::uint64_t dropped = 0;
+};
+
+struct StatusSnapshot {
+  std::string version;
+  std::string state;   // "starting" (not yet bound), "serving", "draining"
+  bool ready = false;  // the consumer is bound and the handler socket listens
+  std::int64_t now_unix_ms = 0;
+  double uptime_seconds = 0;
+  double start_time_unix = 0;
+  std::string config_file;
+  std::string stream, durable;
+  std::string ack_policy;  // as jetfan serves it
+  double ack_wait_seconds = 0;
+  std::int64_t max_deliver = -1;
+  std::optional<ServerConsumerView> server;  // absent when not asked for, or not answered
+  std::string server_error;                  // why it is absent, when it was asked for
+
+  std::vector<HandlerView> handlers;
+  CoreCounters totals;
+  std::size_t held = 0;
+  std::size_t in_flight = 0;
+  std::optional<double> oldest_held_seconds;
+  std::size_t pulls_outstanding = 0;
+  std::uint64_t reconnects = 0;
+  std::vector<std::string> recent_unmatched_keys;  // keys no handler matched, newest last
+  std::vector<SubjectCount> unroutable_subjects;   // subjects without the key prefix
+  LatencyHistogram publish_age;                    // from publish (JetStream timestamp) to arrival
+  std::vector<TailView> tails;
+  std::uint64_t tail_dropped = 0;  // by every tail, ever
+  std::uint64_t reloads_applied = 0, reloads_refused = 0;
+  std::uint64_t resident_memory_bytes = 0;
+};
+
+// The problems an operator should see first, one line each: a declared handler with no instance
+// while messages wait for it, no handler connected at all, not (yet) serving.
+std::vector<std::string> status_problems(const StatusSnapshot& snapshot);
+
+}  // namespace jetfan

@@ -1,0 +1,138 @@
+// Prometheus metrics and the probes, scraped over HTTP from the real jetfan while known traffic runs.
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+
+#include "control.hpp"
+#include "mesh.hpp"
+#include "raw_peer.hpp"
+
+using namespace jetfan::testing;
+
+namespace {
+
+const std::string kMetrics = "metrics:\n  listen: \"127.0.0.1:0\"\n";
+const std::string kFastRetry = "delivery:\n  nak_delay: 50ms\n  nak_delay_max: 200ms\n";
+const std::string kHandlers =
+    "  - name: builder\n    patterns: [\"a.*\"]\n    ack_timeout: 300ms\n"
+    "  - name: audit\n    patterns: [\"a.ok\"]\n";
+
+std::map<std::string, double> scrape(int port) {
+  const auto reply = http_get(port, "/metrics");
+  REQUIRE(reply.status == 200);
+  return parse_metrics(reply.body);
+}
+
+// value(after) - value(before) for one series; a series absent before counts as 0.
+double moved(const std::map<std::string, double>& before, const std::map<std::string, double>& after,
+             const std::string& series) {
+  const auto a = after.find(series);
+  REQUIRE(a != after.end());
+  const auto b = before.find(series);
+  return a->second - (b == before.end() ? 0 : b->second);
+}
+
+}  // namespace
+
+TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a timeout, unrouted keys", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kHandlers, kFastRetry + kMetrics));
+  const int port = metrics_port(mesh.jetfan_log());
+  REQUIRE(port > 0);
+  mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  const auto before = scrape(port);
+  CHECK(before.at("jetfan_handler_connections{handler=\"builder\"}") == 1);
+  CHECK(before.at("jetfan_ready") == 1);
+
+  // A delivery that hangs: while it does, the gauges show it.
+  mesh.publish("a.slow", "hang1@builder");
+  REQUIRE(mesh.wait_seen("builder", 1));
+  const auto hanging = scrape(port);
+  CHECK(hanging.at("jetfan_handler_in_flight{handler=\"builder\"}") == 1);
+  CHECK(hanging.at("jetfan_messages_held") == 1);
+  CHECK(hanging.at("jetfan_deliveries_in_flight") == 1);
+  REQUIRE(mesh.wait_seen("builder", 2));  // timed out after 300ms and redelivered
+  REQUIRE(mesh.wait_settled());
+
+  mesh.publish("a.ok");  // builder and audit ack
+  mesh.publish("a.ok");
+  mesh.publish("a.nak", "nak1@builder");          // nak'd once, acked on the redelivery
+  mesh.publish("a.term", "term@builder");         // terminated
+  mesh.publish("zzz.nobody");                     // no recipient: acked
+  mesh.controller().publish("other.thing", "x");  // no key prefix: terminated
+  REQUIRE(mesh.wait_seen("builder", 7));
+  REQUIRE(mesh.wait_settled());
+  const auto after = scrape(port);
+
+  CHECK(moved(before, after, "jetfan_messages_arrived_total") == 9);
+  CHECK(moved(before, after, "jetfan_messages_redelivered_total") == 2);
+  CHECK(moved(before, after, "jetfan_messages_acked_total") == 5);
+  CHECK(moved(before, after, "jetfan_messages_nakked_total") == 2);
+  CHECK(moved(before, after, "jetfan_messages_terminated_total") == 1);
+  CHECK(moved(before, after, "jetfan_messages_no_recipient_total") == 1);
+  CHECK(moved(before, after, "jetfan_messages_unroutable_total") == 1);
+  CHECK(moved(before, after, "jetfan_handler_deliveries_total{handler=\"builder\"}") == 7);
+  CHECK(moved(before, after, "jetfan_handler_acks_total{handler=\"builder\"}") == 4);
+  CHECK(moved(before, after, "jetfan_handler_terms_total{handler=\"builder\"}") == 1);
+  CHECK(moved(before, after, "jetfan_handler_delivery_failures_total{handler=\"builder\",cause=\"nak\"}") == 1);
+  CHECK(moved(before, after, "jetfan_handler_delivery_failures_total{handler=\"builder\",cause=\"timeout\"}") == 1);
+  CHECK(moved(before, after, "jetfan_handler_delivery_failures_total{handler=\"builder\",cause=\"disconnect\"}") == 0);
+  CHECK(moved(before, after, "jetfan_handler_confirmation_latency_seconds_count{handler=\"builder\"}") == 6);
+  CHECK(moved(before, after, "jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"+Inf\"}") ==
+        6);
+  CHECK(moved(before, after, "jetfan_handler_deliveries_total{handler=\"audit\"}") == 2);
+  CHECK(moved(before, after, "jetfan_handler_acks_total{handler=\"audit\"}") == 2);
+  CHECK(moved(before, after, "jetfan_message_publish_age_seconds_count") == 9);
+  CHECK(after.at("jetfan_messages_held") == 0);
+  CHECK(after.at("jetfan_deliveries_in_flight") == 0);
+  CHECK(after.at("jetfan_handler_in_flight{handler=\"builder\"}") == 0);
+  CHECK(after.at("jetfan_handler_oldest_unconfirmed_age_seconds{handler=\"builder\"}") == 0);
+  CHECK(after.at("jetfan_pull_requests_outstanding") >= 1);
+  CHECK(after.at("process_resident_memory_bytes") > 0);
+
+  // The same text passes Prometheus's own linter, where it is installed.
+  if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
+    WARN("promtool not found (Debian package prometheus; scripts/deps.sh installs it): check skipped");
+    return;
+  }
+  const std::string file = mesh.dir() + "/metrics.txt";
+  std::ofstream(file) << http_get(port, "/metrics").body;
+  const std::string out = mesh.dir() + "/promtool.out";
+  const int status = std::system(("promtool check metrics < " + file + " > " + out + " 2>&1").c_str());
+  INFO(read_file(out));
+  CHECK(status == 0);
+}
+
+TEST_CASE("/live answers from the start, /ready only while bound and serving, not while draining", "[integration]") {
+  Mesh mesh;
+  mesh.stop_server();  // the stream and the consumer stay in its storage, there when it comes back
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n", kMetrics), false);
+  REQUIRE(wait_until([&] { return metrics_port(mesh.jetfan_log()) > 0; }));
+  const int port = metrics_port(mesh.jetfan_log());
+  CHECK(http_get(port, "/live").status == 200);
+  const auto starting = http_get(port, "/ready");
+  CHECK(starting.status == 503);
+  CHECK_THAT(starting.body, Catch::Contains("not bound to the consumer yet"));
+  CHECK(http_get(port, "/nothing").status == 404);
+
+  mesh.start_server();
+  REQUIRE(mesh.wait_for_log("serving consumer"));
+  CHECK(http_get(port, "/ready").status == 200);
+
+  // Draining: a delivery in flight keeps jetfan alive, and not ready.
+  RawPeer peer(mesh.socket_path());
+  peer.send("HELLO builder 1\r\n");
+  REQUIRE(peer.next());
+  mesh.publish("a.b");
+  auto msg = peer.next();
+  REQUIRE(msg);
+  mesh.jetfan().signal(SIGTERM);
+  REQUIRE(mesh.wait_for_log("draining:"));
+  CHECK(http_get(port, "/ready").status == 503);
+  CHECK(http_get(port, "/live").status == 200);
+  peer.send("ACK " + std::to_string(msg->delivery.id) + "\r\n");
+  CHECK(mesh.jetfan().wait(20s) == 0);
+}
