@@ -45,13 +45,15 @@ package_of() {  # the package that installed a library path; Debian 12 registers
   path=$(readlink -f "$1")
   candidates=("$1" "$path" "${1#/usr}" "${path#/usr}" "/usr${1#/usr}" "/usr${path#/usr}")
   for candidate in "${candidates[@]}"; do
-    dpkg -S "$candidate" 2> /dev/null | head -n 1 | cut -d: -f1 && return 0
+    dpkg -S "$candidate" 2> /dev/null | awk -F: 'NR == 1 {print $1}' | grep . && return 0
   done
   return 1
 }
 depends_names=" $(echo "$depends" | sed 's/([^)]*)//g; s/[,|]/ /g' | tr -s ' ') "
 for library in $(readelf -d "$build/daemon/jetfan" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-  path=$(ldconfig -p | awk -v lib="$library" '$1 == lib && /x86-64/ {print $NF; exit}')
+  # awk reads to the end: exiting early would kill ldconfig with SIGPIPE, and pipefail would stop the
+  # script without a word.
+  path=$(ldconfig -p | awk -v lib="$library" '$1 == lib && /x86-64/ && !found {print $NF; found = 1}')
   [ -n "$path" ] || fail "cannot resolve $library"
   package=$(package_of "$path") || fail "no package holds $path"
   provides=$(dpkg-query -W -f='${Provides}' "$package" | sed 's/([^)]*)//g; s/,/ /g')

@@ -91,7 +91,14 @@ void HandlerClient::run(const Callback& callback, RunOptions options) {
   const unsigned count = std::max(1u, options.workers);
   for (unsigned i = 0; i < count; ++i) {
     workers.emplace_back([&] {
-      while (auto delivery = queue.pop()) confirm(*delivery, call(*delivery));
+      while (auto delivery = queue.pop()) {
+        // stop() may come before the reading thread closes the queue: once it has, nothing new starts.
+        if (state.stopping) {
+          nak(*delivery);
+          continue;
+        }
+        confirm(*delivery, call(*delivery));
+      }
     });
   }
   // Whatever ends the loop: the callbacks in progress finish and their confirmations go out.

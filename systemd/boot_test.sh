@@ -63,7 +63,7 @@ systemd-nspawn --quiet --directory=/ --volatile=yes --machine="$machine" --regis
 nspawn_pid=$!
 init_pid=""
 wait_until 30 pgrep -P "$nspawn_pid" || { cat "$dir/console.log"; echo "FAILED: the container did not start"; exit 1; }
-init_pid=$(pgrep -P "$nspawn_pid" | head -n 1)
+init_pid=$(pgrep -P "$nspawn_pid" | awk 'NR == 1')
 inside() { nsenter -t "$init_pid" -m -u -i -n -p -- env SYSTEMD_COLORS=0 SYSTEMD_PAGER= SYSTEMD_LOG_LEVEL=warning "$@"; }
 show() { inside systemctl show -P "$2" "$1"; }
 is() { [ "$(show "$1" "$2")" = "$3" ]; }   # is UNIT PROPERTY VALUE
@@ -73,7 +73,7 @@ booted() {  # "degraded" will do: some of the host's own units fail in here
   [ "$state" = running ] || [ "$state" = degraded ]
 }
 wait_until 60 booted || { tail -n 20 "$dir/console.log"; echo "FAILED: the container did not finish booting"; exit 1; }
-echo "booted $(inside systemctl --version | head -n 1) in container $machine"
+echo "booted $(inside systemctl --version | awk 'NR == 1') in container $machine"
 
 inside getent passwd jetfan > /dev/null && ok "sysusers.d made the user jetfan" || failed "no user jetfan after boot"
 [ "$(inside stat -c '%a %U %G' /run/jetfan)" = "750 jetfan jetfan" ] && ok "tmpfiles.d made /run/jetfan 0750 jetfan:jetfan" ||

@@ -223,10 +223,12 @@ def failed_while_other_holds(build):
 
 
 def _loud_line(log, name):
+    """A line at warn level or worse that names handler `name` ("<time> warning ..." or "[warn...")."""
     for line in log.splitlines():
-        low = line.lower()
-        if ("[warn" in low or "[error" in low or "[critical" in low) and f'"{name.lower()}"' in low or \
-                (("[warn" in low or "[error" in low) and f" {name.lower()} " in low and "held" in low):
+        words = line.lower().split(maxsplit=2)
+        level = words[1] if len(words) > 1 else ""
+        loud = level in ("warning", "error", "critical") or any(f"[{l}" in line.lower() for l in ("warn", "error", "critical"))
+        if loud and f'"{name.lower()}"' in line.lower():
             return True
     return False
 
