@@ -127,6 +127,23 @@ def check(workdir):
     seen_seq = {d["seq"]: d["id"] for items in deliveries.values() for d in items}
     seen_seq.update({seq: i for seq, i, _ in audit})
     stored, server_lost = derive_stored(attempted, acked_pub, seen_seq)
+    # A publish whose answer the publisher never got can still be committed by the cluster later,
+    # after the run settled: some handlers may get it before jetfan stops, or only the auditor
+    # finds it. It was not in the stream when every handler had everything, so it is not counted
+    # against jetfan; it stays owed at the server (jetfan drains by handing back), so nothing is
+    # lost. The consumer's final count below still checks that the server had nothing more for
+    # jetfan when the run settled.
+    final = run.get("final_consumer") or {}
+    settled_t = next((e["t"] for e in history if e["kind"] == "settled"), None)
+    first_seen = {}
+    for items in deliveries.values():
+        for d in items:
+            first_seen[d["id"]] = min(d["t"], first_seen.get(d["id"], d["t"]))
+    late_stored = set()
+    if settled_t is not None:
+        late_stored = {i for i in (stored & attempted) - set(acked_pub)
+                       if first_seen.get(i, settled_t + 1) > settled_t and (i in first_seen or i in audit_ids)}
+    stored -= late_stored
 
     # --- fault intervals and jetfan generations from the history ---
     gen_starts = sorted(e["t"] for e in history if e["kind"] == "jetfan_start")
@@ -325,7 +342,7 @@ def check(workdir):
         findings.append(f"ACK RULE BROKEN (seen on the wire): jetfan acked or terminated {len(settled_unconfirmed)} "
                         f"message(s) a handler never confirmed, e.g. ids {settled_unconfirmed[:5]}")
     missing = unconfirmed - audit_ids
-    extra_all = audit_ids - unconfirmed
+    extra_all = audit_ids - unconfirmed - late_stored
     # nats-server 2.9 can offer again, as a first delivery, a message it was told +ACK: when a
     # redelivery falls due while no pull request waits, it steps its delivery pointer back by one
     # (consumer.go, "We will redo this one": o.sseq--). Those came back although jetfan's +ACK for
@@ -357,7 +374,6 @@ def check(workdir):
         findings.append("NOT AUDITED: the run did not reach the audit (see history.jsonl)")
 
     # --- the consumer at the end ---
-    final = run.get("final_consumer") or {}
     consumer_ok = final.get("num_pending") == 0 and final.get("num_ack_pending") == len(unconfirmed)
     if not consumer_ok:
         findings.append(f"CONSUMER NOT SETTLED: at the end num_pending={final.get('num_pending')} "
@@ -369,6 +385,10 @@ def check(workdir):
                         f"ended and the publisher stopped (last seen: handlers complete={last.get('complete')}, "
                         f"consumer {last.get('state')}, expected num_ack_pending {last.get('unconfirmed')})")
 
+    if late_stored:
+        server_findings.append(f"LATE STORE: {len(late_stored)} publish(es) the publisher never got an answer for "
+                               f"reached the stream only after the run settled (the auditor alone found them, "
+                               f"unacknowledged), e.g. ids {sorted(late_stored)[:5]}")
     if server_lost:
         server_findings.append(f"SERVER LOST ACKNOWLEDGED PUBLISH: nats-server acknowledged {len(server_lost)} publish(es) "
                                f"and later delivered another message under the same stream sequence, e.g. "
@@ -421,5 +441,6 @@ def check(workdir):
         "findings": findings,
         "server_findings": server_findings,
         "server_lost": len(server_lost),
+        "late_stored": len(late_stored),
         "verdict": "PASS" if not findings else "FAIL",
     }

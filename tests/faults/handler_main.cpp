@@ -53,7 +53,8 @@ struct Options {
 std::uint64_t payload_id(const std::string& payload, std::string_view& key_in_payload) {
   std::uint64_t id = 0;
   std::size_t i = 0;
-  for (; i < payload.size() && payload[i] >= '0' && payload[i] <= '9'; ++i) id = id * 10 + static_cast<std::uint64_t>(payload[i] - '0');
+  for (; i < payload.size() && payload[i] >= '0' && payload[i] <= '9'; ++i)
+    id = id * 10 + static_cast<std::uint64_t>(payload[i] - '0');
   const std::size_t key_begin = i + 1;
   const std::size_t key_end = payload.find(' ', key_begin);
   key_in_payload = key_begin < payload.size() && key_end != std::string::npos
@@ -132,7 +133,9 @@ int run(const Options& options) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: faults-handler SOCKET NAME RECORD_FILE [--poison MOD:REM] [--slow-us US] [--reconnect-every N] [--never-confirm 1] [--batch 1] [--nak-first 1]\n");
+    std::fprintf(stderr,
+                 "usage: faults-handler SOCKET NAME RECORD_FILE [--poison MOD:REM] [--slow-us US] [--reconnect-every "
+                 "N] [--never-confirm 1] [--batch 1] [--nak-first 1]\n");
     return 64;
   }
   Options options{argv[1], argv[2], argv[3]};

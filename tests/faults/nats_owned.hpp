@@ -27,7 +27,8 @@ inline void check(natsStatus status, const std::string& what) {
   if (status == NATS_OK) return;
   natsStatus ignored;
   const char* detail = nats_GetLastError(&ignored);
-  throw std::runtime_error(what + ": " + natsStatus_GetText(status) + (detail && *detail ? std::string(" (") + detail + ")" : ""));
+  throw std::runtime_error(what + ": " + natsStatus_GetText(status) +
+                           (detail && *detail ? std::string(" (") + detail + ")" : ""));
 }
 
 // Connects to a comma-separated list of URLs and keeps reconnecting for ever: the suite kills

@@ -66,7 +66,8 @@ int serve(const std::string& urls) {
       std::cout << "err " << natsStatus_GetText(status) << std::endl;
       continue;
     }
-    std::cout << "ok " << one_line(std::string(natsMsg_GetData(reply), static_cast<std::size_t>(natsMsg_GetDataLength(reply))))
+    std::cout << "ok "
+              << one_line(std::string(natsMsg_GetData(reply), static_cast<std::size_t>(natsMsg_GetDataLength(reply))))
               << std::endl;
   }
   return 0;
@@ -93,8 +94,11 @@ void on_answer(natsConnection*, natsSubscription*, natsMsg* raw, void* closure) 
   if (!parse_ack_subject(natsMsg_GetSubject(raw), deliveries, record.stream_seq)) return;
   record.aux = static_cast<std::uint32_t>(deliveries);
   const std::string_view body(natsMsg_GetData(raw), static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
-  record.kind = body.rfind("+ACK", 0) == 0 ? 1 : body.rfind("-NAK", 0) == 0 ? 2 : body.rfind("+TERM", 0) == 0 ? 3
-              : body.rfind("+WPI", 0) == 0 ? 4 : 5;
+  record.kind = body.rfind("+ACK", 0) == 0    ? 1
+                : body.rfind("-NAK", 0) == 0  ? 2
+                : body.rfind("+TERM", 0) == 0 ? 3
+                : body.rfind("+WPI", 0) == 0  ? 4
+                                              : 5;
   static_cast<jetfan::faults::RecordLog*>(closure)->append(record);
 }
 
@@ -115,7 +119,8 @@ struct Audit {
     if (!parse_ack_subject(reply, deliveries, seq)) return;
     std::uint64_t id = 0;
     const char* data = natsMsg_GetData(raw);
-    for (int i = 0; i < natsMsg_GetDataLength(raw) && data[i] >= '0' && data[i] <= '9'; ++i) id = id * 10 + (data[i] - '0');
+    for (int i = 0; i < natsMsg_GetDataLength(raw) && data[i] >= '0' && data[i] <= '9'; ++i)
+      id = id * 10 + (data[i] - '0');
     {
       std::lock_guard lock(self.mutex);
       self.out << seq << ' ' << id << ' ' << deliveries << '\n' << std::flush;
@@ -160,7 +165,8 @@ int audit(const std::vector<std::string>& a) {
   const std::string inbox = raw_inbox;
   natsInbox_Destroy(raw_inbox);
   natsSubscription* raw_sub = nullptr;
-  check(natsConnection_Subscribe(&raw_sub, connection.get(), (inbox + ".*").c_str(), Audit::on_message, &state), "subscribe");
+  check(natsConnection_Subscribe(&raw_sub, connection.get(), (inbox + ".*").c_str(), Audit::on_message, &state),
+        "subscribe");
   jetfan::faults::OwnedSubscription subscription(raw_sub);
   natsSubscription_SetPendingLimits(raw_sub, -1, -1);
   std::uint64_t pull = 0;

@@ -53,7 +53,8 @@ std::uint64_t id_of(natsMsg* message) {
   const char* data = natsMsg_GetData(message);
   const int length = natsMsg_GetDataLength(message);
   std::uint64_t id = 0;
-  for (int i = 0; i < length && data[i] >= '0' && data[i] <= '9'; ++i) id = id * 10 + static_cast<std::uint64_t>(data[i] - '0');
+  for (int i = 0; i < length && data[i] >= '0' && data[i] <= '9'; ++i)
+    id = id * 10 + static_cast<std::uint64_t>(data[i] - '0');
   return id;
 }
 
@@ -124,8 +125,9 @@ int run(const std::vector<std::string>& args) {
     attempt.id = id;
     log.append(attempt);
     natsMsg* message = nullptr;
-    jetfan::faults::check(natsMsg_Create(&message, subject.c_str(), nullptr, payload.data(), static_cast<int>(payload.size())),
-                          "message");
+    jetfan::faults::check(
+        natsMsg_Create(&message, subject.c_str(), nullptr, payload.data(), static_cast<int>(payload.size())),
+        "message");
     const natsStatus status = js_PublishMsgAsync(js.get(), &message, &publish_options);
     if (status != NATS_OK) {
       Record refused;

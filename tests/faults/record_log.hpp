@@ -19,10 +19,10 @@ namespace jetfan::faults {
 
 // 32 bytes, little-endian, no padding; records.py reads it as "<QQQIBBH".
 struct Record {
-  std::uint64_t t_ns = 0;        // CLOCK_MONOTONIC, shared by every process on the machine
+  std::uint64_t t_ns = 0;  // CLOCK_MONOTONIC, shared by every process on the machine
   std::uint64_t stream_seq = 0;
-  std::uint64_t id = 0;          // the workload's message number
-  std::uint32_t aux = 0;         // deliveries (handler), status (publisher)
+  std::uint64_t id = 0;   // the workload's message number
+  std::uint32_t aux = 0;  // deliveries (handler), status (publisher)
   std::uint8_t kind = 0;
   std::uint8_t flags = 0;
   std::uint16_t connection = 0;  // handler: which connection of this process, from 1

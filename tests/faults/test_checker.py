@@ -147,6 +147,53 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(r["ack_rule"]["left_unacked"], 1)
         self.assertFalse(r["consumer_settled"])
 
+    def test_unanswered_publish_stored_after_the_run_is_late_not_lost(self):
+        w = World()
+        t = 3000 * MS
+        w.pub.append((t, 0, 8, 0, records.ATTEMPT, 0, 0))  # no answer: the publisher stopped
+        w.audit.append((8, 8, 1))  # the auditor alone finds it, unacknowledged
+        w.history.append({"kind": "settled", "t": 2000 * MS})
+        r = w.check()
+        self.assertEqual(r["findings"], [])
+        self.assertTrue(any("LATE STORE" in f for f in r["server_findings"]))
+
+    def test_unanswered_publish_some_handlers_got_after_the_run_settled_is_late_not_lost(self):
+        w = World()
+        w.pub.append((3000 * MS, 0, 7, 0, records.ATTEMPT, 0, 0))
+        w.history.append({"kind": "settled", "t": 2000 * MS})
+        w.deliver("C", 7, 3100 * MS, answer=None)  # C got it, then jetfan stopped; A never did
+        w.audit.append((7, 7, 2))
+        r = w.check()
+        self.assertEqual(r["handlers"]["C"]["lost"], 0)
+        self.assertTrue(any("LATE STORE" in f for f in r["server_findings"]))
+
+    def test_unanswered_publish_a_handler_got_before_the_run_settled_counts(self):
+        w = World()
+        w.pub.append((1500 * MS, 0, 9, 0, records.ATTEMPT, 0, 0))  # b.y: C only
+        w.deliver("C", 9, 1600 * MS, answer=None)  # before the run settled, C got it and never answered
+        w.audit.append((9, 9, 2))
+        w.history.append({"kind": "settled", "t": 2000 * MS})
+        w.final = {"num_pending": 0, "num_ack_pending": 2}
+        r = w.check()
+        self.assertFalse(any("LATE STORE" in f for f in r["server_findings"]))
+
+    def test_unanswered_publish_the_consumer_had_when_settled_is_still_lost(self):
+        w = World()
+        w.pub.append((3000 * MS, 0, 8, 0, records.ATTEMPT, 0, 0))
+        w.audit.append((8, 8, 1))
+        w.final = {"num_pending": 0, "num_ack_pending": 2}  # jetfan held it and gave it to no one
+        r = w.check()  # the run never settled with it missing: it counts
+        self.assertEqual(r["handlers"]["A"]["lost_sample"], [8])
+        self.assertEqual(r["server_findings"], [])
+
+    def test_acknowledged_publish_no_handler_got_is_lost(self):
+        w = World()
+        w.pub += [(3000 * MS, 0, 8, 0, records.ATTEMPT, 0, 0), (3001 * MS, 8, 8, 0, records.STORED, 0, 0)]
+        w.audit.append((8, 8, 1))
+        w.final = {"num_pending": 0, "num_ack_pending": 2}
+        r = w.check()
+        self.assertEqual(r["handlers"]["A"]["lost_sample"], [8])
+
 
 class PatternTest(unittest.TestCase):
     def test_rules(self):
