@@ -62,18 +62,18 @@ void HandlerSession::admit(std::size_t handler, std::string name) {
 }
 
 void HandlerSession::read() {
-  socket_.async_read_some(asio::buffer(input_), [self = shared_from_this()](const boost::system::error_code& error,
-                                                                            std::size_t bytes) {
-    if (self->closed_ || self->failing_) return;
-    if (error) {
-      self->close();
-      return;
-    }
-    self->heard_ = true;
-    self->pinged_ = false;  // any input answers a PING: the peer is alive
-    self->consume(bytes);
-    if (!self->closed_ && !self->failing_) self->read();
-  });
+  socket_.async_read_some(asio::buffer(input_),
+                          [self = shared_from_this()](const boost::system::error_code& error, std::size_t bytes) {
+                            if (self->closed_ || self->failing_) return;
+                            if (error) {
+                              self->close_after_peer_left();
+                              return;
+                            }
+                            self->heard_ = true;
+                            self->pinged_ = false;  // any input answers a PING: the peer is alive
+                            self->consume(bytes);
+                            if (!self->closed_ && !self->failing_) self->read();
+                          });
 }
 
 void HandlerSession::consume(std::size_t bytes) {
@@ -81,9 +81,13 @@ void HandlerSession::consume(std::size_t bytes) {
   proto::Command command;
   for (;;) {
     switch (parser_.parse(input, command)) {
-      case proto::CommandParser::Result::kNeedMore: return;
-      case proto::CommandParser::Result::kError: fail(parser_.error()); return;
-      case proto::CommandParser::Result::kCommand: break;
+      case proto::CommandParser::Result::kNeedMore:
+        return;
+      case proto::CommandParser::Result::kError:
+        fail(parser_.error());
+        return;
+      case proto::CommandParser::Result::kCommand:
+        break;
     }
     if (!handler_) {
       if (command.verb != proto::Verb::kHello) {
@@ -167,14 +171,14 @@ void HandlerSession::flush() {
     close();
     return;
   }
-  if (write_pending_ || out_.empty()) return;
+  if (write_pending_ || write_failed_ || out_.empty()) return;
   write_pending_ = true;
   asio::async_write(socket_, out_.take_batch(),
                     [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
                       self->write_pending_ = false;
                       self->out_.done_writing();
                       if (error) {
-                        self->close();
+                        self->on_write_failed();
                       } else if (self->failing_ && self->out_.empty()) {
                         self->close();
                       } else {
@@ -201,6 +205,36 @@ void HandlerSession::dismiss(const std::string& reason) {
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
     if (!error) self->close();
   });
+}
+
+// A handler that confirms and then closes while jetfan is writing to it makes the write fail
+// (EPIPE) with its ACK not yet handled: still in the socket's buffer, or already read by a read
+// whose completion is queued behind the write's. Closing on the write's error would count that
+// delivery as failed and send it to the handler again, although it confirmed it. So the read
+// side ends the session: it handles the peer's last bytes first.
+void HandlerSession::on_write_failed() {
+  if (closed_) return;
+  if (failing_) {
+    close();
+    return;
+  }
+  write_failed_ = true;
+  timer_.expires_after(kErrLinger);
+  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+    if (!error) self->close();
+  });
+}
+
+void HandlerSession::close_after_peer_left() {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (closed_) return;
+  boost::system::error_code error;
+  socket_.non_blocking(true, error);
+  while (!error && !closed_ && !failing_) {
+    const std::size_t bytes = socket_.read_some(asio::buffer(input_), error);
+    if (bytes > 0) consume(bytes);
+  }
+  close();
 }
 
 void HandlerSession::close() {

@@ -93,6 +93,12 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
  private:
   void read();
   void consume(std::size_t bytes);
+  // The peer is gone (a read failed): reads what it sent before it went, which may still be in
+  // the socket's buffer, then closes. Its last confirmations count.
+  void close_after_peer_left();
+  // A write failed: nothing more is written, and the read side, which sees the end after the
+  // peer's last bytes, closes the session (or the linger timer does).
+  void on_write_failed();
   void arm_idle();
   void on_idle();
 
@@ -109,9 +115,10 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   proto::CommandParser parser_;
   std::array<char, 64 * 1024> input_;
   OutputQueue out_;
-  bool heard_ = false;    // input since the idle timer was last armed
-  bool pinged_ = false;   // a PING is out and unanswered
+  bool heard_ = false;   // input since the idle timer was last armed
+  bool pinged_ = false;  // a PING is out and unanswered
   bool write_pending_ = false;
+  bool write_failed_ = false;
   bool failing_ = false;
   bool closed_ = false;
 };

@@ -11,7 +11,8 @@
 using namespace jetfan::testing;
 
 namespace {
-const std::string kBuilderAndAudit = "  - name: builder\n    patterns: [\"#\"]\n  - name: audit\n    patterns: [\"a.*\"]\n";
+const std::string kBuilderAndAudit =
+    "  - name: builder\n    patterns: [\"#\"]\n  - name: audit\n    patterns: [\"a.*\"]\n";
 }
 
 TEST_CASE("after nats-server restarts mid-stream, delivery resumes by itself and nothing is lost", "[integration]") {
@@ -56,8 +57,8 @@ TEST_CASE("SIGTERM lets deliveries in flight finish, hands the rest back at once
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilderAndAudit));
   mesh.start_handler("builder");
-  const auto held = mesh.publish("a.b", "x");                  // builder acks; audit is away: held
-  mesh.publish("z.z", "sleep1000@builder");                    // builder only: in flight for a second
+  const auto held = mesh.publish("a.b", "x");  // builder acks; audit is away: held
+  mesh.publish("z.z", "sleep1000@builder");    // builder only: in flight for a second
   REQUIRE(mesh.wait_seen("builder", 2));
   mesh.jetfan().signal(SIGTERM);
   REQUIRE(mesh.jetfan().wait(20s) == 0);
@@ -91,4 +92,40 @@ TEST_CASE("deliveries still in flight at drain_timeout are handed back, and jetf
   REQUIRE(mesh.wait_seen("builder", 1, 2));
   REQUIRE(mesh.wait_settled());
   CHECK(mesh.seen("builder", 2)[0].stream_seq == seq);
+}
+
+TEST_CASE("a handler's ACK sent just before it hangs up counts, even while jetfan is writing to it", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_inflight: 1000\n",
+                                "delivery:\n  nak_delay: 50ms\n  nak_delay_max: 200ms\n"));
+  // Far more than a Unix socket buffers: jetfan is still writing when the handler hangs up, so
+  // its write fails while the handler's ACK waits unread in jetfan's receive buffer.
+  const std::string big(256 * 1024, 'x');
+  constexpr int kCount = 8;
+  for (int i = 0; i < kCount; ++i) mesh.publish("a.b", big);
+  std::uint64_t confirmed_seq = 0;
+  {
+    RawPeer first(mesh.socket_path());
+    first.send("HELLO builder 1\r\n");
+    for (;;) {
+      auto frame = first.next();
+      REQUIRE(frame);
+      if (frame->kind != jetfan::proto::Frame::Kind::kMsg) continue;
+      confirmed_seq = frame->delivery.stream_seq;
+      first.send("ACK " + std::to_string(frame->delivery.id) + "\r\n");
+      break;
+    }
+  }  // closed with jetfan's other deliveries unread
+  RawPeer second(mesh.socket_path());
+  second.send("HELLO builder 1\r\n");
+  std::set<std::uint64_t> again;
+  while (again.size() < kCount - 1) {
+    auto frame = second.next();
+    REQUIRE(frame);
+    if (frame->kind != jetfan::proto::Frame::Kind::kMsg) continue;
+    again.insert(frame->delivery.stream_seq);
+    second.send("ACK " + std::to_string(frame->delivery.id) + "\r\n");
+  }
+  CHECK(again.count(confirmed_seq) == 0);
+  REQUIRE(mesh.wait_settled());
 }
