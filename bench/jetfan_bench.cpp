@@ -154,7 +154,8 @@ struct DirectReader {
     while (credit < batch) {
       const std::string reply = inbox + std::to_string(next_pull++);
       const std::string body = "{\"batch\":" + std::to_string(batch) + ",\"expires\":5000000000}";
-      natsConnection_PublishRequest(connection, pull_subject.c_str(), reply.c_str(), body.data(), static_cast<int>(body.size()));
+      natsConnection_PublishRequest(connection, pull_subject.c_str(), reply.c_str(), body.data(),
+                                    static_cast<int>(body.size()));
       credit += batch;
     }
   }
@@ -187,7 +188,8 @@ int direct(const std::vector<std::string>& a) {
   reader.inbox = std::string(inbox) + ".";
   natsInbox_Destroy(inbox);
   natsSubscription* sub = nullptr;
-  check(natsConnection_Subscribe(&sub, raw, (reader.inbox + "*").c_str(), DirectReader::on_message, &reader), "subscribe");
+  check(natsConnection_Subscribe(&sub, raw, (reader.inbox + "*").c_str(), DirectReader::on_message, &reader),
+        "subscribe");
   jetfan::NatsSubscriptionPtr owned_sub(sub);
   natsSubscription_SetPendingLimits(sub, -1, -1);
   const long count = std::stol(a[3]);

@@ -13,8 +13,8 @@ TEST_CASE("sizes accept bytes and binary units", "[unit]") {
 }
 
 TEST_CASE("sizes reject everything else", "[unit]") {
-  for (const char* bad : {"", "MiB", "64MB", "64 MiB", "-1", "1.5MiB", "64mib", "99999999999999999999GiB",
-                          "18446744073709551615KiB"}) {
+  for (const char* bad :
+       {"", "MiB", "64MB", "64 MiB", "-1", "1.5MiB", "64mib", "99999999999999999999GiB", "18446744073709551615KiB"}) {
     INFO(bad);
     CHECK_FALSE(parse_byte_size(bad));
   }

@@ -6,8 +6,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
-#include <map>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -68,19 +68,17 @@ std::size_t ready_line_length(const HandlerSettings& handler) {
 // Walks the YAML tree, filling a Config and collecting every error with its line and key path.
 class ConfigReader {
  public:
-  ConfigReader(std::string file, std::vector<std::string>& errors)
-      : file_(std::move(file)), errors_(errors) {}
+  ConfigReader(std::string file, std::vector<std::string>& errors) : file_(std::move(file)), errors_(errors) {}
 
   void error(const YAML::Node& at, const std::string& key, const std::string& message) {
     // An absent key's node has no position (and Mark() would throw); -1 for nodes not from the text.
     const int line = at.IsDefined() ? at.Mark().line : -1;
-    errors_.push_back(file_ + ":" + (line >= 0 ? std::to_string(line + 1) : std::string("?")) +
-                      ": " + key + ": " + message);
+    errors_.push_back(file_ + ":" + (line >= 0 ? std::to_string(line + 1) : std::string("?")) + ": " + key + ": " +
+                      message);
   }
 
   // Reports keys of `map` not listed in `known`; a typo must never be silently ignored.
-  bool check_map(const YAML::Node& map, const std::string& path,
-                 std::initializer_list<const char*> known) {
+  bool check_map(const YAML::Node& map, const std::string& path, std::initializer_list<const char*> known) {
     if (!map.IsMap()) {
       error(map, path, "expected a mapping of keys to values");
       return false;
@@ -124,8 +122,8 @@ class ConfigReader {
     return node.Scalar();
   }
 
-  void read_string(const YAML::Node& parent, const std::string& path, const char* key,
-                   std::string& out, bool required = false) {
+  void read_string(const YAML::Node& parent, const std::string& path, const char* key, std::string& out,
+                   bool required = false) {
     const auto node = parent[key];
     if (!node) {
       if (required) error(parent, join(path, key), "is required");
@@ -137,8 +135,7 @@ class ConfigReader {
     }
   }
 
-  void read_duration(const YAML::Node& parent, const std::string& path, const char* key,
-                     Duration& out) {
+  void read_duration(const YAML::Node& parent, const std::string& path, const char* key, Duration& out) {
     const auto node = parent[key];
     if (!node) return;
     const auto text = string(node, join(path, key));
@@ -152,8 +149,8 @@ class ConfigReader {
   }
 
   template <typename Int>
-  void read_int(const YAML::Node& parent, const std::string& path, const char* key, Int& out,
-                long long min, long long max) {
+  void read_int(const YAML::Node& parent, const std::string& path, const char* key, Int& out, long long min,
+                long long max) {
     const auto node = parent[key];
     if (!node) return;
     const auto text = string(node, join(path, key));
@@ -162,8 +159,7 @@ class ConfigReader {
     const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
     if (ec != std::errc() || end != text->data() + text->size() || value < min || value > max) {
       error(node, join(path, key),
-            "\"" + *text + "\" must be a whole number from " + std::to_string(min) + " to " +
-                std::to_string(max));
+            "\"" + *text + "\" must be a whole number from " + std::to_string(min) + " to " + std::to_string(max));
       return;
     }
     out = static_cast<Int>(value);
@@ -210,12 +206,13 @@ class ConfigReader {
     read_duration(node, "nats", "connect_timeout", nats.connect_timeout);
     read_duration(node, "nats", "reconnect_wait", nats.reconnect_wait);
     read_duration(node, "nats", "retry_max", nats.retry_max);
-    const int ways = !nats.creds.empty() + !nats.nkey_seed.empty() + !nats.token.empty() +
-                     !nats.user.empty();
+    const int ways = !nats.creds.empty() + !nats.nkey_seed.empty() + !nats.token.empty() + !nats.user.empty();
     if (ways > 1) error(node, "nats", "give only one of creds, nkey_seed, token or user+password");
-    if (nats.nkey.empty() != nats.nkey_seed.empty()) error(node, "nats.nkey", "nkey (the public key) and nkey_seed (its seed file) go together");
+    if (nats.nkey.empty() != nats.nkey_seed.empty())
+      error(node, "nats.nkey", "nkey (the public key) and nkey_seed (its seed file) go together");
     if (!nats.user.empty() && nats.password.empty()) error(node, "nats.password", "is required with nats.user");
-    if (nats.user.empty() && !nats.password.empty()) error(either(node, "password"), "nats.user", "is required with nats.password");
+    if (nats.user.empty() && !nats.password.empty())
+      error(either(node, "password"), "nats.user", "is required with nats.password");
     if (const auto tls = node["tls"]) {
       if (check_map(tls, "nats.tls", {"ca", "cert", "key"})) {
         TlsSettings settings;
@@ -252,10 +249,14 @@ class ConfigReader {
     check_name(either(node, "durable"), "consumer.durable", consumer.durable);
     if (const auto policy = node["ack_policy"]) {
       if (const auto text = string(policy, "consumer.ack_policy")) {
-        if (*text == "explicit") consumer.ack_policy = AckPolicy::kExplicit;
-        else if (*text == "all") consumer.ack_policy = AckPolicy::kAll;
-        else if (*text == "none") consumer.ack_policy = AckPolicy::kNone;
-        else error(policy, "consumer.ack_policy", "\"" + *text + "\" must be explicit, all or none");
+        if (*text == "explicit")
+          consumer.ack_policy = AckPolicy::kExplicit;
+        else if (*text == "all")
+          consumer.ack_policy = AckPolicy::kAll;
+        else if (*text == "none")
+          consumer.ack_policy = AckPolicy::kNone;
+        else
+          error(policy, "consumer.ack_policy", "\"" + *text + "\" must be explicit, all or none");
       }
     }
     if (node["max_held"]) {
@@ -336,8 +337,9 @@ class ConfigReader {
     if (!text) return;
     const auto parsed = parse_byte_size(*text);
     if (!parsed || *parsed < min) {
-      error(node, join(path, key), "\"" + *text + "\" must be a size of at least " + std::to_string(min) +
-                                       " bytes, in bytes or with KiB, MiB or GiB, e.g. 64MiB");
+      error(node, join(path, key),
+            "\"" + *text + "\" must be a size of at least " + std::to_string(min) +
+                " bytes, in bytes or with KiB, MiB or GiB, e.g. 64MiB");
       return;
     }
     out = *parsed;
@@ -377,7 +379,8 @@ class ConfigReader {
         resolve(list.IsSequence() ? list[i] : list, join(path, key) + "[" + std::to_string(i) + "]", names[i]);
       }
     };
-    auto number = [&](const YAML::Node& at, const std::string& where, const std::string& text) -> std::optional<std::uint32_t> {
+    auto number = [&](const YAML::Node& at, const std::string& where,
+                      const std::string& text) -> std::optional<std::uint32_t> {
       std::uint32_t value = 0;
       const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
       if (ec == std::errc() && end == text.data() + text.size() && !text.empty()) return value;
@@ -422,14 +425,17 @@ class ConfigReader {
     if (control.path.empty() && !socket.path.empty()) {
       const std::string_view sock = ".sock";
       control.path = socket.path;
-      if (control.path.size() > sock.size() && control.path.ends_with(sock)) control.path.resize(control.path.size() - sock.size());
+      if (control.path.size() > sock.size() && control.path.ends_with(sock))
+        control.path.resize(control.path.size() - sock.size());
       control.path += ".ctl";
     }
     if (control.path.size() >= 108) {
-      error(node ? either(node, "path") : node, "control.path", "\"" + control.path + "\" is longer than the 107 bytes a Unix socket path may have");
+      error(node ? either(node, "path") : node, "control.path",
+            "\"" + control.path + "\" is longer than the 107 bytes a Unix socket path may have");
     }
     if (!control.path.empty() && control.path == socket.path) {
-      error(node ? either(node, "path") : node, "control.path", "must differ from socket.path: handlers must not reach control commands");
+      error(node ? either(node, "path") : node, "control.path",
+            "must differ from socket.path: handlers must not reach control commands");
     }
   }
 
@@ -451,7 +457,8 @@ class ConfigReader {
     }
     unsigned value = 0;
     const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (settings.host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
+    if (settings.host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() ||
+        value > 65535) {
       error(either(node, "listen"), "metrics.listen",
             "\"" + listen + "\" must be HOST:PORT (an IP address and a port, e.g. 127.0.0.1:9464) or a port alone");
       return;
@@ -485,7 +492,8 @@ class ConfigReader {
       if (!handler.name.empty()) {
         if (handler.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
             std::string::npos) {
-          error(either(item, "name"), path + ".name", "\"" + handler.name + "\" may use only letters, digits, '_' and '-'");
+          error(either(item, "name"), path + ".name",
+                "\"" + handler.name + "\" may use only letters, digits, '_' and '-'");
         } else if (!names.insert(handler.name).second) {
           error(either(item, "name"), path + ".name", "\"" + handler.name + "\" is declared twice");
         }
@@ -504,7 +512,8 @@ class ConfigReader {
       }
       read_int(item, path, "max_inflight", handler.max_inflight, 1, 65536);
       read_duration(item, path, "ack_timeout", handler.ack_timeout);
-      if (handler.ack_timeout < Duration(1)) error(either(item, "ack_timeout"), path + ".ack_timeout", "must be more than 0");
+      if (handler.ack_timeout < Duration(1))
+        error(either(item, "ack_timeout"), path + ".ack_timeout", "must be more than 0");
       if (const auto allow = item["allow"]) read_allow(allow, path + ".allow", handler.allow);
       read_int(item, path, "max_instances", handler.max_instances, 0, 1'000'000);
       if (const auto when_full = item["when_full"]) {
@@ -546,7 +555,8 @@ class ConfigReader {
     std::string& level = config.log_level;
     read_string(node, "log", "level", level);
     static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
-    if (!kLevels.count(level)) error(either(node, "level"), "log.level", "\"" + level + "\" must be trace, debug, info, warn or error");
+    if (!kLevels.count(level))
+      error(either(node, "level"), "log.level", "\"" + level + "\" must be trace, debug, info, warn or error");
     std::string format = "text";
     read_string(node, "log", "format", format);
     if (format == "json") {
@@ -561,7 +571,8 @@ class ConfigReader {
       errors_.push_back(file_ + ":1: (top): the file is empty");
       return;
     }
-    if (!check_map(root, "", {"nats", "consumer", "key", "socket", "control", "metrics", "handlers", "delivery", "log"})) {
+    if (!check_map(root, "",
+                   {"nats", "consumer", "key", "socket", "control", "metrics", "handlers", "delivery", "log"})) {
       return;
     }
     read_nats(root["nats"], config.nats);

@@ -2,10 +2,10 @@
 // jetfan.yaml: what the daemon is told to do. Loading is pure apart from reading the file; every
 // problem found is reported, not only the first, as "FILE:LINE: KEY: what is wrong".
 
+#include <sys/types.h>
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include "ack_policy.hpp"
@@ -38,12 +38,12 @@ struct NatsSettings {
 struct ConsumerSettings {
   std::string stream;
   std::string durable;
-  std::optional<AckPolicy> ack_policy;  // used only when consumer info cannot be read
-  std::optional<std::int64_t> max_held; // default: the consumer's MaxAckPending
+  std::optional<AckPolicy> ack_policy;                     // used only when consumer info cannot be read
+  std::optional<std::int64_t> max_held;                    // default: the consumer's MaxAckPending
   std::uint64_t max_held_bytes = defaults::kMaxHeldBytes;  // 0: no bound in bytes
-  int batch = defaults::kBatch;         // messages asked for by one pull request
-  Duration pull_expires = defaults::kPullExpires;      // how long one pull request waits at the server
-  Duration idle_heartbeat = defaults::kIdleHeartbeat;  // the server's heartbeat while a pull waits
+  int batch = defaults::kBatch;                            // messages asked for by one pull request
+  Duration pull_expires = defaults::kPullExpires;          // how long one pull request waits at the server
+  Duration idle_heartbeat = defaults::kIdleHeartbeat;      // the server's heartbeat while a pull waits
 };
 
 struct KeySettings {
@@ -78,7 +78,7 @@ enum class WhenFull { kHold, kHandBack };
 // The control socket (`jetfan status`, `tail`, `reload`): not the handler socket, so no handler can
 // reach a control command unless the file mode lets its user.
 struct ControlSettings {
-  std::string path;                            // default: socket.path with ".sock" replaced by ".ctl"
+  std::string path;  // default: socket.path with ".sock" replaced by ".ctl"
   mode_t mode = defaults::kControlSocketMode;
 };
 

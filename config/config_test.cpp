@@ -27,9 +27,7 @@ handlers:
     patterns: ["#"]
 )";
 
-std::vector<std::string> errors_of(const std::string& text) {
-  return load_config_text(text, "jetfan.yaml").errors;
-}
+std::vector<std::string> errors_of(const std::string& text) { return load_config_text(text, "jetfan.yaml").errors; }
 
 bool any_contains(const std::vector<std::string>& errors, const std::string& part) {
   for (const auto& e : errors) {
@@ -164,8 +162,8 @@ TEST_CASE("inputs the fuzzer found are reported, not crashed on", "[unit]") {
 TEST_CASE("a key given twice is an error naming both lines", "[unit]") {
   const std::string text = std::string(kGood) + "consumer:\n  stream: OTHER\n  durable: x\n";
   const std::size_t line = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) - 2;
-  CHECK(any_contains(errors_of(text), "jetfan.yaml:" + std::to_string(line) + ": consumer: is given twice, on lines 3 and " +
-                                          std::to_string(line)));
+  CHECK(any_contains(errors_of(text), "jetfan.yaml:" + std::to_string(line) +
+                                          ": consumer: is given twice, on lines 3 and " + std::to_string(line)));
   CHECK(any_contains(errors_of("socket: {path: /a, path: /b}\n"), "socket.path: is given twice"));
 }
 
@@ -196,10 +194,12 @@ TEST_CASE("socket paths, modes, prefixes and server URLs that cannot work are er
 
 TEST_CASE("allow lists and socket owners resolve names when the config loads", "[unit]") {
   std::string text = kGood;
-  text.insert(text.find("  - name: audit"), "    allow: {users: [root], groups: [root], uids: [4321], gids: [99]}\n"
-                                             "    max_instances: 2\n    when_full: hand_back\n");
-  text.insert(text.find("handlers:"), "  owner: root\n  group: \"0\"\n  max_connections: 10\n  max_unidentified: 3\n"
-                                      "  max_output_buffer: 256KiB\n  idle_timeout: 30s\n  ping_timeout: 5s\n");
+  text.insert(text.find("  - name: audit"),
+              "    allow: {users: [root], groups: [root], uids: [4321], gids: [99]}\n"
+              "    max_instances: 2\n    when_full: hand_back\n");
+  text.insert(text.find("handlers:"),
+              "  owner: root\n  group: \"0\"\n  max_connections: 10\n  max_unidentified: 3\n"
+              "  max_output_buffer: 256KiB\n  idle_timeout: 30s\n  ping_timeout: 5s\n");
   const auto loaded = load_config_text(text, "x.yaml");
   REQUIRE(loaded.errors.empty());
   const auto& builder = loaded.config->handlers[0];

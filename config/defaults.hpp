@@ -11,17 +11,17 @@ namespace jetfan::defaults {
 
 // --- nats
 inline constexpr const char* kServer = "nats://127.0.0.1:4222";  // a server beside the module
-inline constexpr Duration kConnectTimeout{2000};  // a loopback or LAN server answers well within it
-inline constexpr Duration kReconnectWait{250};    // between reconnect attempts once connected
-inline constexpr Duration kRetryMax{5000};        // cap of the doubling backoff while unreachable at start
-inline constexpr Duration kRetryFirst{100};       // first wait of that backoff
+inline constexpr Duration kConnectTimeout{2000};                 // a loopback or LAN server answers well within it
+inline constexpr Duration kReconnectWait{250};                   // between reconnect attempts once connected
+inline constexpr Duration kRetryMax{5000};   // cap of the doubling backoff while unreachable at start
+inline constexpr Duration kRetryFirst{100};  // first wait of that backoff
 // Publishes (acks) buffered while disconnected; acks are tiny, so this is far more than enough.
 inline constexpr std::int64_t kReconnectBufferBytes = 64 * 1024 * 1024;
 
 // --- consumer
-inline constexpr int kBatch = 256;                // one pull request per 256 messages
-inline constexpr Duration kPullExpires{5000};     // also bounds how long a hand-back at shutdown waits
-inline constexpr Duration kIdleHeartbeat{1000};   // 3 missed = the request is lost, re-pull
+inline constexpr int kBatch = 256;               // one pull request per 256 messages
+inline constexpr Duration kPullExpires{5000};    // also bounds how long a hand-back at shutdown waits
+inline constexpr Duration kIdleHeartbeat{1000};  // 3 missed = the request is lost, re-pull
 // max_held when the consumer's MaxAckPending is unlimited (-1): enough to keep handlers busy,
 // small enough to size the process (10,000 × 1 KiB held stays under 32 MiB).
 inline constexpr std::size_t kMaxHeldUnlimited = 10000;
@@ -33,10 +33,10 @@ inline constexpr Duration kAckWaitUnknown{30000};
 // Held messages are touched (+WPI) every AckWait / kKeepalivesPerAckWait: three chances per AckWait,
 // so one late or lost touch never lets the server redeliver what jetfan still owns.
 inline constexpr int kKeepalivesPerAckWait = 3;
-inline constexpr Duration kMinKeepalive{50};      // a tiny AckWait must not make jetfan spin
+inline constexpr Duration kMinKeepalive{50};  // a tiny AckWait must not make jetfan spin
 
 // --- socket
-inline constexpr unsigned kSocketMode = 0660;     // owner and group; handlers join the group
+inline constexpr unsigned kSocketMode = 0660;           // owner and group; handlers join the group
 inline constexpr unsigned kSocketDirectoryMode = 0750;  // a directory jetfan makes for its socket
 inline constexpr Duration kHelloTimeout{5000};
 // Connections at once, all handlers together: far above a module's instances, far below what
@@ -56,12 +56,12 @@ inline constexpr Duration kPingTimeout{10000};
 inline constexpr std::size_t kReservedDescriptors = 64;
 
 // --- control socket and metrics
-inline constexpr unsigned kControlSocketMode = 0600;  // jetfan's own user: control can reload the config
+inline constexpr unsigned kControlSocketMode = 0600;      // jetfan's own user: control can reload the config
 inline constexpr const char* kMetricsHost = "127.0.0.1";  // loopback unless an address is given
 
 // --- handlers
-inline constexpr int kMaxInflight = 64;           // per connection; a handler raises it for throughput
-inline constexpr Duration kAckTimeout{30000};     // the server's default AckWait, for the same reason
+inline constexpr int kMaxInflight = 64;        // per connection; a handler raises it for throughput
+inline constexpr Duration kAckTimeout{30000};  // the server's default AckWait, for the same reason
 
 // --- delivery
 inline constexpr Duration kNakDelay{1000};        // first redelivery after a failure

@@ -14,8 +14,8 @@ TEST_CASE("durations accept ms, s, m and h", "[unit]") {
 }
 
 TEST_CASE("durations reject everything else", "[unit]") {
-  for (const char* bad : {"", "30", "s", "-1s", "1.5s", "30x", " 30s", "30s ", "30 s", "1d",
-                          "99999999999999999999ms", "1000000000h"}) {
+  for (const char* bad :
+       {"", "30", "s", "-1s", "1.5s", "30x", " 30s", "30s ", "30 s", "1d", "99999999999999999999ms", "1000000000h"}) {
     INFO(bad);
     CHECK_FALSE(parse_duration(bad));
   }

@@ -6,8 +6,7 @@ namespace jetfan {
 
 ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFacts& facts) {
   ServeSettingsResult result;
-  const std::string named =
-      "consumer \"" + config.consumer.durable + "\" of stream \"" + config.consumer.stream + "\"";
+  const std::string named = "consumer \"" + config.consumer.durable + "\" of stream \"" + config.consumer.stream + "\"";
   const AckPolicyDecision policy = decide_ack_policy(facts.ack_policy, config.consumer.ack_policy);
   if (!policy.policy) {
     result.error = "cannot read the info of " + named + " and consumer.ack_policy is not set in " + config.file +
@@ -20,7 +19,8 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
                          ", but the server says " + to_string(*policy.policy) + "; using the server's");
   }
   if (*policy.policy == AckPolicy::kNone) {
-    s.warnings.push_back(named + " has AckPolicy none: delivery is at-most-once. The server forgets each message "
+    s.warnings.push_back(named +
+                         " has AckPolicy none: delivery is at-most-once. The server forgets each message "
                          "once sent, so jetfan cannot redeliver one a handler failed or never got.");
   }
 
@@ -33,8 +33,8 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
   CoreSettings& core = s.core;
   for (const auto& handler : config.handlers) {
     core.handlers.push_back(HandlerLimits{static_cast<std::uint32_t>(handler.max_inflight), handler.ack_timeout});
-    s.admission.push_back(AdmissionRule{handler.name, AllowList{handler.allow.uids, handler.allow.gids},
-                                        handler.max_instances});
+    s.admission.push_back(
+        AdmissionRule{handler.name, AllowList{handler.allow.uids, handler.allow.gids}, handler.max_instances});
   }
   core.ack_policy = *policy.policy;
   core.nak_delay = config.delivery.nak_delay;

@@ -7,7 +7,8 @@ using std::chrono::milliseconds;
 
 namespace {
 
-Config config_with(std::optional<AckPolicy> configured = std::nullopt, std::optional<std::int64_t> max_held = std::nullopt) {
+Config config_with(std::optional<AckPolicy> configured = std::nullopt,
+                   std::optional<std::int64_t> max_held = std::nullopt) {
   auto loaded = load_config_text(R"(consumer: {stream: EVENTS, durable: d}
 socket: {path: /run/jetfan/x.sock}
 handlers:
@@ -52,8 +53,9 @@ TEST_CASE("serve settings: keepalive is a third of AckWait, max_held is MaxAckPe
 }
 
 TEST_CASE("serve settings: the config's max_held wins, unlimited MaxAckPending has a default", "[unit]") {
-  CHECK(derive_serve_settings(config_with(std::nullopt, 42), from_server(AckPolicy::kExplicit, milliseconds(30000), 500))
-            .settings->pull.max_held == 42);
+  CHECK(
+      derive_serve_settings(config_with(std::nullopt, 42), from_server(AckPolicy::kExplicit, milliseconds(30000), 500))
+          .settings->pull.max_held == 42);
   CHECK(derive_serve_settings(config_with(), from_server(AckPolicy::kExplicit, milliseconds(30000), -1))
             .settings->pull.max_held == defaults::kMaxHeldUnlimited);
 }

@@ -4,9 +4,12 @@ namespace jetfan {
 
 const char* to_string(AckPolicy policy) {
   switch (policy) {
-    case AckPolicy::kExplicit: return "explicit";
-    case AckPolicy::kAll: return "all";
-    case AckPolicy::kNone: return "none";
+    case AckPolicy::kExplicit:
+      return "explicit";
+    case AckPolicy::kAll:
+      return "all";
+    case AckPolicy::kNone:
+      return "none";
   }
   return "?";
 }

@@ -23,8 +23,8 @@ Admission admit(std::span<const AdmissionRule> rules, const Hello& hello, const 
     return out;
   }
   if (hello.version != version) {
-    out.refusal = "protocol version " + std::to_string(hello.version) + " is not supported; this jetfan speaks version " +
-                  std::to_string(version);
+    out.refusal = "protocol version " + std::to_string(hello.version) +
+                  " is not supported; this jetfan speaks version " + std::to_string(version);
     out.detail = out.refusal;
     return out;
   }

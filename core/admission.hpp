@@ -37,7 +37,7 @@ struct AllowList {
 
 struct AdmissionRule {
   std::string name;
-  AllowList allow;                 // empty: any peer that can open the socket
+  AllowList allow;                  // empty: any peer that can open the socket
   std::uint32_t max_instances = 0;  // 0: no limit
 };
 

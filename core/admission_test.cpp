@@ -17,8 +17,8 @@ std::vector<AdmissionRule> rules() {
   return r;
 }
 
-Admission admit_as(std::string_view name, const PeerCredentials& peer = {}, std::vector<std::size_t> instances = {0, 0, 0},
-                   bool serving = true, std::uint32_t version = 1) {
+Admission admit_as(std::string_view name, const PeerCredentials& peer = {},
+                   std::vector<std::size_t> instances = {0, 0, 0}, bool serving = true, std::uint32_t version = 1) {
   const auto r = rules();
   return admit(r, Hello{name, version}, peer, instances, serving, 1);
 }

@@ -8,15 +8,17 @@ namespace jetfan {
 
 const char* to_string(FailCause cause) {
   switch (cause) {
-    case FailCause::kNak: return "the handler sent NAK";
-    case FailCause::kTimeout: return "no ACK, NAK, TERM or WIP within its ack_timeout";
-    case FailCause::kDisconnect: return "the handler disconnected with it unconfirmed";
+    case FailCause::kNak:
+      return "the handler sent NAK";
+    case FailCause::kTimeout:
+      return "no ACK, NAK, TERM or WIP within its ack_timeout";
+    case FailCause::kDisconnect:
+      return "the handler disconnected with it unconfirmed";
   }
   return "?";
 }
 
-DispatchCore::DispatchCore(CoreSettings settings)
-    : settings_(std::move(settings)), settled_(settings_.remember) {
+DispatchCore::DispatchCore(CoreSettings settings) : settings_(std::move(settings)), settled_(settings_.remember) {
   assert(settings_.handlers.size() <= kMaxHandlers);
   assert(settings_.keepalive > Duration(0));
   for (const auto& limits : settings_.handlers) handlers_.push_back(Handler{limits, {}, {}, {}});
@@ -267,15 +269,15 @@ bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Out
       stats.confirmation_latency.observe(now - sent);
       break;
     case Outcome::kNak:
-      effects_.push_back(Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0),
-                                FailCause::kNak});
+      effects_.push_back(
+          Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0), FailCause::kNak});
       fail(message, handler, delay);
       ++stats.failed_nak;
       stats.confirmation_latency.observe(now - sent);
       break;
     case Outcome::kTimeout:
-      effects_.push_back(Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0),
-                                FailCause::kTimeout});
+      effects_.push_back(
+          Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0), FailCause::kTimeout});
       fail(message, handler, delay);
       ++stats.failed_timeout;
       break;
@@ -289,8 +291,7 @@ bool DispatchCore::ack(ConnectionId connection, DeliveryId delivery, TimePoint n
   return complete(connection, delivery, Outcome::kAck, std::nullopt, now);
 }
 
-bool DispatchCore::nak(ConnectionId connection, DeliveryId delivery, std::optional<Duration> delay,
-                       TimePoint now) {
+bool DispatchCore::nak(ConnectionId connection, DeliveryId delivery, std::optional<Duration> delay, TimePoint now) {
   const bool known = complete(connection, delivery, Outcome::kNak, delay, now);
   if (known) ++counters_.failed_nak;
   return known;
@@ -374,8 +375,7 @@ void DispatchCore::wait_for_floor(std::uint64_t seq, MessageHandle handle, bool 
 }
 
 void DispatchCore::advance_ack_floor() {
-  const std::uint64_t floor =
-      unsettled_.empty() ? std::numeric_limits<std::uint64_t>::max() : *unsettled_.begin();
+  const std::uint64_t floor = unsettled_.empty() ? std::numeric_limits<std::uint64_t>::max() : *unsettled_.begin();
   const auto end = settled_unacked_.lower_bound(floor);
   if (end == settled_unacked_.begin()) return;
   // Everything below the floor is settled, so each +TERM (in order, for its advisory) and the one

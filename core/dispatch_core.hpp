@@ -72,7 +72,7 @@ namespace jetfan {
 
 using MessageHandle = std::uint64_t;  // the caller's name for one received copy of a message
 using ConnectionId = std::uint64_t;
-using DeliveryId = std::uint64_t;     // names one delivery on one connection; the protocol's <id>
+using DeliveryId = std::uint64_t;  // names one delivery on one connection; the protocol's <id>
 
 struct HandlerLimits {
   std::uint32_t max_inflight = 0;  // > 0
@@ -85,20 +85,20 @@ struct CoreSettings {
   AckPolicy ack_policy = AckPolicy::kExplicit;
   Duration nak_delay{0};
   Duration nak_delay_max{0};
-  std::size_t remember = 0;     // messages whose confirmations, and sequences settled, are remembered
-  Duration keepalive{0};        // at most this long between touches of a held message; > 0
+  std::size_t remember = 0;       // messages whose confirmations, and sequences settled, are remembered
+  Duration keepalive{0};          // at most this long between touches of a held message; > 0
   std::int64_t max_deliver = -1;  // the consumer's MaxDeliver, -1 for unlimited
 };
 
 // What the core counted for one handler since it was declared (at start, or by a reload). Plain
 // figures, updated on the per-message path without allocation or lookup.
 struct HandlerStats {
-  std::uint64_t delivered = 0;          // MSGs sent to its instances
-  std::uint64_t acked = 0;              // ACKs it sent
-  std::uint64_t termed = 0;             // TERMs it sent
-  std::uint64_t failed_nak = 0;         // deliveries failed by its NAK
-  std::uint64_t failed_timeout = 0;     // ... by its silence past ack_timeout
-  std::uint64_t failed_disconnect = 0;  // ... by its connection closing
+  std::uint64_t delivered = 0;            // MSGs sent to its instances
+  std::uint64_t acked = 0;                // ACKs it sent
+  std::uint64_t termed = 0;               // TERMs it sent
+  std::uint64_t failed_nak = 0;           // deliveries failed by its NAK
+  std::uint64_t failed_timeout = 0;       // ... by its silence past ack_timeout
+  std::uint64_t failed_disconnect = 0;    // ... by its connection closing
   LatencyHistogram confirmation_latency;  // from sending a MSG to its ACK, NAK or TERM
 };
 
@@ -141,9 +141,9 @@ struct Effect {
   };
   Kind kind;
   MessageHandle message = 0;
-  ConnectionId connection = 0;  // kDeliver, kFailed
-  DeliveryId delivery = 0;      // kDeliver, kFailed
-  Duration delay{0};            // kNak
+  ConnectionId connection = 0;        // kDeliver, kFailed
+  DeliveryId delivery = 0;            // kDeliver, kFailed
+  Duration delay{0};                  // kNak
   FailCause cause = FailCause::kNak;  // kFailed
 };
 
@@ -152,23 +152,23 @@ struct Arrival {
   std::uint64_t stream_seq = 0;  // 0 (not known) is allowed only when unroutable
   std::uint64_t deliveries = 1;  // how often the server has delivered it, 1 the first time
   HandlerMask recipients = 0;
-  bool unroutable = false;       // its subject has no key: no handler can be chosen
+  bool unroutable = false;  // its subject has no key: no handler can be chosen
 };
 
 struct CoreCounters {
-  std::uint64_t arrived = 0;           // copies the server delivered, of every kind
-  std::uint64_t acked = 0;             // messages acked at the server
-  std::uint64_t nakked = 0;            // messages nak'd (handed back for redelivery)
-  std::uint64_t terminated = 0;        // messages terminated because a handler said TERM
+  std::uint64_t arrived = 0;     // copies the server delivered, of every kind
+  std::uint64_t acked = 0;       // messages acked at the server
+  std::uint64_t nakked = 0;      // messages nak'd (handed back for redelivery)
+  std::uint64_t terminated = 0;  // messages terminated because a handler said TERM
   std::uint64_t no_recipient = 0;
-  std::uint64_t unroutable = 0;        // terminated for want of a key
-  std::uint64_t redelivered = 0;       // arrivals with a delivery count above 1
-  std::uint64_t already_held = 0;      // a copy of a message still held
-  std::uint64_t already_settled = 0;   // a copy of a message already settled, settled again
-  std::uint64_t deliveries = 0;        // MSGs sent to handlers
-  std::uint64_t failed_nak = 0;        // deliveries failed by NAK
-  std::uint64_t failed_timeout = 0;    // ... by ack_timeout
-  std::uint64_t failed_disconnect = 0; // ... by the connection closing
+  std::uint64_t unroutable = 0;         // terminated for want of a key
+  std::uint64_t redelivered = 0;        // arrivals with a delivery count above 1
+  std::uint64_t already_held = 0;       // a copy of a message still held
+  std::uint64_t already_settled = 0;    // a copy of a message already settled, settled again
+  std::uint64_t deliveries = 0;         // MSGs sent to handlers
+  std::uint64_t failed_nak = 0;         // deliveries failed by NAK
+  std::uint64_t failed_timeout = 0;     // ... by ack_timeout
+  std::uint64_t failed_disconnect = 0;  // ... by the connection closing
   std::uint64_t unknown_confirmations = 0;
   std::uint64_t handed_back_for_room = 0;  // by hand_back_oldest
 };
@@ -235,15 +235,15 @@ class DispatchCore {
     MessageHandle handle = 0;
     std::uint64_t deliveries = 1;
     HandlerMask recipients = 0;
-    HandlerMask settled = 0;   // ACKed or TERMed, now or in an earlier delivery
+    HandlerMask settled = 0;  // ACKed or TERMed, now or in an earlier delivery
     HandlerMask termed = 0;
-    HandlerMask failed = 0;    // failed in this delivery
-    HandlerMask queued = 0;    // waiting for an instance with room
+    HandlerMask failed = 0;  // failed in this delivery
+    HandlerMask queued = 0;  // waiting for an instance with room
     HandlerMask in_flight = 0;
-    Duration nak_delay{0};     // the longest delay any failure asked for
-    TimePoint touched;         // last time the server heard about it
-    TimePoint arrived;         // when this delivery of it came
-    bool poison = false;       // a handler since removed said TERM: terminate it once all settle
+    Duration nak_delay{0};  // the longest delay any failure asked for
+    TimePoint touched;      // last time the server heard about it
+    TimePoint arrived;      // when this delivery of it came
+    bool poison = false;    // a handler since removed said TERM: terminate it once all settle
   };
   struct Flight {
     std::uint64_t stream_seq;

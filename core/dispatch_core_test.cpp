@@ -109,7 +109,8 @@ TEST_CASE("instances of one handler share its messages, least loaded first, with
   CHECK(more.of(Kind::kDeliver)[0].connection == first.connection);
 }
 
-TEST_CASE("a NAK fails the delivery, the nak waits for the other recipients, then goes with a growing delay", "[unit]") {
+TEST_CASE("a NAK fails the delivery, the nak waits for the other recipients, then goes with a growing delay",
+          "[unit]") {
   DispatchCore core(settings(2));
   core.connect(1, 0, kStart);
   core.connect(2, 1, kStart);
@@ -282,7 +283,8 @@ TEST_CASE("a disconnect fails what was in flight on that connection only", "[uni
   core.arrive(arrival(1, 0b1), kStart);
   core.arrive(arrival(2, 0b1), kStart);
   Taken sent(core);
-  const auto on_one = sent.of(Kind::kDeliver)[0].connection == 1 ? sent.of(Kind::kDeliver)[0] : sent.of(Kind::kDeliver)[1];
+  const auto on_one =
+      sent.of(Kind::kDeliver)[0].connection == 1 ? sent.of(Kind::kDeliver)[0] : sent.of(Kind::kDeliver)[1];
   core.disconnect(1, kStart);
   Taken d(core);
   REQUIRE(d.count(Kind::kNak) == 1);
@@ -351,7 +353,8 @@ TEST_CASE("AckPolicy all acks only the highest sequence below which everything i
   CHECK(core.held() == 0);
 }
 
-TEST_CASE("AckPolicy all: a nak'd message holds the floor until it comes back, unless MaxDeliver is reached", "[unit]") {
+TEST_CASE("AckPolicy all: a nak'd message holds the floor until it comes back, unless MaxDeliver is reached",
+          "[unit]") {
   auto s = settings(1, AckPolicy::kAll);
   s.max_deliver = 2;
   DispatchCore core(s);
@@ -523,7 +526,7 @@ TEST_CASE("draining hands back with a delay that runs out when the last pull req
   Taken failed(core);
   REQUIRE(failed.count(Kind::kNak) == 1);
   CHECK(failed.of(Kind::kNak)[0].delay == milliseconds(2000));  // the handler's 10ms would be too soon
-  core.arrive(arrival(6, 0b1), kStart + milliseconds(2500));      // pulled before the drain began
+  core.arrive(arrival(6, 0b1), kStart + milliseconds(2500));    // pulled before the drain began
   CHECK(Taken(core).of(Kind::kNak).at(0).delay == milliseconds(500));
   core.abandon_all(kStart + milliseconds(4000));
   Taken rest(core);
@@ -646,7 +649,8 @@ struct Model {
           ++failures;
           break;
         case Kind::kWip:
-        case Kind::kRelease: break;
+        case Kind::kRelease:
+          break;
       }
       if (e.kind == Kind::kRelease) REQUIRE(released.insert(e.message).second);
     }

@@ -33,8 +33,8 @@ TEST_CASE("numbers in an ack subject: up to 2^64-1, never more, digits only", "[
   REQUIRE(largest);
   CHECK(largest->deliveries == 18446744073709551615ULL);
   CHECK(largest->stream_seq == 9999999999999999999ULL);
-  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.18446744073709551616.1.1.17.0"));   // one more: overflow
-  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.99999999999999999999.1.1.17.0"));   // twenty nines
+  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.18446744073709551616.1.1.17.0"));  // one more: overflow
+  CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.99999999999999999999.1.1.17.0"));  // twenty nines
   CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.1.4x2.1.17.0"));
   CHECK_FALSE(parse_ack_subject("$JS.ACK.S.d.1.-4.1.17.0"));
   CHECK(parse_ack_subject("$JS.ACK.S.d.1.2.3.tm.0")->published_ns == 0);  // a timestamp that is not one: unknown

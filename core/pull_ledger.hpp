@@ -44,11 +44,11 @@
 namespace jetfan {
 
 struct PullSettings {
-  std::size_t batch = 0;      // messages asked for by one request; > 0
-  std::size_t max_held = 0;   // bound on held + requested; > 0
+  std::size_t batch = 0;             // messages asked for by one request; > 0
+  std::size_t max_held = 0;          // bound on held + requested; > 0
   std::uint64_t max_held_bytes = 0;  // bound on bytes held + requested; 0: none
-  Duration expires{0};        // how long a request waits at the server
-  Duration idle_heartbeat{0}; // the server's heartbeat while a request waits
+  Duration expires{0};               // how long a request waits at the server
+  Duration idle_heartbeat{0};        // the server's heartbeat while a request waits
 };
 
 // One request to send: {"batch":batch,"max_bytes":max_bytes,"expires":expires,

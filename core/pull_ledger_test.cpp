@@ -60,11 +60,11 @@ TEST_CASE("pull ledger: with a request waiting, room gathers into a full batch",
 
 TEST_CASE("pull ledger: a message is charged to the oldest request", "[unit]") {
   PullLedger ledger(settings(2, 100));
-  top_up(ledger, 0);                 // request 1: 2
-  ledger.on_message(kStart);         // 1 has 1 left
-  top_up(ledger, 1);                 // request 2: 2
+  top_up(ledger, 0);          // request 1: 2
+  ledger.on_message(kStart);  // 1 has 1 left
+  top_up(ledger, 1);          // request 2: 2
   REQUIRE(ledger.outstanding() == 2);
-  ledger.on_message(kStart);         // used up 1
+  ledger.on_message(kStart);  // used up 1
   CHECK(ledger.outstanding() == 1);
   CHECK(ledger.requested() == 2);
   // The one left is request 2: a 408 for it clears everything.
@@ -79,13 +79,13 @@ TEST_CASE("pull ledger: each status reply retires exactly its own request", "[un
     const char* code;
     Outcome outcome;
   };
-  for (const Case c : {Case{"404", Outcome::kFinished}, Case{"408", Outcome::kFinished},
-                       Case{"409", Outcome::kUnexpected}}) {
+  for (const Case c :
+       {Case{"404", Outcome::kFinished}, Case{"408", Outcome::kFinished}, Case{"409", Outcome::kUnexpected}}) {
     INFO(c.code);
     PullLedger ledger(settings(10, 100));
-    top_up(ledger, 0);   // 1
+    top_up(ledger, 0);  // 1
     ledger.on_message(kStart);
-    top_up(ledger, 1);   // 2
+    top_up(ledger, 1);  // 2
     REQUIRE(ledger.requested() == 19);
     CHECK(ledger.on_status(2, c.code, "", kStart) == c.outcome);
     CHECK(ledger.requested() == 9);  // request 1's nine remain
@@ -176,7 +176,7 @@ TEST_CASE("pull ledger: the hand-back delay outlasts every request still open", 
   CHECK(ledger.handback_delay(kStart) == milliseconds(0));  // nothing was ever requested
   top_up(ledger, 0, kStart);                                // expires at +5000
   ledger.on_message(kStart);
-  top_up(ledger, 1, kStart + milliseconds(1000));           // expires at +6000
+  top_up(ledger, 1, kStart + milliseconds(1000));  // expires at +6000
   CHECK(ledger.handback_delay(kStart + milliseconds(2000)) == milliseconds(4000) + PullLedger::kHandbackMargin);
   ledger.on_status(2, "408", "", kStart + milliseconds(2000));  // the later one is over
   CHECK(ledger.handback_delay(kStart + milliseconds(2000)) == milliseconds(3000) + PullLedger::kHandbackMargin);

@@ -50,8 +50,8 @@ void SettledRecord::add(std::uint64_t seq, Verb verb) {
 
 void SettledRecord::add_lower(std::uint64_t seq, Verb verb) {
   auto right = lower_.upper_bound(seq);
-  const bool joins_left = right != lower_.begin() && std::prev(right)->second.last + 1 == seq &&
-                          std::prev(right)->second.verb == verb;
+  const bool joins_left =
+      right != lower_.begin() && std::prev(right)->second.last + 1 == seq && std::prev(right)->second.verb == verb;
   const bool joins_right = right != lower_.end() && right->first == seq + 1 && right->second.verb == verb;
   if (joins_left) {
     auto left = std::prev(right);

@@ -49,11 +49,11 @@ class TopicMatcher {
  private:
   struct Node {
     StringMap<std::uint32_t> literal;
-    std::int32_t star = -1;   // child reached by '*'
-    std::int32_t hash = -1;   // child reached by '#'
-    std::int32_t tail = -1;   // child reached by a final '>'
-    bool loops = false;       // reached by '#': stays active on any token
-    HandlerMask accept = 0;   // handlers whose pattern ends here
+    std::int32_t star = -1;  // child reached by '*'
+    std::int32_t hash = -1;  // child reached by '#'
+    std::int32_t tail = -1;  // child reached by a final '>'
+    bool loops = false;      // reached by '#': stays active on any token
+    HandlerMask accept = 0;  // handlers whose pattern ends here
   };
 
   HandlerMask match_uncached(std::string_view key);

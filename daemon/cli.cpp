@@ -11,8 +11,8 @@
 #include "control_client.hpp"
 #include "daemon.hpp"
 #include "exec_handler.hpp"
-#include "logging.hpp"
 #include "jetfan/version.hpp"
+#include "logging.hpp"
 #include "nats_handles.hpp"
 #include "startup_error.hpp"
 

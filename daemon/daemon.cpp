@@ -39,11 +39,11 @@ int Daemon::run() {
   if (!derived.settings) throw StartupError(kExitConfig, "nats: " + derived.error);
   for (const auto& warning : derived.settings->warnings) spdlog::warn("{}", warning);
   const ServeSettings& s = *derived.settings;
-  spdlog::info("nats: bound consumer \"{}\" of stream \"{}\": ack policy {}, AckWait {}ms{}, MaxDeliver {}, "
-               "MaxAckPending {}, filter \"{}\", {} pending",
-               config_.consumer.durable, config_.consumer.stream, to_string(s.core.ack_policy), s.ack_wait.count(),
-               facts.ack_wait ? "" : " (assumed)", facts.max_deliver, facts.max_ack_pending, facts.filter,
-               facts.num_pending);
+  spdlog::info(
+      "nats: bound consumer \"{}\" of stream \"{}\": ack policy {}, AckWait {}ms{}, MaxDeliver {}, "
+      "MaxAckPending {}, filter \"{}\", {} pending",
+      config_.consumer.durable, config_.consumer.stream, to_string(s.core.ack_policy), s.ack_wait.count(),
+      facts.ack_wait ? "" : " (assumed)", facts.max_deliver, facts.max_ack_pending, facts.filter, facts.num_pending);
   const std::size_t max_held = s.pull.max_held;
 
   dispatcher_ = std::make_unique<Dispatcher>(io_, config_, std::move(*derived.settings), reader_, notifier_, live_);
@@ -93,7 +93,8 @@ void Daemon::on_signal(int signal) {
 ReloadResult Daemon::reload() {
   if (!reloader_) {
     spdlog::warn("reload: refused: jetfan is not serving yet (still connecting to NATS); reload once it serves");
-    return ReloadResult{false, {"refused: jetfan is not serving yet (still connecting to NATS); reload once it serves"}};
+    return ReloadResult{false,
+                        {"refused: jetfan is not serving yet (still connecting to NATS); reload once it serves"}};
   }
   ReloadResult result = reloader_->reload();
   control_->note_reload(result.applied);

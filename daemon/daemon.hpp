@@ -44,8 +44,8 @@ class Daemon {
   std::unique_ptr<Dispatcher> dispatcher_;  // set once the consumer is bound
   bool stopping_ = false;                   // a signal came before serving began
   bool log_level_pinned_ = false;
-  std::unique_ptr<ControlPlane> control_;   // from the start: status and /live answer while connecting
-  std::unique_ptr<Reloader> reloader_;      // set once serving
+  std::unique_ptr<ControlPlane> control_;  // from the start: status and /live answer while connecting
+  std::unique_ptr<Reloader> reloader_;     // set once serving
 };
 
 }  // namespace jetfan

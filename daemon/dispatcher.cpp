@@ -78,9 +78,10 @@ Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings
   const std::size_t budget =
       connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
   if (budget < connection_limits_.max_connections) {
-    spdlog::warn("socket.max_connections is {}, but the file descriptor limit leaves room for {} handler "
-                 "connections; serving at most {} (raise LimitNOFILE= to allow more)",
-                 connection_limits_.max_connections, budget, budget);
+    spdlog::warn(
+        "socket.max_connections is {}, but the file descriptor limit leaves room for {} handler "
+        "connections; serving at most {} (raise LimitNOFILE= to allow more)",
+        connection_limits_.max_connections, budget, budget);
     connection_limits_.max_connections = budget;
   }
   for (const auto& handler : config_.handlers) {
@@ -109,19 +110,22 @@ void Dispatcher::start() {
 void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected) {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = Clock::now();
-  wall_now_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::system_clock::now().time_since_epoch()).count();
+  wall_now_ns_ =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   // The server forgets pull requests when it restarts, and cnats does not re-send them.
   if (reconnected) {
     ++reconnects_;
-    if (ledger_.outstanding() > 0) spdlog::info("nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
+    if (ledger_.outstanding() > 0)
+      spdlog::info("nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
     ledger_.on_reconnect(now);
     leader_unsure(now);
   }
   for (auto& message : incoming) {
     const Incoming in = reader_.classify(message.get());
     switch (in.kind) {
-      case Incoming::Kind::kPullStatus: on_status(in.status, now); continue;
+      case Incoming::Kind::kPullStatus:
+        on_status(in.status, now);
+        continue;
       case Incoming::Kind::kProbeAnswer:
         if (ledger_.on_probe_answer(in.answered, now)) {
           spdlog::info("nats: the consumer answers again ({}ms after it may have changed leader); pulling anew",
@@ -129,7 +133,8 @@ void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected)
           unsure_since_.reset();
         }
         continue;
-      case Incoming::Kind::kMessage: break;
+      case Incoming::Kind::kMessage:
+        break;
     }
     ledger_.on_message(now, arrive(message, now));
   }
@@ -146,9 +151,10 @@ void Dispatcher::on_status(const PullStatus& status, TimePoint now) {
                status.pull, status.code, status.description);
   leader_unsure(now);
   if (status.description.find("Consumer Deleted") != std::string_view::npos) {
-    spdlog::error("nats: consumer \"{}\" of stream \"{}\" was deleted; jetfan keeps pulling in case its controller "
-                  "makes it anew, and forgets what it remembered of the old one's sequences",
-                  config_.consumer.durable, config_.consumer.stream);
+    spdlog::error(
+        "nats: consumer \"{}\" of stream \"{}\" was deleted; jetfan keeps pulling in case its controller "
+        "makes it anew, and forgets what it remembered of the old one's sequences",
+        config_.consumer.durable, config_.consumer.stream);
     core_.forget_history();
   }
 }
@@ -162,12 +168,15 @@ std::uint64_t Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
     publish_age_.observe(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(ack->published_ns)));
   }
   if (!ack || !key) {
-    spdlog::error("message on subject \"{}\" (stream seq {}) has no key: it does not start with key.strip_prefix "
-                  "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
-                  subject, ack ? std::to_string(ack->stream_seq) : "?", config_.key.strip_prefix);
+    spdlog::error(
+        "message on subject \"{}\" (stream seq {}) has no key: it does not start with key.strip_prefix "
+        "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
+        subject, ack ? std::to_string(ack->stream_seq) : "?", config_.key.strip_prefix);
     if (observer_) observe_unroutable(subject, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, message.get());
-    stored_.emplace(handle, Stored{std::make_shared<const MessageBytes>(std::move(message), std::string(), live_), {},
-                                   ack ? ack->stream_seq : 0, 0});
+    stored_.emplace(handle, Stored{std::make_shared<const MessageBytes>(std::move(message), std::string(), live_),
+                                   {},
+                                   ack ? ack->stream_seq : 0,
+                                   0});
     core_.arrive(Arrival{handle, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, 0, true}, now);
     return 0;
   }
@@ -236,15 +245,25 @@ void Dispatcher::apply_effects() {
         if (dirty_.empty() || dirty_.back() != session->second) dirty_.push_back(session->second);
         break;
       }
-      case Effect::Kind::kAck: reader_.ack(message); break;
-      case Effect::Kind::kNak: reader_.nak(message, effect.delay); break;
-      case Effect::Kind::kTerm: reader_.term(message); break;
+      case Effect::Kind::kAck:
+        reader_.ack(message);
+        break;
+      case Effect::Kind::kNak:
+        reader_.nak(message, effect.delay);
+        break;
+      case Effect::Kind::kTerm:
+        reader_.term(message);
+        break;
       case Effect::Kind::kWip:
         reader_.wip(message);
         ++kept_alive;
         break;
-      case Effect::Kind::kRelease: stored_.erase(stored); break;
-      case Effect::Kind::kFailed: report_failure(effect, stored->second); break;
+      case Effect::Kind::kRelease:
+        stored_.erase(stored);
+        break;
+      case Effect::Kind::kFailed:
+        report_failure(effect, stored->second);
+        break;
     }
   }
   effects.clear();
@@ -268,12 +287,11 @@ void Dispatcher::report_failure(const Effect& effect, const Stored& stored) {
   const auto session = sessions_.find(effect.connection);
   const std::string name = session != sessions_.end() ? session->second->handler_name() : "?";
   const std::string who = session != sessions_.end() ? describe(*session->second)
-                                                      : "(connection " + std::to_string(effect.connection) + ")";
+                                                     : "(connection " + std::to_string(effect.connection) + ")";
   warn_limited("failed deliveries to handler \"" + name + "\": " + to_string(effect.cause),
                "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. It goes back to the server for "
                "redelivery to this handler (NAK with a growing delay) once no other handler has it in flight.",
-               who, effect.delivery, stored.stream_seq, stored.message->subject(),
-               to_string(effect.cause));
+               who, effect.delivery, stored.stream_seq, stored.message->subject(), to_string(effect.cause));
 }
 
 void Dispatcher::arm_wakeup() {
@@ -377,13 +395,15 @@ void Dispatcher::check_full(TimePoint now) {
   stalled_ = true;
   if (!full_warnings_.allow("full", now).log && !first) return;
   const auto& b = loads[worst];
-  const auto age = b.oldest_unconfirmed ? std::chrono::duration_cast<std::chrono::seconds>(now - *b.oldest_unconfirmed).count() : 0;
-  spdlog::warn("jetfan holds {} messages, all that max_held ({}) allows, and none has settled for {}s, so it pulls "
-               "no more: handler \"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) "
-               "connected. Every other handler waits with it. Start or unstick it, or set when_full: hand_back for "
-               "it to hand its backlog back to the server.",
-               core_.held(), max_held, std::chrono::duration_cast<std::chrono::seconds>(now - *full_since_).count(),
-               config_.handlers[worst].name, b.owed, b.in_flight, age, b.connections);
+  const auto age =
+      b.oldest_unconfirmed ? std::chrono::duration_cast<std::chrono::seconds>(now - *b.oldest_unconfirmed).count() : 0;
+  spdlog::warn(
+      "jetfan holds {} messages, all that max_held ({}) allows, and none has settled for {}s, so it pulls "
+      "no more: handler \"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) "
+      "connected. Every other handler waits with it. Start or unstick it, or set when_full: hand_back for "
+      "it to hand its backlog back to the server.",
+      core_.held(), max_held, std::chrono::duration_cast<std::chrono::seconds>(now - *full_since_).count(),
+      config_.handlers[worst].name, b.owed, b.in_flight, age, b.connections);
 }
 
 std::string Dispatcher::describe(const HandlerSession& session) const {
@@ -395,7 +415,8 @@ void Dispatcher::on_accepted(std::shared_ptr<HandlerSession> session) {
   sessions_.emplace(session->id(), session);
   session->start();
   switch (admit_connection(sessions_.size() - 1, unidentified_.size(), connection_limits_)) {
-    case ConnectionVerdict::kAccept: break;
+    case ConnectionVerdict::kAccept:
+      break;
     case ConnectionVerdict::kAcceptEvictingOldestUnidentified:
       while (!unidentified_order_.empty()) {
         const ConnectionId oldest = unidentified_order_.front();
@@ -461,7 +482,9 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
   const TimePoint now = Clock::now();
   bool known = true;
   switch (command.verb) {
-    case proto::Verb::kAck: known = core_.ack(session.id(), command.id, now); break;
+    case proto::Verb::kAck:
+      known = core_.ack(session.id(), command.id, now);
+      break;
     case proto::Verb::kNak: {
       std::optional<Duration> delay;
       if (command.delay_ms) delay = Duration(static_cast<Duration::rep>(std::min(*command.delay_ms, kMaxNakDelayMs)));
@@ -475,13 +498,16 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
                      command.reason.empty() ? "(no reason given)" : command.reason);
       }
       break;
-    case proto::Verb::kWip: known = core_.wip(session.id(), command.id, now); break;
+    case proto::Verb::kWip:
+      known = core_.wip(session.id(), command.id, now);
+      break;
     case proto::Verb::kPing:
       session.send_pong();
       session.flush();
       return;
     case proto::Verb::kPong:
-    case proto::Verb::kHello: return;
+    case proto::Verb::kHello:
+      return;
   }
   if (!known) {
     spdlog::debug("handler {}: {} {} names no delivery in flight on this connection (late, after a timeout?); ignored",
@@ -520,10 +546,11 @@ void Dispatcher::begin_drain() {
   const TimePoint now = Clock::now();
   const Duration handback = ledger_.handback_delay(now);
   const std::size_t in_flight = core_.in_flight();
-  spdlog::info("draining: {} deliveries in flight may finish within {}ms; {} other held message(s) handed back now, "
-               "redelivered in {}ms (once jetfan's pull requests at the server have expired)",
-               in_flight, config_.delivery.drain_timeout.count(), core_.held() - std::min(core_.held(), in_flight),
-               handback.count());
+  spdlog::info(
+      "draining: {} deliveries in flight may finish within {}ms; {} other held message(s) handed back now, "
+      "redelivered in {}ms (once jetfan's pull requests at the server have expired)",
+      in_flight, config_.delivery.drain_timeout.count(), core_.held() - std::min(core_.held(), in_flight),
+      handback.count());
   core_.begin_drain(now, handback);
   drain_timer_.expires_after(config_.delivery.drain_timeout);
   drain_timer_.async_wait([this](const boost::system::error_code& error) {
@@ -543,9 +570,10 @@ void Dispatcher::finish() {
   core_.abandon_all(Clock::now());
   apply_effects();
   const auto& c = core_.counters();
-  spdlog::info("stopped: {} messages arrived, {} acked, {} nak'd, {} terminated, {} with no recipient, {} unroutable; "
-               "{} deliveries to handlers",
-               c.arrived, c.acked, c.nakked, c.terminated, c.no_recipient, c.unroutable, c.deliveries);
+  spdlog::info(
+      "stopped: {} messages arrived, {} acked, {} nak'd, {} terminated, {} with no recipient, {} unroutable; "
+      "{} deliveries to handlers",
+      c.arrived, c.acked, c.nakked, c.terminated, c.no_recipient, c.unroutable, c.deliveries);
   reader_.close(kFinalFlush);
   auto sessions = std::move(sessions_);
   for (auto& [id, session] : sessions) session->close();

@@ -12,9 +12,9 @@
 //
 // Thread: everything here runs on the io_context thread; it owns all dispatch state.
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include <deque>
 #include <memory>
@@ -121,7 +121,8 @@ class Dispatcher final : private SessionOwner {
   std::string describe(const HandlerSession& session) const;
   // Observation (daemon/dispatcher_control.cpp).
   void observe(const Stored& stored, HandlerMask recipients);
-  void observe_unroutable(std::string_view subject, std::uint64_t stream_seq, std::uint64_t deliveries, natsMsg* message);
+  void observe_unroutable(std::string_view subject, std::uint64_t stream_seq, std::uint64_t deliveries,
+                          natsMsg* message);
   static std::int64_t wall_now_ms();
 
   boost::asio::io_context& io_;

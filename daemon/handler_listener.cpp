@@ -25,7 +25,7 @@ namespace {
 // The socket's directory: made (with a safe mode) if missing; refused if anyone may write there
 // without the sticky bit, since then anyone could replace jetfan's socket with their own.
 void prepare_directory(const std::filesystem::path& directory) {
-  struct stat info{};
+  struct stat info {};
   if (::stat(directory.c_str(), &info) != 0) {
     std::error_code error;
     std::filesystem::create_directories(directory, error);
@@ -36,7 +36,8 @@ void prepare_directory(const std::filesystem::path& directory) {
     spdlog::info("made the socket's directory {} (mode {:o})", directory.string(), defaults::kSocketDirectoryMode);
     return;
   }
-  if (!S_ISDIR(info.st_mode)) throw StartupError(kExitConfig, "socket.path: " + directory.string() + " is not a directory");
+  if (!S_ISDIR(info.st_mode))
+    throw StartupError(kExitConfig, "socket.path: " + directory.string() + " is not a directory");
   if ((info.st_mode & S_IWOTH) && !(info.st_mode & S_ISVTX)) {
     throw StartupError(kExitConfig, "socket.path: its directory " + directory.string() +
                                         " may be written by anyone, without the sticky bit: another user could put "
@@ -47,7 +48,7 @@ void prepare_directory(const std::filesystem::path& directory) {
 
 // A socket file left by a jetfan that died is removed; one that still answers is another jetfan's.
 void clear_stale_socket(const std::string& path) {
-  struct stat info{};
+  struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) return;
   if (!S_ISSOCK(info.st_mode)) {
     throw StartupError(kExitConfig, "socket.path: " + path + " exists and is not a socket; not touching it");
@@ -76,7 +77,8 @@ HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& set
   if (const auto passed = take_passed_socket(settings.path)) {
     // systemd made the socket and keeps it while jetfan restarts: handlers queue in its backlog.
     acceptor_.assign(Protocol(), *passed, error);
-    if (error) throw StartupError(kExitUnavailable, "socket.path: cannot use the socket systemd passed: " + error.message());
+    if (error)
+      throw StartupError(kExitUnavailable, "socket.path: cannot use the socket systemd passed: " + error.message());
     spdlog::info("socket {}: using the listening socket systemd passed", settings.path);
     return;
   }
@@ -87,8 +89,8 @@ HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& set
   // place: at no instant does settings.path exist with looser permissions than configured.
   std::string staging = path.parent_path().string() + "/.jf-XXXXXX";
   if (!::mkdtemp(staging.data())) {
-    throw StartupError(kExitUnavailable, "socket.path: cannot make a private directory beside " + settings.path +
-                                             ": " + std::strerror(errno));
+    throw StartupError(kExitUnavailable, "socket.path: cannot make a private directory beside " + settings.path + ": " +
+                                             std::strerror(errno));
   }
   const std::string staged = staging + "/s";
   auto remove_staging = [&] {
@@ -114,7 +116,8 @@ HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& set
   if (::chmod(staged.c_str(), settings.mode) != 0 || ::rename(staged.c_str(), settings.path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     remove_staging();
-    throw StartupError(kExitUnavailable, "socket.path: cannot put the socket in place at " + settings.path + ": " + why);
+    throw StartupError(kExitUnavailable,
+                       "socket.path: cannot put the socket in place at " + settings.path + ": " + why);
   }
   ::rmdir(staging.c_str());
   bound_ = true;

@@ -1,7 +1,7 @@
 #include "jetstream_reader.hpp"
 
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 
 #include <atomic>
 #include <charconv>
@@ -49,8 +49,8 @@ struct JetStreamReader::Ingress : std::enable_shared_from_this<Ingress> {
   std::vector<NatsMsgPtr> messages;
   bool reconnected = false;
   bool posted = false;
-  std::atomic<bool> closing{false};   // set before an intended close, read by cnats threads
-  JetStreamReader* reader = nullptr;  // read and cleared on the io thread only
+  std::atomic<bool> closing{false};               // set before an intended close, read by cnats threads
+  JetStreamReader* reader = nullptr;              // read and cleared on the io thread only
   std::shared_ptr<Ingress> held_by_subscription;  // until its on-complete callback
   std::shared_ptr<Ingress> held_by_connection;    // until its closed callback
   std::mutex held_mutex;                          // guards the two above
@@ -142,7 +142,8 @@ NatsOptionsPtr JetStreamReader::make_options() {
   check(natsOptions_SetClosedCB(raw, on_closed, closure), "callbacks");
   check(natsOptions_SetErrorHandler(raw, on_async_error, closure), "callbacks");
   if (!nats.creds.empty()) check(natsOptions_SetUserCredentialsFromFiles(raw, nats.creds.c_str(), nullptr), "creds");
-  if (!nats.nkey_seed.empty()) check(natsOptions_SetNKeyFromSeed(raw, nats.nkey.c_str(), nats.nkey_seed.c_str()), "nkey_seed");
+  if (!nats.nkey_seed.empty())
+    check(natsOptions_SetNKeyFromSeed(raw, nats.nkey.c_str(), nats.nkey_seed.c_str()), "nkey_seed");
   if (!nats.token.empty()) check(natsOptions_SetToken(raw, nats.token.c_str()), "token");
   if (!nats.user.empty()) check(natsOptions_SetUserInfo(raw, nats.user.c_str(), nats.password.c_str()), "user");
   // A tls:// URL alone must not fall back to plain text, as cnats would with a server without TLS.
@@ -228,7 +229,7 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   facts.from_server = true;
   facts.ack_policy = server.AckPolicy == js_AckNone  ? AckPolicy::kNone
                      : server.AckPolicy == js_AckAll ? AckPolicy::kAll
-                                                      : AckPolicy::kExplicit;
+                                                     : AckPolicy::kExplicit;
   if (server.AckWait > 0) {
     facts.ack_wait = std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(server.AckWait));
   }
@@ -315,7 +316,8 @@ bool JetStreamReader::request_consumer_info(std::uint64_t id) {
   if (!connection_ || inbox_.empty()) return false;
   // Answers come on the inbox's subscription, as "<inbox>.i<id>": pull requests use bare numbers.
   const std::string reply = inbox_ + "i" + std::to_string(id);
-  if (natsConnection_PublishRequest(connection_.get(), info_subject_.c_str(), reply.c_str(), "", 0) != NATS_OK) return false;
+  if (natsConnection_PublishRequest(connection_.get(), info_subject_.c_str(), reply.c_str(), "", 0) != NATS_OK)
+    return false;
   ++info_outstanding_;
   return true;
 }
@@ -341,7 +343,8 @@ void JetStreamReader::take_info_replies() {
     const auto token = subject.substr(inbox_.size() + 1);
     std::from_chars(token.data(), token.data() + token.size(), id);
     if (info_handler_) {
-      info_handler_(id, std::string_view(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message))));
+      info_handler_(
+          id, std::string_view(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message))));
     }
   }
   incoming_.resize(kept);

@@ -50,8 +50,8 @@ struct Incoming {
     kProbeAnswer,  // the answer to a consumer-info probe (<inbox>.p<id>)
   };
   Kind kind = Kind::kMessage;
-  PullStatus status;       // kPullStatus
-  bool answered = false;   // kProbeAnswer: the consumer's info came back (not an error)
+  PullStatus status;      // kPullStatus
+  bool answered = false;  // kProbeAnswer: the consumer's info came back (not an error)
 };
 
 class JetStreamReader {

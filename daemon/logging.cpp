@@ -3,10 +3,10 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,11 +18,16 @@ namespace {
 // Syslog priorities as sd-daemon.h defines them (SD_ERR "<3>", SD_WARNING "<4>", ...).
 const char* priority_prefix(spdlog::level::level_enum level) {
   switch (level) {
-    case spdlog::level::critical: return SD_CRIT;
-    case spdlog::level::err: return SD_ERR;
-    case spdlog::level::warn: return SD_WARNING;
-    case spdlog::level::info: return SD_INFO;
-    default: return SD_DEBUG;
+    case spdlog::level::critical:
+      return SD_CRIT;
+    case spdlog::level::err:
+      return SD_ERR;
+    case spdlog::level::warn:
+      return SD_WARNING;
+    case spdlog::level::info:
+      return SD_INFO;
+    default:
+      return SD_DEBUG;
   }
 }
 
@@ -53,10 +58,14 @@ class LineFormatter final : public spdlog::formatter {
     dest.push_back('\n');
   }
 
-  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<LineFormatter>(format_, journal_); }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<LineFormatter>(format_, journal_);
+  }
 
  private:
-  static void append(spdlog::memory_buf_t& dest, std::string_view text) { dest.append(text.data(), text.data() + text.size()); }
+  static void append(spdlog::memory_buf_t& dest, std::string_view text) {
+    dest.append(text.data(), text.data() + text.size());
+  }
 
   // Local time for people reading a terminal; UTC, marked, in JSON for machines.
   static std::string timestamp(spdlog::log_clock::time_point time, bool utc) {
@@ -86,7 +95,7 @@ bool stderr_is_journal() {
   if (!stream) return false;
   unsigned long long device = 0, inode = 0;
   if (std::sscanf(stream, "%llu:%llu", &device, &inode) != 2) return false;
-  struct stat info{};
+  struct stat info {};
   if (::fstat(STDERR_FILENO, &info) != 0) return false;
   return info.st_dev == device && info.st_ino == inode;
 }

@@ -14,7 +14,10 @@ std::size_t footprint(natsMsg* message, const std::string& headers) {
 }  // namespace
 
 MessageBytes::MessageBytes(NatsMsgPtr message, std::string headers, LiveBytes& live)
-    : message_(std::move(message)), headers_(std::move(headers)), live_(live), size_(footprint(message_.get(), headers_)) {
+    : message_(std::move(message)),
+      headers_(std::move(headers)),
+      live_(live),
+      size_(footprint(message_.get(), headers_)) {
   live_.bytes += size_;
   ++live_.messages;
 }

@@ -19,7 +19,7 @@
 namespace jetfan {
 
 struct LiveBytes {
-  std::size_t bytes = 0;     // of message bodies alive, wherever they are held
+  std::size_t bytes = 0;  // of message bodies alive, wherever they are held
   std::size_t messages = 0;
 };
 

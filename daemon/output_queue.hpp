@@ -42,13 +42,13 @@ class OutputQueue {
   struct Piece {
     std::size_t offset = 0;  // into owned, when body is null
     std::size_t length = 0;
-    SharedMessage body;      // set: the message's header block and payload
+    SharedMessage body;  // set: the message's header block and payload
   };
   struct Batch {
     std::string owned;
     std::size_t mark = 0;  // owned bytes already covered by a piece
     std::vector<Piece> pieces;
-    void seal();           // covers owned bytes since mark with a piece
+    void seal();  // covers owned bytes since mark with a piece
     void clear();
   };
 

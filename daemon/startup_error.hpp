@@ -19,8 +19,7 @@ inline constexpr int kExitConfig = 78;       // EX_CONFIG: the config, or the co
 
 class StartupError : public std::runtime_error {
  public:
-  StartupError(int exit_code, const std::string& message)
-      : std::runtime_error(message), exit_code_(exit_code) {}
+  StartupError(int exit_code, const std::string& message) : std::runtime_error(message), exit_code_(exit_code) {}
   int exit_code() const { return exit_code_; }
 
  private:

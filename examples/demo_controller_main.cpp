@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
       spec.durable = args[4];
       if (args.size() > 5) spec.ack_wait = std::chrono::milliseconds(std::stoll(args[5]));
       controller.create_consumer(args[2], spec);
-      std::printf("controller: created stream %s (%s) and durable pull consumer %s\n", args[2].c_str(),
-                  args[3].c_str(), args[4].c_str());
+      std::printf("controller: created stream %s (%s) and durable pull consumer %s\n", args[2].c_str(), args[3].c_str(),
+                  args[4].c_str());
       return 0;
     }
     if (command == "publish" && args.size() >= 4) {
@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
         headers.emplace_back(args[i].substr(0, colon), args[i].substr(colon + 1));
       }
       const auto seq = controller.publish(args[2], args[3], headers);
-      std::printf("controller: published %s (stream seq %llu)\n", args[2].c_str(), static_cast<unsigned long long>(seq));
+      std::printf("controller: published %s (stream seq %llu)\n", args[2].c_str(),
+                  static_cast<unsigned long long>(seq));
       return 0;
     }
     if (command == "wait-settled" && args.size() == 5) {
@@ -64,7 +65,8 @@ int main(int argc, char** argv) {
         }
         if (std::chrono::steady_clock::now() > deadline) {
           std::printf("controller: consumer %s: num_pending=%llu num_ack_pending=%lld: NOT settled\n", args[3].c_str(),
-                      static_cast<unsigned long long>(state.num_pending), static_cast<long long>(state.num_ack_pending));
+                      static_cast<unsigned long long>(state.num_pending),
+                      static_cast<long long>(state.num_ack_pending));
           return 1;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));

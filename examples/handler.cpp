@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   std::printf("[%s] connected\n", argv[2]), std::fflush(stdout);
   client.run([&](const jetfan::Delivery& msg) {  // throw to NAK, throw jetfan::Term to TERM
     std::printf("[%s] got %s (seq %llu): %s\n", argv[2], msg.key.c_str(), (unsigned long long)msg.stream_seq,
-                msg.payload.c_str()), std::fflush(stdout);
+                msg.payload.c_str()),
+        std::fflush(stdout);
     return jetfan::Outcome::ack();
   });
 }

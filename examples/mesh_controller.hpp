@@ -26,8 +26,8 @@ struct ConsumerSpec {
 };
 
 struct ConsumerState {
-  std::uint64_t num_pending = 0;      // in the stream, not yet delivered
-  std::int64_t num_ack_pending = 0;   // delivered, not yet acked
+  std::uint64_t num_pending = 0;     // in the stream, not yet delivered
+  std::int64_t num_ack_pending = 0;  // delivered, not yet acked
   std::int64_t num_redelivered = 0;
   std::uint64_t delivered_stream_seq = 0;
   std::uint64_t ack_floor_stream_seq = 0;
@@ -36,7 +36,7 @@ struct ConsumerState {
 // How the controller authenticates and encrypts; every field is optional.
 struct ControllerAuth {
   std::string token;
-  std::string creds;  // a creds file (user JWT and NKey seed)
+  std::string creds;                      // a creds file (user JWT and NKey seed)
   std::string tls_ca, tls_cert, tls_key;  // tls_ca set: TLS, trusting that CA; cert+key: a client certificate
 };
 

@@ -16,12 +16,10 @@ struct NatsDeleter {
 
 using NatsOptionsPtr = std::unique_ptr<natsOptions, NatsDeleter<natsOptions, natsOptions_Destroy>>;
 using NatsConnectionPtr = std::unique_ptr<natsConnection, NatsDeleter<natsConnection, natsConnection_Destroy>>;
-using NatsSubscriptionPtr =
-    std::unique_ptr<natsSubscription, NatsDeleter<natsSubscription, natsSubscription_Destroy>>;
+using NatsSubscriptionPtr = std::unique_ptr<natsSubscription, NatsDeleter<natsSubscription, natsSubscription_Destroy>>;
 using NatsMsgPtr = std::unique_ptr<natsMsg, NatsDeleter<natsMsg, natsMsg_Destroy>>;
 using JsCtxPtr = std::unique_ptr<jsCtx, NatsDeleter<jsCtx, jsCtx_Destroy>>;
-using JsConsumerInfoPtr =
-    std::unique_ptr<jsConsumerInfo, NatsDeleter<jsConsumerInfo, jsConsumerInfo_Destroy>>;
+using JsConsumerInfoPtr = std::unique_ptr<jsConsumerInfo, NatsDeleter<jsConsumerInfo, jsConsumerInfo_Destroy>>;
 using NatsInboxPtr = std::unique_ptr<natsInbox, NatsDeleter<natsInbox, natsInbox_Destroy>>;
 
 }  // namespace jetfan

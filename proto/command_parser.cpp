@@ -111,10 +111,12 @@ CommandParser::Result CommandParser::parse(std::string_view& input, Command& out
   std::string_view line;
   do {  // blank lines are skipped, so a person typing into socat may press Enter freely
     switch (lines_.next(input, line)) {
-      case LineReader::Result::kNeedMore: return Result::kNeedMore;
+      case LineReader::Result::kNeedMore:
+        return Result::kNeedMore;
       case LineReader::Result::kTooLong:
         return fail(ErrorCode::kLineTooLong, "control line longer than " + std::to_string(kMaxCommandLine) + " bytes");
-      case LineReader::Result::kLine: break;
+      case LineReader::Result::kLine:
+        break;
     }
   } while (line.find_first_not_of(" \t") == std::string_view::npos);
   if (!parse_command_line(line, out, code_, error_, words_)) return Result::kError;

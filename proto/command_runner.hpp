@@ -20,7 +20,7 @@ struct CommandSpec {
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds wip_every{10000};
   std::chrono::milliseconds kill_grace{2000};  // from SIGTERM to SIGKILL
-  int cancel_fd = -1;  // readable: kill the command as on a timeout
+  int cancel_fd = -1;                          // readable: kill the command as on a timeout
 };
 
 struct CommandCallbacks {

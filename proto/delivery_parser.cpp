@@ -23,8 +23,10 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     const auto deliveries = parse_number(words[4]);
     const auto header_bytes = parse_number(words[5]);
     const auto total_bytes = parse_number(words[6]);
-    if (!id || !seq || !deliveries || !header_bytes || !total_bytes) return fail(ErrorCode::kBadNumber, "MSG: malformed number");
-    if (*header_bytes > *total_bytes) return fail(ErrorCode::kHeaderExceedsTotal, "MSG: header bytes exceed total bytes");
+    if (!id || !seq || !deliveries || !header_bytes || !total_bytes)
+      return fail(ErrorCode::kBadNumber, "MSG: malformed number");
+    if (*header_bytes > *total_bytes)
+      return fail(ErrorCode::kHeaderExceedsTotal, "MSG: header bytes exceed total bytes");
     if (*total_bytes > kMaxBody) {
       return fail(ErrorCode::kBodyTooLarge, "MSG: body larger than " + std::to_string(kMaxBody) + " bytes");
     }
@@ -88,7 +90,7 @@ DeliveryParser::Result DeliveryParser::parse(std::string_view& input, Frame& out
       auto& d = body_frame_.delivery;
       while (body_left_ > 0 && !input.empty()) {
         std::string& into = d.headers.size() < header_bytes_ ? d.headers : body_left_ > 2 ? d.payload : trailer_;
-        const std::size_t room = &into == &d.headers ? header_bytes_ - d.headers.size()
+        const std::size_t room = &into == &d.headers   ? header_bytes_ - d.headers.size()
                                  : &into == &d.payload ? body_left_ - 2
                                                        : body_left_;
         const std::size_t take = std::min(room, input.size());
@@ -104,10 +106,12 @@ DeliveryParser::Result DeliveryParser::parse(std::string_view& input, Frame& out
     }
     std::string_view line;
     switch (lines_.next(input, line)) {
-      case LineReader::Result::kNeedMore: return Result::kNeedMore;
+      case LineReader::Result::kNeedMore:
+        return Result::kNeedMore;
       case LineReader::Result::kTooLong:
         return fail(ErrorCode::kLineTooLong, "control line longer than " + std::to_string(kMaxDeliveryLine) + " bytes");
-      case LineReader::Result::kLine: break;
+      case LineReader::Result::kLine:
+        break;
     }
     const Result result = parse_line(line, out);
     if (result != Result::kNeedMore) return result;  // a frame, or an error

@@ -52,7 +52,7 @@ class LineLog {
 // Finds a command as posix_spawnp will: a path with "/" as is, else in $PATH.
 bool command_exists(const std::string& command) {
   auto runnable = [](const std::string& path) {
-    struct stat info{};
+    struct stat info {};
     return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
   };
   if (command.find('/') != std::string::npos) return runnable(command);
@@ -76,7 +76,7 @@ class StopSignals {
     sigaddset(&set_, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set_, &old_mask_);
     fd_ = UniqueFd(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
-    struct sigaction ignore{};
+    struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ignore, &old_pipe_);
   }
@@ -95,7 +95,7 @@ class StopSignals {
 
  private:
   sigset_t set_{}, old_mask_{};
-  struct sigaction old_pipe_{};
+  struct sigaction old_pipe_ {};
   UniqueFd fd_;
 };
 
@@ -107,12 +107,16 @@ void notify(int eventfd) {
 std::string describe(const CommandResult& result, const std::string& timeout) {
   const std::string took = " after " + std::to_string(result.took.count()) + " ms";
   switch (result.kind) {
-    case CommandResult::Kind::kExited: return "exited " + std::to_string(result.code) + took;
+    case CommandResult::Kind::kExited:
+      return "exited " + std::to_string(result.code) + took;
     case CommandResult::Kind::kSignaled:
       return "killed by signal " + std::to_string(result.code) + " (" + strsignal(result.code) + ")" + took;
-    case CommandResult::Kind::kTimedOut: return "still running at --timeout " + timeout + ": killed its process group";
-    case CommandResult::Kind::kCancelled: return "killed: jetfan exec was told to stop twice";
-    case CommandResult::Kind::kNotStarted: return "could not be started: " + result.error;
+    case CommandResult::Kind::kTimedOut:
+      return "still running at --timeout " + timeout + ": killed its process group";
+    case CommandResult::Kind::kCancelled:
+      return "killed: jetfan exec was told to stop twice";
+    case CommandResult::Kind::kNotStarted:
+      return "could not be started: " + result.error;
   }
   return "?";
 }
@@ -197,12 +201,14 @@ int run_exec(std::span<const std::string> args) {
   const std::string timeout_text = options.timeout ? std::to_string(options.timeout->count()) + "ms" : "";
   // A third of the handler's ack_timeout; not knowing it, every second, which is enough for any
   // ack_timeout from 2 s up and costs jetfan next to nothing.
-  const auto wip_every = ack_timeout ? std::max(std::chrono::milliseconds(1), *ack_timeout / 3)
-                                     : std::chrono::milliseconds(1000);
+  const auto wip_every =
+      ack_timeout ? std::max(std::chrono::milliseconds(1), *ack_timeout / 3) : std::chrono::milliseconds(1000);
   auto handle = [&](const Delivery& msg) {
     const std::string prefix = "[seq " + std::to_string(msg.stream_seq) + "] ";
-    CommandSpec spec{options.command, delivery_environment(msg, options.handler, environ), msg.payload,
-                     options.timeout, wip_every, std::chrono::seconds(2), cancel.get()};
+    CommandSpec spec{options.command, delivery_environment(msg, options.handler, environ),
+                     msg.payload,     options.timeout,
+                     wip_every,       std::chrono::seconds(2),
+                     cancel.get()};
     const CommandCallbacks callbacks{[&] { client->wip(msg); }, [&](std::string_view line) { out.write(prefix, line); },
                                      [&](std::string_view line) { err.write(prefix, line); }};
     const CommandResult result = run_command(spec, callbacks);

@@ -36,12 +36,20 @@ TEST_CASE("exec args: each mistake is named", "[unit]") {
   CHECK_THAT(error({"--handler", "h", "--", "true"}), Catch::Contains("one of --socket PATH and --config FILE"));
   CHECK_THAT(error({"--handler", "h", "--socket", "s", "--config", "c", "--", "true"}), Catch::Contains("one of"));
   CHECK_THAT(error({"--handler", "h", "--socket", "s"}), Catch::Contains("no command"));
-  CHECK_THAT(error({"--handler", "h", "--socket", "s", "--", }), Catch::Contains("no command"));
+  CHECK_THAT(error({
+                 "--handler",
+                 "h",
+                 "--socket",
+                 "s",
+                 "--",
+             }),
+             Catch::Contains("no command"));
   CHECK_THAT(error({"--handler", "h", "--socket", "s", "true"}), Catch::Contains("unexpected argument \"true\""));
   CHECK_THAT(error({"--handler"}), Catch::Contains("--handler needs a value"));
   CHECK_THAT(error({"--handler", "h", "--socket", "s", "--concurrency", "0", "--", "x"}), Catch::Contains("1 to 4096"));
   CHECK_THAT(error({"--handler", "h", "--socket", "s", "--concurrency", "2x", "--", "x"}), Catch::Contains("2x"));
-  CHECK_THAT(error({"--handler", "h", "--socket", "s", "--timeout", "10", "--", "x"}), Catch::Contains("not a duration"));
+  CHECK_THAT(error({"--handler", "h", "--socket", "s", "--timeout", "10", "--", "x"}),
+             Catch::Contains("not a duration"));
   CHECK_THAT(error({"--handler", "h", "--config", "c", "--ack-timeout", "1s", "--", "x"}),
              Catch::Contains("read from --config"));
   CHECK(parse({"--help"}).help);

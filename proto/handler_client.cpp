@@ -152,7 +152,8 @@ HandlerClient::State::Attempt HandlerClient::State::try_connect() {
         proto::append_pong(out);
         break;
       }
-      case proto::Frame::Kind::kPong: break;
+      case proto::Frame::Kind::kPong:
+        break;
       case proto::Frame::Kind::kMsg:
         drop_connection("", false);
         throw ClientError(ClientError::Kind::kProtocol, "jetfan at " + socket_path + " sent MSG before READY");
@@ -181,7 +182,8 @@ bool HandlerClient::State::connect(bool first) {
                                                          std::to_string(millis(elapsed)) + " ms)");
     }
     auto wait = backoff;
-    if (first) wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(options.connect_timeout - elapsed));
+    if (first)
+      wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(options.connect_timeout - elapsed));
     if (unix_socket::wait(wake.get(), POLLIN, -1, static_cast<int>(wait.count())) != unix_socket::Woken::kTimeout) {
       return false;  // stop() was called
     }
@@ -203,7 +205,8 @@ void HandlerClient::State::drop_connection(const std::string& why, bool announce
   connected = false;
   if (announce) {
     log("lost the connection to jetfan at " + socket_path + " (" + why + "); jetfan redelivers the " +
-        std::to_string(lost) + " deliveries it had unconfirmed; " + (options.reconnect ? "reconnecting" : "not reconnecting"));
+        std::to_string(lost) + " deliveries it had unconfirmed; " +
+        (options.reconnect ? "reconnecting" : "not reconnecting"));
   }
 }
 
@@ -217,21 +220,25 @@ std::optional<Delivery> HandlerClient::State::next() {
     proto::Frame frame;
     int error = 0;
     switch (read_frame(frame, error)) {
-      case Read::kStopped: return std::nullopt;
-      case Read::kClosed: drop_connection("jetfan closed it", true); continue;
+      case Read::kStopped:
+        return std::nullopt;
+      case Read::kClosed:
+        drop_connection("jetfan closed it", true);
+        continue;
       case Read::kFailed: {
         const std::string why = "reading failed: " + errno_text(error);
         drop_connection(why, true);
         if (!options.reconnect) throw ClientError(ClientError::Kind::kIo, "jetfan at " + socket_path + ": " + why);
         continue;
       }
-      case Read::kFrame: break;
+      case Read::kFrame:
+        break;
     }
     switch (frame.kind) {
       case proto::Frame::Kind::kMsg: {
         auto& wire = frame.delivery;
-        Delivery delivery{0, std::move(wire.key), wire.stream_seq, wire.deliveries, std::move(wire.headers),
-                          std::move(wire.payload)};
+        Delivery delivery{
+            0, std::move(wire.key), wire.stream_seq, wire.deliveries, std::move(wire.headers), std::move(wire.payload)};
         std::lock_guard lock(mutex);
         delivery.id = next_id++;
         unconfirmed.emplace(delivery.id, wire.id);
@@ -242,7 +249,8 @@ std::optional<Delivery> HandlerClient::State::next() {
         proto::append_pong(out);  // written before the next wait for input
         break;
       }
-      case proto::Frame::Kind::kPong: break;
+      case proto::Frame::Kind::kPong:
+        break;
       case proto::Frame::Kind::kErr:
         drop_connection("", false);
         throw ClientError(ClientError::Kind::kRefused,
@@ -262,10 +270,18 @@ bool HandlerClient::State::confirm(std::uint64_t id, proto::Verb verb, std::opti
   if (found == unconfirmed.end()) return false;
   const std::uint64_t wire = found->second;
   switch (verb) {
-    case proto::Verb::kAck: proto::append_ack(out, wire); break;
-    case proto::Verb::kNak: proto::append_nak(out, wire, delay_ms); break;
-    case proto::Verb::kTerm: proto::append_term(out, wire, reason); break;
-    default: proto::append_wip(out, wire); break;
+    case proto::Verb::kAck:
+      proto::append_ack(out, wire);
+      break;
+    case proto::Verb::kNak:
+      proto::append_nak(out, wire, delay_ms);
+      break;
+    case proto::Verb::kTerm:
+      proto::append_term(out, wire, reason);
+      break;
+    default:
+      proto::append_wip(out, wire);
+      break;
   }
   const bool settles = verb != proto::Verb::kWip;
   if (settles) unconfirmed.erase(found);

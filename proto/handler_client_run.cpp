@@ -64,9 +64,15 @@ void HandlerClient::run(const Callback& callback, RunOptions options) {
   WorkQueue queue;
   auto confirm = [&](const Delivery& delivery, const Outcome& outcome) {
     switch (outcome.kind) {
-      case Outcome::Kind::kAck: ack(delivery); break;
-      case Outcome::Kind::kNak: nak(delivery, outcome.delay_ms); break;
-      case Outcome::Kind::kTerm: term(delivery, outcome.reason); break;
+      case Outcome::Kind::kAck:
+        ack(delivery);
+        break;
+      case Outcome::Kind::kNak:
+        nak(delivery, outcome.delay_ms);
+        break;
+      case Outcome::Kind::kTerm:
+        term(delivery, outcome.reason);
+        break;
     }
   };
   auto call = [&](const Delivery& delivery) {

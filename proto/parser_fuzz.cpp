@@ -16,7 +16,7 @@ using namespace jetfan::proto;
 
 template <typename Parser, typename Out, typename Result>
 std::pair<std::vector<std::string>, bool> run(const std::string& bytes, std::size_t cut, Result complete,
-                                               std::string (*show)(const Out&)) {
+                                              std::string (*show)(const Out&)) {
   Parser parser;
   std::vector<std::string> seen;
   for (const std::string& piece : {bytes.substr(0, cut), bytes.substr(cut)}) {
@@ -43,7 +43,8 @@ std::string show_command(const Command& c) {
 
 std::string show_frame(const Frame& f) {
   std::string s = std::to_string(static_cast<int>(f.kind)) + "|" + f.error + "|" + f.ready.handler + "|" +
-                  f.delivery.key + "|" + std::to_string(f.delivery.id) + "|" + f.delivery.headers + "|" + f.delivery.payload;
+                  f.delivery.key + "|" + std::to_string(f.delivery.id) + "|" + f.delivery.headers + "|" +
+                  f.delivery.payload;
   for (const auto& p : f.ready.patterns) s += "|" + p;
   return s;
 }
@@ -54,7 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   const std::size_t cut = bytes.empty() ? 0 : data[0] % (bytes.size() + 1);
-  const auto commands_whole = run<CommandParser, Command>(bytes, bytes.size(), CommandParser::Result::kCommand, show_command);
+  const auto commands_whole =
+      run<CommandParser, Command>(bytes, bytes.size(), CommandParser::Result::kCommand, show_command);
   const auto commands_split = run<CommandParser, Command>(bytes, cut, CommandParser::Result::kCommand, show_command);
   if (commands_whole != commands_split) std::abort();
   const auto frames_whole = run<DeliveryParser, Frame>(bytes, bytes.size(), DeliveryParser::Result::kFrame, show_frame);

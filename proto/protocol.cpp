@@ -6,29 +6,46 @@ namespace jetfan::proto {
 
 const char* to_string(Verb verb) {
   switch (verb) {
-    case Verb::kHello: return "HELLO";
-    case Verb::kAck: return "ACK";
-    case Verb::kNak: return "NAK";
-    case Verb::kTerm: return "TERM";
-    case Verb::kWip: return "WIP";
-    case Verb::kPing: return "PING";
-    case Verb::kPong: return "PONG";
+    case Verb::kHello:
+      return "HELLO";
+    case Verb::kAck:
+      return "ACK";
+    case Verb::kNak:
+      return "NAK";
+    case Verb::kTerm:
+      return "TERM";
+    case Verb::kWip:
+      return "WIP";
+    case Verb::kPing:
+      return "PING";
+    case Verb::kPong:
+      return "PONG";
   }
   return "?";
 }
 
 const char* to_string(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kNone: return "none";
-    case ErrorCode::kLineTooLong: return "line-too-long";
-    case ErrorCode::kEmptyLine: return "empty-line";
-    case ErrorCode::kUnknownVerb: return "unknown-verb";
-    case ErrorCode::kMissingArgument: return "missing-argument";
-    case ErrorCode::kTooManyArguments: return "too-many-arguments";
-    case ErrorCode::kBadNumber: return "bad-number";
-    case ErrorCode::kHeaderExceedsTotal: return "header-exceeds-total";
-    case ErrorCode::kBodyTooLarge: return "body-too-large";
-    case ErrorCode::kBadBodyEnd: return "bad-body-end";
+    case ErrorCode::kNone:
+      return "none";
+    case ErrorCode::kLineTooLong:
+      return "line-too-long";
+    case ErrorCode::kEmptyLine:
+      return "empty-line";
+    case ErrorCode::kUnknownVerb:
+      return "unknown-verb";
+    case ErrorCode::kMissingArgument:
+      return "missing-argument";
+    case ErrorCode::kTooManyArguments:
+      return "too-many-arguments";
+    case ErrorCode::kBadNumber:
+      return "bad-number";
+    case ErrorCode::kHeaderExceedsTotal:
+      return "header-exceeds-total";
+    case ErrorCode::kBodyTooLarge:
+      return "body-too-large";
+    case ErrorCode::kBadBodyEnd:
+      return "bad-body-end";
   }
   return "?";
 }

@@ -23,11 +23,11 @@ const char* to_string(Verb verb);
 
 struct Command {
   Verb verb = Verb::kPing;
-  std::string handler;                  // HELLO
-  std::uint32_t version = 0;            // HELLO
-  std::uint64_t id = 0;                 // ACK, NAK, TERM, WIP
+  std::string handler;                    // HELLO
+  std::uint32_t version = 0;              // HELLO
+  std::uint64_t id = 0;                   // ACK, NAK, TERM, WIP
   std::optional<std::uint64_t> delay_ms;  // NAK
-  std::string reason;                   // TERM
+  std::string reason;                     // TERM
 };
 
 // What jetfan sends to a handler.

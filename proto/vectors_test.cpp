@@ -153,9 +153,15 @@ std::string show(const Frame& f) {
         << ' ' << show(d.payload);
       break;
     }
-    case Frame::Kind::kErr: s << "ERR " << show(f.error); break;
-    case Frame::Kind::kPing: s << "PING"; break;
-    case Frame::Kind::kPong: s << "PONG"; break;
+    case Frame::Kind::kErr:
+      s << "ERR " << show(f.error);
+      break;
+    case Frame::Kind::kPing:
+      s << "PING";
+      break;
+    case Frame::Kind::kPong:
+      s << "PONG";
+      break;
   }
   return s.str();
 }
@@ -164,13 +170,22 @@ std::string show(const Command& c) {
   std::ostringstream s;
   s << to_string(c.verb);
   switch (c.verb) {
-    case Verb::kHello: s << ' ' << show(c.handler) << ' ' << c.version; break;
+    case Verb::kHello:
+      s << ' ' << show(c.handler) << ' ' << c.version;
+      break;
     case Verb::kAck:
-    case Verb::kWip: s << ' ' << c.id; break;
-    case Verb::kNak: s << ' ' << c.id << ' ' << (c.delay_ms ? std::to_string(*c.delay_ms) : "-"); break;
-    case Verb::kTerm: s << ' ' << c.id << ' ' << show(c.reason); break;
+    case Verb::kWip:
+      s << ' ' << c.id;
+      break;
+    case Verb::kNak:
+      s << ' ' << c.id << ' ' << (c.delay_ms ? std::to_string(*c.delay_ms) : "-");
+      break;
+    case Verb::kTerm:
+      s << ' ' << c.id << ' ' << show(c.reason);
+      break;
     case Verb::kPing:
-    case Verb::kPong: break;
+    case Verb::kPong:
+      break;
   }
   return s.str();
 }
@@ -263,13 +278,27 @@ TEST_CASE("vectors: commands encode to the canonical bytes", "[unit]") {
       const Command c = command_from(v.at("frame"));
       std::string out;
       switch (c.verb) {
-        case Verb::kHello: append_hello(out, c.handler); break;
-        case Verb::kAck: append_ack(out, c.id); break;
-        case Verb::kNak: append_nak(out, c.id, c.delay_ms); break;
-        case Verb::kTerm: append_term(out, c.id, c.reason); break;
-        case Verb::kWip: append_wip(out, c.id); break;
-        case Verb::kPing: append_ping(out); break;
-        case Verb::kPong: append_pong(out); break;
+        case Verb::kHello:
+          append_hello(out, c.handler);
+          break;
+        case Verb::kAck:
+          append_ack(out, c.id);
+          break;
+        case Verb::kNak:
+          append_nak(out, c.id, c.delay_ms);
+          break;
+        case Verb::kTerm:
+          append_term(out, c.id, c.reason);
+          break;
+        case Verb::kWip:
+          append_wip(out, c.id);
+          break;
+        case Verb::kPing:
+          append_ping(out);
+          break;
+        case Verb::kPong:
+          append_pong(out);
+          break;
       }
       CHECK(show(out) == show(bytes_of(v.at("bytes"))));
     }
@@ -283,15 +312,23 @@ TEST_CASE("vectors: frames encode to the canonical bytes", "[unit]") {
       const Frame f = frame_from(v.at("frame"));
       std::string out;
       switch (f.kind) {
-        case Frame::Kind::kReady: append_ready(out, f.ready.handler, f.ready.max_unconfirmed, f.ready.patterns); break;
+        case Frame::Kind::kReady:
+          append_ready(out, f.ready.handler, f.ready.max_unconfirmed, f.ready.patterns);
+          break;
         case Frame::Kind::kMsg: {
           const auto& d = f.delivery;
           append_msg(out, d.id, d.key, d.stream_seq, d.deliveries, d.headers, d.payload);
           break;
         }
-        case Frame::Kind::kErr: append_err(out, f.error); break;
-        case Frame::Kind::kPing: append_ping(out); break;
-        case Frame::Kind::kPong: append_pong(out); break;
+        case Frame::Kind::kErr:
+          append_err(out, f.error);
+          break;
+        case Frame::Kind::kPing:
+          append_ping(out);
+          break;
+        case Frame::Kind::kPong:
+          append_pong(out);
+          break;
       }
       CHECK(show(out) == show(bytes_of(v.at("bytes"))));
     }

@@ -13,8 +13,8 @@
 #include <mutex>
 #include <thread>
 
-#include "handler_client.hpp"
 #include "background.hpp"
+#include "handler_client.hpp"
 #include "mesh.hpp"
 #include "unique_fd.hpp"
 
@@ -92,7 +92,8 @@ const auto kQuiet = [](std::string_view) {};
 
 }  // namespace
 
-TEST_CASE("C++ client: run() holds no more than max-unconfirmed, even when jetfan sends more, answers PING", "[integration]") {
+TEST_CASE("C++ client: run() holds no more than max-unconfirmed, even when jetfan sends more, answers PING",
+          "[integration]") {
   Mesh mesh({.start_server = false});
   ScriptedJetfan jetfan(mesh.socket_path());
   Background greeter([&] { jetfan.greet(2); });
@@ -104,21 +105,25 @@ TEST_CASE("C++ client: run() holds no more than max-unconfirmed, even when jetfa
   std::condition_variable changed;
   int running = 0, peak = 0;
   bool open = false;
-  Background runner([&] {
-    client.run([&](const Delivery&) {
-      std::unique_lock lock(mutex);
-      peak = std::max(peak, ++running);
-      changed.notify_all();
-      changed.wait(lock, [&] { return open; });
-      --running;
-      return Outcome::ack();
-    }, {.workers = 8});
-  }, [&] {
-    client.stop();
-    std::lock_guard lock(mutex);
-    open = true;
-    changed.notify_all();
-  });
+  Background runner(
+      [&] {
+        client.run(
+            [&](const Delivery&) {
+              std::unique_lock lock(mutex);
+              peak = std::max(peak, ++running);
+              changed.notify_all();
+              changed.wait(lock, [&] { return open; });
+              --running;
+              return Outcome::ack();
+            },
+            {.workers = 8});
+      },
+      [&] {
+        client.stop();
+        std::lock_guard lock(mutex);
+        open = true;
+        changed.notify_all();
+      });
   {
     std::unique_lock lock(mutex);
     REQUIRE(changed.wait_for(lock, 20s, [&] { return running >= 2; }));
@@ -141,7 +146,8 @@ TEST_CASE("C++ client: run() holds no more than max-unconfirmed, even when jetfa
   CHECK(peak == 2);
 }
 
-TEST_CASE("C++ client: after a reconnect, a confirmation of the old connection is not sent on the new one", "[integration]") {
+TEST_CASE("C++ client: after a reconnect, a confirmation of the old connection is not sent on the new one",
+          "[integration]") {
   Mesh mesh({.start_server = false});
   ScriptedJetfan jetfan(mesh.socket_path());
   Background greeter([&] { jetfan.greet(4); });

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <thread>
 
-#include "handler_client.hpp"
 #include "background.hpp"
+#include "handler_client.hpp"
 #include "mesh.hpp"
 
 using namespace jetfan::testing;
@@ -75,7 +75,8 @@ ClientError connect_error(const std::string& socket, const std::string& name, je
 
 }  // namespace
 
-TEST_CASE("C++ client: reconnects after jetfan restarts, a delivery of the old connection cannot be confirmed", "[integration]") {
+TEST_CASE("C++ client: reconnects after jetfan restarts, a delivery of the old connection cannot be confirmed",
+          "[integration]") {
   Mesh mesh;
   const auto config = mesh.config(kBuilder, kFastRetry);
   mesh.start_jetfan(config);
@@ -140,12 +141,16 @@ TEST_CASE("C++ client: run() calls the callback on as many workers as asked, at 
   HandlerClient client(mesh.socket_path(), "builder");
   for (int i = 0; i < 6; ++i) mesh.publish("a.b", std::to_string(i));
   Gate gate;
-  Background runner([&] {
-    client.run([&](const Delivery&) {
-      gate.enter();
-      return Outcome::ack();
-    }, {.workers = 4});
-  }, [&] { client.stop(), gate.release(); });
+  Background runner(
+      [&] {
+        client.run(
+            [&](const Delivery&) {
+              gate.enter();
+              return Outcome::ack();
+            },
+            {.workers = 4});
+      },
+      [&] { client.stop(), gate.release(); });
   CHECK(gate.wait_running(4));
   gate.release();
   CHECK(mesh.wait_settled());
@@ -154,7 +159,8 @@ TEST_CASE("C++ client: run() calls the callback on as many workers as asked, at 
   CHECK(gate.peak == 4);
 }
 
-TEST_CASE("C++ client: in run(), an exception NAKs, jetfan::Nak NAKs, jetfan::Term TERMs with its reason", "[integration]") {
+TEST_CASE("C++ client: in run(), an exception NAKs, jetfan::Nak NAKs, jetfan::Term TERMs with its reason",
+          "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilder, kFastRetry));
   Log log;
@@ -164,18 +170,22 @@ TEST_CASE("C++ client: in run(), an exception NAKs, jetfan::Nak NAKs, jetfan::Te
   mesh.publish("a.later", "x");
   std::mutex mutex;
   std::vector<std::string> seen;
-  Background runner([&] {
-    client.run([&](const Delivery& msg) {
-      {
-        std::lock_guard lock(mutex);
-        seen.push_back(msg.key + " " + std::to_string(msg.deliveries));
-      }
-      if (msg.key == "a.poison") throw jetfan::Term("cannot parse it");
-      if (msg.key == "a.later" && msg.deliveries == 1) throw jetfan::Nak(50);
-      if (msg.deliveries == 1) throw std::runtime_error("boom");
-      return Outcome::ack();
-    }, {.workers = 2});
-  }, [&] { client.stop(); });
+  Background runner(
+      [&] {
+        client.run(
+            [&](const Delivery& msg) {
+              {
+                std::lock_guard lock(mutex);
+                seen.push_back(msg.key + " " + std::to_string(msg.deliveries));
+              }
+              if (msg.key == "a.poison") throw jetfan::Term("cannot parse it");
+              if (msg.key == "a.later" && msg.deliveries == 1) throw jetfan::Nak(50);
+              if (msg.deliveries == 1) throw std::runtime_error("boom");
+              return Outcome::ack();
+            },
+            {.workers = 2});
+      },
+      [&] { client.stop(); });
   CHECK(mesh.wait_settled());
   client.stop();
   runner.join();
@@ -194,13 +204,15 @@ TEST_CASE("C++ client: stop() ends run() once the callbacks in progress have fin
   std::uint64_t confirmed_seq = 0;
   {
     HandlerClient client(mesh.socket_path(), "builder");
-    Background runner([&] {
-      client.run([&](const Delivery& msg) {
-        gate.enter();
-        confirmed_seq = msg.stream_seq;
-        return Outcome::ack();
-      });
-    }, [&] { client.stop(), gate.release(); });
+    Background runner(
+        [&] {
+          client.run([&](const Delivery& msg) {
+            gate.enter();
+            confirmed_seq = msg.stream_seq;
+            return Outcome::ack();
+          });
+        },
+        [&] { client.stop(), gate.release(); });
     REQUIRE(gate.wait_running(1));
     mesh.publish("a.b", "second");  // queued or unread: never started
     client.stop();

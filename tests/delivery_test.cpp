@@ -60,14 +60,16 @@ TEST_CASE("each handler receives exactly the messages its patterns match", "[int
   REQUIRE(mesh.wait_settled());
   CHECK(keys_of(mesh.seen("builder")) ==
         std::vector<std::string>{"mesh-build-machine.built", "mesh-controller.built-before"});
-  CHECK(keys_of(mesh.seen("audit")) == std::vector<std::string>{"mesh-build-machine.built", "mesh-controller.built-before",
-                                                                "mesh-catalog.upgraded", "mesh-build-machine.built-not"});
+  CHECK(keys_of(mesh.seen("audit")) == std::vector<std::string>{"mesh-build-machine.built",
+                                                                "mesh-controller.built-before", "mesh-catalog.upgraded",
+                                                                "mesh-build-machine.built-not"});
 }
 
 TEST_CASE("a message is acked only once every recipient has confirmed it", "[integration]") {
   Mesh mesh;
-  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"a.*\"]\n"
-                                "  - name: audit\n    patterns: [\"a.one\"]\n"));
+  mesh.start_jetfan(
+      mesh.config("  - name: builder\n    patterns: [\"a.*\"]\n"
+                  "  - name: audit\n    patterns: [\"a.one\"]\n"));
   RawPeer audit = hello(mesh, "audit");
   mesh.start_handler("builder");
   const auto first = mesh.publish("a.one");  // for builder and audit
@@ -154,9 +156,10 @@ TEST_CASE("a NAK fails the delivery, the redelivery goes only to the recipient t
 
 TEST_CASE("no answer within ack_timeout fails the delivery, and it is redelivered", "[integration]") {
   Mesh mesh;
-  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 300ms\n"
-                                "  - name: audit\n    patterns: [\"#\"]\n",
-                                kFastRetry));
+  mesh.start_jetfan(
+      mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 300ms\n"
+                  "  - name: audit\n    patterns: [\"#\"]\n",
+                  kFastRetry));
   mesh.start_handler("builder");
   mesh.start_handler("audit");
   mesh.publish("a.b", "hang1@builder");
@@ -260,8 +263,8 @@ TEST_CASE("jetfan pulls only while fewer than max_held messages are held", "[int
   for (int i = 0; i < 5; ++i) got.push_back(next_msg(builder));
   REQUIRE(wait_until([&] { return mesh.state().num_pending == 7; }));
   CHECK(mesh.state().num_ack_pending == 5);
-  REQUIRE(builder.sync());             // everything jetfan sent before the PONG is kept for next()
-  CHECK_FALSE(builder.next(0ms));      // and none of it was a sixth message
+  REQUIRE(builder.sync());         // everything jetfan sent before the PONG is kept for next()
+  CHECK_FALSE(builder.next(0ms));  // and none of it was a sixth message
   builder.send("ACK " + std::to_string(got[0].delivery.id) + "\r\n");
   next_msg(builder);  // room for one more
   CHECK(mesh.state().num_ack_pending == 5);
@@ -275,7 +278,7 @@ TEST_CASE("at most max_inflight deliveries are unconfirmed on one connection", "
   std::vector<Frame> got;
   for (int i = 0; i < 3; ++i) got.push_back(next_msg(builder));
   REQUIRE(wait_until([&] { return mesh.state().num_ack_pending == 6; }));  // all held by jetfan
-  REQUIRE(builder.sync());  // nothing but the PONG came after the three
+  REQUIRE(builder.sync());                                                 // nothing but the PONG came after the three
   builder.send("ACK " + std::to_string(got[1].delivery.id) + "\r\nACK " + std::to_string(got[2].delivery.id) + "\r\n");
   got.push_back(next_msg(builder));
   got.push_back(next_msg(builder));
@@ -285,7 +288,8 @@ TEST_CASE("at most max_inflight deliveries are unconfirmed on one connection", "
 
 TEST_CASE("a handler that holds everyone up when jetfan is full is named in a warning", "[integration]") {
   Mesh mesh;
-  std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n  - name: audit\n    patterns: [\"#\"]\n");
+  std::string config =
+      mesh.config("  - name: builder\n    patterns: [\"#\"]\n  - name: audit\n    patterns: [\"#\"]\n");
   config.insert(config.find("key:"), "  max_held: 5\n");
   mesh.start_jetfan(config);
   mesh.start_handler("builder");  // audit is declared, never connected
@@ -304,9 +308,10 @@ TEST_CASE("a handler that holds everyone up when jetfan is full is named in a wa
 TEST_CASE("with when_full: hand_back a stuck handler's backlog goes back, the others go on, and it gets all later",
           "[integration]") {
   Mesh mesh;
-  std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n"
-                                   "  - name: audit\n    patterns: [\"#\"]\n    when_full: hand_back\n",
-                                   "delivery:\n  nak_delay: 100ms\n  nak_delay_max: 10s\n");
+  std::string config = mesh.config(
+      "  - name: builder\n    patterns: [\"#\"]\n"
+      "  - name: audit\n    patterns: [\"#\"]\n    when_full: hand_back\n",
+      "delivery:\n  nak_delay: 100ms\n  nak_delay_max: 10s\n");
   config.insert(config.find("key:"), "  max_held: 10\n");
   mesh.start_jetfan(config);
   mesh.start_handler("builder");

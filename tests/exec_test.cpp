@@ -57,18 +57,24 @@ bool alive(const std::string& pid) {
 
 }  // namespace
 
-TEST_CASE("exec: exit 0 ACKs, payload on stdin, delivery in JETFAN_*, output lines prefixed with the seq", "[integration]") {
+TEST_CASE("exec: exit 0 ACKs, payload on stdin, delivery in JETFAN_*, output lines prefixed with the seq",
+          "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(builder()));
   const std::string dir = mesh.dir();
-  auto exec = start_exec(mesh, {}, sh("cat > " + dir + "/payload; printf '%s|' \"$JETFAN_HANDLER\" \"$JETFAN_KEY\" "
-                                      "\"$JETFAN_SEQ\" \"$JETFAN_DELIVERIES\" \"$JETFAN_HEADERS\" \"$JETFAN_HEADER_TRACE_ID\" "
-                                      "\"$JETFAN_HEADER_X_N\" > " + dir + "/env; echo \"out $JETFAN_KEY\"; echo \"err $JETFAN_KEY\" >&2"));
-  const auto seq = mesh.controller().publish("events.a.b", "line one\nline two", {{"Trace-Id", "abc"}, {"X-N", "1"}, {"X-N", "2"}});
+  auto exec = start_exec(mesh, {},
+                         sh("cat > " + dir +
+                            "/payload; printf '%s|' \"$JETFAN_HANDLER\" \"$JETFAN_KEY\" "
+                            "\"$JETFAN_SEQ\" \"$JETFAN_DELIVERIES\" \"$JETFAN_HEADERS\" \"$JETFAN_HEADER_TRACE_ID\" "
+                            "\"$JETFAN_HEADER_X_N\" > " +
+                            dir + "/env; echo \"out $JETFAN_KEY\"; echo \"err $JETFAN_KEY\" >&2"));
+  const auto seq =
+      mesh.controller().publish("events.a.b", "line one\nline two", {{"Trace-Id", "abc"}, {"X-N", "1"}, {"X-N", "2"}});
   REQUIRE(mesh.wait_settled());
   REQUIRE(exec.wait_err("; ACK"));
   CHECK(read_file(dir + "/payload") == "line one\nline two");
-  CHECK(read_file(dir + "/env") == "builder|a.b|" + std::to_string(seq) + "|1|Trace-Id: abc\nX-N: 1\nX-N: 2\n|abc|1\n2|");
+  CHECK(read_file(dir + "/env") ==
+        "builder|a.b|" + std::to_string(seq) + "|1|Trace-Id: abc\nX-N: 1\nX-N: 2\n|abc|1\n2|");
   CHECK_THAT(exec.out(), Catch::Contains("[seq " + std::to_string(seq) + "] out a.b\n"));
   CHECK_THAT(exec.err(), Catch::Contains("[seq " + std::to_string(seq) + "] err a.b\n"));
   CHECK_THAT(exec.err(), Catch::Contains("seq " + std::to_string(seq) + " (key a.b, delivery 1): exited 0 after"));
@@ -89,27 +95,34 @@ TEST_CASE("exec: any other exit, or death by a signal, NAKs", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(builder(), kFastRetry));
   // Fails on the first delivery; the redelivery succeeds.
-  auto exec = start_exec(mesh, {}, sh("[ \"$JETFAN_DELIVERIES\" -ge 2 ] && exit 0; [ \"$JETFAN_KEY\" = sig ] && kill -9 $$; exit 3"));
+  auto exec = start_exec(
+      mesh, {}, sh("[ \"$JETFAN_DELIVERIES\" -ge 2 ] && exit 0; [ \"$JETFAN_KEY\" = sig ] && kill -9 $$; exit 3"));
   mesh.publish("status", "x");
   mesh.publish("sig", "x");
   REQUIRE(mesh.wait_settled());
   REQUIRE(exec.wait_err("; ACK", 2));
   const auto err = exec.err();
-  CHECK_THAT(err, Catch::Contains("(key status, delivery 1): exited 3 after") && Catch::Contains("(key sig, delivery 1): killed by signal 9"));
+  CHECK_THAT(err, Catch::Contains("(key status, delivery 1): exited 3 after") &&
+                      Catch::Contains("(key sig, delivery 1): killed by signal 9"));
   CHECK(count_lines_containing(err, "; NAK") == 2);
-  CHECK_THAT(err, Catch::Contains("(key status, delivery 2): exited 0") && Catch::Contains("(key sig, delivery 2): exited 0"));
+  CHECK_THAT(
+      err, Catch::Contains("(key status, delivery 2): exited 0") && Catch::Contains("(key sig, delivery 2): exited 0"));
 }
 
-TEST_CASE("exec: a command past --timeout is killed with its whole process group, grandchildren too, and NAK'd", "[integration]") {
+TEST_CASE("exec: a command past --timeout is killed with its whole process group, grandchildren too, and NAK'd",
+          "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(builder(), kFastRetry));
   const std::string dir = mesh.dir();
   // The first delivery: a command and a grandchild that both ignore SIGTERM, so SIGKILL is needed.
   auto exec = start_exec(mesh, {"--timeout", "300ms"},
                          sh("[ \"$JETFAN_DELIVERIES\" -ge 2 ] && exit 0; trap '' TERM; "
-                            "sh -c 'trap \"\" TERM; echo $$ > " + dir + "/grandchild.pid; "
+                            "sh -c 'trap \"\" TERM; echo $$ > " +
+                            dir +
+                            "/grandchild.pid; "
                             "i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done' & "
-                            "echo $$ > " + dir + "/child.pid; wait; wait"));
+                            "echo $$ > " +
+                            dir + "/child.pid; wait; wait"));
   mesh.publish("a.b", "x");
   REQUIRE(exec.wait_err("still running at --timeout 300ms: killed its process group; NAK"));
   REQUIRE(mesh.wait_settled());
@@ -117,10 +130,13 @@ TEST_CASE("exec: a command past --timeout is killed with its whole process group
   const auto child = read_file(dir + "/child.pid"), grandchild = read_file(dir + "/grandchild.pid");
   REQUIRE(!child.empty());
   REQUIRE(!grandchild.empty());
-  CHECK(wait_until([&] { return !alive(child.substr(0, child.size() - 1)) && !alive(grandchild.substr(0, grandchild.size() - 1)); }));
+  CHECK(wait_until([&] {
+    return !alive(child.substr(0, child.size() - 1)) && !alive(grandchild.substr(0, grandchild.size() - 1));
+  }));
 }
 
-TEST_CASE("exec: WIP keeps a command that runs past ack_timeout alive (ack_timeout read from --config)", "[integration]") {
+TEST_CASE("exec: WIP keeps a command that runs past ack_timeout alive (ack_timeout read from --config)",
+          "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(builder("    ack_timeout: 300ms\n"), kFastRetry));
   auto exec = start_exec(mesh, {"--config", mesh.dir() + "/jetfan.yaml"}, {"sleep", "1"});
@@ -138,8 +154,10 @@ TEST_CASE("exec: --concurrency N runs N commands at once", "[integration]") {
   const std::string dir = mesh.dir();
   // Each command waits (20 s at most) for the test to let it go.
   auto exec = start_exec(mesh, {"--concurrency", "3"},
-                         sh("touch " + dir + "/started.$JETFAN_SEQ; i=0; "
-                            "while [ ! -e " + dir + "/go ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done"));
+                         sh("touch " + dir +
+                            "/started.$JETFAN_SEQ; i=0; "
+                            "while [ ! -e " +
+                            dir + "/go ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done"));
   for (int i = 0; i < 4; ++i) mesh.publish("a.b", "x");
   auto started = [&] {
     int n = 0;
@@ -157,8 +175,11 @@ TEST_CASE("exec: SIGTERM lets running commands finish and confirms them, then ex
   Mesh mesh;
   mesh.start_jetfan(mesh.config(builder()));
   const std::string dir = mesh.dir();
-  auto exec = start_exec(mesh, {}, sh("touch " + dir + "/started; i=0; "
-                                      "while [ ! -e " + dir + "/go ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done"));
+  auto exec = start_exec(mesh, {},
+                         sh("touch " + dir +
+                            "/started; i=0; "
+                            "while [ ! -e " +
+                            dir + "/go ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done"));
   mesh.publish("a.b", "x");
   REQUIRE(wait_until([&] { return std::filesystem::exists(dir + "/started"); }));
   exec.process.signal(SIGTERM);
@@ -183,6 +204,7 @@ TEST_CASE("exec: a bad command line, a missing command, an undeclared handler", 
   CHECK(run({"--handler", "nobody", "--socket", mesh.socket_path(), "--", "true"}) == 76);
   CHECK(run({"--handler", "nobody", "--config", dir + "/jetfan.yaml", "--", "true"}) == 78);
   const auto out = read_file(dir + "/bad.out");
-  CHECK_THAT(out, Catch::Contains("--handler NAME is required") && Catch::Contains("no such executable file in $PATH") &&
-                      Catch::Contains("unknown handler \"nobody\"") && Catch::Contains("declares no handler \"nobody\""));
+  CHECK_THAT(out,
+             Catch::Contains("--handler NAME is required") && Catch::Contains("no such executable file in $PATH") &&
+                 Catch::Contains("unknown handler \"nobody\"") && Catch::Contains("declares no handler \"nobody\""));
 }

@@ -27,8 +27,9 @@ TEST_CASE("stopping jetfan while messages and reconnects arrive, a hundred times
     for (int i = 0; i < 20; ++i) mesh.publish("a.b", "r" + std::to_string(round) + "-" + std::to_string(i));
     published += 20;
     switch (random() % 3) {
-      case 0: break;  // stop while the messages are arriving
-      case 1:         // stop while disconnected
+      case 0:
+        break;  // stop while the messages are arriving
+      case 1:   // stop while disconnected
         mesh.stop_server();
         mesh.start_server();
         break;

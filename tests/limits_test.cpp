@@ -90,8 +90,9 @@ TEST_CASE("past socket.max_connections a newcomer is refused, the handlers conne
 
 TEST_CASE("max_instances caps the instances of one handler", "[integration]") {
   Mesh mesh;
-  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_instances: 1\n"
-                                "  - name: audit\n    patterns: [\"#\"]\n"));
+  mesh.start_jetfan(
+      mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_instances: 1\n"
+                  "  - name: audit\n    patterns: [\"#\"]\n"));
   mesh.start_handler("builder");
   RawPeer again(mesh.socket_path());
   again.send("HELLO builder 1\r\n");
@@ -103,8 +104,7 @@ TEST_CASE("max_instances caps the instances of one handler", "[integration]") {
   CHECK(until(audit, Frame::Kind::kReady));
 }
 
-TEST_CASE("a flood of silent connections evicts its own oldest and never keeps a real handler out",
-          "[integration]") {
+TEST_CASE("a flood of silent connections evicts its own oldest and never keeps a real handler out", "[integration]") {
   Mesh mesh;
   std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n");
   config.insert(config.find("handlers:"), "  max_unidentified: 4\n  hello_timeout: 1m\n");
@@ -186,8 +186,8 @@ TEST_CASE("a handler silent with nothing in flight is PINGed, and closed as wedg
   REQUIRE(mesh.wait_seen("builder", 1));
   REQUIRE(mesh.wait_settled());
   CHECK(live.running());
-  CHECK_THAT(mesh.jetfan_log(),
-             !Catch::Contains("pid " + std::to_string(live.pid()) + ", uid " + std::to_string(::getuid()) + ") disconnected"));
+  CHECK_THAT(mesh.jetfan_log(), !Catch::Contains("pid " + std::to_string(live.pid()) + ", uid " +
+                                                 std::to_string(::getuid()) + ") disconnected"));
 }
 
 TEST_CASE("2,000 silent connections against a descriptor limit of 512 keep no handler out and do not flood the log",

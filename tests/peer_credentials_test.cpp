@@ -95,8 +95,8 @@ TEST_CASE("a member of an allowed group is served, by its supplementary groups",
   REQUIRE(users.made);
   Mesh mesh;
   open_up(mesh);
-  std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n    allow: {groups: [" + users.group +
-                                   "]}\n");
+  std::string config =
+      mesh.config("  - name: builder\n    patterns: [\"#\"]\n    allow: {groups: [" + users.group + "]}\n");
   config.insert(config.find("handlers:"), "  mode: \"0666\"\n");
   mesh.start_jetfan(config);
   mesh.start_handler("builder", {}, TestUsers::as(users.member));
@@ -107,14 +107,15 @@ TEST_CASE("a member of an allowed group is served, by its supplementary groups",
   CHECK(outsider.wait(20s) == 1);
 }
 
-TEST_CASE("the socket has its configured owner, group and mode from the first instant it exists", "[integration][root]") {
+TEST_CASE("the socket has its configured owner, group and mode from the first instant it exists",
+          "[integration][root]") {
   if (skip_unless_root()) return;
   TestUsers users;
   REQUIRE(users.made);
   Mesh mesh;
   std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n");
-  config.insert(config.find("handlers:"), "  owner: " + users.member + "\n  group: " + users.group +
-                                              "\n  mode: \"0640\"\n");
+  config.insert(config.find("handlers:"),
+                "  owner: " + users.member + "\n  group: " + users.group + "\n  mode: \"0640\"\n");
   const uid_t owner = TestUsers::uid_of(users.member);
   const gid_t group = TestUsers::gid_of(users.group);
   // Races jetfan's bind: every look at the path, from before it exists, must see it either absent or
@@ -123,7 +124,7 @@ TEST_CASE("the socket has its configured owner, group and mode from the first in
   std::atomic<long> seen{0}, wrong{0};
   std::thread watcher([&] {
     while (!stop) {
-      struct stat info{};
+      struct stat info {};
       if (::lstat(mesh.socket_path().c_str(), &info) != 0) continue;
       ++seen;
       if (!S_ISSOCK(info.st_mode) || (info.st_mode & 07777) != 0640 || info.st_uid != owner || info.st_gid != group) {

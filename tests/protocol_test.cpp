@@ -100,8 +100,8 @@ TEST_CASE("MSG carries the key, sequence, delivery count, NATS headers and a bin
   CHECK(msg->delivery.stream_seq == seq);
   CHECK(msg->delivery.deliveries == 1);
   CHECK(msg->delivery.payload == binary);
-  CHECK_THAT(msg->delivery.headers, Catch::StartsWith("NATS/1.0\r\n") && Catch::Contains("Trace-Id: abc\r\n") &&
-                                        Catch::EndsWith("\r\n\r\n"));
+  CHECK_THAT(msg->delivery.headers,
+             Catch::StartsWith("NATS/1.0\r\n") && Catch::Contains("Trace-Id: abc\r\n") && Catch::EndsWith("\r\n\r\n"));
   peer.send("ACK 999999\r\n");  // names nothing in flight: ignored, the connection stays
   REQUIRE(peer.sync());
   peer.send("ack " + std::to_string(msg->delivery.id) + "\n");

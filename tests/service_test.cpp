@@ -44,10 +44,12 @@ class NotifySocket {
 
   // Waits until `count` datagrams containing `part` have come; all datagrams are kept in order.
   bool wait_for(const std::string& part, std::size_t count = 1, std::chrono::milliseconds timeout = 20s) {
-    return wait_until([&] {
-      drain();
-      return matching(part) >= count;
-    }, timeout);
+    return wait_until(
+        [&] {
+          drain();
+          return matching(part) >= count;
+        },
+        timeout);
   }
   std::size_t matching(const std::string& part) const {
     std::size_t n = 0;
@@ -133,8 +135,7 @@ TEST_CASE("without NOTIFY_SOCKET jetfan runs the same, telling no one", "[integr
   CHECK(jetfan.wait(30s) == 0);
 }
 
-TEST_CASE("socket activation: a handler that connects before jetfan starts is served once it does",
-          "[integration]") {
+TEST_CASE("socket activation: a handler that connects before jetfan starts is served once it does", "[integration]") {
   Mesh mesh;
   std::ofstream(mesh.dir() + "/jetfan.yaml") << mesh.config(kBuilder);
   // systemd-socket-activate listens, and starts jetfan on the first connection with the socket passed.
@@ -171,7 +172,8 @@ TEST_CASE("socket activation: handlers connecting while jetfan restarts behind t
     // LISTEN_PID must be jetfan's own pid: the shell sets it and execs jetfan in its place.
     std::vector<std::string> argv = {"sh", "-c", "LISTEN_PID=$$ LISTEN_FDS=1 exec \"$@\"", "sh"};
     for (const auto& word : mesh.jetfan_command()) argv.push_back(word);
-    auto process = std::make_unique<Process>(argv, mesh.dir() + "/jetfan.log", "", SpawnExtras{{}, {{listener.get(), 3}}});
+    auto process =
+        std::make_unique<Process>(argv, mesh.dir() + "/jetfan.log", "", SpawnExtras{{}, {{listener.get(), 3}}});
     return process;
   };
   auto first = start();
@@ -210,8 +212,7 @@ TEST_CASE("socket activation: handlers connecting while jetfan restarts behind t
   CHECK(second->wait(30s) == 0);
 }
 
-TEST_CASE("socket activation: a passed socket that is not socket.path is refused with status 78",
-          "[integration]") {
+TEST_CASE("socket activation: a passed socket that is not socket.path is refused with status 78", "[integration]") {
   Mesh mesh;
   std::ofstream(mesh.dir() + "/jetfan.yaml") << mesh.config(kBuilder);
   std::vector<std::string> argv = {"systemd-socket-activate", "-l", mesh.dir() + "/other.sock"};
@@ -262,10 +263,9 @@ TEST_CASE("under journald, log lines carry syslog priorities and no timestamps",
   Mesh mesh;
   // systemd names the stream it connected to the journal by device and inode; here, the log file.
   std::ofstream(mesh.dir() + "/jetfan.log").flush();
-  struct stat info{};
+  struct stat info {};
   REQUIRE(::stat((mesh.dir() + "/jetfan.log").c_str(), &info) == 0);
-  const std::string journal =
-      "JOURNAL_STREAM=" + std::to_string(info.st_dev) + ":" + std::to_string(info.st_ino);
+  const std::string journal = "JOURNAL_STREAM=" + std::to_string(info.st_dev) + ":" + std::to_string(info.st_ino);
   auto& jetfan = mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 200ms\n"),
                                    true, {{journal}, {}});
   mesh.start_handler("builder", {"--default", "hang"});
@@ -282,17 +282,19 @@ TEST_CASE("under journald, log lines carry syslog priorities and no timestamps",
 TEST_CASE("every failed delivery is a warning naming handler, stream sequence and cause, and repeats are counted",
           "[integration]") {
   Mesh mesh;
-  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 100ms\n"
-                                "    max_inflight: 100\n",
-                                "delivery:\n  nak_delay: 1m\n"));
+  mesh.start_jetfan(
+      mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 100ms\n"
+                  "    max_inflight: 100\n",
+                  "delivery:\n  nak_delay: 1m\n"));
   mesh.start_handler("builder", {"--default", "hang"});
   const auto first = mesh.publish("a.b");
   for (int i = 0; i < 29; ++i) mesh.publish("a.b");
   REQUIRE(mesh.wait_seen("builder", 30));
   const std::string timeout = "failed: no ACK, NAK, TERM or WIP within its ack_timeout";
   REQUIRE(mesh.wait_for_log(timeout));
-  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("handler \"builder\" (connection 1, pid ") &&
-                                    Catch::Contains("of stream seq " + std::to_string(first) + " (subject \"events.a.b\")"));
+  CHECK_THAT(mesh.jetfan_log(),
+             Catch::Contains("handler \"builder\" (connection 1, pid ") &&
+                 Catch::Contains("of stream seq " + std::to_string(first) + " (subject \"events.a.b\")"));
   // Thirty timeouts, five lines; the rest are counted once the window passes.
   REQUIRE(mesh.wait_for_log("25 more like the last warning were not logged", 30s));
   CHECK(count_lines_containing(mesh.jetfan_log(), timeout) == 5);

@@ -118,7 +118,8 @@ authorization {
 const std::string kJetfanUser = "  user: jetfan\n  password: jetfan\n";
 }  // namespace
 
-TEST_CASE("without consumer info and without consumer.ack_policy, jetfan says what to set and exits 78", "[integration]") {
+TEST_CASE("without consumer info and without consumer.ack_policy, jetfan says what to set and exits 78",
+          "[integration]") {
   Mesh mesh({.server_conf = kNoConsumerInfo, .controller_credentials = "admin:admin"});
   auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder, "", kJetfanUser), false);
   REQUIRE(jetfan.wait(30s) == 78);

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 
 namespace jetfan::testing {
@@ -72,7 +72,8 @@ void Mesh::start_server() {
     static const std::regex kListening("Listening for client connections on 127\\.0\\.0\\.1:([0-9]+)");
     const std::string text = read_file(log);
     std::smatch match;
-    if (!std::regex_search(text, match, kListening)) throw std::runtime_error("nats-server did not say its port: " + text);
+    if (!std::regex_search(text, match, kListening))
+      throw std::runtime_error("nats-server did not say its port: " + text);
     port_ = std::stoi(match[1]);
   }
 }
@@ -106,11 +107,12 @@ example::ConsumerState Mesh::state() { return controller().state("EVENTS", "node
 
 std::string Mesh::config(const std::string& handlers, const std::string& extra, const std::string& nats_extra) const {
   std::ostringstream text;
-  text << "nats:\n  servers: [\"" << url() << "\"]\n  retry_max: 500ms\n" << nats_extra
-       << "consumer:\n  stream: EVENTS\n  durable: node1_builder\n"
+  text << "nats:\n  servers: [\"" << url() << "\"]\n  retry_max: 500ms\n"
+       << nats_extra << "consumer:\n  stream: EVENTS\n  durable: node1_builder\n"
        << "key:\n  strip_prefix: \"events.\"\n"
        << "socket:\n  path: " << socket_path() << "\n"
-       << "handlers:\n" << handlers << extra;
+       << "handlers:\n"
+       << handlers << extra;
   return text.str();
 }
 
@@ -167,15 +169,18 @@ std::vector<Seen> Mesh::seen(const std::string& name, int instance) const {
   return out;
 }
 
-bool Mesh::wait_seen(const std::string& name, std::size_t count, int instance, std::chrono::milliseconds timeout) const {
+bool Mesh::wait_seen(const std::string& name, std::size_t count, int instance,
+                     std::chrono::milliseconds timeout) const {
   return wait_until([&] { return seen(name, instance).size() >= count; }, timeout);
 }
 
 bool Mesh::wait_settled(std::chrono::milliseconds timeout) {
-  return wait_until([&] {
-    const auto s = state();
-    return s.num_pending == 0 && s.num_ack_pending == 0;
-  }, timeout);
+  return wait_until(
+      [&] {
+        const auto s = state();
+        return s.num_pending == 0 && s.num_ack_pending == 0;
+      },
+      timeout);
 }
 
 }  // namespace jetfan::testing

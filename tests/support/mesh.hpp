@@ -24,11 +24,11 @@ struct MeshOptions {
   std::chrono::milliseconds ack_wait = 30s;
   std::int64_t max_deliver = -1;
   std::int64_t max_ack_pending = 1000;
-  std::string token;         // nats-server requires this token when set
-  std::string server_conf;   // nats-server config file text, e.g. users and their permissions
-  std::string controller_credentials;  // "user:password" the controller connects with
+  std::string token;                        // nats-server requires this token when set
+  std::string server_conf;                  // nats-server config file text, e.g. users and their permissions
+  std::string controller_credentials;       // "user:password" the controller connects with
   example::ControllerAuth controller_auth;  // creds or TLS files the controller connects with
-  std::string scheme = "nats";  // of url(): "tls" for a server configured for TLS in server_conf
+  std::string scheme = "nats";              // of url(): "tls" for a server configured for TLS in server_conf
   bool create_consumer = true;
   bool start_server = true;
   bool jetstream = true;  // false: a server without JetStream, and no stream or consumer

@@ -57,12 +57,14 @@ void Process::signal(int signal) {
 
 std::optional<int> Process::wait(std::chrono::milliseconds timeout) {
   if (status_ || pid_ <= 0) return status_;
-  wait_until([&] {
-    int raw = 0;
-    const pid_t done = ::waitpid(pid_, &raw, WNOHANG);
-    if (done == pid_) status_ = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-    return status_.has_value();
-  }, timeout);
+  wait_until(
+      [&] {
+        int raw = 0;
+        const pid_t done = ::waitpid(pid_, &raw, WNOHANG);
+        if (done == pid_) status_ = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+        return status_.has_value();
+      },
+      timeout);
   return status_;
 }
 
