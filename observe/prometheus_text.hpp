@@ -3,7 +3,7 @@
 //
 // Names follow Prometheus's conventions: a jetfan_ prefix, counters end in _total, times are in
 // seconds, sizes in bytes; per-handler series carry a `handler` label. The list, with what each
-// means, is in daemon/CONTROL.md and docs/observe-draft.md.
+// means, is in daemon/CONTROL.md and README.md ("Metrics, /ready and /live").
 
 #include <string>
 
