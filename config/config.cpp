@@ -1,4 +1,5 @@
 #include "config.hpp"
+#include "config_keys.hpp"
 
 #include <grp.h>
 #include <pwd.h>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "byte_size.hpp"
@@ -16,6 +18,8 @@
 #include "topic_pattern.hpp"
 
 namespace jetfan {
+
+const char* to_string(WhenFull when_full) { return when_full == WhenFull::kHandBack ? "hand_back" : "hold"; }
 
 namespace {
 
@@ -78,7 +82,7 @@ class ConfigReader {
   }
 
   // Reports keys of `map` not listed in `known`; a typo must never be silently ignored.
-  bool check_map(const YAML::Node& map, const std::string& path, std::initializer_list<const char*> known) {
+  bool check_map(const YAML::Node& map, const std::string& path, std::span<const char* const> known) {
     if (!map.IsMap()) {
       error(map, path, "expected a mapping of keys to values");
       return false;
@@ -181,9 +185,7 @@ class ConfigReader {
 
   void read_nats(const YAML::Node& node, NatsSettings& nats) {
     if (!node) return;
-    if (!check_map(node, "nats",
-                   {"servers", "name", "creds", "nkey_seed", "nkey", "token", "user", "password", "tls",
-                    "connect_timeout", "reconnect_wait", "retry_max"})) {
+    if (!check_map(node, "nats", config_keys::kNats)) {
       return;
     }
     if (node["servers"]) {
@@ -214,7 +216,7 @@ class ConfigReader {
     if (nats.user.empty() && !nats.password.empty())
       error(either(node, "password"), "nats.user", "is required with nats.password");
     if (const auto tls = node["tls"]) {
-      if (check_map(tls, "nats.tls", {"ca", "cert", "key"})) {
+      if (check_map(tls, "nats.tls", config_keys::kNatsTls)) {
         TlsSettings settings;
         read_string(tls, "nats.tls", "ca", settings.ca);
         read_string(tls, "nats.tls", "cert", settings.cert);
@@ -238,9 +240,7 @@ class ConfigReader {
       errors_.push_back(file_ + ":1: consumer: is required (with stream and durable)");
       return;
     }
-    if (!check_map(node, "consumer",
-                   {"stream", "durable", "ack_policy", "max_held", "max_held_bytes", "batch", "pull_expires",
-                    "idle_heartbeat"})) {
+    if (!check_map(node, "consumer", config_keys::kConsumer)) {
       return;
     }
     read_string(node, "consumer", "stream", consumer.stream, true);
@@ -286,9 +286,7 @@ class ConfigReader {
       errors_.push_back(file_ + ":1: socket: is required (with path)");
       return;
     }
-    if (!check_map(node, "socket",
-                   {"path", "mode", "owner", "group", "hello_timeout", "max_connections", "max_unidentified",
-                    "max_output_buffer", "idle_timeout", "ping_timeout"})) {
+    if (!check_map(node, "socket", config_keys::kSocket)) {
       return;
     }
     read_string(node, "socket", "path", socket.path, true);
@@ -370,7 +368,7 @@ class ConfigReader {
   }
 
   void read_allow(const YAML::Node& node, const std::string& path, AllowSettings& allow) {
-    if (!check_map(node, path, {"users", "groups", "uids", "gids"})) return;
+    if (!check_map(node, path, config_keys::kAllow)) return;
     auto each = [&](const char* key, auto resolve) {
       const auto list = node[key];
       if (!list) return;
@@ -418,7 +416,7 @@ class ConfigReader {
   }
 
   void read_control(const YAML::Node& node, const SocketSettings& socket, ControlSettings& control) {
-    if (node && check_map(node, "control", {"path", "mode"})) {
+    if (node && check_map(node, "control", config_keys::kControl)) {
       read_string(node, "control", "path", control.path);
       read_mode(node, "control", control.mode);
     }
@@ -442,7 +440,7 @@ class ConfigReader {
   // "HOST:PORT", "[V6]:PORT" or "PORT" alone (loopback).
   void read_metrics(const YAML::Node& node, std::optional<MetricsSettings>& metrics) {
     if (!node) return;
-    if (!check_map(node, "metrics", {"listen"})) return;
+    if (!check_map(node, "metrics", config_keys::kMetrics)) return;
     std::string listen;
     read_string(node, "metrics", "listen", listen, true);
     if (listen.empty()) return;
@@ -483,8 +481,7 @@ class ConfigReader {
     for (std::size_t i = 0; i < node.size(); ++i) {
       const auto item = node[i];
       const std::string path = "handlers[" + std::to_string(i) + "]";
-      if (!check_map(item, path,
-                     {"name", "patterns", "max_inflight", "ack_timeout", "allow", "max_instances", "when_full"})) {
+      if (!check_map(item, path, config_keys::kHandler)) {
         continue;
       }
       HandlerSettings handler;
@@ -539,7 +536,7 @@ class ConfigReader {
 
   void read_delivery(const YAML::Node& node, DeliverySettings& delivery) {
     if (!node) return;
-    if (!check_map(node, "delivery", {"nak_delay", "nak_delay_max", "remember", "drain_timeout"})) return;
+    if (!check_map(node, "delivery", config_keys::kDelivery)) return;
     read_duration(node, "delivery", "nak_delay", delivery.nak_delay);
     read_duration(node, "delivery", "nak_delay_max", delivery.nak_delay_max);
     read_int(node, "delivery", "remember", delivery.remember, 0, 100'000'000);
@@ -551,7 +548,7 @@ class ConfigReader {
 
   void read_log(const YAML::Node& node, Config& config) {
     if (!node) return;
-    if (!check_map(node, "log", {"level", "format"})) return;
+    if (!check_map(node, "log", config_keys::kLog)) return;
     std::string& level = config.log_level;
     read_string(node, "log", "level", level);
     static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
@@ -571,14 +568,13 @@ class ConfigReader {
       errors_.push_back(file_ + ":1: (top): the file is empty");
       return;
     }
-    if (!check_map(root, "",
-                   {"nats", "consumer", "key", "socket", "control", "metrics", "handlers", "delivery", "log"})) {
+    if (!check_map(root, "", config_keys::kTop)) {
       return;
     }
     read_nats(root["nats"], config.nats);
     read_consumer(root["consumer"], config.consumer);
     if (const auto key = root["key"]) {
-      if (check_map(key, "key", {"strip_prefix"})) read_string(key, "key", "strip_prefix", config.key.strip_prefix);
+      if (check_map(key, "key", config_keys::kKey)) read_string(key, "key", "strip_prefix", config.key.strip_prefix);
       const std::string& prefix = config.key.strip_prefix;
       if (prefix.find_first_of("*> \t\r\n") != std::string::npos) {
         error(either(key, "strip_prefix"), "key.strip_prefix",

@@ -74,6 +74,8 @@ struct AllowSettings {
 // no more): stay (nothing is redelivered; everyone waits for it), or go back to the server, the
 // oldest first, down to its share, so the other handlers keep getting new messages.
 enum class WhenFull { kHold, kHandBack };
+// "hold" or "hand_back", as the config file spells it.
+const char* to_string(WhenFull when_full);
 
 // The control socket (`jetfan status`, `tail`, `reload`): not the handler socket, so no handler can
 // reach a control command unless the file mode lets its user.

@@ -61,6 +61,8 @@ const std::vector<Fixed>& fixed_keys() {
        [](const Config& a, const Config& b) { return a.consumer.ack_policy == b.consumer.ack_policy; }},
       {"consumer.max_held",
        [](const Config& a, const Config& b) { return a.consumer.max_held == b.consumer.max_held; }},
+      {"consumer.max_held_bytes",
+       [](const Config& a, const Config& b) { return a.consumer.max_held_bytes == b.consumer.max_held_bytes; }},
       {"consumer.batch", [](const Config& a, const Config& b) { return a.consumer.batch == b.consumer.batch; }},
       {"consumer.pull_expires",
        [](const Config& a, const Config& b) { return a.consumer.pull_expires == b.consumer.pull_expires; }},
@@ -93,6 +95,20 @@ const std::vector<Fixed>& fixed_keys() {
 
 }  // namespace
 
+std::vector<std::string> restart_keys() {
+  std::vector<std::string> keys;
+  for (const auto& fixed : fixed_keys()) keys.emplace_back(fixed.key);
+  return keys;
+}
+
+const std::vector<std::string>& reloadable_keys() {
+  static const std::vector<std::string> keys = {
+      "handlers.name",          "handlers.patterns",      "handlers.max_inflight", "handlers.ack_timeout",
+      "handlers.allow",         "handlers.max_instances", "handlers.when_full",    "delivery.nak_delay",
+      "delivery.nak_delay_max", "delivery.drain_timeout", "socket.hello_timeout",  "log.level"};
+  return keys;
+}
+
 ReloadPlan plan_reload(const Config& running, const Config& next) {
   ReloadPlan plan;
   for (const auto& fixed : fixed_keys()) {
@@ -118,6 +134,7 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
       change(at + ".ack_timeout", ms(was.ack_timeout), ms(is.ack_timeout));
       change(at + ".allow", ids(was.allow.uids, was.allow.gids), ids(is.allow.uids, is.allow.gids));
       change(at + ".max_instances", std::to_string(was.max_instances), std::to_string(is.max_instances));
+      change(at + ".when_full", to_string(was.when_full), to_string(is.when_full));
       if (now != old) change(at + " (place in the list)", std::to_string(old + 1), std::to_string(now + 1));
     }
     if (!plan.old_to_new[old]) {

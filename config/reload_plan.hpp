@@ -3,7 +3,7 @@
 // the one just read. Pure.
 //
 // A reload may change the handlers (add, remove, reorder, their patterns, max_inflight,
-// ack_timeout, allow and max_instances), delivery.nak_delay, nak_delay_max and drain_timeout,
+// ack_timeout, allow, max_instances and when_full), delivery.nak_delay, nak_delay_max and drain_timeout,
 // socket.hello_timeout and log.level. Everything else is fixed while jetfan runs: the connection to
 // NATS (servers, credentials, TLS, timeouts), the consumer and how it is read, the key prefix, the
 // socket (path, mode, owner, group, connection limits and timeouts), control socket and metrics
@@ -34,5 +34,11 @@ struct ReloadPlan {
 };
 
 ReloadPlan plan_reload(const Config& running, const Config& next);
+
+// The keys a reload refuses to change ("nats.tls" stands for everything under it), and those it
+// applies ("handlers.patterns": that key of any handler). Together they name every key of
+// config_keys.hpp, once.
+std::vector<std::string> restart_keys();
+const std::vector<std::string>& reloadable_keys();
 
 }  // namespace jetfan

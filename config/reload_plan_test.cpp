@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <map>
+
+#include "config_keys.hpp"
 #include "reload_plan.hpp"
 
 using namespace jetfan;
@@ -86,4 +89,38 @@ TEST_CASE("control socket and metrics settings: defaults and errors", "[unit]") 
     INFO(bad);
     CHECK_FALSE(load_config_text(kBase + kTwo + bad, "t.yaml").config);
   }
+}
+
+TEST_CASE("reload: every config key is either applied by a reload or refused, and only one of them", "[unit]") {
+  std::map<std::string, int> classified;
+  for (const auto& key : restart_keys()) ++classified[key];
+  for (const auto& key : reloadable_keys()) ++classified[key];
+  auto check_section = [&](const std::string& section, const auto& keys) {
+    for (const char* key : keys) {
+      const std::string name = section + "." + key;
+      INFO(name);
+      CHECK(classified[name] == 1);
+    }
+  };
+  check_section("nats", config_keys::kNats);
+  check_section("consumer", config_keys::kConsumer);
+  check_section("key", config_keys::kKey);
+  check_section("socket", config_keys::kSocket);
+  check_section("control", config_keys::kControl);
+  check_section("metrics", config_keys::kMetrics);
+  check_section("handlers", config_keys::kHandler);
+  check_section("delivery", config_keys::kDelivery);
+  check_section("log", config_keys::kLog);
+}
+
+TEST_CASE("reload: when_full is applied and named, max_held_bytes is refused", "[unit]") {
+  const auto running = load(kTwo);
+  const auto applied = plan_reload(running, load("handlers:\n  - name: builder\n    patterns: [\"a.*\"]\n"
+                                                 "    when_full: hand_back\n  - name: audit\n    patterns: [\"#\"]\n"));
+  CHECK(applied.refused.empty());
+  CHECK(applied.changes == std::vector<std::string>{"handlers.builder.when_full: hold -> hand_back"});
+  std::string bytes = kBase;
+  bytes.insert(bytes.find("socket:"), "  max_held_bytes: 1MiB\n");
+  const auto refused = plan_reload(running, load(kTwo, bytes));
+  CHECK(refused.refused == std::vector<std::string>{"consumer.max_held_bytes"});
 }

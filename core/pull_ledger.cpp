@@ -17,16 +17,21 @@ void PullLedger::top_up(std::size_t held, std::uint64_t held_bytes, TimePoint no
     if (count < settings_.batch && requested_ > 0) return;
     std::uint64_t max_bytes = 0;
     if (budget > 0) {
-      const std::uint64_t used = held_bytes + requested_bytes_;
-      const std::uint64_t room = used < budget ? budget - used : 0;
-      max_bytes = std::min(room, std::max<std::uint64_t>(budget / 2, 1));
-      if (too_big_for_ && max_bytes <= *too_big_for_) {
-        // The next message did not fit in a request this big. Alone is the last resort.
-        if (held > 0 || held_bytes > 0 || !pulls_.empty()) return;
-        count = 1;
-        max_bytes = 0;
-      } else if (max_bytes == 0) {
-        return;
+      const std::uint64_t room = room_bytes(held_bytes);
+      if (too_big_for_) {
+        // The next message did not fit in a request of too_big_for_ bytes: ask again only with
+        // more room than that, all of it. Alone, with nothing held, is the last resort.
+        if (room > *too_big_for_) {
+          max_bytes = room;
+        } else {
+          if (held > 0 || held_bytes > 0 || !pulls_.empty()) return;
+          count = 1;
+          max_bytes = 0;
+        }
+      } else {
+        // Half the budget a request: the next one can go out while the first is answered.
+        max_bytes = std::min(room, std::max<std::uint64_t>(budget / 2, 1));
+        if (max_bytes == 0) return;
       }
       too_big_for_.reset();
     }

@@ -8,8 +8,9 @@
 //     The same goes for bytes, with max_held_bytes: each request carries max_bytes, at most half the
 //     budget so that two can wait at once. When a request ends because the next message is bigger
 //     than its max_bytes (409 "Message Size Exceeds MaxBytes"), no request is sent until the room
-//     has grown past it; a message bigger than the whole budget is pulled alone, once nothing else
-//     is held (batch 1, no max_bytes).
+//     has grown past it, and then one asks for all the room; a message bigger than the whole budget
+//     is pulled alone, once nothing else is held (batch 1, no max_bytes). Full (full()) is when no
+//     request can go out for want of room: the stall warning and when_full act on it.
 //   - Between one and two batches stay requested, so the next request is at the server before the
 //     current one is used up; a request smaller than a batch is only sent when none is waiting, so
 //     that room gathers into full batches instead of many small requests.
@@ -93,6 +94,14 @@ class PullLedger {
   bool wants_more(std::size_t held) const {
     return pulling_ && requested_ < settings_.batch && held + requested_ < settings_.max_held;
   }
+  // Whether jetfan holds all it may: max_held messages, or max_held_bytes (or too little room
+  // left for the next message, which did not fit). Nothing more comes until something settles.
+  bool full(std::size_t held, std::uint64_t held_bytes) const {
+    if (held >= settings_.max_held) return true;
+    const std::uint64_t budget = settings_.max_held_bytes;
+    if (budget == 0 || held == 0) return false;
+    return held_bytes >= budget || (too_big_for_ && room_bytes(held_bytes) <= *too_big_for_);
+  }
   // Appends to `out` the requests to send now, given how many messages and bytes are held, and
   // records them as outstanding. Sends nothing once stop() was called.
   void top_up(std::size_t held, std::uint64_t held_bytes, TimePoint now, std::vector<PullRequest>& out);
@@ -123,6 +132,11 @@ class PullLedger {
   std::size_t requested() const { return requested_; }
   std::uint64_t requested_bytes() const { return requested_bytes_; }
   std::size_t outstanding() const { return pulls_.size(); }
+  // Bytes of max_held_bytes neither held nor asked for by a request still open.
+  std::uint64_t room_bytes(std::uint64_t held_bytes) const {
+    const std::uint64_t used = held_bytes + requested_bytes_;
+    return used < settings_.max_held_bytes ? settings_.max_held_bytes - used : 0;
+  }
   const PullSettings& settings() const { return settings_; }
 
  private:

@@ -256,7 +256,13 @@ TEST_CASE("pull ledger: a message bigger than the room waits for room, and one b
   CHECK(ledger.on_status(1, "409", "Message Size Exceeds MaxBytes", kStart) == PullLedger::StatusOutcome::kFinished);
   // No request of 500 bytes or less goes out again: it would end the same way.
   CHECK(top_up_bytes(ledger, 3, 600).empty());
-  // Nothing held: the big one is pulled alone, with no max_bytes.
+  // Nothing held: a request for the whole budget, and when it does not fit in that either, the
+  // big one is pulled alone, with no max_bytes.
+  const auto whole = top_up_bytes(ledger, 0, 0);
+  REQUIRE(whole.size() == 1);
+  CHECK(whole[0].max_bytes == 1000);
+  CHECK(ledger.on_status(whole[0].id, "409", "Message Size Exceeds MaxBytes", kStart) ==
+        PullLedger::StatusOutcome::kFinished);
   const auto alone = top_up_bytes(ledger, 0, 0);
   REQUIRE(alone.size() == 1);
   CHECK(alone[0].batch == 1);
@@ -266,4 +272,40 @@ TEST_CASE("pull ledger: a message bigger than the room waits for room, and one b
   const auto after = top_up_bytes(ledger, 0, 0);
   REQUIRE_FALSE(after.empty());
   CHECK(after[0].max_bytes == 500);
+}
+
+TEST_CASE("pull ledger: after a message did not fit, the next request asks for all the room there is", "[unit]") {
+  PullLedger ledger(byte_settings(1000));
+  const auto first = top_up_bytes(ledger, 0, 0);
+  REQUIRE(first.size() == 1);
+  ledger.on_message(kStart, 300);
+  // The next message is bigger than the 200 bytes left of request 1.
+  CHECK(ledger.on_status(first[0].id, "409", "Message Size Exceeds MaxBytes", kStart) ==
+        PullLedger::StatusOutcome::kFinished);
+  // 700 bytes of room is more than the 500 that did not fit: one request for all of it, although
+  // something is held (capped at half the budget it would never get the message).
+  const auto roomy = top_up_bytes(ledger, 1, 300);
+  REQUIRE(roomy.size() == 1);
+  CHECK(roomy[0].max_bytes == 700);
+  CHECK_FALSE(ledger.full(1, 300));
+  // It did not fit in 700 either: with 700 or less of room jetfan is full until something settles.
+  CHECK(ledger.on_status(roomy[0].id, "409", "Message Size Exceeds MaxBytes", kStart) ==
+        PullLedger::StatusOutcome::kFinished);
+  CHECK(top_up_bytes(ledger, 1, 300).empty());
+  CHECK(ledger.full(1, 300));
+}
+
+TEST_CASE("pull ledger: full by count, by bytes, or when the next message no longer fits", "[unit]") {
+  PullSettings settings;
+  settings.max_held = 10;
+  settings.batch = 4;
+  settings.max_held_bytes = 1000;
+  PullLedger ledger(settings);
+  CHECK_FALSE(ledger.full(0, 0));
+  CHECK_FALSE(ledger.full(9, 999));
+  CHECK(ledger.full(10, 0));
+  CHECK(ledger.full(3, 1000));
+  CHECK_FALSE(ledger.full(0, 1000));  // nothing held: a message bigger than the budget comes alone
+  settings.max_held_bytes = 0;
+  CHECK_FALSE(PullLedger(settings).full(9, 1'000'000));
 }

@@ -44,6 +44,7 @@ commands:
   help, --help                              print this help
 
 exit status: 0 ok, 64 bad command line, 69 a resource is unavailable (socket in use),
+             70 an internal error (a bug), 75 JetStream does not answer (try again later),
              77 the NATS server refused the credentials, 78 bad config or missing consumer.
 The handler protocol is described in proto/PROTOCOL.md, the control socket in daemon/CONTROL.md.
 )";

@@ -139,7 +139,7 @@ void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected)
     ledger_.on_message(now, arrive(message, now));
   }
   // Full now, a backlog set to go back goes at once, before it takes the room of new messages.
-  if (state_ == State::kServing && core_.held() >= settings_.pull.max_held) check_full(now);
+  if (state_ == State::kServing && ledger_.full(core_.held(), live_.bytes)) check_full(now);
   after_input();
 }
 
@@ -353,14 +353,19 @@ void Dispatcher::check_full(TimePoint now) {
   const std::size_t max_held = settings_.pull.max_held;
   const auto& c = core_.counters();
   const std::uint64_t settled = c.acked + c.terminated + c.nakked + c.no_recipient;
-  if (core_.held() < max_held) {
-    if (stalled_) spdlog::info("holding {} messages, below max_held ({}) again: pulling again", core_.held(), max_held);
+  if (!ledger_.full(core_.held(), live_.bytes)) {
+    if (stalled_)
+      spdlog::info(
+          "holding {} messages of {} bytes, below max_held ({}) and max_held_bytes ({}) again: "
+          "pulling again",
+          core_.held(), live_.bytes, max_held, settings_.pull.max_held_bytes);
     full_since_.reset();
     stalled_ = false;
     return;
   }
   const auto loads = core_.loads();
-  const std::size_t share = std::max<std::size_t>(1, max_held / loads.size());
+  // Full by count, what is held is max_held; full by bytes, it may be fewer, bigger messages.
+  const std::size_t share = std::max<std::size_t>(1, core_.held() / loads.size());
   std::size_t handed_back = 0;
   for (std::size_t h = 0; h < loads.size(); ++h) {
     if (config_.handlers[h].when_full != WhenFull::kHandBack || loads[h].owed <= share) continue;
@@ -397,12 +402,15 @@ void Dispatcher::check_full(TimePoint now) {
   const auto& b = loads[worst];
   const auto age =
       b.oldest_unconfirmed ? std::chrono::duration_cast<std::chrono::seconds>(now - *b.oldest_unconfirmed).count() : 0;
+  const std::string limit = core_.held() >= max_held
+                                ? "max_held (" + std::to_string(max_held) + ")"
+                                : "max_held_bytes (" + std::to_string(settings_.pull.max_held_bytes) + ")";
   spdlog::warn(
-      "jetfan holds {} messages, all that max_held ({}) allows, and none has settled for {}s, so it pulls "
+      "jetfan holds {} messages ({} bytes), all that {} allows, and none has settled for {}s, so it pulls "
       "no more: handler \"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) "
       "connected. Every other handler waits with it. Start or unstick it, or set when_full: hand_back for "
       "it to hand its backlog back to the server.",
-      core_.held(), max_held, std::chrono::duration_cast<std::chrono::seconds>(now - *full_since_).count(),
+      core_.held(), live_.bytes, limit, std::chrono::duration_cast<std::chrono::seconds>(now - *full_since_).count(),
       config_.handlers[worst].name, b.owed, b.in_flight, age, b.connections);
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // Logging: one line per event on stderr, which journald picks up under systemd.
 //
-//   text  "2026-11-29T20:00:57.123 warn <message>"
-//   json  {"time":"2026-11-29T20:00:57.123Z","level":"warn","message":"<message>"}  (one per line)
+//   text  "2026-11-29T20:00:57.123 warning <message>"
+//   json  {"time":"2026-11-29T20:00:57.123Z","level":"warning","message":"<message>"}  (one per line)
 // When stderr is the journal (systemd sets JOURNAL_STREAM to its device and inode), lines carry no
 // timestamp of their own (journald has it) and start with a syslog priority, "<4>" for a warning
 // (sd-daemon.h's SD_WARNING), so `journalctl -p warning` selects them.

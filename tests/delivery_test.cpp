@@ -302,7 +302,26 @@ TEST_CASE("a handler that holds everyone up when jetfan is full is named in a wa
   mesh.start_handler("audit");
   REQUIRE(mesh.wait_settled());
   CHECK(mesh.seen("builder").size() == 10);
-  REQUIRE(mesh.wait_for_log("below max_held (5) again: pulling again"));
+  REQUIRE(mesh.wait_for_log("below max_held (5) and max_held_bytes"));
+}
+
+TEST_CASE("a handler that holds everyone up when jetfan is full in bytes is named in a warning", "[integration]") {
+  Mesh mesh;
+  std::string config =
+      mesh.config("  - name: builder\n    patterns: [\"#\"]\n  - name: audit\n    patterns: [\"#\"]\n");
+  config.insert(config.find("key:"), "  max_held_bytes: 64KiB\n");
+  mesh.start_jetfan(config);
+  mesh.start_handler("builder");  // audit is declared, never connected
+  const std::string big(20 * 1024, 'x');
+  for (int i = 0; i < 8; ++i) mesh.publish("a.b", big);
+  REQUIRE(mesh.wait_for_log("all that max_held_bytes (65536) allows, and none has settled for 5s"));
+  CHECK_THAT(mesh.jetfan_log(),
+             Catch::Contains("handler \"audit\" owes") && Catch::Contains("with 0 instance(s) connected"));
+  CHECK(mesh.state().num_pending > 0);  // nothing more was pulled
+  mesh.start_handler("audit");
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.seen("builder").size() == 8);
+  REQUIRE(mesh.wait_for_log("and max_held_bytes (65536) again: pulling again"));
 }
 
 TEST_CASE("with when_full: hand_back a stuck handler's backlog goes back, the others go on, and it gets all later",
