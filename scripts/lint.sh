@@ -3,12 +3,14 @@
 #   - clang-format-14 (.clang-format) on every C++ file in the repository;
 #   - clang-tidy-14 (.clang-tidy) on the C++ sources of core/, config/, proto/, daemon/ and handles/.
 # Needs a configured build/ (compile_commands.json): scripts/build.sh makes one.
-#   scripts/lint.sh [--fix]     --fix rewrites the files clang-format would change
+#   scripts/lint.sh [--fix | --format-only]
+#     --fix          rewrites the files clang-format would change
+#     --format-only  checks the format only (no build needed; the test command runs this)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
 command -v clang-format-14 > /dev/null || need+=(clang-format-14)
-command -v clang-tidy-14 > /dev/null || need+=(clang-tidy-14)
+[ "${1:-}" = "--format-only" ] || command -v clang-tidy-14 > /dev/null || need+=(clang-tidy-14)
 if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q --no-install-recommends "${need[@]}"; fi
 build=${JETFAN_BUILD_DIR:-build}
 mapfile -t files < <(git ls-files '*.cpp' '*.hpp' | grep -v -e '^bench/node/' -e '/node_modules/')
@@ -20,6 +22,10 @@ fi
 
 echo "== clang-format: ${#files[@]} files"
 clang-format-14 --dry-run --Werror "${files[@]}"
+if [ "${1:-}" = "--format-only" ]; then
+  echo "lint: format clean"
+  exit 0
+fi
 
 mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep -E '^(core|config|proto|daemon|handles)/.*\.cpp$' |
                        grep -v -e '_fuzz\.cpp$')

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing, builds, runs every test; runs the benchmark
-# harness in smoke mode (it must work; no timing is asserted); then builds again with
-# AddressSanitizer and UndefinedBehaviorSanitizer and runs every test once more.
+# The README's test command: installs what is missing, checks the code's format, builds, runs every
+# test (the fault suite's short run and its regressions among them); runs the benchmark harness in
+# smoke mode (it must work; no timing is asserted); then builds again with AddressSanitizer and
+# UndefinedBehaviorSanitizer and runs every test once more but the slow ones (the fault runs and the
+# 100-stop loop, which exercise the same code for longer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 jobs=$(nproc)
+
+echo "== format (clang-format-14, .clang-format)"
+scripts/lint.sh --format-only
 
 echo "== build and test (build/)"
 scripts/build.sh
@@ -18,4 +23,4 @@ echo "== build and test with ASan and UBSan (build-sanitize/)"
 JETFAN_BUILD_DIR=build-sanitize scripts/build.sh -DJETFAN_SANITIZE=address,undefined -DJETFAN_CHECKS=ON
 # A sanitizer finding stops the process, so the test that exercised it fails.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-ctest --test-dir build-sanitize -j "$jobs" --output-on-failure
+ctest --test-dir build-sanitize -j "$jobs" --output-on-failure -LE slow
