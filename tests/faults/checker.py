@@ -162,6 +162,22 @@ def check(workdir):
     def jetfan_stopped_during(t0, t1):
         return any(b <= t1 and e >= t0 for b, e in jetfan_stops)
 
+    # Handler instances stopped (SIGSTOP) for about ack_timeout or longer: what jetfan sent them
+    # meanwhile waits in their socket and is read just after SIGCONT, so their ACKs of it can come
+    # after jetfan already failed the delivery. by instance ("A-0"): [(begin, end)]
+    handler_stops = defaultdict(list)
+    for e in faults:
+        if e.get("name") == "handler SIGSTOP" and e.get("detail"):
+            handler_stops[e["detail"].split()[0]].append((e["begin"], e["end"]))
+
+    def read_after_long_stop(name, d):
+        instance = d["file"][len("handler-"):].rsplit("-", 1)[0]  # handler-A-0-1.rec -> A-0
+        return any(end - begin >= ack_timeout_ns[name] * 0.8 and end <= d["t"] <= end + 2e9
+                   for begin, end in handler_stops.get(instance, ()))
+
+    def jetfan_failed_between(seq, t0, t1):
+        return any(r.kind == 2 and t0 <= r.t <= t1 for r in answers_by_seq.get(seq, ()))
+
     # --- what jetfan told the server, seen by the watcher (until the audit began) ---
     audit_start = next((e["t"] for e in history if e["kind"] == "audit_start"), None)
     answers = [r for r in records.read(os.path.join(workdir, "answers.rec")) if audit_start is None or r.t < audit_start]
@@ -226,8 +242,11 @@ def check(workdir):
                 if ident in poison:
                     poison_redeliveries += 1
                     continue
-                late = (prev["answer"] == "ack" and (prev["answer_t"] - prev["t"] > ack_timeout_ns[name] * 0.8
-                                                     or jetfan_stopped_during(prev["t"], prev["answer_t"])))
+                late = (prev["answer"] == "ack" and
+                        (prev["answer_t"] - prev["t"] > ack_timeout_ns[name] * 0.8
+                         or jetfan_stopped_during(prev["t"], prev["answer_t"])
+                         or (read_after_long_stop(name, prev) and
+                             jetfan_failed_between(cur["seq"], prev["t"] - 2 * ack_timeout_ns[name], cur["t"]))))
                 if prev["answer"] != "ack" or late:
                     cause = "after_failure"
                 elif generation(prev["answer_t"]) != generation(cur["t"]):

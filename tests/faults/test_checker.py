@@ -113,6 +113,32 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(r["findings"], [])
         self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_jetfan_restart": 2, "after_failure": 1})
 
+    def test_ack_read_after_a_long_sigstop_is_late_when_jetfan_failed_the_delivery(self):
+        w = World()
+        w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "A-0 for 6.0 s",
+                          "begin": 1500 * MS, "end": 7500 * MS, "t": 7500 * MS, "stops_jetfan": False})
+        w.handler["A"] = [x for x in w.handler["A"] if x[2] != 4]
+        w.deliver("A", 4, 7600 * MS)                 # read from the socket after SIGCONT, acked
+        w.answers = [a for a in w.answers if a[1] != 4]
+        w.answers.append((6600 * MS, 4, 0, 1, 2, 0, 0))  # jetfan had NAKed it: A timed out
+        w.deliver("A", 4, 8000 * MS, deliveries=2)
+        w.answers.append((8100 * MS, 4, 0, 2, 1, 0, 0))
+        r = w.check()
+        self.assertEqual(r["findings"], [])
+        self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_failure": 1})
+
+    def test_ack_read_after_a_long_sigstop_still_counts_when_jetfan_did_not_fail_it(self):
+        w = World()
+        w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "A-0 for 6.0 s",
+                          "begin": 1500 * MS, "end": 7500 * MS, "t": 7500 * MS, "stops_jetfan": False})
+        w.handler["A"] = [x for x in w.handler["A"] if x[2] != 4]
+        w.deliver("A", 4, 7600 * MS)
+        w.answers = [a for a in w.answers if a[1] != 4]
+        w.deliver("A", 4, 8000 * MS, deliveries=2)
+        w.answers.append((8100 * MS, 4, 0, 2, 1, 0, 0))
+        r = w.check()
+        self.assertTrue(any("DUPLICATE AFTER ACK" in f for f in r["findings"]))
+
     def test_two_copies_at_once(self):
         w = World()
         # a second copy of 6 on another connection, before the first was answered
