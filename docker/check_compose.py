@@ -16,14 +16,20 @@ systemd units agree on commands, paths and ids, since no container engine runs h
 - the handler commands fit jetfan-example-handler's usage (run here);
 - jetfan's stop_grace_period outlasts the config's drain_timeout; the image's CMD and HEALTHCHECK
   use $JETFAN_CONFIG; the demo stage turns jetfan's health check off;
+- the HEALTHCHECK runs a jetfan command whose options are all in that command's usage line in the
+  real `jetfan <command> --help`, and the real binary accepts its command line as written (with a
+  copy of the config whose control socket nobody serves, it must exit 69: nothing answers, which
+  is not 64, a bad command line);
 - every build section names this Dockerfile and one of its stages.
 Exit 0: all agree; 1: something does not (each failure says what); 77: python3-yaml is missing.
 """
 
 import os
 import re
+import shlex
 import subprocess
 import sys
+import tempfile
 from urllib.parse import urlparse
 
 try:
@@ -185,6 +191,7 @@ def main():
         expect("$JETFAN_CONFIG" in text, f"runtime stage: {keyword} does not use $JETFAN_CONFIG")
     user = " ".join(a for a, _ in runtime.all("USER"))
     expect(user and not user.startswith("root") and not user.startswith("0"), "runtime stage: runs as root")
+    check_healthcheck(runtime, os.path.join(build, "daemon", "jetfan"), config)
     demo = dockerfile.stage(stages, "demo")
     expect([a for a, _ in demo.all("HEALTHCHECK")] == ["NONE"], "demo stage: jetfan's HEALTHCHECK is not turned off")
     for stage_ in stages:
@@ -192,6 +199,76 @@ def main():
             for source in sources if source_stage is None else []:
                 expect(os.path.exists(os.path.join(root, source)), f"Dockerfile:{line}: COPY {source}: no such file")
     return report()
+
+
+def healthcheck_command(runtime):
+    """The runtime stage's HEALTHCHECK as the words of its jetfan command: the shell command of
+    `HEALTHCHECK [OPTIONS] CMD ...` up to its first `||`, `&&`, `;` or `|`, without redirections."""
+    checks = runtime.all("HEALTHCHECK")
+    if not expect(len(checks) == 1, f"runtime stage: {len(checks)} HEALTHCHECK instructions, not 1"):
+        return None
+    args, line = checks[0]
+    match = re.match(r"(?:--\S+\s+)*CMD\s+(.*)", args, re.DOTALL)
+    if not expect(match, f"Dockerfile:{line}: HEALTHCHECK {args}: no CMD"):
+        return None
+    command = match.group(1).strip()
+    expect(not command.startswith("["), f"Dockerfile:{line}: HEALTHCHECK CMD in exec form; this check reads the shell form")
+    lexer = shlex.shlex(command, posix=True, punctuation_chars="|&;<>")
+    lexer.whitespace_split = True
+    words = []
+    for word in lexer:
+        if word in ("||", "&&", ";", "|", "&"):
+            break
+        words.append(word)
+    # Without redirections: `> FILE`, `2> FILE`, `2>&1`.
+    redirections = {">", ">>", "<", ">&", "&>", "<&"}
+    plain, i = [], 0
+    while i < len(words):
+        if words[i] in redirections:
+            i += 2
+        elif words[i].isdigit() and i + 1 < len(words) and words[i + 1] in redirections:
+            i += 3
+        else:
+            plain.append(words[i])
+            i += 1
+    return plain, line
+
+
+def check_healthcheck(runtime, jetfan_binary, config):
+    """The HEALTHCHECK's jetfan command: its options are in the real usage of that command, and the
+    real binary accepts its command line (exit 69 against a control socket nobody serves)."""
+    found = healthcheck_command(runtime)
+    if not found:
+        return
+    words, line = found
+    if not expect(len(words) >= 2 and words[0] == "jetfan",
+                  f"Dockerfile:{line}: the HEALTHCHECK runs {words}, not a jetfan command"):
+        return
+    command = words[1]
+    helped = subprocess.run([jetfan_binary, command, "--help"], capture_output=True, text=True)
+    expect(helped.returncode == 0, f"jetfan {command} --help exits {helped.returncode}")
+    usage = [l.strip() for l in helped.stdout.splitlines() if re.match(rf"\s+{re.escape(command)}\b", l)]
+    if not expect(usage, f"Dockerfile:{line}: `jetfan --help` lists no command {command!r}"):
+        return
+    accepted = set(re.findall(r"--[a-z][\w-]*", usage[0]))
+    for word in words[2:]:
+        option = word.split("=", 1)[0]
+        if option.startswith("-"):
+            expect(option in accepted, f"Dockerfile:{line}: HEALTHCHECK: `jetfan {command}` has no option {option} "
+                                       f"(its usage: {usage[0]})")
+    # Run it as written, with $JETFAN_CONFIG a copy of the compose config whose control socket is
+    # in a fresh temp dir, so that nothing answers there: exit 69, never 64 (bad command line).
+    with tempfile.TemporaryDirectory(prefix="jetfan-healthcheck.") as temp:
+        copy = dict(config, control={"path": os.path.join(temp, "jetfan.ctl")})
+        config_path = os.path.join(temp, "jetfan.yaml")
+        with open(config_path, "w", encoding="utf-8") as f:
+            yaml.safe_dump(copy, f)
+        argv = [jetfan_binary] + [w.replace("$JETFAN_CONFIG", config_path).replace("${JETFAN_CONFIG}", config_path)
+                                  for w in words[1:]]
+        ran = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        expect(ran.returncode == 69,
+               f"Dockerfile:{line}: the HEALTHCHECK's `{' '.join(words)}` exits {ran.returncode} with nothing "
+               f"serving its control socket, not 69: {ran.stderr.strip().splitlines()[:1]}")
 
 
 def report():

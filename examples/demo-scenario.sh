@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The demo scenario, run against a build directory (scripts/demo.sh builds and calls this; a test
 # runs it too). It publishes events, shows each handler receiving exactly its own, and checks that
-# the consumer ends with nothing pending.
+# the consumer ends with nothing pending. Of its two handlers, builder is the TypeScript example
+# (examples/handler.ts, on Node) and audit the C++ one (examples/handler.cpp).
 #   examples/demo-scenario.sh BUILD_DIR [--no-wait]
+# The TypeScript handler needs node and npm (scripts/deps.sh installs them); proto/node/env.sh
+# brings Node 20 if the machine's is older, and installs the client's devDependencies (tsc).
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 bin=$1
 wait_at_end=1
 [ "${2:-}" = "--no-wait" ] && wait_at_end=0
@@ -26,6 +30,23 @@ wait_for() {  # wait_for WHAT SECONDS COMMAND...: polls COMMAND until it succeed
   for _ in $(seq $((seconds * 20))); do "$@" && return 0; sleep 0.05; done
   echo "demo: timed out waiting for $what" >&2; exit 1
 }
+
+say "the TypeScript example handler (examples/handler.ts), compiled with tsc against @jetfan/client"
+source "$here/../proto/node/env.sh"
+jetfan_node_env
+jetfan_node_build
+ts=$dir/ts-handler  # a module's project, with the client in its node_modules
+mkdir -p "$ts/node_modules/@jetfan"
+ln -s "$jetfan_node_dir" "$ts/node_modules/@jetfan/client"
+cp "$here/handler.ts" "$ts/handler.ts"
+echo '{"private": true, "type": "module"}' > "$ts/package.json"
+cat > "$ts/tsconfig.json" <<JSON
+{"compilerOptions": {"target": "ES2022", "module": "NodeNext", "moduleResolution": "NodeNext", "strict": true,
+                     "typeRoots": ["$jetfan_node_dir/node_modules/@types"], "types": ["node"]},
+ "files": ["handler.ts"]}
+JSON
+node "$jetfan_node_dir/node_modules/typescript/bin/tsc" -p "$ts"
+echo "node $(node --version): $ts/handler.js"
 
 say "nats-server with JetStream in $dir (random port)"
 nats-server -js -sd "$dir/jetstream" -a 127.0.0.1 -p -1 > "$dir/nats.log" 2>&1 &
@@ -62,10 +83,14 @@ say "jetfan serve (config: $dir/jetfan.yaml)"
 pids+=($!)
 wait_for "jetfan's socket" 10 test -S "$dir/builder.sock"
 
-say "two handler processes: builder (two patterns) and audit (#)"
+say "two handler processes: builder (two patterns; TypeScript, on Node) and audit (#; C++)"
 for handler in builder audit; do
-  "$bin/examples/jetfan-example-handler" "$dir/builder.sock" $handler \
-    > >(tee "$dir/$handler.out" | sed -u "s/^/  $(printf '%-7s' $handler) | /") &
+  if [ $handler = builder ]; then
+    command=(env JETFAN_SOCKET="$dir/builder.sock" JETFAN_HANDLER=builder node "$ts/handler.js")
+  else
+    command=("$bin/examples/jetfan-example-handler" "$dir/builder.sock" $handler)
+  fi
+  "${command[@]}" > >(tee "$dir/$handler.out" | sed -u "s/^/  $(printf '%-7s' $handler) | /") &
   pids+=($!)
   wait_for "$handler to connect" 10 grep -q "connected" "$dir/$handler.out"
 done
@@ -84,11 +109,32 @@ if [ "$(got builder)" != 3 ] || [ "$(got audit)" != 4 ] || grep -q "got mesh-cat
   echo "demo: FAILED: builder got $(got builder) (expected 3), audit got $(got audit) (expected 4)" >&2
   exit 1
 fi
+# Which processes jetfan served, by the pids it read from the kernel (jetfan status --json).
+instance() {  # instance HANDLER: the command line of its one connected instance
+  local pid
+  pid=$("$bin/daemon/jetfan" status --json --config "$dir/jetfan.yaml" | node -e '
+    let text = ""; process.stdin.on("data", (d) => (text += d)).on("end", () => {
+      const instances = JSON.parse(text).handlers.find((h) => h.name === process.argv[1]).instances;
+      console.log(instances.length === 1 ? instances[0].pid : "");
+    });' "$1")
+  [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline"
+}
+builder_command=$(instance builder) audit_command=$(instance audit)
+case $builder_command in
+  *node*" $ts/handler.js ") ;;
+  *) echo "demo: FAILED: builder is \"$builder_command\", not node running the TypeScript example" >&2; exit 1 ;;
+esac
+case $audit_command in
+  "$bin/examples/jetfan-example-handler "*) ;;
+  *) echo "demo: FAILED: audit is \"$audit_command\", not the C++ example" >&2; exit 1 ;;
+esac
+echo "builder: ${builder_command% }"
+echo "audit:   ${audit_command% }"
 cat <<TEXT
 
-demo: OK. builder received the three events its patterns match; audit (#) received all four;
-mesh-catalog.upgraded went to audit only. Each message was acked to JetStream only after every
-handler it was for had confirmed it, and nothing is left pending.
+demo: OK. builder (TypeScript) received the three events its patterns match; audit (#, C++)
+received all four; mesh-catalog.upgraded went to audit only. Each message was acked to JetStream
+only after every handler it was for had confirmed it, and nothing is left pending.
 TEXT
 if [ "$wait_at_end" = 1 ]; then
   say "running; press Ctrl-C to stop and clean up"

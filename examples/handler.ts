@@ -1,14 +1,13 @@
-// A complete jetfan handler in TypeScript: prints each build event and acknowledges it.
+// A complete jetfan handler in TypeScript: prints each message it is given and acknowledges it.
 import { connect } from "@jetfan/client";
 
-const handler = await connect({
-  socket: process.env.JETFAN_SOCKET ?? "/run/jetfan/builder.sock",
-  handler: process.env.JETFAN_HANDLER ?? "builder",
-});
+const name = process.env.JETFAN_HANDLER ?? "builder";
+const socket = process.env.JETFAN_SOCKET ?? "/run/jetfan/builder.sock";
+const handler = await connect({ socket, handler: name }); // reconnects by itself
+console.log(`[${name}] connected`);
 process.once("SIGTERM", () => handler.close());
 
-for await (const msg of handler) {
-  const event = msg.json<{ machine: number }>();
-  console.log(`${msg.key} #${msg.seq}: machine ${event.machine}`);
-  msg.ack();
+for await (const msg of handler) { // msg.key, .seq, .deliveries, .headers, .data, .json()
+  console.log(`[${name}] got ${msg.key} (seq ${msg.seq}): ${msg.text()}`);
+  msg.ack(); // or msg.nak(delayMs), msg.term(reason), msg.working()
 }

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building, testing and the demo need, from Debian 12 packages, if it is missing.
 set -euo pipefail
-packages=(g++ cmake ninja-build pkg-config libnats-dev libboost-dev libspdlog-dev libyaml-cpp-dev
-          catch2 libsystemd-dev nlohmann-json3-dev nats-server python3 python3-venv
+# What configuring and building need (the find_package, pkg_check_modules and find_program of the
+# CMakeLists.txt files, tests included). docker/Dockerfile's build stage installs exactly these:
+# docker/check_build_context.py checks both against each other and against the CMake files.
+build_packages=(g++ cmake ninja-build pkg-config python3 libnats-dev libboost-dev libspdlog-dev
+                libyaml-cpp-dev nlohmann-json3-dev libsystemd-dev catch2)
+# What the tests and the demo need besides.
+packages=("${build_packages[@]}" nats-server python3-venv
           prometheus  # promtool checks the /metrics text in the tests
           dpkg-dev lintian man-db python3-yaml systemd-container  # packaging, docker/ and systemd/ checks
           openssl)  # tests/auth: keys, certificates and JWTs made by the test

@@ -8,6 +8,7 @@
 #             (every warning fails), man jetfan(1) found in the root; the installed example config
 #             passes `jetfan check`.
 #   security  systemd-analyze security --offline: prints the table; fails above exposure 1.9.
+# Either first checks that tmpfiles.d, jetfan@.socket and jetfan@.service give /run/jetfan one mode.
 # Exit 77 (skipped) when systemd-analyze is missing.
 set -euo pipefail
 mode=$1
@@ -46,6 +47,23 @@ grep -q '^jetfan:x:[0-9]*:[0-9]*:' "$stage/etc/passwd" ||
 perms=$(stat -c '%a %U' "$stage/run/jetfan" 2> /dev/null || true)
 [ "${perms%% *}" = 750 ] ||
   { echo "FAILED: systemd-tmpfiles made /run/jetfan '$perms', expected mode 750"; exit 1; }
+# Whoever makes /run/jetfan gives it one mode: tmpfiles.d, jetfan@.socket when it is missing
+# (DirectoryMode=), jetfan@.service (RuntimeDirectory=jetfan, RuntimeDirectoryMode=).
+tmpfiles_mode=$(awk '$1 == "d" && $2 == "/run/jetfan" { print $3 }' "$stage/usr/lib/tmpfiles.d/jetfan.conf")
+socket_mode=$(sed -n 's/^DirectoryMode=//p' "$units/jetfan@.socket")
+service_mode=$(sed -n 's/^RuntimeDirectoryMode=//p' "$units/jetfan@.service")
+listen=$(sed -n 's/^ListenStream=//p' "$units/jetfan@.socket")
+[ "$(dirname "$listen")" = /run/jetfan ] ||
+  { echo "FAILED: jetfan@.socket listens on $listen, not in /run/jetfan"; exit 1; }
+grep -qx 'RuntimeDirectory=jetfan' "$units/jetfan@.service" ||
+  { echo "FAILED: jetfan@.service has no RuntimeDirectory=jetfan"; exit 1; }
+for pair in "jetfan@.socket DirectoryMode=$socket_mode" "jetfan@.service RuntimeDirectoryMode=$service_mode"; do
+  value=${pair#*=}
+  [ -n "$tmpfiles_mode" ] && [ -n "$value" ] && [ "$((8#$value))" = "$((8#$tmpfiles_mode))" ] ||
+    { echo "FAILED: ${pair% *} has ${pair#* }, but tmpfiles.d/jetfan.conf makes /run/jetfan" \
+           "${tmpfiles_mode:-(no d line for it)}: whoever makes the directory must give it the same mode"; exit 1; }
+done
+echo "/run/jetfan: mode $tmpfiles_mode in tmpfiles.d, jetfan@.socket (DirectoryMode) and jetfan@.service (RuntimeDirectoryMode)"
 
 case $mode in
   verify)

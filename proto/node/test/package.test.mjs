@@ -52,7 +52,7 @@ test("npm pack makes a tarball that installs offline; the example handler compil
   t.after(() => handler.stop("SIGKILL"));
   await mesh.jetfan.waitOutput("connected");
   const seq = await mesh.publish("mesh-build-machine.built", JSON.stringify({ machine: 3 }));
-  await handler.waitOutput(`mesh-build-machine.built #${seq}: machine 3`);
+  await handler.waitOutput(`[builder] got mesh-build-machine.built (seq ${seq}): {"machine":3}`);
   await mesh.waitSettled();
   assert.deepEqual(await handler.stop("SIGTERM"), { code: 0, signal: null }, handler.output);
 });
