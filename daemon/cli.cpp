@@ -33,7 +33,8 @@ commands:
   check --config FILE                       check a config file; print every error; exit 0 if good
   status [--json] (--config FILE | --control PATH)
                                             what a running jetfan does now: problems first, the
-                                            consumer, each handler; --json for scripts
+                                            consumer, each handler; --json for scripts; exit 0
+                                            only while it serves (75 while starting or draining)
   tail [PATTERN] (--config FILE | --control PATH)
                                             print messages as they arrive (those whose key matches
                                             PATTERN), and where they went; never slows jetfan

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "startup_error.hpp"
 #include "unique_fd.hpp"
 
@@ -44,43 +46,59 @@ bool send_line(int fd, const std::string& line) {
 
 // Copies everything jetfan sends to stdout until it closes; returns what it sent first (up to the
 // first newline), so the caller can tell OK from REFUSED or ERR.
-std::string copy_reply(int fd) {
-  std::string first;
+// Copies the reply to stdout as it comes; returns its first line, or all of it with `keep_all`.
+std::string copy_reply(int fd, bool keep_all) {
+  std::string kept;
   bool first_done = false;
   char buffer[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    if (!first_done) {
-      const std::string_view chunk(buffer, static_cast<std::size_t>(n));
+    const std::string_view chunk(buffer, static_cast<std::size_t>(n));
+    if (keep_all) {
+      kept.append(chunk);
+    } else if (!first_done) {
       const auto end = chunk.find('\n');
-      first.append(chunk.substr(0, end));
+      kept.append(chunk.substr(0, end));
       first_done = end != std::string_view::npos;
     }
     std::fwrite(buffer, 1, static_cast<std::size_t>(n), stdout);
     std::fflush(stdout);
   }
-  return first;
+  return kept;
 }
 
-int run(const std::string& path, const std::string& command, std::string& first) {
+int run(const std::string& path, const std::string& command, std::string& first, bool keep_all = false) {
   auto fd = connect_control(path);
   if (!fd) return kExitUnavailable;
   if (!send_line(fd->get(), command + "\n")) {
     std::fprintf(stderr, "jetfan: control socket %s closed before the command was sent\n", path.c_str());
     return kExitUnavailable;
   }
-  first = copy_reply(fd->get());
+  first = copy_reply(fd->get(), keep_all);
   return kExitOk;
 }
 
 }  // namespace
 
 int control_status(const std::string& path, bool json) {
-  std::string first;
-  const int status = run(path, json ? "STATUS JSON" : "STATUS", first);
-  return status == kExitOk && first.rfind("ERR", 0) == 0 ? kExitSoftware : status;
+  std::string reply;
+  const int status = run(path, json ? "STATUS JSON" : "STATUS", reply, true);
+  if (status != kExitOk) return status;
+  if (reply.rfind("ERR", 0) == 0) return kExitSoftware;
+  // Answering is not serving: while it connects, binds or drains, a health check must fail.
+  std::string state;
+  if (json) {
+    const auto doc = nlohmann::json::parse(reply, nullptr, false);
+    if (doc.is_object() && doc.contains("state") && doc["state"].is_string()) state = doc["state"];
+  } else {
+    // "jetfan <version> <state> consumer ..."
+    const auto first = std::string_view(reply).substr(0, reply.find('\n'));
+    const auto at = first.find(' ', first.find(' ') + 1);
+    if (at != std::string_view::npos) state = std::string(first.substr(at + 1, first.find(' ', at + 1) - at - 1));
+  }
+  return state == "serving" ? kExitOk : kExitTempFail;
 }
 
 int control_reload(const std::string& path) {

@@ -6,7 +6,8 @@
 
 namespace jetfan {
 
-// STATUS or STATUS JSON. Exit status: 0, or 69 when the control socket cannot be reached.
+// STATUS or STATUS JSON. Exit status: 0 while jetfan serves, 75 while it is not serving (still
+// connecting and binding, or draining), 69 when the control socket cannot be reached.
 int control_status(const std::string& path, bool json);
 // RELOAD. Exit status: 0 applied, 78 refused (the reply says why), 69 unreachable.
 int control_reload(const std::string& path);

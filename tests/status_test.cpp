@@ -111,3 +111,19 @@ TEST_CASE("jetfan status reaches the control socket from --config or --control, 
   // The handler socket does not take control commands.
   CHECK_THAT(control_request(mesh.socket_path(), "STATUS", 3s), Catch::StartsWith("ERR"));
 }
+
+TEST_CASE("jetfan status answers but exits 75 while jetfan is not serving yet, so a health check fails",
+          "[integration]") {
+  Mesh mesh;
+  mesh.stop_server();  // jetfan keeps trying to connect: it starts, but does not serve
+  mesh.start_jetfan(mesh.config(kBuilderAndAudit), false);
+  REQUIRE(mesh.wait_for_log("control socket"));
+  std::string output;
+  CHECK(run_jetfan({"status", "--control", mesh.control_path()}, mesh.dir(), output) == 75);
+  CHECK_THAT(output, Catch::Contains("PROBLEM: not serving yet"));
+  CHECK(run_jetfan({"status", "--json", "--control", mesh.control_path()}, mesh.dir(), output) == 75);
+  CHECK(nlohmann::json::parse(output)["state"] == "starting");
+  mesh.start_server();
+  REQUIRE(mesh.wait_for_log("serving consumer"));
+  CHECK(run_jetfan({"status", "--json", "--control", mesh.control_path()}, mesh.dir(), output) == 0);
+}
