@@ -398,6 +398,7 @@ void Dispatcher::check_full(TimePoint now) {
   }
   const bool first = !stalled_;
   stalled_ = true;
+  stalled_by_ = worst;
   if (!full_warnings_.allow("full", now).log && !first) return;
   const auto& b = loads[worst];
   const auto age =

@@ -156,6 +156,7 @@ class Dispatcher final : private SessionOwner {
   std::optional<TimePoint> full_since_;  // held has been max_held, with nothing settling, since
   std::uint64_t settled_when_full_ = 0;
   bool stalled_ = false;
+  std::size_t stalled_by_ = 0;  // while stalled_: the handler holding everyone up
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;
   // Observation: set per batch, counted per message, read by fill_status.

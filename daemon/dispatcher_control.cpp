@@ -57,6 +57,9 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
   auto age = [now](TimePoint since) { return std::chrono::duration<double>(now - since).count(); };
   if (const auto oldest = core_.oldest_held()) s.oldest_held_seconds = age(*oldest);
   s.pulls_outstanding = ledger_.outstanding();
+  if (stalled_ && full_since_ && stalled_by_ < config_.handlers.size()) {
+    s.stall = StatusSnapshot::Stall{config_.handlers[stalled_by_].name, age(*full_since_)};
+  }
   s.reconnects = reconnects_;
   s.publish_age = publish_age_;
 

@@ -77,6 +77,13 @@ TEST_CASE("status text: a handler with no instance and messages waiting is the f
   auto calm = example();
   calm.handlers[1].queued = 0;
   CHECK(status_problems(calm).empty());
+  // Full with nothing settling: the one holding everyone up is named, connected or not.
+  auto stuck = calm;
+  stuck.stall = StatusSnapshot::Stall{"builder", 7.0};
+  REQUIRE(status_problems(stuck).size() == 1);
+  CHECK(status_problems(stuck)[0] ==
+        "jetfan holds all it may and nothing has settled for 7.0s: handler \"builder\" holds everyone up; unstick "
+        "it, or set when_full: hand_back for it");
 }
 
 TEST_CASE("status JSON: versioned schema, the same figures as the text", "[unit]") {

@@ -42,6 +42,11 @@ std::vector<std::string> status_problems(const StatusSnapshot& s) {
   std::vector<std::string> problems;
   if (s.state == "starting") problems.push_back("not serving yet: connecting to NATS and binding the consumer");
   if (s.state == "draining") problems.push_back("draining: jetfan is stopping and takes no new messages");
+  if (s.stall) {
+    problems.push_back("jetfan holds all it may and nothing has settled for " + format::duration(s.stall->seconds) +
+                       ": handler \"" + s.stall->handler +
+                       "\" holds everyone up; unstick it, or set when_full: hand_back for it");
+  }
   for (const auto& h : s.handlers) {
     if (!h.instances.empty()) continue;
     const std::size_t waiting = h.queued + h.in_flight;

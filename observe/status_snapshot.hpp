@@ -85,6 +85,12 @@ struct StatusSnapshot {
   std::optional<double> oldest_held_seconds;
   std::size_t pulls_outstanding = 0;
   std::uint64_t reconnects = 0;
+  // Set while jetfan is full and nothing has settled for a while (the stall warning's subject).
+  struct Stall {
+    std::string handler;  // the one holding everyone up
+    double seconds = 0;   // since jetfan has been full with nothing settling
+  };
+  std::optional<Stall> stall;
   std::vector<std::string> recent_unmatched_keys;  // keys no handler matched, newest last
   std::vector<SubjectCount> unroutable_subjects;   // subjects without the key prefix
   LatencyHistogram publish_age;                    // from publish (JetStream timestamp) to arrival

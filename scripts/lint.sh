@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Style and static checks, failing on any finding:
 #   - clang-format-14 (.clang-format) on every C++ file in the repository;
-#   - clang-tidy-14 (.clang-tidy) on the C++ sources of core/, config/, proto/, daemon/ and handles/.
+#   - clang-tidy-14 (.clang-tidy) on the C++ sources of core/, config/, observe/, proto/, daemon/ and handles/.
 # Needs a configured build/ (compile_commands.json): scripts/build.sh makes one.
 #   scripts/lint.sh [--fix | --format-only]
 #     --fix          rewrites the files clang-format would change
@@ -27,7 +27,7 @@ if [ "${1:-}" = "--format-only" ]; then
   exit 0
 fi
 
-mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep -E '^(core|config|proto|daemon|handles)/.*\.cpp$' |
+mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep -E '^(core|config|proto|daemon|handles|observe)/.*\.cpp$' |
                        grep -v -e '_fuzz\.cpp$')
 echo "== clang-tidy: ${#sources[@]} files"
 # One process per file, two at a time; any warning fails the run.

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <set>
 
+#include "control.hpp"
 #include "mesh.hpp"
 #include "raw_peer.hpp"
 
@@ -298,6 +299,9 @@ TEST_CASE("a handler that holds everyone up when jetfan is full is named in a wa
   REQUIRE(mesh.wait_for_log("handler \"audit\" owes 5 of them (0 in flight)"));
   CHECK_THAT(mesh.jetfan_log(), Catch::Contains("all that max_held (5) allows, and none has settled for 5s") &&
                                     Catch::Contains("with 0 instance(s) connected"));
+  CHECK_THAT(control_request(mesh.control_path(), "STATUS"),
+             Catch::Contains("PROBLEM: jetfan holds all it may and nothing has settled for") &&
+                 Catch::Contains("handler \"audit\" holds everyone up"));
   CHECK(mesh.state().num_pending == 5);  // nothing more was pulled
   mesh.start_handler("audit");
   REQUIRE(mesh.wait_settled());
