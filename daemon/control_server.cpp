@@ -85,7 +85,7 @@ void ControlSession::read_command() {
                           });
 }
 
-void ControlSession::reply_and_close(std::string text) {
+void ControlSession::reply_and_close(const std::string& text) {
   JETFAN_ON_IO_THREAD(thread_);
   if (closed_) return;
   out_.append(text);
@@ -93,7 +93,7 @@ void ControlSession::reply_and_close(std::string text) {
   flush();
 }
 
-void ControlSession::start_stream(std::string first_line) {
+void ControlSession::start_stream(const std::string& first_line) {
   JETFAN_ON_IO_THREAD(thread_);
   streaming_ = true;
   out_.append(first_line);
@@ -184,7 +184,10 @@ ControlServer::ControlServer(asio::io_context& io, const ControlSettings& settin
 }
 
 ControlServer::~ControlServer() {
-  stop();
+  try {
+    stop();
+  } catch (const std::exception&) {  // cancelling a timer: nothing to do about it at exit
+  }
   if (bound_) ::unlink(path_.c_str());
 }
 

@@ -51,9 +51,9 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   void start();
   std::uint64_t id() const { return id_; }
   // Writes `text`, then closes.
-  void reply_and_close(std::string text);
+  void reply_and_close(const std::string& text);
   // From now on the session streams: stream() appends, the peer closing ends it (on_control_closed).
-  void start_stream(std::string first_line);
+  void start_stream(const std::string& first_line);
   // Appends `text` if the unwritten output stays within kStreamBufferBytes; else drops and counts it.
   bool stream(std::string_view text);
   std::uint64_t dropped() const { return dropped_total_; }

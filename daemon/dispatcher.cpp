@@ -101,7 +101,7 @@ Dispatcher::~Dispatcher() {
 
 void Dispatcher::start() {
   JETFAN_ON_IO_THREAD(thread_);
-  listener_.start([this](std::shared_ptr<HandlerSession> session) { on_accepted(std::move(session)); });
+  listener_.start([this](const std::shared_ptr<HandlerSession>& session) { on_accepted(session); });
   reader_.subscribe([this](std::vector<NatsMsgPtr>& incoming, bool reconnected) { on_ingress(incoming, reconnected); });
   top_up_pulls();
   housekeeping();
@@ -419,7 +419,7 @@ std::string Dispatcher::describe(const HandlerSession& session) const {
   return "\"" + session.handler_name() + "\" (" + session.peer() + ")";
 }
 
-void Dispatcher::on_accepted(std::shared_ptr<HandlerSession> session) {
+void Dispatcher::on_accepted(const std::shared_ptr<HandlerSession>& session) {
   JETFAN_ON_IO_THREAD(thread_);
   sessions_.emplace(session->id(), session);
   session->start();

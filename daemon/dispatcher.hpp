@@ -94,7 +94,7 @@ class Dispatcher final : private SessionOwner {
   bool busy(const HandlerSession& session) const override;
   void on_closed(HandlerSession& session) override;
 
-  void on_accepted(std::shared_ptr<HandlerSession> session);
+  void on_accepted(const std::shared_ptr<HandlerSession>& session);
 
   void on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected);
   void on_status(const PullStatus& status, TimePoint now);

@@ -26,7 +26,7 @@ struct TempDir {
   }
   ~TempDir() { std::filesystem::remove_all(path); }
   std::string write(const std::string& name, const std::string& text, mode_t mode = 0600) const {
-    const std::string file = path + "/" + name;
+    std::string file = path + "/" + name;
     std::ofstream(file) << text;
     ::chmod(file.c_str(), mode);
     return file;

@@ -14,6 +14,7 @@ std::vector<int>& passed() {
   static std::vector<int> fds = [] {
     std::vector<int> out;
     const int count = sd_listen_fds(1);
+    out.reserve(count > 0 ? static_cast<std::size_t>(count) : 0);
     for (int i = 0; i < count; ++i) out.push_back(SD_LISTEN_FDS_START + i);
     return out;
   }();

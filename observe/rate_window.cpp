@@ -17,8 +17,9 @@ void RateWindow::add(TimePoint at, const std::vector<Named>& handlers) {
 HandlerRates RateWindow::rates(std::string_view name, const HandlerStats& current, TimePoint now) const {
   HandlerRates rates;
   for (const auto& sample : samples_) {
-    for (const auto& [sampled, counts] : sample.handlers) {
-      if (sampled != name) continue;
+    for (const auto& entry : sample.handlers) {
+      if (entry.first != name) continue;
+      const auto& counts = entry.second;  // not a structured binding: the lambda below captures it
       const double seconds = std::chrono::duration<double>(now - sample.at).count();
       if (seconds <= 0) return rates;
       const Counts now_counts = counts_of(current);
