@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, checks the code's format, builds, runs every
 # test (the fault suite's short run and its regressions among them); runs the benchmark harness in
-# smoke mode (it must work; no timing is asserted); then builds again with AddressSanitizer and
+# smoke mode (it must work; no timing is asserted); runs clang-tidy; then builds again with AddressSanitizer and
 # UndefinedBehaviorSanitizer and runs every test once more but the slow ones (the fault runs and the
 # 100-stop loop, which exercise the same code for longer).
 set -euo pipefail
@@ -18,6 +18,9 @@ ctest --test-dir build -j "$jobs" --output-on-failure
 
 echo "== benchmark harness, smoke mode"
 bench/run.sh --smoke
+
+echo "== clang-tidy-14 (.clang-tidy), on build/'s compile commands"
+scripts/lint.sh
 
 echo "== build and test with ASan and UBSan (build-sanitize/)"
 JETFAN_BUILD_DIR=build-sanitize scripts/build.sh -DJETFAN_SANITIZE=address,undefined -DJETFAN_CHECKS=ON
