@@ -4,6 +4,7 @@
 #include <random>
 #include <set>
 
+#include "dispatch_checker.hpp"
 #include "dispatch_core.hpp"
 
 using namespace jetfan;
@@ -107,7 +108,8 @@ TEST_CASE("instances of one handler share its messages, least loaded first, with
   CHECK(more.of(Kind::kDeliver)[0].connection == first.connection);
 }
 
-TEST_CASE("a NAK fails the delivery, the nak waits for the other recipients, then goes with a growing delay", "[unit]") {
+TEST_CASE("a NAK fails the delivery, the nak waits for the other recipients, then goes with a growing delay",
+          "[unit]") {
   DispatchCore core(settings(2));
   core.connect(1, 0, kStart);
   core.connect(2, 1, kStart);
@@ -279,12 +281,37 @@ TEST_CASE("a disconnect fails what was in flight on that connection only", "[uni
   core.arrive(arrival(1, 0b1), kStart);
   core.arrive(arrival(2, 0b1), kStart);
   Taken sent(core);
-  const auto on_one = sent.of(Kind::kDeliver)[0].connection == 1 ? sent.of(Kind::kDeliver)[0] : sent.of(Kind::kDeliver)[1];
+  const auto on_one =
+      sent.of(Kind::kDeliver)[0].connection == 1 ? sent.of(Kind::kDeliver)[0] : sent.of(Kind::kDeliver)[1];
   core.disconnect(1, kStart);
   Taken d(core);
   REQUIRE(d.count(Kind::kNak) == 1);
   CHECK(d.of(Kind::kNak)[0].message == on_one.message);
   CHECK(core.held() == 1);
+}
+
+TEST_CASE("no connection can confirm a delivery made on another one, of its handler or another", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 0, kStart);  // another instance of the same handler
+  core.connect(3, 1, kStart);  // another handler
+  core.arrive(arrival(7, 0b01), kStart);
+  Taken sent(core);
+  REQUIRE(sent.count(Kind::kDeliver) == 1);
+  const Effect delivered = sent.of(Kind::kDeliver)[0];
+  for (const ConnectionId other : {ConnectionId{1}, ConnectionId{2}, ConnectionId{3}}) {
+    if (other == delivered.connection) continue;
+    CHECK_FALSE(core.ack(other, delivered.delivery, kStart));
+    CHECK_FALSE(core.term(other, delivered.delivery, kStart));
+    CHECK_FALSE(core.nak(other, delivered.delivery, milliseconds(0), kStart));
+    CHECK_FALSE(core.wip(other, delivered.delivery, kStart));
+  }
+  // Nothing settled, failed or handed back: the delivery is still the owner's to confirm.
+  CHECK(Taken(core).all.empty());
+  CHECK(core.counters().unknown_confirmations == 8);
+  CHECK(core.is_in_flight(delivered.connection, delivered.delivery));
+  CHECK(core.ack(delivered.connection, delivered.delivery, kStart));
+  CHECK(Taken(core).count(Kind::kAck) == 1);
 }
 
 TEST_CASE("TERM from every recipient terminates, TERM and ACK terminates, TERM and NAK naks", "[unit]") {
@@ -348,7 +375,8 @@ TEST_CASE("AckPolicy all acks only the highest sequence below which everything i
   CHECK(core.held() == 0);
 }
 
-TEST_CASE("AckPolicy all: a nak'd message holds the floor until it comes back, unless MaxDeliver is reached", "[unit]") {
+TEST_CASE("AckPolicy all: a nak'd message holds the floor until it comes back, unless MaxDeliver is reached",
+          "[unit]") {
   auto s = settings(1, AckPolicy::kAll);
   s.max_deliver = 2;
   DispatchCore core(s);
@@ -520,7 +548,7 @@ TEST_CASE("draining hands back with a delay that runs out when the last pull req
   Taken failed(core);
   REQUIRE(failed.count(Kind::kNak) == 1);
   CHECK(failed.of(Kind::kNak)[0].delay == milliseconds(2000));  // the handler's 10ms would be too soon
-  core.arrive(arrival(6, 0b1), kStart + milliseconds(2500));      // pulled before the drain began
+  core.arrive(arrival(6, 0b1), kStart + milliseconds(2500));    // pulled before the drain began
   CHECK(Taken(core).of(Kind::kNak).at(0).delay == milliseconds(500));
   core.abandon_all(kStart + milliseconds(4000));
   Taken rest(core);
@@ -531,25 +559,30 @@ TEST_CASE("draining hands back with a delay that runs out when the last pull req
 
 // The randomized model test. A model server publishes (sometimes a subject with no key),
 // redelivers what was nak'd, sometimes redelivers what is still held, and sometimes loses acks and
-// redelivers what was settled; model handlers connect, disconnect and answer at random. Every effect
-// is checked against the invariants in the header. Runs end either by settling everything or by a
-// drain, which must hand everything back with the right delay.
+// redelivers what was settled; model handlers connect, disconnect and answer at random, now and then
+// for a delivery in flight on another connection. Every effect and, after each step, the core's state
+// are checked by DispatchChecker against the rules in the header. Runs end either by settling
+// everything or by a drain, which must hand everything back with the right delay.
 namespace {
 
 struct Model {
   Model(unsigned seed, AckPolicy policy, std::size_t handlers)
-      : random(seed), policy(policy), handler_count(handlers), core(settings(handlers, policy)) {}
+      : random(seed),
+        policy(policy),
+        handler_count(handlers),
+        core(settings(handlers, policy)),
+        checker(settings(handlers, policy)) {}
 
   std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(random); }
-  HandlerMask bit(std::size_t h) const { return HandlerMask{1} << h; }
-  bool all_confirmed(std::uint64_t seq) { return (confirmed[seq] & recipients[seq]) == recipients[seq]; }
+  template <typename T>
+  T pick_from(const std::vector<T>& among) {
+    return among[pick(among.size())];
+  }
 
   void deliver_from_server(std::uint64_t seq) {
-    const MessageHandle handle = next_handle++;
-    seq_of[handle] = seq;
-    const bool no_key = unroutable.count(seq) != 0;
-    if (!settled_at_server.count(seq) && !no_key) held_by_core.insert(seq);
-    core.arrive(Arrival{handle, seq, ++deliveries[seq], recipients[seq], no_key}, now);
+    const Arrival copy{next_handle++, seq, ++deliveries[seq], recipients[seq], unroutable.count(seq) != 0};
+    core.arrive(copy, now);
+    checker.arrived(copy);
   }
   void publish() {
     const std::uint64_t seq = next_seq++;
@@ -563,109 +596,47 @@ struct Model {
     recipients[seq] = static_cast<HandlerMask>(pick(std::size_t{1} << handler_count));
     deliver_from_server(seq);
   }
-  // Under AckPolicy all, one ack settles every sequence up to its own at the server.
-  void settled_by_ack(std::uint64_t seq) {
-    if (policy != AckPolicy::kAll) {
-      settled_at_server.insert(seq);
-      return;
-    }
-    for (std::uint64_t s = 1; s <= seq; ++s) {
-      if (!recipients.count(s)) continue;
-      // Everything below an AckAll ack must be settled by its recipients.
-      REQUIRE(all_confirmed(s));
-      settled_at_server.insert(s);
-      held_by_core.erase(s);
-      nak_pending.erase(s);
-    }
+  void connect(std::size_t handler) {
+    const ConnectionId id = next_connection++;
+    connections[id] = handler;
+    core.connect(id, handler, now);
+    checker.connected(id, handler);
   }
 
   void apply() {
-    // The core forgets deliveries that timed out; so does the model.
-    std::erase_if(in_flight, [&](const auto& f) { return !core.is_in_flight(f.first.first, f.first.second); });
-    auto effects = std::move(core.effects());
+    const auto effects = std::move(core.effects());
     core.effects().clear();
-    for (const auto& e : effects) {
-      const std::uint64_t seq = seq_of.at(e.message);
-      if (unroutable.count(seq)) {
-        // Terminated (unless AckPolicy none), never delivered or acked; nak'd only when a drain
-        // hands back what still waits for the AckPolicy all floor.
-        REQUIRE(e.kind != Kind::kDeliver);
-        REQUIRE(e.kind != Kind::kAck);
-        REQUIRE((e.kind != Kind::kNak || (draining && policy == AckPolicy::kAll)));
-      }
-      if (e.kind == Kind::kAck || e.kind == Kind::kNak || e.kind == Kind::kTerm) {
-        REQUIRE(policy != AckPolicy::kNone);
-        // One verb per copy at most.
-        REQUIRE(answered_copies.insert(e.message).second);
-      }
-      switch (e.kind) {
-        case Kind::kDeliver: {
-          REQUIRE_FALSE(draining);
-          REQUIRE(connections.count(e.connection));
-          const std::size_t h = connections[e.connection];
-          REQUIRE((recipients[seq] & bit(h)));
-          REQUIRE_FALSE((confirmed[seq] & bit(h)));  // never send what it already confirmed
-          in_flight[{e.connection, e.delivery}] = seq;
-          std::size_t on_connection = 0;
-          for (const auto& [key, s] : in_flight) on_connection += key.first == e.connection;
-          REQUIRE(on_connection <= 4);  // max_inflight
-          break;
-        }
-        case Kind::kAck:
-          REQUIRE(all_confirmed(seq));  // never before every recipient confirmed
-          REQUIRE_FALSE(ever_termed.count(seq));
-          ever_acked.insert(seq);
-          held_by_core.erase(seq);
-          settled_by_ack(seq);
-          break;
-        case Kind::kTerm:
-          REQUIRE(all_confirmed(seq));
-          REQUIRE_FALSE(ever_acked.count(seq));
-          ever_termed.insert(seq);
-          held_by_core.erase(seq);
-          settled_by_ack(seq);  // under AckPolicy all a +TERM settles everything below it too
-          break;
-        case Kind::kNak:
-          REQUIRE_FALSE(settled_at_server.count(seq));
-          REQUIRE((!all_confirmed(seq) || draining));
-          if (draining) {
-            const auto left = std::max(Duration(0), std::chrono::ceil<Duration>(handback_until - now));
-            REQUIRE(e.delay == left);
-          }
-          held_by_core.erase(seq);
-          nak_pending.insert(seq);
-          break;
-        case Kind::kFailed:
-          REQUIRE_FALSE(released.count(e.message));  // reported before the message went
-          ++failures;
-          break;
-        case Kind::kWip:
-        case Kind::kRelease: break;
-      }
-      if (e.kind == Kind::kRelease) REQUIRE(released.insert(e.message).second);
-    }
+    REQUIRE(checker.check(effects, now) == "");
+    REQUIRE(checker.check_state(core) == "");
   }
 
   void answer(bool only_good) {
-    if (in_flight.empty()) return;
-    auto it = std::next(in_flight.begin(), static_cast<long>(pick(in_flight.size())));
-    const auto [key, seq] = *it;
-    const auto [connection, delivery] = key;
-    const std::size_t h = connections.at(connection);
+    const auto& flights = checker.in_flight();
+    if (flights.empty()) return;
+    auto [connection, delivery] = std::next(flights.begin(), static_cast<long>(pick(flights.size())))->first;
     const int roll = only_good ? 0 : static_cast<int>(pick(100));
-    in_flight.erase(it);
-    if (roll < 60) {
-      confirmed[seq] |= bit(h);
-      REQUIRE(core.ack(connection, delivery, now));
-    } else if (roll < 70) {
-      confirmed[seq] |= bit(h);
-      REQUIRE(core.term(connection, delivery, now));
-    } else if (roll < 90) {
-      REQUIRE(core.nak(connection, delivery, std::nullopt, now));
-    } else {
-      REQUIRE(core.wip(connection, delivery, now));
-      in_flight[key] = seq;
+    if (roll >= 95 && connections.size() > 1) {
+      // An answer on the wrong connection: the core must not let it settle another's delivery.
+      connection = std::next(connections.begin(), static_cast<long>(pick(connections.size())))->first;
     }
+    using Answer = DispatchChecker::Answer;
+    const Answer verb = roll < 60 ? Answer::kAck : roll < 70 ? Answer::kTerm : roll < 90 ? Answer::kNak : Answer::kWip;
+    bool knew = false;
+    switch (verb) {
+      case Answer::kAck:
+        knew = core.ack(connection, delivery, now);
+        break;
+      case Answer::kTerm:
+        knew = core.term(connection, delivery, now);
+        break;
+      case Answer::kNak:
+        knew = core.nak(connection, delivery, std::nullopt, now);
+        break;
+      case Answer::kWip:
+        knew = core.wip(connection, delivery, now);
+        break;
+    }
+    REQUIRE(checker.answered(connection, delivery, verb, knew) == "");
   }
 
   void step() {
@@ -673,14 +644,12 @@ struct Model {
     if (action < 20) {
       publish();
     } else if (action < 27) {
-      connections[next_connection] = pick(handler_count);
-      core.connect(next_connection, connections[next_connection], now);
-      ++next_connection;
+      connect(pick(handler_count));
     } else if (action < 31 && !connections.empty()) {
       const auto victim = std::next(connections.begin(), static_cast<long>(pick(connections.size())))->first;
       connections.erase(victim);
-      std::erase_if(in_flight, [&](const auto& f) { return f.first.first == victim; });
       core.disconnect(victim, now);
+      checker.disconnected(victim);
     } else if (action < 73) {
       answer(false);
     } else if (action < 83) {
@@ -690,16 +659,14 @@ struct Model {
       core.hand_back_oldest(pick(handler_count), pick(4), now);
     } else if (policy == AckPolicy::kNone) {
       // The server forgets each message once sent: it never redelivers.
-    } else if (action < 92 && !nak_pending.empty()) {
-      const auto seq = *std::next(nak_pending.begin(), static_cast<long>(pick(nak_pending.size())));
-      nak_pending.erase(seq);
-      deliver_from_server(seq);
-    } else if (action < 96 && !held_by_core.empty()) {
+    } else if (const auto nakked = checker.handed_back(); action < 92 && !nakked.empty()) {
+      deliver_from_server(pick_from(nakked));
+    } else if (const auto held = checker.held(); action < 96 && !held.empty()) {
       // The server redelivers something the core still holds.
-      deliver_from_server(*std::next(held_by_core.begin(), static_cast<long>(pick(held_by_core.size()))));
-    } else if (!settled_at_server.empty()) {
+      deliver_from_server(pick_from(held));
+    } else if (const auto settled = checker.settled_at_server(); !settled.empty()) {
       // The server lost an ack and delivers a settled message again.
-      deliver_from_server(*std::next(settled_at_server.begin(), static_cast<long>(pick(settled_at_server.size()))));
+      deliver_from_server(pick_from(settled));
     }
     apply();
   }
@@ -708,21 +675,15 @@ struct Model {
   AckPolicy policy;
   std::size_t handler_count;
   DispatchCore core;
+  DispatchChecker checker;
   TimePoint now = kStart;
-  bool draining = false;
-  TimePoint handback_until{};
-  std::map<MessageHandle, std::uint64_t> seq_of;
-  std::set<MessageHandle> answered_copies, released;
   std::set<std::uint64_t> unroutable;
-  std::map<std::uint64_t, HandlerMask> recipients, confirmed;
+  std::map<std::uint64_t, HandlerMask> recipients;
   std::map<std::uint64_t, std::uint64_t> deliveries;
-  std::set<std::uint64_t> settled_at_server, ever_acked, ever_termed, nak_pending, held_by_core;
   std::map<ConnectionId, std::size_t> connections;
-  std::map<std::pair<ConnectionId, DeliveryId>, std::uint64_t> in_flight;
   ConnectionId next_connection = 1;
   std::uint64_t next_seq = 1;
   MessageHandle next_handle = 1;
-  std::uint64_t failures = 0;
 };
 
 }  // namespace
@@ -737,37 +698,32 @@ TEST_CASE("model: random traffic keeps the invariants, and everything settles or
     for (int step = 0; step < 600; ++step) m.step();
 
     if (end_by_drain) {
-      m.draining = true;
-      m.handback_until = m.now + milliseconds(m.pick(3000));
-      m.core.begin_drain(m.now, std::chrono::ceil<Duration>(m.handback_until - m.now));
+      const Duration handback = milliseconds(m.pick(3000));
+      m.core.begin_drain(m.now, handback);
+      m.checker.began_drain(m.now, handback);
       m.apply();
-      for (int step = 0; step < 100 && !m.in_flight.empty(); ++step) {
+      for (int step = 0; step < 100 && !m.checker.in_flight().empty(); ++step) {
         m.now += milliseconds(m.pick(100));
         if (m.pick(4) == 0) m.publish();  // pulled before the drain began
         m.answer(false);
         m.apply();
       }
       m.core.abandon_all(m.now);
+      m.checker.abandoned_all();
       m.apply();
-      CHECK(m.core.held() == 0);
-      // Everything that arrived was settled, handed back, or released.
-      for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
+      // Everything that arrived was settled or handed back, and released.
+      CHECK(m.checker.check_end(m.core) == "");
       continue;
     }
 
     // Settle: one instance per handler, every answer good, redeliver until nothing is left.
-    for (std::size_t h = 0; h < kHandlers; ++h) {
-      m.connections[m.next_connection] = h;
-      m.core.connect(m.next_connection++, h, m.now);
-    }
+    for (std::size_t h = 0; h < kHandlers; ++h) m.connect(h);
     m.apply();
-    for (int round = 0; round < 10000 && m.settled_at_server.size() < m.next_seq - 1; ++round) {
-      if (!m.in_flight.empty()) {
+    for (int round = 0; round < 10000 && m.checker.settled_at_server().size() < m.next_seq - 1; ++round) {
+      if (!m.checker.in_flight().empty()) {
         m.answer(true);
-      } else if (!m.nak_pending.empty()) {
-        const auto seq = *m.nak_pending.begin();
-        m.nak_pending.erase(seq);
-        m.deliver_from_server(seq);
+      } else if (const auto nakked = m.checker.handed_back(); !nakked.empty()) {
+        m.deliver_from_server(nakked.front());
       } else if (policy == AckPolicy::kNone) {
         break;  // the server forgets what it sent: nothing comes back
       } else {
@@ -776,11 +732,10 @@ TEST_CASE("model: random traffic keeps the invariants, and everything settles or
       }
       m.apply();
     }
-    if (policy != AckPolicy::kNone) CHECK(m.settled_at_server.size() == m.next_seq - 1);
+    if (policy != AckPolicy::kNone) CHECK(m.checker.settled_at_server().size() == m.next_seq - 1);
     // Every failed delivery was reported, once.
     const auto& c = m.core.counters();
-    CHECK(m.failures == c.failed_nak + c.failed_timeout + c.failed_disconnect);
-    CHECK(m.core.held() == 0);
-    for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
+    CHECK(m.checker.failures() == c.failed_nak + c.failed_timeout + c.failed_disconnect);
+    CHECK(m.checker.check_end(m.core) == "");
   }
 }
