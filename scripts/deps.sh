@@ -4,7 +4,8 @@ set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libnats-dev libboost-dev libspdlog-dev libyaml-cpp-dev
           catch2 libsystemd-dev nlohmann-json3-dev nats-server python3 python3-venv
           dpkg-dev lintian man-db python3-yaml systemd-container  # packaging, docker/ and systemd/ checks
-          openssl)  # tests/auth: keys, certificates and JWTs made by the test
+          openssl  # tests/auth: keys, certificates and JWTs made by the test
+          clang-14 libclang-rt-14-dev)  # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

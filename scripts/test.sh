@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, runs every test; runs the benchmark
-# harness in smoke mode (it must work; no timing is asserted); then builds again with
-# AddressSanitizer and UndefinedBehaviorSanitizer and runs every test once more.
+# harness in smoke mode (it must work; no timing is asserted) and each fuzz target for 25 s (any
+# finding fails); then builds again with AddressSanitizer and UndefinedBehaviorSanitizer and runs
+# every test once more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -13,6 +14,9 @@ ctest --test-dir build -j "$jobs" --output-on-failure
 
 echo "== benchmark harness, smoke mode"
 bench/run.sh --smoke
+
+echo "== fuzz targets, a short run each (build-fuzz/)"
+scripts/fuzz.sh --short
 
 echo "== build and test with ASan and UBSan (build-sanitize/)"
 JETFAN_BUILD_DIR=build-sanitize scripts/build.sh -DJETFAN_SANITIZE=address,undefined -DJETFAN_CHECKS=ON
