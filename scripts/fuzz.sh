@@ -1,16 +1,101 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang into build-fuzz/ and runs each for SECONDS (default 60).
-#   scripts/fuzz.sh [SECONDS]
+# Builds the libFuzzer targets with clang into build-fuzz/ and runs each in turn:
+#   parser_fuzz   the protocol parsers (proto/),        seeds in proto/fuzz-corpus/
+#   config_fuzz   the config loader and the matcher,    seeds in config/fuzz-corpus/
+#   session_fuzz  whole handler sessions on a real DispatchCore, checking the core's rules after
+#                 every input (daemon/session_fuzz.cpp), seeds in daemon/fuzz-corpus/
+#
+#   scripts/fuzz.sh [--short] [SECONDS] [TARGET...]
+#     SECONDS per target: 600 by default (or $JETFAN_FUZZ_SECONDS); --short: 25, as scripts/test.sh runs it.
+#     TARGET: some of the targets above; all of them by default.
+#
+# The committed seeds are only read. What a run finds worth keeping goes to build-fuzz/corpus/<target>/
+# and seeds the next run. A finding (a crash, a broken rule, a leak, an input that hangs or runs out of
+# memory; for session_fuzz also an input that makes something else happen when run again in another
+# order) makes the script exit 1 after the other targets have run, printing for each the input
+# that shows it (kept in build-fuzz/findings/<target>/) and the command that runs it again. Fix the
+# bug, and keep the input beside the code as a regression (config/fuzz-regressions/ is replayed by
+# config_test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-60}
+
+seconds=${JETFAN_FUZZ_SECONDS:-600}
+short=
+targets=()
+for arg in "$@"; do
+  case "$arg" in
+    --short) seconds=25 short=1 ;;
+    [0-9]*) seconds=$arg ;;
+    parser_fuzz | config_fuzz | session_fuzz) targets+=("$arg") ;;
+    *)
+      echo "usage: scripts/fuzz.sh [--short] [SECONDS] [parser_fuzz|config_fuzz|session_fuzz ...]" >&2
+      exit 2
+      ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(parser_fuzz config_fuzz session_fuzz)
+
 scripts/deps.sh
-command -v clang++ > /dev/null || apt-get install -y -q --no-install-recommends clang libclang-rt-14-dev
-CXX=clang++ JETFAN_BUILD_DIR=build-fuzz scripts/build.sh -DJETFAN_FUZZ=ON
-mkdir -p build-fuzz/corpus/parser build-fuzz/corpus/config
-printf 'HELLO builder 1\r\nACK 1\r\nNAK 2 100\r\nTERM 3 bad\r\nWIP 4\r\nPING\r\n' > build-fuzz/corpus/parser/commands
-printf '\x05READY 1 b 64 a.*\r\nMSG 1 a.b 7 1 12 15\r\nNATS/1.0\r\n\r\nabc\r\nERR x\r\n' > build-fuzz/corpus/parser/frames
-cp config/jetfan.example.yaml build-fuzz/corpus/config/
-printf 'a.*\n#.c\na.>\n*.#\na.b.c\nc\na\nx.y\n' > build-fuzz/corpus/config/patterns
-build-fuzz/parser_fuzz -max_total_time="$seconds" -max_len=8192 build-fuzz/corpus/parser
-build-fuzz/config_fuzz -max_total_time="$seconds" -max_len=8192 build-fuzz/corpus/config
+build=build-fuzz
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$(command -v clang++-14)" -DJETFAN_FUZZ=ON \
+      -DBUILD_TESTING=OFF > /dev/null
+cmake --build "$build" -j "${JETFAN_JOBS:-$(nproc)}" --target "${targets[@]}"
+
+# Undefined behaviour is a finding too, not a line in the log.
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+found=()
+for target in "${targets[@]}"; do
+  case "$target" in
+    parser_fuzz) seeds=proto/fuzz-corpus max_len=8192 ;;
+    config_fuzz) seeds=config/fuzz-corpus max_len=8192 ;;
+    session_fuzz) seeds=daemon/fuzz-corpus max_len=4096 ;;
+  esac
+  corpus=$build/corpus/$target findings=$build/findings/$target
+  mkdir -p "$corpus" "$findings"
+  log=$findings/last-run.log
+  echo "== $target: ${seconds}s, seeds $seeds/, corpus $corpus/"
+  # One input may take at most 10 s; LeakSanitizer checks every input that allocates more than it frees.
+  status=0
+  "$build/$target" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$findings/" "$corpus" "$seeds" > "$log" 2>&1 || status=$?
+  # The last progress line says how far it got: "#N DONE cov: C ft: F corp: ...".
+  last=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  summary=$(sed -E 's/^#[0-9]+[[:space:]]+[A-Z]+[[:space:]]+//; s/ lim:.*| exec\/s:.*//' <<< "$last")
+  echo "   ${runs:-?} runs${summary:+; $summary}"
+  if [ "$status" -ne 0 ]; then
+    reproducer=$(sed -n 's/^.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
+    echo "   FOUND a problem (exit status $status):" >&2
+    grep -E -m 8 'ERROR:|broken:|runtime error:|SUMMARY:|Timeout|out-of-memory' "$log" | sed 's/^/     /' >&2 || true
+    echo "   input:  ${reproducer:-none written; see the log}" >&2
+    [ -z "$reproducer" ] || echo "   re-run: $build/$target $reproducer" >&2
+    echo "   log:    $log" >&2
+    found+=("$target")
+  elif [ "$target" = session_fuzz ]; then
+    # Each input must make the same things happen whatever ran before it in the process: the
+    # inputs run twice, in two orders, and each prints a digest of what it made happen.
+    inputs=("$seeds")
+    [ -n "$short" ] || inputs+=("$corpus")
+    scratch=$(mktemp -d)
+    for order in 1 2; do
+      JETFAN_FUZZ_DIGEST=1 "$build/$target" -runs=0 -seed="$order" -max_len="$max_len" "$scratch" "${inputs[@]}" \
+        2> /dev/null | grep '^session_fuzz digest' | sort -u > "$findings/digests-$order"
+    done
+    rm -rf "$scratch"
+    if ! diff -q "$findings/digests-1" "$findings/digests-2" > /dev/null; then
+      echo "   FOUND inputs that behave differently from one run to the next:" >&2
+      diff "$findings/digests-1" "$findings/digests-2" | sed -n 's/^[<>] session_fuzz digest /     input fnv1a /p' >&2
+      echo "   digests: $findings/digests-1, $findings/digests-2; re-run:" \
+           "JETFAN_FUZZ_DIGEST=1 $build/$target -runs=0 ${inputs[*]}" >&2
+      found+=("$target")
+    else
+      echo "   the same digest for each of $(wc -l < "$findings/digests-1") inputs, in two orders"
+    fi
+  fi
+done
+
+if [ ${#found[@]} -gt 0 ]; then
+  echo "fuzz: findings in ${found[*]}" >&2
+  exit 1
+fi
+echo "fuzz: no findings"

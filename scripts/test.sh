@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, checks the code's format, builds, runs every
 # test (the fault suite's short run and its regressions among them); runs the benchmark harness in
-# smoke mode (it must work; no timing is asserted); runs clang-tidy; then builds again with AddressSanitizer and
+# smoke mode (it must work; no timing is asserted); runs clang-tidy; runs each fuzz target for a
+# short while (any finding fails); then builds again with AddressSanitizer and
 # UndefinedBehaviorSanitizer and runs every test once more but the slow ones (the fault runs and the
 # 100-stop loop, which exercise the same code for longer).
 set -euo pipefail
@@ -21,6 +22,9 @@ bench/run.sh --smoke
 
 echo "== clang-tidy-14 (.clang-tidy), on build/'s compile commands"
 scripts/lint.sh
+
+echo "== fuzz targets, a short run each (build-fuzz/)"
+scripts/fuzz.sh --short
 
 echo "== build and test with ASan and UBSan (build-sanitize/)"
 JETFAN_BUILD_DIR=build-sanitize scripts/build.sh -DJETFAN_SANITIZE=address,undefined -DJETFAN_CHECKS=ON

@@ -1,0 +1,246 @@
+#include "dispatch_checker.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace jetfan {
+
+namespace {
+HandlerMask bit(std::size_t handler) { return HandlerMask{1} << handler; }
+std::string seq_text(std::uint64_t seq) { return " (sequence " + std::to_string(seq) + ")"; }
+}  // namespace
+
+DispatchChecker::DispatchChecker(const CoreSettings& settings) : settings_(settings) {}
+
+void DispatchChecker::arrived(const Arrival& arrival) {
+  sequence_of_[arrival.message] = arrival.stream_seq;
+  auto [entry, fresh] = sequences_.try_emplace(arrival.stream_seq);
+  Sequence& s = entry->second;
+  if (fresh) {
+    s.recipients = arrival.recipients;
+    s.unroutable = arrival.unroutable;
+  }
+  s.deliveries = arrival.deliveries;
+  s.handed_back = false;
+  s.live = arrival.message;
+}
+
+void DispatchChecker::connected(ConnectionId connection, std::size_t handler) {
+  handler_of_[connection] = handler;
+  connected_.insert(connection);
+}
+
+void DispatchChecker::disconnected(ConnectionId connection) {
+  // What it had in flight stays until the core reports each failure.
+  connected_.erase(connection);
+  gone_.insert(connection);
+}
+
+std::string DispatchChecker::answered(ConnectionId connection, DeliveryId delivery, Answer answer, bool core_knew) {
+  const auto flight = in_flight_.find({connection, delivery});
+  const bool known = flight != in_flight_.end();
+  if (core_knew && !known) {
+    return "the core accepted an answer from connection " + std::to_string(connection) + " for delivery " +
+           std::to_string(delivery) + ", which is not in flight there";
+  }
+  if (!core_knew && known) {
+    return "the core refused an answer from connection " + std::to_string(connection) + " for delivery " +
+           std::to_string(delivery) + ", which is in flight there";
+  }
+  if (!known || answer == Answer::kWip) return "";
+  if (answer == Answer::kNak) return "";  // in flight until the core reports the failure
+  Sequence& s = sequences_.at(flight->second);
+  const HandlerMask handler = bit(handler_of_.at(connection));
+  s.confirmed |= handler;
+  if (answer == Answer::kTerm) s.termed |= handler;
+  s.in_flight &= ~handler;
+  --flights_per_connection_[connection];
+  in_flight_.erase(flight);
+  return "";
+}
+
+void DispatchChecker::began_drain(TimePoint now, Duration handback_delay) {
+  draining_ = true;
+  handback_until_ = now + handback_delay;
+}
+
+void DispatchChecker::abandoned_all() {
+  for (auto& [seq, s] : sequences_) s.in_flight = 0;
+  in_flight_.clear();
+  flights_per_connection_.clear();
+}
+
+std::string DispatchChecker::check(std::span<const Effect> effects, TimePoint now) {
+  for (const Effect& effect : effects) {
+    if (std::string broken = check_one(effect, now); !broken.empty()) return broken;
+  }
+  return "";
+}
+
+std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
+  using Kind = Effect::Kind;
+  if (released_.count(effect.message)) return "an effect names a copy of a message already released";
+  const auto found = sequence_of_.find(effect.message);
+  if (found == sequence_of_.end()) return "an effect names a copy of a message that never arrived";
+  const std::uint64_t seq = found->second;
+  Sequence& s = sequences_.at(seq);
+  const bool verb = effect.kind == Kind::kAck || effect.kind == Kind::kNak || effect.kind == Kind::kTerm;
+  if ((verb || effect.kind == Kind::kWip) && settings_.ack_policy == AckPolicy::kNone) {
+    return "under AckPolicy none, the core told the server something" + seq_text(seq);
+  }
+  if (verb && !answered_.insert(effect.message).second) return "two verbs for one copy of a message" + seq_text(seq);
+
+  switch (effect.kind) {
+    case Kind::kDeliver: {
+      if (draining_) return "a MSG while draining" + seq_text(seq);
+      if (s.unroutable) return "a MSG of a message with no key" + seq_text(seq);
+      if (!connected_.count(effect.connection)) return "a MSG to a connection that is not connected" + seq_text(seq);
+      const std::size_t h = handler_of_.at(effect.connection);
+      if (!(s.recipients & bit(h))) return "a MSG to a handler that is not a recipient" + seq_text(seq);
+      if (s.confirmed & bit(h)) return "a MSG to a handler that already confirmed the message" + seq_text(seq);
+      if (s.in_flight & bit(h)) return "a MSG to a handler that already has the message in flight" + seq_text(seq);
+      if (!delivery_ids_.insert(effect.delivery).second) return "a delivery id used twice" + seq_text(seq);
+      if (++flights_per_connection_[effect.connection] > settings_.handlers.at(h).max_inflight) {
+        return "more deliveries in flight on connection " + std::to_string(effect.connection) +
+               " than its handler's max_inflight";
+      }
+      s.in_flight |= bit(h);
+      in_flight_[{effect.connection, effect.delivery}] = seq;
+      return "";
+    }
+    case Kind::kAck:
+      if (s.unroutable) return "+ACK of a message with no key" + seq_text(seq);
+      if (!all_confirmed(s)) return "+ACK before every recipient ACKed" + seq_text(seq);
+      if (s.termed != 0) return "+ACK of a message a recipient TERMed" + seq_text(seq);
+      if (s.sent_term) return "+ACK of a sequence terminated before" + seq_text(seq);
+      s.sent_ack = true;
+      return settle(seq);
+    case Kind::kTerm:
+      if (!s.unroutable && !all_confirmed(s)) return "+TERM before every recipient settled" + seq_text(seq);
+      if (!s.unroutable && s.termed == 0) return "+TERM though no recipient said TERM" + seq_text(seq);
+      if (s.sent_ack) return "+TERM of a sequence acked before" + seq_text(seq);
+      s.sent_term = true;
+      return settle(seq);
+    case Kind::kNak:
+      if (s.settled) return "-NAK of a sequence settled at the server" + seq_text(seq);
+      if (s.unroutable && !(draining_ && settings_.ack_policy == AckPolicy::kAll)) {
+        return "-NAK of a message with no key" + seq_text(seq);
+      }
+      if (!s.unroutable && all_confirmed(s) && !draining_) {
+        return "-NAK of a message every recipient confirmed" + seq_text(seq);
+      }
+      if (draining_) {
+        const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(handback_until_ - now));
+        if (effect.delay != left) {
+          return "a hand-back while draining after " + std::to_string(effect.delay.count()) + "ms, not the " +
+                 std::to_string(left.count()) + "ms left of the hand-back delay" + seq_text(seq);
+        }
+      }
+      s.handed_back = true;
+      return "";
+    case Kind::kFailed: {
+      const auto flight = in_flight_.find({effect.connection, effect.delivery});
+      if (flight == in_flight_.end()) return "a failure reported of a delivery not in flight" + seq_text(seq);
+      if (flight->second != seq) return "a failure names another message than its delivery's" + seq_text(seq);
+      s.in_flight &= ~bit(handler_of_.at(effect.connection));
+      --flights_per_connection_[effect.connection];
+      in_flight_.erase(flight);
+      ++failures_;
+      return "";
+    }
+    case Kind::kWip:
+      return "";
+    case Kind::kRelease:
+      released_.insert(effect.message);
+      if (s.live == effect.message) s.live = 0;
+      return "";
+  }
+  return "an effect of no known kind";
+}
+
+std::string DispatchChecker::settle(std::uint64_t seq) {
+  if (settings_.ack_policy != AckPolicy::kAll) {
+    Sequence& s = sequences_.at(seq);
+    s.settled = true;
+    s.handed_back = false;
+    return "";
+  }
+  // One verb settles everything up to its sequence at the server.
+  for (auto& [below, s] : sequences_) {
+    if (below > seq) break;
+    const bool never_again =
+        s.handed_back && settings_.max_deliver > 0 && s.deliveries >= static_cast<std::uint64_t>(settings_.max_deliver);
+    if (never_again) continue;  // the server will not deliver it again: it does not hold back the rest
+    if (!all_confirmed(s)) {
+      return "under AckPolicy all, a verb for sequence " + std::to_string(seq) + " settles sequence " +
+             std::to_string(below) + ", which not every recipient has confirmed";
+    }
+    s.settled = true;
+    s.handed_back = false;
+  }
+  return "";
+}
+
+std::string DispatchChecker::check_state(const DispatchCore& core) const {
+  const std::size_t alive = sequence_of_.size() - released_.size();
+  if (core.held() != alive) {
+    return "held() is " + std::to_string(core.held()) + " but " + std::to_string(alive) +
+           " copies are alive (one for each message held)";
+  }
+  if (core.in_flight() != in_flight_.size()) {
+    return "in_flight() is " + std::to_string(core.in_flight()) + " but " + std::to_string(in_flight_.size()) +
+           " deliveries were made and not settled, failed or abandoned";
+  }
+  for (const auto& [key, seq] : in_flight_) {
+    if (!connected_.count(key.first)) {
+      return "delivery " + std::to_string(key.second) + " is in flight on connection " + std::to_string(key.first) +
+             ", which is gone";
+    }
+    if (!core.is_in_flight(key.first, key.second)) {
+      return "the core lost delivery " + std::to_string(key.second) + seq_text(seq) + ": neither settled nor failed";
+    }
+  }
+  for (const ConnectionId connection : connected_) {
+    if (core.in_flight(connection) > settings_.handlers.at(handler_of_.at(connection)).max_inflight) {
+      return "more in flight on connection " + std::to_string(connection) + " than its handler's max_inflight";
+    }
+  }
+  for (const ConnectionId connection : gone_) {
+    if (core.in_flight(connection) != 0)
+      return "deliveries in flight on closed connection " + std::to_string(connection);
+  }
+  return "";
+}
+
+std::string DispatchChecker::check_end(const DispatchCore& core) const {
+  if (std::string broken = check_state(core); !broken.empty()) return broken;
+  if (core.held() != 0 || core.in_flight() != 0) return "messages held or in flight at the end";
+  if (released_.size() != sequence_of_.size()) return "a copy of a message never released";
+  return "";
+}
+
+std::vector<std::uint64_t> DispatchChecker::held() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& [seq, s] : sequences_) {
+    if (s.live != 0) out.push_back(seq);
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> DispatchChecker::handed_back() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& [seq, s] : sequences_) {
+    if (s.handed_back && !s.settled && s.live == 0) out.push_back(seq);
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> DispatchChecker::settled_at_server() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& [seq, s] : sequences_) {
+    if (s.settled) out.push_back(seq);
+  }
+  return out;
+}
+
+}  // namespace jetfan
