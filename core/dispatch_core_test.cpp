@@ -6,7 +6,6 @@
 #include <random>
 #include <set>
 
-#include "dispatch_checker.hpp"
 #include "dispatch_core.hpp"
 
 using namespace jetfan;
@@ -293,30 +292,6 @@ TEST_CASE("a disconnect fails what was in flight on that connection only", "[uni
   CHECK(core.held() == 1);
 }
 
-TEST_CASE("no connection can confirm a delivery made on another one, of its handler or another", "[unit]") {
-  DispatchCore core(settings(2));
-  core.connect(1, 0, kStart);
-  core.connect(2, 0, kStart);  // another instance of the same handler
-  core.connect(3, 1, kStart);  // another handler
-  core.arrive(arrival(7, 0b01), kStart);
-  Taken sent(core);
-  REQUIRE(sent.count(Kind::kDeliver) == 1);
-  const Effect delivered = sent.of(Kind::kDeliver)[0];
-  for (const ConnectionId other : {ConnectionId{1}, ConnectionId{2}, ConnectionId{3}}) {
-    if (other == delivered.connection) continue;
-    CHECK_FALSE(core.ack(other, delivered.delivery, kStart));
-    CHECK_FALSE(core.term(other, delivered.delivery, kStart));
-    CHECK_FALSE(core.nak(other, delivered.delivery, milliseconds(0), kStart));
-    CHECK_FALSE(core.wip(other, delivered.delivery, kStart));
-  }
-  // Nothing settled, failed or handed back: the delivery is still the owner's to confirm.
-  CHECK(Taken(core).all.empty());
-  CHECK(core.counters().unknown_confirmations == 8);
-  CHECK(core.is_in_flight(delivered.connection, delivered.delivery));
-  CHECK(core.ack(delivered.connection, delivered.delivery, kStart));
-  CHECK(Taken(core).count(Kind::kAck) == 1);
-}
-
 TEST_CASE("TERM from every recipient terminates, TERM and ACK terminates, TERM and NAK naks", "[unit]") {
   DispatchCore core(settings(2));
   core.connect(1, 0, kStart);
@@ -562,41 +537,26 @@ TEST_CASE("draining hands back with a delay that runs out when the last pull req
 
 // The randomized model test. A model server publishes (sometimes a subject with no key),
 // redelivers what was nak'd, sometimes redelivers what is still held, and sometimes loses acks and
-<<<<<<< HEAD
 // redelivers what was settled; model handlers connect, disconnect and answer at random; now and then
 // a reload adds, removes, reorders handlers and changes their max_inflight. Every effect
 // is checked against the invariants in the header. Runs end either by settling everything or by a
 // drain, which must hand everything back with the right delay.
-=======
-// redelivers what was settled; model handlers connect, disconnect and answer at random, now and then
-// for a delivery in flight on another connection. Every effect and, after each step, the core's state
-// are checked by DispatchChecker against the rules in the header. Runs end either by settling
-// everything or by a drain, which must hand everything back with the right delay.
->>>>>>> fuzz
 namespace {
 
 struct Model {
   Model(unsigned seed, AckPolicy policy, std::size_t handlers)
-<<<<<<< HEAD
       : random(seed), policy(policy), handler_count(handlers), limits(handlers, 4), core(settings(handlers, policy)) {}
-=======
-      : random(seed),
-        policy(policy),
-        handler_count(handlers),
-        core(settings(handlers, policy)),
-        checker(settings(handlers, policy)) {}
->>>>>>> fuzz
 
   std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(random); }
-  template <typename T>
-  T pick_from(const std::vector<T>& among) {
-    return among[pick(among.size())];
-  }
+  HandlerMask bit(std::size_t h) const { return HandlerMask{1} << h; }
+  bool all_confirmed(std::uint64_t seq) { return (confirmed[seq] & recipients[seq]) == recipients[seq]; }
 
   void deliver_from_server(std::uint64_t seq) {
-    const Arrival copy{next_handle++, seq, ++deliveries[seq], recipients[seq], unroutable.count(seq) != 0};
-    core.arrive(copy, now);
-    checker.arrived(copy);
+    const MessageHandle handle = next_handle++;
+    seq_of[handle] = seq;
+    const bool no_key = unroutable.count(seq) != 0;
+    if (!settled_at_server.count(seq) && !no_key) held_by_core.insert(seq);
+    core.arrive(Arrival{handle, seq, ++deliveries[seq], recipients[seq], no_key}, now);
   }
   void publish() {
     const std::uint64_t seq = next_seq++;
@@ -610,17 +570,27 @@ struct Model {
     recipients[seq] = static_cast<HandlerMask>(pick(std::size_t{1} << handler_count));
     deliver_from_server(seq);
   }
-  void connect(std::size_t handler) {
-    const ConnectionId id = next_connection++;
-    connections[id] = handler;
-    core.connect(id, handler, now);
-    checker.connected(id, handler);
+  // Under AckPolicy all, one ack settles every sequence up to its own at the server.
+  void settled_by_ack(std::uint64_t seq) {
+    if (policy != AckPolicy::kAll) {
+      settled_at_server.insert(seq);
+      return;
+    }
+    for (std::uint64_t s = 1; s <= seq; ++s) {
+      if (!recipients.count(s)) continue;
+      // Everything below an AckAll ack must be settled by its recipients.
+      REQUIRE(all_confirmed(s));
+      settled_at_server.insert(s);
+      held_by_core.erase(s);
+      nak_pending.erase(s);
+    }
   }
 
   void apply() {
-    const auto effects = std::move(core.effects());
+    // The core forgets deliveries that timed out; so does the model.
+    std::erase_if(in_flight, [&](const auto& f) { return !core.is_in_flight(f.first.first, f.first.second); });
+    auto effects = std::move(core.effects());
     core.effects().clear();
-<<<<<<< HEAD
     for (const auto& e : effects) {
       const std::uint64_t seq = seq_of.at(e.message);
       if (unroutable.count(seq)) {
@@ -684,18 +654,15 @@ struct Model {
       }
       if (e.kind == Kind::kRelease) REQUIRE(released.insert(e.message).second);
     }
-=======
-    REQUIRE(checker.check(effects, now) == "");
-    REQUIRE(checker.check_state(core) == "");
->>>>>>> fuzz
   }
 
   void answer(bool only_good) {
-    const auto& flights = checker.in_flight();
-    if (flights.empty()) return;
-    auto [connection, delivery] = std::next(flights.begin(), static_cast<long>(pick(flights.size())))->first;
+    if (in_flight.empty()) return;
+    auto it = std::next(in_flight.begin(), static_cast<long>(pick(in_flight.size())));
+    const auto [key, seq] = *it;
+    const auto [connection, delivery] = key;
+    const std::size_t h = connections.at(connection);
     const int roll = only_good ? 0 : static_cast<int>(pick(100));
-<<<<<<< HEAD
     in_flight.erase(it);
     if (roll < 60) {
       confirmed[seq] |= bit(h);
@@ -709,30 +676,7 @@ struct Model {
     } else {
       REQUIRE(core.wip(connection, delivery, now));
       in_flight[key] = seq;
-=======
-    if (roll >= 95 && connections.size() > 1) {
-      // An answer on the wrong connection: the core must not let it settle another's delivery.
-      connection = std::next(connections.begin(), static_cast<long>(pick(connections.size())))->first;
->>>>>>> fuzz
     }
-    using Answer = DispatchChecker::Answer;
-    const Answer verb = roll < 60 ? Answer::kAck : roll < 70 ? Answer::kTerm : roll < 90 ? Answer::kNak : Answer::kWip;
-    bool knew = false;
-    switch (verb) {
-      case Answer::kAck:
-        knew = core.ack(connection, delivery, now);
-        break;
-      case Answer::kTerm:
-        knew = core.term(connection, delivery, now);
-        break;
-      case Answer::kNak:
-        knew = core.nak(connection, delivery, std::nullopt, now);
-        break;
-      case Answer::kWip:
-        knew = core.wip(connection, delivery, now);
-        break;
-    }
-    REQUIRE(checker.answered(connection, delivery, verb, knew) == "");
   }
 
   // A reload: a new handler table. Each handler stays (perhaps at another index) with probability 3/4.
@@ -789,12 +733,14 @@ struct Model {
     if (action < 20) {
       publish();
     } else if (action < 27) {
-      connect(pick(handler_count));
+      connections[next_connection] = pick(handler_count);
+      core.connect(next_connection, connections[next_connection], now);
+      ++next_connection;
     } else if (action < 31 && !connections.empty()) {
       const auto victim = std::next(connections.begin(), static_cast<long>(pick(connections.size())))->first;
       connections.erase(victim);
+      std::erase_if(in_flight, [&](const auto& f) { return f.first.first == victim; });
       core.disconnect(victim, now);
-      checker.disconnected(victim);
     } else if (action < 73) {
       answer(false);
     } else if (action < 83) {
@@ -806,14 +752,16 @@ struct Model {
       core.hand_back_oldest(pick(handler_count), pick(4), now);
     } else if (policy == AckPolicy::kNone) {
       // The server forgets each message once sent: it never redelivers.
-    } else if (const auto nakked = checker.handed_back(); action < 92 && !nakked.empty()) {
-      deliver_from_server(pick_from(nakked));
-    } else if (const auto held = checker.held(); action < 96 && !held.empty()) {
+    } else if (action < 92 && !nak_pending.empty()) {
+      const auto seq = *std::next(nak_pending.begin(), static_cast<long>(pick(nak_pending.size())));
+      nak_pending.erase(seq);
+      deliver_from_server(seq);
+    } else if (action < 96 && !held_by_core.empty()) {
       // The server redelivers something the core still holds.
-      deliver_from_server(pick_from(held));
-    } else if (const auto settled = checker.settled_at_server(); !settled.empty()) {
+      deliver_from_server(*std::next(held_by_core.begin(), static_cast<long>(pick(held_by_core.size()))));
+    } else if (!settled_at_server.empty()) {
       // The server lost an ack and delivers a settled message again.
-      deliver_from_server(pick_from(settled));
+      deliver_from_server(*std::next(settled_at_server.begin(), static_cast<long>(pick(settled_at_server.size()))));
     }
     apply();
   }
@@ -823,20 +771,22 @@ struct Model {
   std::size_t handler_count;
   std::vector<std::uint32_t> limits;  // max_inflight per handler
   DispatchCore core;
-  DispatchChecker checker;
   TimePoint now = kStart;
+  bool draining = false;
+  TimePoint handback_until{};
+  std::map<MessageHandle, std::uint64_t> seq_of;
+  std::set<MessageHandle> answered_copies, released;
   std::set<std::uint64_t> unroutable;
-  std::map<std::uint64_t, HandlerMask> recipients;
+  std::map<std::uint64_t, HandlerMask> recipients, confirmed;
   std::map<std::uint64_t, std::uint64_t> deliveries;
-<<<<<<< HEAD
   std::set<std::uint64_t> settled_at_server, ever_acked, ever_termed, nak_pending, held_by_core;
   std::set<std::uint64_t> poisoned;  // some handler, perhaps since removed, said TERM
-=======
->>>>>>> fuzz
   std::map<ConnectionId, std::size_t> connections;
+  std::map<std::pair<ConnectionId, DeliveryId>, std::uint64_t> in_flight;
   ConnectionId next_connection = 1;
   std::uint64_t next_seq = 1;
   MessageHandle next_handle = 1;
+  std::uint64_t failures = 0;
 };
 
 }  // namespace
@@ -851,39 +801,37 @@ TEST_CASE("model: random traffic and reloads keep the invariants, and everything
     for (int step = 0; step < 600; ++step) m.step();
 
     if (end_by_drain) {
-      const Duration handback = milliseconds(m.pick(3000));
-      m.core.begin_drain(m.now, handback);
-      m.checker.began_drain(m.now, handback);
+      m.draining = true;
+      m.handback_until = m.now + milliseconds(m.pick(3000));
+      m.core.begin_drain(m.now, std::chrono::ceil<Duration>(m.handback_until - m.now));
       m.apply();
-      for (int step = 0; step < 100 && !m.checker.in_flight().empty(); ++step) {
+      for (int step = 0; step < 100 && !m.in_flight.empty(); ++step) {
         m.now += milliseconds(m.pick(100));
         if (m.pick(4) == 0) m.publish();  // pulled before the drain began
         m.answer(false);
         m.apply();
       }
       m.core.abandon_all(m.now);
-      m.checker.abandoned_all();
       m.apply();
-      // Everything that arrived was settled or handed back, and released.
-      CHECK(m.checker.check_end(m.core) == "");
+      CHECK(m.core.held() == 0);
+      // Everything that arrived was settled, handed back, or released.
+      for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
       continue;
     }
 
     // Settle: one instance per handler, every answer good, redeliver until nothing is left.
-<<<<<<< HEAD
     for (std::size_t h = 0; h < m.handler_count; ++h) {
       m.connections[m.next_connection] = h;
       m.core.connect(m.next_connection++, h, m.now);
     }
-=======
-    for (std::size_t h = 0; h < kHandlers; ++h) m.connect(h);
->>>>>>> fuzz
     m.apply();
-    for (int round = 0; round < 10000 && m.checker.settled_at_server().size() < m.next_seq - 1; ++round) {
-      if (!m.checker.in_flight().empty()) {
+    for (int round = 0; round < 10000 && m.settled_at_server.size() < m.next_seq - 1; ++round) {
+      if (!m.in_flight.empty()) {
         m.answer(true);
-      } else if (const auto nakked = m.checker.handed_back(); !nakked.empty()) {
-        m.deliver_from_server(nakked.front());
+      } else if (!m.nak_pending.empty()) {
+        const auto seq = *m.nak_pending.begin();
+        m.nak_pending.erase(seq);
+        m.deliver_from_server(seq);
       } else if (policy == AckPolicy::kNone) {
         break;  // the server forgets what it sent: nothing comes back
       } else {
@@ -892,10 +840,11 @@ TEST_CASE("model: random traffic and reloads keep the invariants, and everything
       }
       m.apply();
     }
-    if (policy != AckPolicy::kNone) CHECK(m.checker.settled_at_server().size() == m.next_seq - 1);
+    if (policy != AckPolicy::kNone) CHECK(m.settled_at_server.size() == m.next_seq - 1);
     // Every failed delivery was reported, once.
     const auto& c = m.core.counters();
-    CHECK(m.checker.failures() == c.failed_nak + c.failed_timeout + c.failed_disconnect);
-    CHECK(m.checker.check_end(m.core) == "");
+    CHECK(m.failures == c.failed_nak + c.failed_timeout + c.failed_disconnect);
+    CHECK(m.core.held() == 0);
+    for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
   }
 }
