@@ -7,21 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export JETFAN_BIN=${1:-${JETFAN_BIN:-$(pwd)/../../build/daemon/jetfan}}
 [ -x "$JETFAN_BIN" ] || { echo "proto/node/test.sh: no jetfan binary at $JETFAN_BIN; build first (scripts/build.sh)" >&2; exit 1; }
-# Node 20 or later: the machine's if it is one, else the official binary from the npm registry
-# (package node-linux-<arch>, kept in a cache dir). Debian 12's own nodejs is 18, which can still
-# run npm.
-major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$major" -lt 20 ]; then
-  arch=$(node -p 'process.arch')
-  tools=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/jetfan/node-20
-  if [ ! -x "$tools/node_modules/node-linux-$arch/bin/node" ]; then
-    echo "proto/node/test.sh: node $(node --version) is older than 20; installing node-linux-$arch@20.20.2 from npm into $tools"
-    npm install --prefix "$tools" --no-save --no-audit --no-fund --silent "node-linux-$arch@20.20.2"
-  fi
-  export PATH="$tools/node_modules/node-linux-$arch/bin:$PATH"
-fi
+# Node 20 or later (node20.sh: the machine's, else the official binary from npm, cached).
+node=$(./node20.sh)
+[ "$node" = "$(command -v node)" ] || PATH="$(dirname "$node"):$PATH"
 export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 npm ci --prefer-offline --silent
 npx tsc -p tsconfig.json
+npx tsc -p bench  # the benchmark handler (bench/run.sh runs it) type-checks against the package
 # One test file at a time: each starts its own nats-server and jetfan, and the machine is small.
 exec node --test --test-concurrency=1 test/*.test.mjs
