@@ -1,7 +1,46 @@
 #!/usr/bin/env bash
 # Writes bench.md (tables, targets) and bench.png (plot) from the CSVs bench/run.sh wrote.
 #   bench/report.sh RESULTS_DIR HELD_RSS_MIB HELD_PEAK_MIB HELD_N REPS
+#   bench/report.sh --clients RESULTS_DIR     only the clients' table (clients.csv), on stdout
 set -euo pipefail
+
+median() { sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
+
+# The clients' table from clients.csv (round,client,messages,seconds,ready_seconds): per client the
+# median over rounds of its rate, and of its per-round ratio to the C++ client's rate (range in
+# brackets), both from the handler's start and from its ready_ns.
+clients_table() {  # RESULTS_DIR
+  local csv=$1/clients.csv client label target
+  rate() { awk -F, -v c="$1" -v col="$2" '$2 == c {printf "%.0f\n", $3 / $col}' "$csv" | median; }
+  ratios() { awk -F, -v c="$1" -v col="$2" '$2 == "cpp" {cpp[$1] = $col} $2 == c {t[$1] = $col}
+    END {for (r in t) if (r in cpp) printf "%.2f\n", cpp[r] / t[r]}' "$csv" | sort -n; }
+  ratio() { local all; all=$(ratios "$1" "$2"); printf '%s× (%s)' "$(median <<< "$all")" "$(sed -n '1p;$p' <<< "$all" | paste -sd-)"; }
+  local rounds; rounds=$(awk -F, '$2 == "cpp"' "$csv" | wc -l)
+  echo "## Clients"
+  echo
+  echo "jetfan with one handler (h0 on \`#\`, acking each message at once) on each client, 128 B, $(awk -F, 'NR == 2 {print $3}' "$csv")"
+  echo "messages already in the stream; the three clients run back to back in each of $rounds rounds. Time from the"
+  echo "handler's start (as for C) until nothing is pending or unacked; \"from ready\" leaves out the handler's"
+  echo "start-up (from the ready_ns it prints once connected). Median over rounds; the ratio is the median of"
+  echo "the per-round ratios to the C++ client (range in brackets)."
+  echo
+  echo "| client | msg/s | ratio to C++ | target | msg/s from ready | ratio from ready |"
+  echo "|---|---:|---:|---|---:|---:|"
+  for client in cpp ts python; do
+    case $client in
+      cpp) label="C++ (\`jetfan-bench handler\`)"; target="—" ;;
+      ts) label="TypeScript (proto/node/bench/handler.ts, $(awk -F, '$1 == "ts" {print $2}' "$1/clients.txt"))"; target="≥ 0.8×" ;;
+      python) label="Python (proto/python/bench_handler.py, $(awk -F, '$1 == "python" {print $2}' "$1/clients.txt"))"; target="≥ 0.5×" ;;
+    esac
+    echo "| $label | $(rate $client 4) | $(ratio $client 4) | $target | $(rate $client 5) | $(ratio $client 5) |"
+  done
+}
+
+if [ "${1:-}" = "--clients" ]; then
+  clients_table "$2"
+  exit 0
+fi
+
 out=$1 held_rss=$2 held_peak=$3 held_n=$4 reps=$5
 csv=$out/bench.csv md=$out/bench.md
 
@@ -13,7 +52,6 @@ awk -F, 'NR == 1 {next}
                                                      (b[size[i]] ? sprintf("%.2f", rate[i] / b[size[i]]) : "")}' "$csv" > "$ratios"
 
 lookup() { awk -F, -v c="$1" -v s="$2" -v col="$3" '$1 == c && $5 == s {print $col; exit}' "$ratios"; }
-median() { sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
 # Median over rounds of a per-round ratio of times (a rate ratio is the inverse ratio of times).
 round_ratio() { awk -F, -v num="$1" -v den="$2" 'NR > 1 {printf "%.2f\n", $num / $den}' "$out/rounds.csv" | median; }
 round_range() { awk -F, -v num="$1" -v den="$2" 'NR > 1 {printf "%.2f\n", $num / $den}' "$out/rounds.csv" | sort -n | sed -n '1p;$p' | paste -sd- ; }
@@ -46,6 +84,8 @@ ipm() { awk -F, -v p="$1" '$1 == p {print $2}' "$out/instructions.csv"; }
   for stack in A B C; do echo "| $stack | $(lat $stack 2) | $(lat $stack 3) | $(lat $stack 4) | $(lat $stack 5) |"; done
   echo
   echo "(median over rounds of each percentile)"
+  echo
+  clients_table "$out"
   echo
   echo "## Targets"
   echo

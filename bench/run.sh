@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # The benchmark, in one command: jetfan (C) against the ceiling, a direct cnats reader (A), and the
-# alternative it replaces, an in-process Node dispatcher (B), side by side in one run.
+# alternative it replaces, an in-process Node dispatcher (B), side by side in one run; and C with its
+# one handler on each client (C++, TypeScript, Python) against the C++ one.
 #
-#   bench/run.sh            full run; writes bench/results/{bench.csv,bench.md,bench.png}
+#   bench/run.sh            full run; writes bench/results/{bench.csv,bench.md,bench.png,...}
 #   bench/run.sh --smoke    tiny N, results in a temp dir: proves the harness works (CI runs this)
 #   bench/run.sh --instructions
 #                           only the callgrind figure (instructions per message inside jetfan), in a
 #                           temp dir; JETFAN_BIN=path measures another jetfan binary the same way
+#   bench/run.sh --clients [N=50000] [ROUNDS=5]
+#                           only the client rows, N messages per run, in a temp dir; prints their table
+#
+# The clients' handlers: `jetfan-bench handler` (C++), proto/node/bench/handler.ts (TypeScript, run on
+# node 20 or later as proto/node's tests are) and proto/python/bench_handler.py (Python: $PYTHON, else
+# python3). Each connects as h0 and acks every message at once.
 #
 # End to end is from the moment a reader can read (messages already in the stream) until the server
 # says the consumer has nothing pending and nothing unacked. Ratios are taken within this run.
@@ -15,8 +22,10 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 smoke=0
 only_instructions=0
+only_clients=0
 [ "${1:-}" = "--smoke" ] && smoke=1
 [ "${1:-}" = "--instructions" ] && only_instructions=1 && smoke=1
+[ "${1:-}" = "--clients" ] && only_clients=1 && smoke=1
 
 scripts/deps.sh
 need=()
@@ -25,7 +34,9 @@ command -v gnuplot > /dev/null || need+=(gnuplot-nox)
 command -v valgrind > /dev/null || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q --no-install-recommends "${need[@]}"; fi
 scripts/build.sh > /dev/null
-(cd bench/node && npm ci --no-audit --no-fund --silent)
+[ $only_instructions = 1 ] || [ $only_clients = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
+[ $only_instructions = 1 ] || node20=$(proto/node/bench/build.sh)  # the TypeScript client's handler
+python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past any launcher shim
 
 bin=$root/${JETFAN_BUILD_DIR:-build}
 tool=$bin/bench/jetfan-bench
@@ -42,6 +53,8 @@ trap cleanup EXIT
 
 if [ $only_instructions = 1 ]; then
   cg=(2000 10000)
+elif [ $only_clients = 1 ]; then
+  declare -A count=([128]=${2:-50000}); rounds=${3:-5}
 elif [ $smoke = 1 ]; then
   declare -A count=([128]=300); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
 else
@@ -86,6 +99,16 @@ stop_all() {
   for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
 }
 
+# The handler processes start_jetfan runs, each with SOCKET NAME LATENCY_FILE: one per client.
+handler_on() {  # handler_on cpp|ts|python: sets handler_cmd
+  case $1 in
+    cpp) handler_cmd=("$tool" handler) ;;
+    ts) handler_cmd=("$node20" "$root/proto/node/bench/dist/handler.js") ;;
+    python) handler_cmd=("$python" "$root/proto/python/bench_handler.py") ;;
+  esac
+}
+handler_on cpp
+
 # Starts jetfan (optionally under a wrapper) and the named handlers; sets jetfan_pid, handler_pids, t0.
 start_jetfan() {
   local names=$1; shift
@@ -96,7 +119,7 @@ start_jetfan() {
   t0=$(now)
   handler_pids=()
   for name in $names; do
-    "$tool" handler "$work/jetfan.sock" "$name" "$work/handler-$name.lat" > "$work/handler-$name.out" &
+    "${handler_cmd[@]}" "$work/jetfan.sock" "$name" "$work/handler-$name.lat" > "$work/handler-$name.out" &
     handler_pids+=($!)
   done
 }
@@ -165,6 +188,39 @@ measure() {
   record "$label" "$stack" "$handlers" "$patterns" "$size" "${count[$size]}" "$sec" "$cpu" "$rss"
 }
 
+# One client row's run: C with one handler, h0 on "#", on CLIENT; the time runs from the handler's
+# start (as run_jetfan's) and, for ready_sec, from its ready_ns (without its start-up).
+run_client() {  # client
+  handler_on "$1"
+  run_jetfan 128 1 all
+  ready_sec=$(elapsed "$(value ready_ns "$work/handler-h0.out")" "$(value settled_ns "$work/watch.out")")
+  handler_on cpp
+}
+
+# The client rows: C++, TypeScript and Python back to back in each round, so drift on a shared
+# machine hits all of them alike; report.sh takes the median per-round ratio to C++.
+client_rows() {
+  echo "== clients at 128 B, one handler acking at once: C++, TypeScript, Python interleaved; $rounds rounds of ${count[128]} messages"
+  echo "round,client,messages,seconds,ready_seconds" > "$out/clients.csv"
+  { echo "ts,node $("$node20" --version)"; echo "python,Python $("$python" -c 'import platform; print(platform.python_version())')"; } > "$out/clients.txt"
+  local r client line
+  for r in $(seq "$rounds"); do
+    line="  round $r:"
+    for client in cpp ts python; do
+      run_client $client
+      echo "$r,$client,${count[128]},$sec,$ready_sec" >> "$out/clients.csv"
+      line+=" $client $(awk -v n="${count[128]}" -v s="$sec" 'BEGIN {printf "%.0f", n / s}') msg/s"
+    done
+    echo "$line"
+  done
+}
+
+if [ $only_clients = 1 ]; then
+  client_rows
+  bash bench/report.sh --clients "$out"
+  exit 0
+fi
+
 if [ $only_instructions = 0 ]; then
 echo "== throughput: messages pre-published, then drained; median of $reps runs"
 for size in "${sizes[@]}"; do
@@ -192,6 +248,8 @@ for r in $(seq "$rounds"); do
   echo "$r,$a,$b,$c1,$c4" >> "$out/rounds.csv"
   awk -v a="$a" -v b="$b" -v c1="$c1" -v c4="$c4" 'BEGIN {printf "  round %d: C1/A %.2f  C1/B %.2f  C4/A %.2f\n", '"$r"', a / c1, b / c1, a / c4}'
 done
+
+client_rows
 
 echo "== latency: $lat_n messages published at $lat_rate msg/s while consumed"
 lat_csv=$out/latency.csv

@@ -10,5 +10,6 @@ export JETFAN_BIN=${1:-${JETFAN_BIN:-$(pwd)/../../build/daemon/jetfan}}
 source ./env.sh  # Node 20 or later, and the client's build
 jetfan_node_env
 jetfan_node_build
+npx tsc -p bench  # the benchmark handler (bench/run.sh runs it) type-checks against the package
 # One test file at a time: each starts its own nats-server and jetfan, and the machine is small.
 exec node --test --test-concurrency=1 test/*.test.mjs

@@ -1,18 +1,23 @@
-// The benchmark handler on @jetfan/client, with the interface of `jetfan-bench handler`
-// (bench/jetfan_bench.cpp): acks every message at once; prints ready_ns=<CLOCK_MONOTONIC ns> once
-// connected; when jetfan closes the connection (or on SIGTERM) writes one publish-to-receipt latency
-// in microseconds per line to LATENCY_FILE, from the publish time at the start of each payload.
+// The benchmark's handler on @jetfan/client, a stand-in for `jetfan-bench handler` (the C++ client's;
+// bench/jetfan_bench.cpp) with the same command line and output. bench/run.sh compiles it (tsc -p
+// bench, into bench/dist/) and runs it:
 //
-//   node proto/node/bench/handler.mjs SOCKET NAME LATENCY_FILE
+//   node proto/node/bench/dist/handler.js SOCKET NAME LATENCY_FILE
+//
+// Prints ready_ns=<CLOCK_MONOTONIC ns> once connected, acks every message at once, and when jetfan
+// closes the connection writes one publish-to-receipt latency in microseconds per line to
+// LATENCY_FILE (each payload starts with its publish time in ns). SIGTERM and SIGINT are ignored, as
+// the C++ one does, so it writes the file when the harness stops jetfan.
 import { writeFileSync } from "node:fs";
 
-import { connect } from "../dist/index.js";
+import { connect } from "@jetfan/client";
 
 const [socket, name, latencyFile] = process.argv.slice(2);
-if (!latencyFile) {
-  process.stderr.write("usage: node handler.mjs SOCKET NAME LATENCY_FILE\n");
+if (!socket || !name || !latencyFile) {
+  process.stderr.write("usage: node handler.js SOCKET NAME LATENCY_FILE\n");
   process.exit(64);
 }
+for (const stop of ["SIGTERM", "SIGINT"] as const) process.on(stop, () => {});
 
 // process.hrtime() and performance.now() both read CLOCK_MONOTONIC (libuv's hrtime), the clock
 // jetfan-bench stamps payloads with; performance.now() is the cheaper call. As doubles the
@@ -27,11 +32,11 @@ for (let i = 0, best = Infinity; i < 20; ++i) {
     originNs = hr - ((before + after) / 2) * 1e6;
   }
 }
-const nowNs = () => originNs + performance.now() * 1e6;
-const latencies = [];
+const nowNs = (): number => originNs + performance.now() * 1e6;
+
 const handler = await connect({ socket, handler: name, reconnect: false });
-process.once("SIGTERM", () => void handler.close());
-console.log(`ready_ns=${process.hrtime.bigint()}`);
+process.stdout.write(`ready_ns=${process.hrtime.bigint()}\n`);
+const latencies: number[] = [];
 for await (const msg of handler) {
   const data = msg.data;
   let sent = 0;
