@@ -172,7 +172,9 @@ def check(workdir):
 
     def read_after_long_stop(name, d):
         instance = d["file"][len("handler-"):].rsplit("-", 1)[0]  # handler-A-0-1.rec -> A-0
-        return any(end - begin >= ack_timeout_ns[name] * 0.8 and end <= d["t"] <= end + 2e9
+        # (begin, end]: a stopped process reads nothing, so a read stamped before the harness
+        # noted SIGCONT happened as it resumed.
+        return any(end - begin >= ack_timeout_ns[name] * 0.8 and begin < d["t"] <= end + 2e9
                    for begin, end in handler_stops.get(instance, ()))
 
     def jetfan_failed_between(seq, t0, t1):
@@ -247,7 +249,10 @@ def check(workdir):
                          or jetfan_stopped_during(prev["t"], prev["answer_t"])
                          or (read_after_long_stop(name, prev) and
                              jetfan_failed_between(cur["seq"], prev["t"] - 2 * ack_timeout_ns[name], cur["t"]))))
-                if prev["answer"] != "ack" or late:
+                # An older delivery read by an instance just after a long SIGSTOP: it sat in that
+                # instance's socket while jetfan failed it and gave the next delivery to another.
+                stale = cur["aux"] < prev["aux"] and read_after_long_stop(name, cur)
+                if prev["answer"] != "ack" or late or stale:
                     cause = "after_failure"
                 elif generation(prev["answer_t"]) != generation(cur["t"]):
                     cause = "after_jetfan_restart"

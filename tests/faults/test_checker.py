@@ -33,6 +33,7 @@ class World:
         self.dir = tempfile.mkdtemp(prefix="faults-checker-test-")
         self.pub = []
         self.handler = {"A": [], "C": []}
+        self.more_instances = {}  # (name, instance) -> records of that instance
         self.answers = []
         self.audit = []
         self.history = [{"kind": "jetfan_start", "t": 1}, {"kind": "audit_start", "t": 10**12}]
@@ -61,6 +62,9 @@ class World:
         for name, recs in self.handler.items():
             files[name] = [f"handler-{name}-0-1.rec"]
             write(os.path.join(self.dir, files[name][0]), sorted(recs))
+        for (name, instance), recs in self.more_instances.items():
+            files[name].append(f"handler-{name}-{instance}-1.rec")
+            write(os.path.join(self.dir, files[name][-1]), sorted(recs))
         write(os.path.join(self.dir, "answers.rec"), self.answers)
         with open(os.path.join(self.dir, "audit.txt"), "w") as f:
             f.writelines(f"{s} {i} {d}\n" for s, i, d in self.audit)
@@ -138,6 +142,21 @@ class CheckerTest(unittest.TestCase):
         w.answers.append((8100 * MS, 4, 0, 2, 1, 0, 0))
         r = w.check()
         self.assertTrue(any("DUPLICATE AFTER ACK" in f for f in r["findings"]))
+
+    def test_an_older_delivery_read_after_a_long_sigstop_is_a_stale_copy_not_a_duplicate_after_ack(self):
+        w = World()
+        w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "A-1 for 6.0 s",
+                          "begin": 1500 * MS, "end": 7500 * MS, "t": 7500 * MS, "stops_jetfan": False})
+        w.handler["A"] = [x for x in w.handler["A"] if x[2] != 4]
+        w.answers = [a for a in w.answers if a[1] != 4]
+        w.answers.append((6500 * MS, 4, 0, 1, 2, 0, 0))  # jetfan failed delivery 1 (timeout)
+        w.deliver("A", 4, 7000 * MS, deliveries=2)  # instance 0 got delivery 2 and acked it
+        w.answers.append((7100 * MS, 4, 0, 2, 1, 0, 0))
+        # instance 1, stopped, reads delivery 1 from its socket after SIGCONT
+        w.more_instances[("A", 1)] = [(7600 * MS, 4, 4, 1, records.DELIVERED, 0, 1)]
+        r = w.check()
+        self.assertEqual(r["findings"], [])
+        self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_failure": 1})
 
     def test_two_copies_at_once(self):
         w = World()
