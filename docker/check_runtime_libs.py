@@ -26,8 +26,6 @@ import dockerfile
 # Packages that are in the runtime stage for another reason than a library; none today.
 NOT_A_LIBRARY = {}
 
-# -dev packages of scripts/deps.sh for what the image never does, so its build stage need not have them.
-
 
 def run(*command):
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout
