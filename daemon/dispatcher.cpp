@@ -268,8 +268,11 @@ void Dispatcher::apply_effects() {
   }
   effects.clear();
   if (kept_alive > 0) spdlog::debug("kept {} held message(s) alive at the server (+WPI)", kept_alive);
-  for (auto& session : dirty_) session->flush();
-  dirty_.clear();
+  // A flush can close a session (max_output_buffer), and the close applies effects again, which
+  // may add to and flush dirty_: walk a list of our own.
+  std::vector<std::shared_ptr<HandlerSession>> dirty;
+  dirty.swap(dirty_);
+  for (auto& session : dirty) session->flush();
 }
 
 template <typename... Args>

@@ -257,8 +257,10 @@ void FuzzOwner::apply_effects() {
     }
   }
   effects.clear();
-  for (auto& session : dirty_) session->flush();
-  dirty_.clear();
+  // As Dispatcher::apply_effects: a flush can close a session, whose close applies effects again.
+  std::vector<std::shared_ptr<HandlerSession>> dirty;
+  dirty.swap(dirty_);
+  for (auto& session : dirty) session->flush();
 }
 
 void FuzzOwner::add_to_digest(std::uint64_t value) {
