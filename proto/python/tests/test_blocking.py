@@ -82,12 +82,14 @@ class BlockingClient(unittest.TestCase):
             self.mesh.stop_jetfan()
             self.mesh.start_jetfan(config)
             again = next(messages)
-            self.assertEqual((again.seq, again.deliveries), (first.seq, 2))
+            # Delivery 2, or 1 again: nats-server 2.9 may offer a NAK'd message anew when no pull
+            # waits as it falls due.
+            self.assertEqual(again.seq, first.seq)
             self.assertTrue(first.stale)
             self.assertFalse(first.ack())
             self.assertTrue(again.nak(0))
             third = next(messages)
-            self.assertEqual(third.deliveries, 3)
+            self.assertEqual(third.seq, first.seq)  # the NAK, not a stray ACK, reached jetfan
             third.ack()
         self.assertTrue(self.mesh.settled())
         self.assertEqual(h.connections, 2)
