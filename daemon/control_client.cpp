@@ -44,9 +44,8 @@ bool send_line(int fd, const std::string& line) {
   return true;
 }
 
-// Copies everything jetfan sends to stdout until it closes; returns what it sent first (up to the
-// first newline), so the caller can tell OK from REFUSED or ERR.
-// Copies the reply to stdout as it comes; returns its first line, or all of it with `keep_all`.
+// Copies everything jetfan sends to stdout until it closes; returns its first line (so the caller
+// can tell OK from REFUSED or ERR), or all of it with `keep_all`.
 std::string copy_reply(int fd, bool keep_all) {
   std::string kept;
   bool first_done = false;
@@ -69,14 +68,14 @@ std::string copy_reply(int fd, bool keep_all) {
   return kept;
 }
 
-int run(const std::string& path, const std::string& command, std::string& first, bool keep_all = false) {
+int run(const std::string& path, const std::string& command, std::string& reply, bool keep_all = false) {
   auto fd = connect_control(path);
   if (!fd) return kExitUnavailable;
   if (!send_line(fd->get(), command + "\n")) {
     std::fprintf(stderr, "jetfan: control socket %s closed before the command was sent\n", path.c_str());
     return kExitUnavailable;
   }
-  first = copy_reply(fd->get(), keep_all);
+  reply = copy_reply(fd->get(), keep_all);
   return kExitOk;
 }
 
