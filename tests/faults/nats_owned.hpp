@@ -1,5 +1,5 @@
 #pragma once
-// RAII owners for the few cnats objects the fault-suite tools use, and a check that turns a failed
+// The cnats owners the fault-suite tools use, and a check that turns a failed
 // cnats call into an exception saying what failed.
 
 #include <nats/nats.h>
@@ -9,19 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "nats_handles.hpp"
+
 namespace jetfan::faults {
 
-template <typename T, void (*Destroy)(T*)>
-struct NatsFree {
-  void operator()(T* p) const noexcept {
-    if (p) Destroy(p);
-  }
-};
-using OwnedOptions = std::unique_ptr<natsOptions, NatsFree<natsOptions, natsOptions_Destroy>>;
-using OwnedConnection = std::unique_ptr<natsConnection, NatsFree<natsConnection, natsConnection_Destroy>>;
-using OwnedSubscription = std::unique_ptr<natsSubscription, NatsFree<natsSubscription, natsSubscription_Destroy>>;
-using OwnedMsg = std::unique_ptr<natsMsg, NatsFree<natsMsg, natsMsg_Destroy>>;
-using OwnedJs = std::unique_ptr<jsCtx, NatsFree<jsCtx, jsCtx_Destroy>>;
+// The project's owners (handles/nats_handles.hpp), under the names the tools use.
+using OwnedOptions = NatsOptionsPtr;
+using OwnedConnection = NatsConnectionPtr;
+using OwnedSubscription = NatsSubscriptionPtr;
+using OwnedMsg = NatsMsgPtr;
+using OwnedJs = JsCtxPtr;
 
 inline void check(natsStatus status, const std::string& what) {
   if (status == NATS_OK) return;
