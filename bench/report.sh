@@ -59,7 +59,7 @@ round_range() { awk -F, -v num="$1" -v den="$2" 'NR > 1 {printf "%.2f\n", $num /
 lat() { awk -F, -v s="$1" -v col="$2" '$1 == s {print $col}' "$out/latency.csv" | median; }
 added_p99() { awk -F, '$1 == "A" {a[$6] = $3} $1 == "C" {c[$6] = $3} END {for (r in c) print c[r] - a[r]}' "$out/latency.csv" | median; }
 rounds=$(( $(wc -l < "$out/rounds.csv") - 1 ))
-ipm() { awk -F, -v p="$1" '$1 == p {print $2}' "$out/instructions.csv"; }
+ipm() { awk -F, -v p="$1" '$1 == p {print $2 " (" $3 " without lock acquisition)"}' "$out/instructions.csv"; }
 
 {
   echo "# jetfan benchmark"

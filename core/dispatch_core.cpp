@@ -189,7 +189,7 @@ void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
 
 void DispatchCore::connect(ConnectionId connection, std::size_t handler, TimePoint now) {
   assert(handler < handlers_.size());
-  connections_.emplace(connection, Connection{handler, {}});
+  connections_.emplace(connection, Connection{handler, std::pmr::unordered_map<DeliveryId, Flight>(&pool_)});
   handlers_[handler].connections.push_back(connection);
   dispatch(handler, now);
 }
@@ -476,6 +476,21 @@ void DispatchCore::tick(TimePoint now) {
       }
     }
   }
+}
+
+void DispatchCore::extend_deadlines(Duration stalled) {
+  if (stalled <= Duration(0)) return;
+  // Every flight moves by the same amount, so the order stays; rebuilt from the flights, the queue
+  // also sheds the entries WIP left behind.
+  std::vector<Deadline> moved;
+  moved.reserve(deadlines_.size());
+  for (auto& [id, connection] : connections_) {
+    for (auto& [delivery, flight] : connection.flights) {
+      flight.deadline += stalled;
+      moved.push_back(Deadline{flight.deadline, id, delivery});
+    }
+  }
+  deadlines_ = decltype(deadlines_)(std::greater<>(), std::move(moved));
 }
 
 std::optional<TimePoint> DispatchCore::next_wakeup() const {

@@ -39,6 +39,9 @@
 //     keep the deadline they were given.
 //   - Every message held is touched (+WPI) at least every `keepalive`, so the server never
 //     redelivers a message the core still owns.
+//   - A handler's ack_timeout counts only time jetfan was running: the caller reports a stall
+//     (extend_deadlines) before the tick() that follows it, and every delivery in flight gets the
+//     stalled time back.
 //   - Draining (shutdown): nothing new is dispatched; each message is handed back (nak'd) as soon as
 //     nothing is in flight for it, and abandon_all() hands back whatever is left. A hand-back waits
 //     the `handback_delay` given to begin_drain, counted from then: long enough that no pull request
@@ -56,6 +59,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <queue>
 #include <set>
@@ -64,6 +68,7 @@
 
 #include "ack_policy.hpp"
 #include "histogram.hpp"
+#include "node_pool.hpp"
 #include "settled_record.hpp"
 #include "time.hpp"
 #include "topic_pattern.hpp"
@@ -193,6 +198,11 @@ class DispatchCore {
   void tick(TimePoint now);
   // The earliest time tick() has work to do, if any.
   std::optional<TimePoint> next_wakeup() const;
+  // jetfan was not running for `stalled` (stopped, or its thread starved): every delivery in flight
+  // gets that much longer before its ack_timeout fails it. A handler cannot answer a MSG jetfan had
+  // not yet written, and jetfan cannot read an answer while it is not running; without this, the
+  // first tick() after the stall would fail deliveries whose ACKs are waiting unread in the socket.
+  void extend_deadlines(Duration stalled);
 
   // Stops dispatching and hands back what is not in flight; see the rules above.
   void begin_drain(TimePoint now, Duration handback_delay);
@@ -252,7 +262,7 @@ class DispatchCore {
   };
   struct Connection {
     std::size_t handler;
-    std::unordered_map<DeliveryId, Flight> flights;
+    std::pmr::unordered_map<DeliveryId, Flight> flights;
   };
   struct Handler {
     HandlerLimits limits;
@@ -279,7 +289,7 @@ class DispatchCore {
   };
   struct FlightRef {
     Connection* connection;
-    std::unordered_map<DeliveryId, Flight>::iterator flight;
+    std::pmr::unordered_map<DeliveryId, Flight>::iterator flight;
   };
 
   void arrive_copy_of_settled(const Arrival& arrival, SettledRecord::Verb verb, TimePoint now);
@@ -303,10 +313,14 @@ class DispatchCore {
   void emit(Effect::Kind kind, MessageHandle handle, Duration delay = Duration(0));
   bool to_server() const { return settings_.ack_policy != AckPolicy::kNone; }
 
+  // The nodes every held message needs (its entry in messages_, a flight per delivery, AckPolicy
+  // all's sets) come from a free list rather than malloc. Declared first: it outlives every
+  // container that uses it.
+  NodePool pool_;
   CoreSettings settings_;
   std::vector<Handler> handlers_;
   std::unordered_map<ConnectionId, Connection> connections_;
-  std::unordered_map<std::uint64_t, Message> messages_;  // by stream seq
+  std::pmr::unordered_map<std::uint64_t, Message> messages_{&pool_};  // by stream seq
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
   std::unordered_map<std::uint64_t, Confirmations> confirmations_;
   std::deque<std::pair<std::uint64_t, std::uint64_t>> confirmations_order_;  // (seq, stamp), oldest first
@@ -314,8 +328,8 @@ class DispatchCore {
   SettledRecord settled_;
   // AckPolicy all: sequences not yet settled (held, or nak'd and due back), and settled ones
   // waiting for everything below them to settle.
-  std::set<std::uint64_t> unsettled_;
-  std::map<std::uint64_t, SettledUnacked> settled_unacked_;
+  std::pmr::set<std::uint64_t> unsettled_{&pool_};
+  std::pmr::map<std::uint64_t, SettledUnacked> settled_unacked_{&pool_};
   std::optional<TimePoint> next_keepalive_;
   bool draining_ = false;
   TimePoint handback_until_{};  // draining: hand-backs are redelivered no earlier than this

@@ -168,6 +168,59 @@ TEST_CASE("no confirmation within ack_timeout fails the delivery, WIP extends it
   CHECK(core.counters().unknown_confirmations == 1);
 }
 
+TEST_CASE("time jetfan did not run does not count against ack_timeout", "[unit]") {
+  // The fault run jetfan-stop, seed 990907225, stream seq 9089: dispatched to handlers C and D just
+  // before SIGSTOP, its MSGs went out only after SIGCONT 7.8 s later (ack_timeout 5 s); both ACKed
+  // within 30 us, but the first tick() after SIGCONT ran before jetfan read those ACKs, failed both
+  // deliveries, nak'd, and the server's redelivery went to C and D again.
+  DispatchCore core(settings(2));  // ack_timeout 1000ms
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.arrive(arrival(9089, 0b11), kStart);
+  core.arrive(arrival(9090, 0b01), kStart);  // never answered: must still fail, once its time is up
+  Taken sent(core);
+  REQUIRE(sent.count(Kind::kDeliver) == 3);
+  const auto to_c = sent.of(Kind::kDeliver)[0];
+  const auto to_d = sent.of(Kind::kDeliver)[1];
+  const auto unanswered = sent.of(Kind::kDeliver)[2];
+  REQUIRE(to_c.message == 908901);
+  REQUIRE(to_d.message == 908901);
+
+  // Stopped from kStart + 1ms to kStart + 1600ms: the daemon notices the gap, then the timer fires.
+  const TimePoint resumed = kStart + milliseconds(1600);
+  core.extend_deadlines(milliseconds(1599));
+  core.tick(resumed);
+  Taken after_stall(core);
+  CHECK(after_stall.count(Kind::kFailed) == 0);
+  CHECK(after_stall.count(Kind::kNak) == 0);
+  CHECK(core.counters().failed_timeout == 0);
+
+  // The ACKs that were waiting in the sockets are read next: they settle the message.
+  CHECK(core.ack(to_c.connection, to_c.delivery, resumed));
+  CHECK(core.ack(to_d.connection, to_d.delivery, resumed));
+  Taken acked(core);
+  REQUIRE(acked.count(Kind::kAck) == 1);
+  CHECK(acked.of(Kind::kAck)[0].message == 908901);
+  CHECK(acked.count(Kind::kNak) == 0);
+
+  // A copy the server delivered meanwhile (AckWait ran out during the stop) troubles no handler.
+  core.arrive(arrival(9089, 0b11, 2), resumed);
+  Taken copy(core);
+  CHECK(copy.count(Kind::kDeliver) == 0);
+  CHECK(copy.count(Kind::kAck) == 1);
+
+  // The stall is given back, no more: an unanswered delivery fails at its deadline plus the stall.
+  core.tick(kStart + milliseconds(2598));
+  CHECK(Taken(core).count(Kind::kFailed) == 0);
+  core.tick(kStart + milliseconds(2599));
+  Taken late(core);
+  REQUIRE(late.count(Kind::kFailed) == 1);
+  CHECK(late.of(Kind::kFailed)[0].delivery == unanswered.delivery);
+  CHECK(late.of(Kind::kFailed)[0].cause == FailCause::kTimeout);
+  REQUIRE(late.count(Kind::kNak) == 1);
+  CHECK(late.of(Kind::kNak)[0].message == 909001);
+}
+
 TEST_CASE("every failed delivery is reported with its cause, before its message is handed back", "[unit]") {
   DispatchCore core(settings(1));
   core.connect(1, 0, kStart);
@@ -744,7 +797,9 @@ struct Model {
     } else if (action < 73) {
       answer(false);
     } else if (action < 83) {
-      now += milliseconds(pick(700));
+      const Duration step = milliseconds(pick(700));
+      now += step;
+      if (action == 82) core.extend_deadlines(step);  // jetfan was not running meanwhile
       core.tick(now);
     } else if (action < 85) {
       reload();

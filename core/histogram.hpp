@@ -7,6 +7,7 @@
 //
 // Thread: one owner. Not thread-safe.
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -20,12 +21,17 @@ class LatencyHistogram {
       100,     250,     500,     1'000,     2'500,     5'000,     10'000,     25'000,     50'000,
       100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000, 60'000'000};
   static constexpr std::size_t kBuckets = kBoundsMicros.size() + 1;
+  static constexpr std::array<std::int64_t, kBoundsMicros.size()> kBoundsNanos = [] {
+    std::array<std::int64_t, kBoundsMicros.size()> nanos{};
+    for (std::size_t i = 0; i < nanos.size(); ++i) nanos[i] = kBoundsMicros[i] * 1000;
+    return nanos;
+  }();
 
   // A negative value (a clock that went backwards) counts as zero.
   void observe(std::chrono::nanoseconds value) {
     const std::int64_t ns = value.count() < 0 ? 0 : value.count();
-    std::size_t bucket = 0;
-    while (bucket < kBoundsMicros.size() && ns > kBoundsMicros[bucket] * 1000) ++bucket;
+    const auto bucket =
+        static_cast<std::size_t>(std::lower_bound(kBoundsNanos.begin(), kBoundsNanos.end(), ns) - kBoundsNanos.begin());
     ++counts_[bucket];
     ++count_;
     sum_ns_ += static_cast<std::uint64_t>(ns);

@@ -1,4 +1,7 @@
 #include <catch2/catch.hpp>
+#include <charconv>
+#include <random>
+#include <string>
 
 #include "jetstream_subject.hpp"
 
@@ -41,8 +44,10 @@ TEST_CASE("numbers in an ack subject: up to 2^64-1, never more, digits only", "[
 }
 
 TEST_CASE("anything else is not an ack subject", "[unit]") {
-  for (const char* bad : {"", "_INBOX.abc", "$JS.ACK.EVENTS.d.x.42.17.1.5", "$JS.ACK.EVENTS.d.3.42.17.1",
-                          "$JS.NAK.EVENTS.d.3.42.17.1.5", "$JS.ACK.a.b.EVENTS.d.3.42.17.1"}) {
+  for (const char* bad :
+       {"", "_INBOX.abc", "$JS.ACK.EVENTS.d.x.42.17.1.5", "$JS.ACK.EVENTS.d.3.42.17.1", "$JS.NAK.EVENTS.d.3.42.17.1.5",
+        "$JS.ACK.a.b.EVENTS.d.3.42.17.1", "$JS.ACK", "$JS.ACK.", "$JS.ACKS.EVENTS.d.3.42.17.1.5",
+        "$JS.ACK.EVENTS.d.3.42.17.1.5.", "$JS.ACK.EVENTS.d.3..17.1.5"}) {
     INFO(bad);
     CHECK_FALSE(parse_ack_subject(bad));
   }
@@ -50,4 +55,25 @@ TEST_CASE("anything else is not an ack subject", "[unit]") {
 
 TEST_CASE("the pull subject names stream and durable", "[unit]") {
   CHECK(pull_subject("EVENTS", "node1_builder") == "$JS.API.CONSUMER.MSG.NEXT.EVENTS.node1_builder");
+}
+
+TEST_CASE("numbers in an ack subject read as from_chars reads them, at every length and digit", "[unit]") {
+  std::mt19937_64 random(7);
+  for (int i = 0; i < 20000; ++i) {
+    const std::size_t length = 1 + random() % 19;
+    std::string digits;
+    for (std::size_t d = 0; d < length; ++d) digits.push_back(static_cast<char>('0' + random() % 10));
+    std::string broken = digits;
+    // One byte not a digit, at any place: just below '0', just above '9', or anything else.
+    const char not_digit[] = {'/', ':', '.', ' ', 'a', '\x80', '\xff', '\0', static_cast<char>(0x30 + 0x10)};
+    broken[random() % length] = not_digit[random() % sizeof not_digit];
+    std::uint64_t expected = 0;
+    std::from_chars(digits.data(), digits.data() + digits.size(), expected);
+    const std::string good = "$JS.ACK.S.d.1." + digits + ".1.17.0";
+    const std::string bad = "$JS.ACK.S.d.1." + broken + ".1.17.0";
+    INFO(good << " / " << bad);
+    REQUIRE(parse_ack_subject(good));
+    CHECK(parse_ack_subject(good)->stream_seq == expected);
+    CHECK_FALSE(parse_ack_subject(bad));
+  }
 }

@@ -22,6 +22,9 @@ constexpr Duration kWarningWindow{10000};
 // Full with nothing settling this long is a stall worth a warning; it repeats this often.
 constexpr Duration kStallAfter{5000};
 constexpr Duration kFullWarningEvery{30000};
+// housekeeping() runs every kHousekeeping while the io thread runs; a longer gap between two turns
+// that look (housekeeping, the core's wakeup) means jetfan was stopped or starved meanwhile.
+constexpr Duration kNotRunning{2 * kHousekeeping};
 // At the end, what is buffered for the server (the last acks and hand-backs) gets this long to go.
 constexpr Duration kFinalFlush{2000};
 // Asked of systemd beyond what the drain and the final flush may take: closing sessions, exiting.
@@ -173,16 +176,14 @@ std::uint64_t Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
         "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
         subject, ack ? std::to_string(ack->stream_seq) : "?", config_.key.strip_prefix);
     if (observer_) observe_unroutable(subject, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, message.get());
-    stored_.emplace(handle, Stored{std::make_shared<const MessageBytes>(std::move(message), std::string(), live_),
-                                   {},
-                                   ack ? ack->stream_seq : 0,
-                                   0});
+    stored_.emplace(
+        handle, Stored{make_message_bytes(std::move(message), std::string(), live_), {}, ack ? ack->stream_seq : 0, 0});
     core_.arrive(Arrival{handle, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, 0, true}, now);
     return 0;
   }
   last_arrived_seq_ = ack->stream_seq;
   std::string headers = header_block(message.get());
-  auto bytes = std::make_shared<const MessageBytes>(std::move(message), std::move(headers), live_);
+  auto bytes = make_message_bytes(std::move(message), std::move(headers), live_);
   const std::uint64_t size = bytes->size();
   const auto placed = stored_.emplace(handle, Stored{std::move(bytes), *key, ack->stream_seq, ack->deliveries}).first;
   const HandlerMask recipients = matcher_.match(*key);
@@ -270,9 +271,13 @@ void Dispatcher::apply_effects() {
   if (kept_alive > 0) spdlog::debug("kept {} held message(s) alive at the server (+WPI)", kept_alive);
   // A flush can close a session (max_output_buffer), and the close applies effects again, which
   // may add to and flush dirty_: walk a list of our own.
+  // (flushing_ is empty here unless a flush re-entered; then that call walks its own.)
   std::vector<std::shared_ptr<HandlerSession>> dirty;
+  dirty.swap(flushing_);
   dirty.swap(dirty_);
   for (auto& session : dirty) session->flush();
+  dirty.clear();
+  if (flushing_.capacity() < dirty.capacity()) flushing_.swap(dirty);
 }
 
 template <typename... Args>
@@ -305,7 +310,9 @@ void Dispatcher::arm_wakeup() {
   wakeup_.async_wait([this](const boost::system::error_code& error) {
     if (error) return;
     armed_for_.reset();
-    core_.tick(Clock::now());
+    const TimePoint now = Clock::now();
+    notice_stall(now);  // before tick(): a stall must not fail what jetfan could not read
+    core_.tick(now);
     after_input();
   });
 }
@@ -325,7 +332,17 @@ std::string Dispatcher::status_line() const {
   return line;
 }
 
+void Dispatcher::notice_stall(TimePoint now) {
+  if (last_turn_ && now - *last_turn_ > kNotRunning) {
+    // Stopped (SIGSTOP) or starved: MSGs queued before the stall went out only now, and answers to
+    // them wait unread in the sockets. None of that time counts against a handler's ack_timeout.
+    core_.extend_deadlines(std::chrono::ceil<Duration>(now - *last_turn_));
+  }
+  if (!last_turn_ || *last_turn_ < now) last_turn_ = now;
+}
+
 void Dispatcher::housekeeping() {
+  notice_stall(Clock::now());
   notifier_.status(status_line());
   if (state_ == State::kDraining) {
     const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(drain_deadline_ - Clock::now()));
@@ -525,6 +542,12 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
     spdlog::debug("handler {}: {} {} names no delivery in flight on this connection (late, after a timeout?); ignored",
                   describe(session), proto::to_string(command.verb), command.id);
   }
+}
+
+void Dispatcher::on_input_consumed(HandlerSession&) {
+  JETFAN_ON_IO_THREAD(thread_);
+  // Once per read, not per command: the +ACKs of a burst of confirmations go to cnats together,
+  // and pulls, writes and the wake-up timer are settled once for all of them.
   after_input();
 }
 

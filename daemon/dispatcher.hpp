@@ -18,6 +18,7 @@
 
 #include <deque>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -32,6 +33,7 @@
 #include "jetstream_reader.hpp"
 #include "log_rate_limiter.hpp"
 #include "message_bytes.hpp"
+#include "node_pool.hpp"
 #include "pull_ledger.hpp"
 #include "rate_window.hpp"
 #include "reload_plan.hpp"
@@ -90,6 +92,7 @@ class Dispatcher final : private SessionOwner {
 
   std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) override;
   void on_command(HandlerSession& session, const proto::Command& command) override;
+  void on_input_consumed(HandlerSession& session) override;
   void on_failing(HandlerSession& session, const std::string& why) override;
   bool busy(const HandlerSession& session) const override;
   void on_closed(HandlerSession& session) override;
@@ -114,6 +117,9 @@ class Dispatcher final : private SessionOwner {
   // Sends the consumer-info probe that is due, if any, and arms the timer for the next.
   void probe(TimePoint now);
   void arm_wakeup();
+  // Called on each turn of the housekeeping and wakeup timers: a gap since the last one longer than
+  // the housekeeping period is time jetfan did not run, given back to the deliveries in flight.
+  void notice_stall(TimePoint now);
   void housekeeping();
   // When jetfan holds all it may and pulls no more: says who holds everyone up, and hands back the
   // backlog of handlers configured to (when_full: hand_back) past their share.
@@ -137,6 +143,7 @@ class Dispatcher final : private SessionOwner {
   HandlerListener listener_;
   boost::asio::steady_timer wakeup_, housekeeping_, drain_timer_, probe_timer_;
   std::optional<TimePoint> armed_for_;
+  std::optional<TimePoint> last_turn_;     // notice_stall's last look
   std::optional<TimePoint> unsure_since_;  // the leader may have changed since
   TimePoint drain_deadline_{};
   std::vector<std::size_t> instances_;  // connected instances per handler
@@ -149,7 +156,9 @@ class Dispatcher final : private SessionOwner {
   ConnectionLimits connection_limits_;
   LiveBytes& live_;
   std::vector<std::shared_ptr<HandlerSession>> dirty_;
-  std::unordered_map<MessageHandle, Stored> stored_;
+  std::vector<std::shared_ptr<HandlerSession>> flushing_;  // apply_effects' copy of dirty_, reused
+  NodePool stored_pool_;                                   // one node per held message, from a free list
+  std::pmr::unordered_map<MessageHandle, Stored> stored_{&stored_pool_};
   std::vector<PullRequest> requests_;  // reused
   LogRateLimiter warnings_;
   LogRateLimiter full_warnings_;

@@ -77,7 +77,11 @@ void HandlerSession::read() {
 }
 
 void HandlerSession::consume(std::size_t bytes) {
-  std::string_view input(input_.data(), bytes);
+  consume_commands(std::string_view(input_.data(), bytes));
+  if (!closed_ && handler_) owner_.on_input_consumed(*this);
+}
+
+void HandlerSession::consume_commands(std::string_view input) {
   proto::Command command;
   for (;;) {
     switch (parser_.parse(input, command)) {

@@ -43,8 +43,11 @@ class SessionOwner {
  public:
   // A well-formed HELLO. The owner either calls session.admit() or returns why it refuses.
   virtual std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) = 0;
-  // Any command after an admitted HELLO.
+  // Any command after an admitted HELLO. The owner may leave acting on it to on_input_consumed.
   virtual void on_command(HandlerSession& session, const proto::Command& command) = 0;
+  // Every complete command of one read has been passed on (confirmations that arrive together are
+  // acted on together). Not called once the session is closed, nor before it is admitted.
+  virtual void on_input_consumed(HandlerSession& session) = 0;
   // The session is cutting the peer off (protocol error, limit, silence); the owner logs it.
   virtual void on_failing(HandlerSession& session, const std::string& why) = 0;
   // Whether the session has deliveries in flight (a busy handler may be silent).
@@ -93,6 +96,7 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
  private:
   void read();
   void consume(std::size_t bytes);
+  void consume_commands(std::string_view input);
   // The peer is gone (a read failed): reads what it sent before it went, which may still be in
   // the socket's buffer, then closes. Its last confirmations count.
   void close_after_peer_left();

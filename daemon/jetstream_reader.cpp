@@ -37,13 +37,6 @@ struct JetStreamReader::Ingress : std::enable_shared_from_this<Ingress> {
       if (self->reader) self->reader->on_ingress();
     });
   }
-  // Called by cnats when it will call no more with this pointer. The last reference may go here;
-  // nothing of `this` is touched after it.
-  static void release(std::shared_ptr<Ingress>& reference) {
-    std::shared_ptr<Ingress> last;
-    last.swap(reference);
-  }
-
   asio::io_context& io;
   std::mutex mutex;
   std::vector<NatsMsgPtr> messages;
@@ -78,10 +71,15 @@ std::string join(const std::vector<std::string>& items) {
 void on_message(natsConnection*, natsSubscription*, natsMsg* message, void* closure) {
   static_cast<Ingress*>(closure)->push_message(message);
 }
+// cnats calls these two when it will call no more with this pointer. The reference each takes out
+// may be the last, and the mutex goes with the Ingress: it is dropped after the lock is released.
 void on_subscription_complete(void* closure) {
   auto* ingress = static_cast<Ingress*>(closure);
-  std::lock_guard lock(ingress->held_mutex);
-  Ingress::release(ingress->held_by_subscription);
+  std::shared_ptr<Ingress> last;
+  {
+    std::lock_guard lock(ingress->held_mutex);
+    last.swap(ingress->held_by_subscription);
+  }
 }
 void on_disconnected(natsConnection*, void* closure) {
   if (static_cast<Ingress*>(closure)->closing) return;
@@ -97,9 +95,12 @@ void on_reconnected(natsConnection* connection, void* closure) {
 }
 void on_closed(natsConnection*, void* closure) {
   auto* ingress = static_cast<Ingress*>(closure);
-  std::lock_guard lock(ingress->held_mutex);
-  ingress->connection_closed = true;
-  Ingress::release(ingress->held_by_connection);
+  std::shared_ptr<Ingress> last;
+  {
+    std::lock_guard lock(ingress->held_mutex);
+    ingress->connection_closed = true;
+    last.swap(ingress->held_by_connection);
+  }
 }
 void on_async_error(natsConnection*, natsSubscription*, natsStatus status, void* closure) {
   if (static_cast<Ingress*>(closure)->closing) return;
@@ -409,15 +410,19 @@ void JetStreamReader::close(Duration timeout) {
   JETFAN_ON_IO_THREAD(thread_);
   handler_ = nullptr;
   ingress_->closing = true;
-  if (subscription_) {
-    natsSubscription_Unsubscribe(subscription_.get());
-    subscription_.reset();
-  }
+  if (subscription_) natsSubscription_Unsubscribe(subscription_.get());
   if (connection_) {
     natsConnection_FlushTimeout(connection_.get(), timeout.count());
-    natsConnection_Close(connection_.get());
-    connection_.reset();
+    natsConnection_Close(connection_.get());  // returns once cnats's read loop thread has ended
   }
+  // The subscription goes only now. cnats 3.4.1's read loop finds a message's subscription under
+  // the connection's table lock, lets go of that lock, then locks the subscription without holding
+  // a reference to it (natsConn_processMsg; fixed upstream in nats.c #638). Destroyed while messages
+  // still came in (outstanding pulls), the subscription could be freed under the read loop, which
+  // then locked a freed mutex: a silent abort() (or SIGSEGV) on SIGTERM. Our reference keeps it
+  // alive until Close has joined the read loop.
+  subscription_.reset();
+  connection_.reset();
 }
 
 }  // namespace jetfan

@@ -14,7 +14,9 @@
 //   - cnats may run a callback after Unsubscribe or Close has returned. Each pointer cnats holds is
 //     therefore backed by a reference that keeps Ingress alive until cnats says it is done: the
 //     subscription's until its on-complete callback, the connection's until its closed callback.
-//   - After close() begins, disconnect and reconnect callbacks are ignored.
+//   - After close() begins, disconnect and reconnect callbacks are ignored. close() destroys the
+//     subscription only after the connection is closed: cnats 3.4.1's read loop may still be
+//     routing a message to it until then (see close()).
 // Ownership: the reader owns the connection. Every message it hands out is the receiver's
 // (NatsMsgPtr); replies need only the message's reply subject, so they may outlive nothing.
 

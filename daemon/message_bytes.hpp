@@ -4,23 +4,28 @@
 // still has to write its body. A MSG to ten handlers writes the same bytes ten times and copies
 // them never; they are freed when the last holder lets go.
 //
-// Every MessageBytes alive is counted in a LiveBytes, which must outlive them all (the daemon owns
-// it, ahead of its io_context, whose pending operations may hold the last references).
+// Every MessageBytes alive is counted in a LiveBytes, and lives in its pool; the LiveBytes must
+// outlive them all (the daemon owns it, ahead of its io_context, whose pending operations may hold
+// the last references).
 //
 // Thread: the io_context thread (the count is not atomic).
 
 #include <cstddef>
 #include <memory>
+#include <memory_resource>
 #include <string>
 #include <string_view>
 
 #include "nats_handles.hpp"
+#include "node_pool.hpp"
 
 namespace jetfan {
 
 struct LiveBytes {
   std::size_t bytes = 0;  // of message bodies alive, wherever they are held
   std::size_t messages = 0;
+  // Where each MessageBytes and its shared count are allocated: one per message, from a free list.
+  NodePool pool;
 };
 
 class MessageBytes {
@@ -48,5 +53,8 @@ class MessageBytes {
 };
 
 using SharedMessage = std::shared_ptr<const MessageBytes>;
+
+// A MessageBytes allocated in `live`'s pool.
+SharedMessage make_message_bytes(NatsMsgPtr message, std::string headers, LiveBytes& live);
 
 }  // namespace jetfan

@@ -141,8 +141,9 @@ void FuzzOwner::on_command(HandlerSession& session, const proto::Command& comman
       return;
   }
   require_none(checker_.answered(id, command.id, answer, known));
-  after_input();
 }
+
+void FuzzOwner::on_input_consumed(HandlerSession&) { after_input(); }
 
 void FuzzOwner::on_closed(HandlerSession& session) {
   add_to_digest(session.id());
@@ -182,7 +183,7 @@ void FuzzOwner::arrive(std::uint64_t seq, std::uint64_t deliveries) {
   NatsMsgPtr message(raw);
   const MessageHandle handle = next_handle_++;
   const auto key = key_of(p.subject, kPrefix);
-  auto bytes = std::make_shared<const MessageBytes>(std::move(message), p.headers ? kHeaderBlock : "", live_);
+  auto bytes = make_message_bytes(std::move(message), p.headers ? kHeaderBlock : "", live_);
   // As Dispatcher::arrive: the recipients are the handlers whose patterns match the key.
   const Arrival arrival{handle, seq, deliveries, key ? matcher_.match(*key) : HandlerMask{0}, !key};
   stored_.emplace(handle, Stored{std::move(bytes), key ? std::string(*key) : "", seq, deliveries});

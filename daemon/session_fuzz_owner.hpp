@@ -114,6 +114,7 @@ class FuzzOwner final : public SessionOwner {
 
   std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) override;
   void on_command(HandlerSession& session, const proto::Command& command) override;
+  void on_input_consumed(HandlerSession& session) override;
   void on_failing(HandlerSession&, const std::string&) override {}
   bool busy(const HandlerSession& session) const override { return core_.in_flight(session.id()) > 0; }
   void on_closed(HandlerSession& session) override;

@@ -37,6 +37,20 @@ bool exact_words(const std::vector<std::string_view>& words, std::size_t count, 
 bool parse_command_line(std::string_view line, Command& out, ErrorCode& code, std::string& error,
                         std::vector<std::string_view>& words) {
   const Failure fail{code, error};
+  // Nearly every line is "ACK <id>" as the clients write it: read that without splitting words.
+  // Any other spelling (lower case, tabs, extra spaces) takes the general path to the same result.
+  constexpr std::string_view kAck = "ACK ";
+  if (line.size() > kAck.size() && line.substr(0, kAck.size()) == kAck) {
+    if (const auto id = parse_number(line.substr(kAck.size()))) {
+      out.verb = Verb::kAck;
+      out.id = *id;
+      out.handler.clear();
+      out.version = 0;
+      out.delay_ms.reset();
+      out.reason.clear();
+      return true;
+    }
+  }
   split_words(line, words);
   if (words.empty()) return fail(ErrorCode::kEmptyLine, "empty line");
   out = Command{};

@@ -1,0 +1,35 @@
+#include "node_pool.hpp"
+
+#include <new>
+
+namespace jetfan {
+
+namespace {
+// Chunks a size class takes from the system at first; boost::pool doubles it at each growth.
+constexpr std::size_t kFirstChunks = 256;
+}  // namespace
+
+bool NodePool::pooled(std::size_t bytes, std::size_t alignment) {
+  // boost::pool carves chunks from blocks that operator new aligns for max_align_t, and every size
+  // class is a multiple of 16: each chunk keeps that alignment.
+  return bytes != 0 && bytes <= kLargestPooled && alignment <= alignof(std::max_align_t);
+}
+
+void* NodePool::do_allocate(std::size_t bytes, std::size_t alignment) {
+  if (!pooled(bytes, alignment)) return upstream_->allocate(bytes, alignment);
+  auto& size_class = classes_[(bytes - 1) / kClassBytes];
+  if (!size_class) size_class.emplace(((bytes - 1) / kClassBytes + 1) * kClassBytes, kFirstChunks);
+  void* chunk = size_class->malloc();
+  if (chunk == nullptr) throw std::bad_alloc();
+  return chunk;
+}
+
+void NodePool::do_deallocate(void* pointer, std::size_t bytes, std::size_t alignment) {
+  if (!pooled(bytes, alignment)) {
+    upstream_->deallocate(pointer, bytes, alignment);
+    return;
+  }
+  classes_[(bytes - 1) / kClassBytes]->free(pointer);
+}
+
+}  // namespace jetfan
