@@ -117,6 +117,18 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(r["findings"], [])
         self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_jetfan_restart": 2, "after_failure": 1})
 
+    def test_exit_0_after_sigterm_that_beat_the_drain_kill_is_not_a_bad_exit(self):
+        w = World()
+        w.history += [{"kind": "jetfan_sigterm", "gen": 1, "t": 2000 * MS},
+                      {"kind": "jetfan_exit", "gen": 1, "how": "SIGKILL", "status": 0, "t": 2100 * MS}]
+        self.assertEqual(w.check()["findings"], [])
+
+    def test_exit_of_its_own_before_a_sigkill_without_sigterm_is_a_bad_exit(self):
+        w = World()
+        w.history += [{"kind": "jetfan_exit", "gen": 1, "how": "SIGKILL", "status": 0, "t": 2100 * MS},
+                      {"kind": "jetfan_exit", "gen": 2, "how": "SIGKILL", "status": -6, "t": 2200 * MS}]
+        self.assertEqual(sum("BAD EXIT" in f for f in w.check()["findings"]), 2)
+
     def test_ack_read_after_a_long_sigstop_is_late_when_jetfan_failed_the_delivery(self):
         w = World()
         w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "A-0 for 6.0 s",
