@@ -67,7 +67,7 @@ std::optional<AckSubject> parse_ack_subject(std::string_view reply) {
   constexpr std::size_t kMaxTokens = 16;
   if (reply.size() <= kPrefix.size() || reply.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
   const char* const end = reply.data() + reply.size();
-  const char* starts[kMaxTokens + 1];  // of the tokens after $JS.ACK.; then one past the end, plus a dot
+  const char* starts[kMaxTokens];  // of the tokens after $JS.ACK.
   std::size_t count = 0;
   for (const char* token = reply.data() + kPrefix.size();;) {
     if (count == kMaxTokens) return std::nullopt;
@@ -76,7 +76,6 @@ std::optional<AckSubject> parse_ack_subject(std::string_view reply) {
     if (dot == nullptr) break;
     token = dot + 1;
   }
-  starts[count] = end + 1;
   // The older form has exactly nine tokens in all; the newer adds domain and account hash after ACK.
   if (count != 7 && count < 9) return std::nullopt;
   const std::size_t first = count == 7 ? 2 : 4;
@@ -84,7 +83,8 @@ std::optional<AckSubject> parse_ack_subject(std::string_view reply) {
   std::uint64_t values[4];
   for (std::size_t i = 0; i < 4; ++i) {
     const char* start = starts[first + i];
-    const auto value = number(std::string_view(start, static_cast<std::size_t>(starts[first + i + 1] - 1 - start)));
+    const char* stop = first + i + 1 < count ? starts[first + i + 1] - 1 : end;  // at its dot, or the end
+    const auto value = number(std::string_view(start, static_cast<std::size_t>(stop - start)));
     if (!value && i < 3) return std::nullopt;
     values[i] = value.value_or(0);
   }

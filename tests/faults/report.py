@@ -2,7 +2,10 @@
 """Turns the results.json of suite runs into the figures of docs/RELIABILITY.md: the block between
 <!-- faults:start --> and <!-- faults:end --> is rewritten; the rest of the document is kept.
 
-  report.py DOC RESULTS.json [RESULTS.json ...]
+  report.py DOC RESULTS.json[=LABEL] [RESULTS.json[=LABEL] ...]
+
+A LABEL (for example the commit the runs were made at) is added to the class name of that file's
+runs, so runs of one class made at different commits keep their own rows.
 """
 
 import json
@@ -17,8 +20,12 @@ def fmt(x, digits=1):
 def figures(paths):
     runs, commands, started = [], [], []
     for p in paths:
-        with open(p) as f:
+        path, _, label = p.partition("=")
+        with open(path) as f:
             data = json.load(f)
+        for r in data["runs"]:
+            if label:
+                r["name"] = f"{r['name']} at {label}"
         runs += data["runs"]
         commands.append(data.get("command", ""))
         started.append(data.get("started", ""))
