@@ -35,7 +35,7 @@ def figures(paths):
     out = [f"Runs started {', '.join(sorted(set(started)))}; command: "
            + "; ".join(f"`scripts/faults.sh {c}`" for c in commands if c) + ".", ""]
     out += ["| class | runs | passed | faults injected | messages published | lost | duplicates delivered "
-            "| of which after an ACK (known bug 2) | two copies at once | longest time without progress (s) "
+            "| of which after an ACK | two copies at once | longest time without progress (s) "
             "| longest resume after a fault was healed (s) |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (kind, name), rs in by_class.items():
