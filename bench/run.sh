@@ -12,7 +12,7 @@
 #   bench/run.sh --acks [N=100000]
 #                           only the +ACK batching figure: how many +ACKs one of jetfan's writes to
 #                           the server carries (perf counts its send calls), one handler, 128 B
-#   bench/run.sh --clients [N=50000] [ROUNDS=5]
+#   bench/run.sh --clients [N=300000] [ROUNDS=5]
 #                           only the client rows, N messages per run, in a temp dir; prints their table
 #
 # The clients' handlers: `jetfan-bench handler` (C++), proto/node/bench/handler.ts (TypeScript, run on
@@ -38,7 +38,6 @@ need=()
 command -v node > /dev/null || need+=(nodejs npm)
 command -v gnuplot > /dev/null || need+=(gnuplot-nox)
 command -v valgrind > /dev/null || need+=(valgrind)
-command -v perf > /dev/null || need+=(linux-perf)
 if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q --no-install-recommends "${need[@]}"; fi
 scripts/build.sh > /dev/null
 [ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
@@ -63,7 +62,7 @@ if [ $only_instructions = 1 ]; then
 elif [ $only_acks = 1 ]; then
   ack_n=${2:-100000}
 elif [ $only_clients = 1 ]; then
-  declare -A count=([128]=${2:-50000}); rounds=${3:-5}
+  declare -A count=([128]=${2:-300000}); rounds=${3:-5}
 elif [ $smoke = 1 ]; then
   declare -A count=([128]=300); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
 else
@@ -231,6 +230,7 @@ client_rows() {
 # PINGs are among those writes too). Needs perf with syscall tracepoints (root).
 ack_writes() {
   local n=$1
+  if ! command -v perf > /dev/null; then echo "  (skipped: perf is not installed; apt-get install linux-perf)"; return 0; fi
   fresh_stream; prepublish "$n" 128 "$(keys_for 4)"
   jetfan_config "h0:#"
   start_jetfan ""  # no handler yet: nothing is acked before perf is watching
@@ -252,174 +252,6 @@ ack_writes() {
   echo "messages,sends,acks_per_send,handler_gather_writes" > "$out/acks.csv"
   echo "$n,$sends,$(awk -v n="$n" -v s="$sends" 'BEGIN {printf "%.2f", n / s}'),$gathers" >> "$out/acks.csv"
 }
-if [ $only_acks = 1 ]; then
-  ack_n=${2:-100000}
-elif [ $only_clients = 1 ]; then
-  declare -A count=([128]=${2:-50000}); rounds=${3:-5}
-elif [ $smoke = 1 ]; then
-  declare -A count=([128]=300); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
-else
-  declare -A count=([128]=100000 [1024]=50000 [16384]=10000); sizes=(128 1024 16384); fanout=(2 4 8)
-  lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000); reps=3; rounds=5
-fi
-
-nats-server -js -sd "$work/js" -a 127.0.0.1 -p -1 > "$work/nats.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do grep -q "Listening for client" "$work/nats.log" && break; sleep 0.05; done
-url="nats://127.0.0.1:$(sed -n 's/.*Listening for client connections on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/nats.log")"
-
-value() { sed -n "s/^$1=//p" "$2" | head -1; }
-wait_file() { for _ in $(seq 400); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done; echo "bench: timed out waiting for $2 in $1" >&2; return 1; }
-now() { "$tool" now; }
-keys_for() {  # keys_for N: N distinct keys k0..k(N-1)
-  local n=$1 list=""; for i in $(seq 0 $((n - 1))); do list+="${list:+,}k$i"; done; echo "$list"
-}
-fresh_stream() { "$tool" setup "$url" BENCH bench_durable "${1:-20000}"; }
-prepublish() { "$tool" publish "$url" bench. "$3" "$1" "$2" > /dev/null; }
-
-# jetfan config: handlers given as "name:pattern,pattern;name:pattern..."
-jetfan_config() {
-  local handlers=$1 extra=${2:-} h p hs ps first
-  {
-    printf 'nats:\n  servers: ["%s"]\nconsumer:\n  stream: BENCH\n  durable: bench_durable\n%s' "$url" "$extra"
-    printf 'key:\n  strip_prefix: "bench."\nsocket:\n  path: %s/jetfan.sock\nhandlers:\n' "$work"
-    IFS=';' read -ra hs <<< "$handlers"
-    for h in "${hs[@]}"; do
-      printf '  - name: %s\n    max_inflight: 1024\n    patterns: [' "${h%%:*}"
-      IFS=',' read -ra ps <<< "${h#*:}"
-      first=1
-      for p in "${ps[@]}"; do [ $first = 1 ] || printf ', '; printf '"%s"' "$p"; first=0; done
-      printf ']\n'
-    done
-    printf 'log:\n  level: warn\n'
-  } > "$work/jetfan.yaml"
-}
-
-stop_all() {
-  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
-}
-
-# The handler processes start_jetfan runs, each with SOCKET NAME LATENCY_FILE: one per client.
-handler_on() {  # handler_on cpp|ts|python: sets handler_cmd
-  case $1 in
-    cpp) handler_cmd=("$tool" handler) ;;
-    ts) handler_cmd=("$node20" "$root/proto/node/bench/dist/handler.js") ;;
-    python) handler_cmd=("$python" "$root/proto/python/bench_handler.py") ;;
-  esac
-}
-handler_on cpp
-
-# Starts jetfan (optionally under a wrapper) and the named handlers; sets jetfan_pid, handler_pids, t0.
-start_jetfan() {
-  local names=$1; shift
-  rm -f "$work/jetfan.sock" "$work"/handler-*.out "$work"/handler-*.lat
-  "$@" "${JETFAN_BIN:-$bin/daemon/jetfan}" serve --config "$work/jetfan.yaml" > "$work/jetfan.log" 2>&1 &
-  jetfan_pid=$!
-  for _ in $(seq 3000); do [ -S "$work/jetfan.sock" ] && break; sleep 0.005; done
-  t0=$(now)
-  handler_pids=()
-  for name in $names; do
-    "${handler_cmd[@]}" "$work/jetfan.sock" "$name" "$work/handler-$name.lat" > "$work/handler-$name.out" &
-    handler_pids+=($!)
-  done
-}
-
-cpu_seconds() { awk '{printf "%.3f", ($14 + $15) / 100}' "/proc/$1/stat"; }
-peak_rss_mib() { awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
-rss_mib() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
-
-csv=$out/bench.csv
-echo "case,stack,handlers,patterns,size,messages,seconds,msgs_per_s,mb_per_s,jetfan_cpu_s_per_million,jetfan_peak_rss_mib" > "$csv"
-record() {  # record CASE STACK HANDLERS PATTERNS SIZE N SECONDS CPU RSS
-  awk -v c="$1" -v st="$2" -v h="$3" -v p="$4" -v s="$5" -v n="$6" -v sec="$7" -v cpu="$8" -v rss="$9" 'BEGIN {
-    rate = n / sec; printf "%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.2f,%s,%s\n", c, st, h, p, s, n, sec, rate, rate * s / 1048576,
-      (cpu == "" ? "" : sprintf("%.2f", cpu / n * 1e6)), rss }' >> "$csv"
-  printf '  %-28s %6s B  %9.0f msg/s\n' "$1" "$5" "$(awk -v n="$6" -v s="$7" 'BEGIN{print n/s}')"
-}
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.4f", (b - a) / 1e9}'; }
-
-run_direct() {  # size
-  local size=$1 n=${count[$1]}
-  fresh_stream; prepublish "$n" "$size" "$(keys_for 4)"
-  "$tool" direct "$url" BENCH bench_durable "$n" "$work/direct.lat" > "$work/direct.out" &
-  local pid=$!
-  wait_file "$work/direct.out" ready_ns
-  "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
-  sec=$(elapsed "$(value ready_ns "$work/direct.out")" "$(value settled_ns "$work/watch.out")"); cpu=-; rss=-
-  stop_all $pid
-}
-
-run_inprocess() {  # size handlers
-  local size=$1 handlers=$2 n=${count[$1]} args=()
-  fresh_stream; prepublish "$n" "$size" "$(keys_for 4)"
-  for i in $(seq "$handlers"); do args+=("#"); done
-  node bench/node/reader.mjs "$url" BENCH bench_durable bench. "$work/node.lat" "${args[@]}" > "$work/node.out" 2>&1 &
-  local pid=$!
-  wait_file "$work/node.out" ready_ns
-  "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
-  sec=$(elapsed "$(value ready_ns "$work/node.out")" "$(value settled_ns "$work/watch.out")"); cpu=-; rss=-
-  stop_all $pid
-}
-
-run_jetfan() {  # size handlers mode(all|disjoint|p100)
-  local size=$1 handlers=$2 mode=$3 n=${count[$1]} spec="" names="" keys
-  case $mode in
-    all) keys=$(keys_for 4); for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:#"; names+=" h$i"; done ;;
-    disjoint) keys=$(keys_for "$handlers"); for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:k$i"; names+=" h$i"; done ;;
-    p100) keys=$(keys_for 16); local list=""; for i in $(seq 0 98); do list+="mesh-$i.built-before,"; done
-          spec="h0:${list}#"; names=" h0" ;;
-  esac
-  fresh_stream; prepublish "$n" "$size" "$keys"
-  jetfan_config "$spec"
-  start_jetfan "$names"
-  "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
-  sec=$(elapsed "$t0" "$(value settled_ns "$work/watch.out")"); cpu=$(cpu_seconds $jetfan_pid); rss=$(peak_rss_mib $jetfan_pid)
-  stop_all $jetfan_pid "${handler_pids[@]}"
-}
-
-# measure LABEL STACK HANDLERS PATTERNS SIZE FN ARGS...: runs FN (which sets sec, cpu, rss) $reps
-# times and records the run with the median time.
-measure() {
-  local label=$1 stack=$2 handlers=$3 patterns=$4 size=$5; shift 5
-  : > "$work/reps"
-  for _ in $(seq "$reps"); do "$@"; echo "$sec $cpu $rss" >> "$work/reps"; done
-  read -r sec cpu rss < <(sort -n "$work/reps" | sed -n "$(( (reps + 1) / 2 ))p")
-  [ "$cpu" = - ] && cpu="" && rss=""
-  record "$label" "$stack" "$handlers" "$patterns" "$size" "${count[$size]}" "$sec" "$cpu" "$rss"
-}
-
-# One client row's run: C with one handler, h0 on "#", on CLIENT; the time runs from the handler's
-# start (as run_jetfan's) and, for ready_sec, from its ready_ns (without its start-up).
-run_client() {  # client
-  handler_on "$1"
-  run_jetfan 128 1 all
-  ready_sec=$(elapsed "$(value ready_ns "$work/handler-h0.out")" "$(value settled_ns "$work/watch.out")")
-  handler_on cpp
-}
-
-# The client rows: C++, TypeScript and Python back to back in each round, so drift on a shared
-# machine hits all of them alike; report.sh takes the median per-round ratio to C++.
-client_rows() {
-  echo "== clients at 128 B, one handler acking at once: C++, TypeScript, Python interleaved; $rounds rounds of ${count[128]} messages"
-  echo "round,client,messages,seconds,ready_seconds" > "$out/clients.csv"
-  { echo "ts,node $("$node20" --version)"; echo "python,Python $("$python" -c 'import platform; print(platform.python_version())')"; } > "$out/clients.txt"
-  local r client line
-  for r in $(seq "$rounds"); do
-    line="  round $r:"
-    for client in cpp ts python; do
-      run_client $client
-      echo "$r,$client,${count[128]},$sec,$ready_sec" >> "$out/clients.csv"
-      line+=" $client $(awk -v n="${count[128]}" -v s="$sec" 'BEGIN {printf "%.0f", n / s}') msg/s"
-    done
-    echo "$line"
-  done
-}
-
-# +ACK batching: jetfan with one handler drains ack_n messages while perf counts the calls that
-# write to a socket. cnats writes to the server with send(); the handler socket is written with
-# sendmsg(); so +ACKs per send() is what one write to the server carries (pull requests and PINGs
-# are among the sends, so the figure is a lower bound). Needs perf with syscall tracepoints (root).
 if [ $only_acks = 1 ]; then
   echo "== +ACK batching: $ack_n messages of 128 B, one handler"
   ack_writes "$ack_n"
