@@ -27,7 +27,7 @@ MessageBytes::~MessageBytes() {
   --live_.messages;
 }
 
-SharedMessage make_message_bytes(NatsMsgPtr message, std::string headers, LiveBytes& live) {
+SharedMessage make_message_bytes(NatsMsgPtr message, std::string&& headers, LiveBytes& live) {
   return std::allocate_shared<const MessageBytes>(std::pmr::polymorphic_allocator<MessageBytes>(&live.pool),
                                                   std::move(message), std::move(headers), live);
 }

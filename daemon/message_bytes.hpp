@@ -55,6 +55,6 @@ class MessageBytes {
 using SharedMessage = std::shared_ptr<const MessageBytes>;
 
 // A MessageBytes allocated in `live`'s pool.
-SharedMessage make_message_bytes(NatsMsgPtr message, std::string headers, LiveBytes& live);
+SharedMessage make_message_bytes(NatsMsgPtr message, std::string&& headers, LiveBytes& live);
 
 }  // namespace jetfan
