@@ -271,13 +271,12 @@ void Dispatcher::apply_effects() {
   if (kept_alive > 0) spdlog::debug("kept {} held message(s) alive at the server (+WPI)", kept_alive);
   // A flush can close a session (max_output_buffer), and the close applies effects again, which
   // may add to and flush dirty_: walk a list of our own.
-  // (flushing_ is empty here unless a flush re-entered; then that call walks its own.)
   std::vector<std::shared_ptr<HandlerSession>> dirty;
-  dirty.swap(flushing_);
   dirty.swap(dirty_);
   for (auto& session : dirty) session->flush();
+  // The list's storage goes back for the next call, unless a re-entered call has made a new one.
   dirty.clear();
-  if (flushing_.capacity() < dirty.capacity()) flushing_.swap(dirty);
+  if (dirty_.empty()) dirty_.swap(dirty);
 }
 
 template <typename... Args>

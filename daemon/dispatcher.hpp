@@ -156,8 +156,7 @@ class Dispatcher final : private SessionOwner {
   ConnectionLimits connection_limits_;
   LiveBytes& live_;
   std::vector<std::shared_ptr<HandlerSession>> dirty_;
-  std::vector<std::shared_ptr<HandlerSession>> flushing_;  // apply_effects' copy of dirty_, reused
-  NodePool stored_pool_;                                   // one node per held message, from a free list
+  NodePool stored_pool_;  // one node per held message, from a free list
   std::pmr::unordered_map<MessageHandle, Stored> stored_{&stored_pool_};
   std::vector<PullRequest> requests_;  // reused
   LogRateLimiter warnings_;
