@@ -3,6 +3,9 @@
 //
 //   jetfan-bench setup URL STREAM DURABLE MAX_ACK_PENDING
 //       (re)creates the stream on <STREAM-lower>.> with file storage and one durable pull consumer
+//   jetfan-bench rewind URL STREAM DURABLE MAX_ACK_PENDING
+//       deletes and recreates the durable alone: the messages in the stream are all pending again,
+//       so one publish serves several runs
 //   jetfan-bench publish URL PREFIX KEYS COUNT SIZE [RATE]
 //       publishes COUNT messages of SIZE bytes to PREFIX<key>, keys taken in turn from the comma
 //       list KEYS; each payload starts with its publish time. RATE (msg/s): paced; else as fast as
@@ -91,6 +94,24 @@ int setup(const std::vector<std::string>& a) {
   for (char& c : lower) c = static_cast<char>(std::tolower(c));
   controller.delete_stream(a[1]);
   controller.create_stream(a[1], {lower + ".>"});
+  jetfan::example::ConsumerSpec spec;
+  spec.durable = a[2];
+  spec.max_ack_pending = std::stoll(a[3]);
+  controller.create_consumer(a[1], spec);
+  return 0;
+}
+
+int rewind(const std::vector<std::string>& a) {
+  natsConnection* raw = nullptr;
+  check(natsConnection_ConnectTo(&raw, a[0].c_str()), "connect");
+  jetfan::NatsConnectionPtr connection(raw);
+  jsCtx* js = nullptr;
+  check(natsConnection_JetStream(&js, raw, nullptr), "jetstream");
+  jetfan::JsCtxPtr owned_js(js);
+  jsErrCode code;
+  const natsStatus status = js_DeleteConsumer(js, a[1].c_str(), a[2].c_str(), nullptr, &code);
+  if (status != NATS_NOT_FOUND) check(status, "delete consumer");
+  jetfan::example::MeshController controller(a[0]);
   jetfan::example::ConsumerSpec spec;
   spec.durable = a[2];
   spec.max_ack_pending = std::stoll(a[3]);
@@ -249,6 +270,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (command == "setup" && rest.size() == 4) return setup(rest);
+    if (command == "rewind" && rest.size() == 4) return rewind(rest);
     if (command == "publish" && rest.size() >= 5) return publish(rest);
     if (command == "direct" && rest.size() == 5) return direct(rest);
     if (command == "handler" && rest.size() == 3) return handler(rest);

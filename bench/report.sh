@@ -2,6 +2,9 @@
 # Writes bench.md (tables, targets) and bench.png (plot) from the CSVs bench/run.sh wrote.
 #   bench/report.sh RESULTS_DIR HELD_RSS_MIB HELD_PEAK_MIB HELD_N REPS
 #   bench/report.sh --clients RESULTS_DIR     only the clients' table (clients.csv), on stdout
+#   bench/report.sh --sweep RESULTS_DIR       only the cost curve (sweep.csv): draws sweep.png, puts
+#                                             its section into RESULTS_DIR/bench.md if there is one,
+#                                             and prints the section
 set -euo pipefail
 
 median() { sort -n | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
@@ -35,6 +38,134 @@ clients_table() {  # RESULTS_DIR
     echo "| $label | $(rate $client 4) | $(ratio $client 4) | $target | $(rate $client 5) | $(ratio $client 5) |"
   done
 }
+
+# The cost curve from sweep.csv (bench/run.sh's header comment names its columns).
+size_label() { awk -v s="$1" 'BEGIN {if (s < 1024) printf "%d B", s; else if (s < 1048576) printf "%g KiB", s / 1024; else printf "%g MiB", s / 1048576}'; }
+
+sweep_section() {  # RESULTS_DIR: the "Cost curve" section of bench.md
+  local csv=$1/sweep.csv reps steady hsize
+  reps=$(awk -F, 'NR == 2 {print $7}' "$csv")
+  hsize=$(awk -F, '$1 == "handlers" {print $4; exit}' "$csv")
+  steady=$(awk -F, 'NR > 1 && $2 == "C" && $5 != 20 * $6 {bad = 1} END {print bad ? 0 : 1}' "$csv")
+  echo "## Cost curve"
+  echo
+  echo "What jetfan costs as its handlers and the payload grow: msg/s end to end, jetfan's CPU seconds per million"
+  echo "messages (user + system) and its peak RSS. Every handler matches every message (\`#\`) and acks it at once;"
+  echo "A is the direct cnats reader on the same messages. Each point is the median of $reps runs over the same"
+  echo "messages (the consumer rewound between runs; msg/s of the slowest and fastest run in brackets), each timed"
+  echo "from jetfan's start (A: its ready_ns) until nothing is pending or unacked."
+  if [ "$steady" = 1 ]; then
+    echo "A run is 20 × max_held messages, max_held being what jetfan holds at most (the consumer's MaxAckPending,"
+    echo "20,000, or what fits in \`consumer.max_held_bytes\`, 64 MiB): start-up and the held window's fill and drain"
+    echo "are a small part of it. Command: \`bench/run.sh --sweep [REPS]\` (part of \`bench/run.sh\`)."
+  else
+    echo "A run is the number of messages below, fewer than 20 × max_held at some points: not steady state."
+  fi
+  echo
+  echo "By handlers, $(size_label "$hsize"), $(awk -F, '$1 == "handlers" {print $5; exit}' "$csv") messages a run:"
+  echo
+  echo "| handlers | msg/s | MiB/s | C/A | jetfan CPU s per 1M msgs | jetfan peak RSS MiB |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  awk -F, '$1 == "handlers" {printf "| %s | %s (%s-%s) | %s | %s | %s | %s |\n", ($2 == "A" ? "A (direct reader)" : $3),
+    $9, $10, $11, $12, $13, $14, $15}' "$csv"
+  echo
+  echo "By payload:"
+  echo
+  echo "| size | messages | max_held | stack | msg/s | MiB/s | C/A | jetfan CPU s per 1M msgs | jetfan peak RSS MiB |"
+  echo "|---|---:|---:|---|---:|---:|---:|---:|---:|"
+  awk -F, '$1 == "payload" {print}' "$csv" | while IFS=, read -r _ stack handlers size messages held _ _ rate lo hi mib ca cpu rss; do
+    echo "| $(size_label "$size") | $messages | $held | $([ "$stack" = A ] && echo "A" || echo "C $handlers h") | $rate ($lo-$hi) | $mib | $ca | $cpu | $rss |"
+  done
+  echo
+  echo "![cost curve](bench/results/sweep.png)"
+}
+
+sweep_plot() {  # RESULTS_DIR: sweep.png from sweep.csv
+  local dir=$1 csv=$1/sweep.csv tmp a_rate hsize h hmin hmax smin smax xt_h xt_s cpu_log=1 rate_plot="" ca_plot="" cpu_plot="" rss_plot=""
+  local -a fan
+  tmp=$(mktemp -d)
+  # handlers.dat: handlers msgs/s cpu rss c/a min max; A.dat: size msgs/s min max; C<h>.dat as handlers.dat by size
+  awk -F, -v t="$tmp" 'NR == 1 {next}
+    $1 == "handlers" && $2 == "C" {print $3, $9, $14, $15, $13, $10, $11 > (t "/handlers.dat")}
+    $1 == "payload" && $2 == "A" {print $4, $9, $10, $11 > (t "/A.dat")}
+    $1 == "payload" && $2 == "C" {print $4, $9, $14, $15, $13, $10, $11 > (t "/C" $3 ".dat")}' "$csv"
+  a_rate=$(awk -F, '$1 == "handlers" && $2 == "A" {print $9}' "$csv")
+  hsize=$(awk -F, '$1 == "handlers" {print $4; exit}' "$csv")
+  read -r hmin hmax < <(awk '{print $1}' "$tmp/handlers.dat" | sort -n | sed -n '1p;$p' | paste -sd' ')
+  read -r smin smax < <(awk '{print $1}' "$tmp/A.dat" | sort -n | sed -n '1p;$p' | paste -sd' ')
+  [ -n "$hmax" ] || hmax=$hmin; [ -n "$smax" ] || smax=$smin
+  xt_h=$(awk '{printf "%s\"%s\" %s", (NR > 1 ? ", " : ""), $1, $1}' "$tmp/handlers.dat")
+  xt_s=$(while read -r size _; do printf '"%s" %s\n' "$(size_label "$size")" "$size"; done < "$tmp/A.dat" | paste -sd,)
+  mapfile -t fan < <(awk -F, '$1 == "payload" && $2 == "C" {print $3}' "$csv" | sort -n -u)
+  local colors=("#3b6ea8" "#c0504d" "#4e9a06" "#8064a2" "#e69f00") i=0 lc
+  for h in "${fan[@]}"; do  # one colour per handler count in every panel of the payload row
+    lc="lc rgb \"${colors[i++ % ${#colors[@]}]}\""
+    rate_plot+=", \"$tmp/C$h.dat\" using 1:2:6:7 with yerrorlines lw 2 $lc title \"C, $h handler$([ "$h" = 1 ] || echo s)\""
+    ca_plot+=", \"$tmp/C$h.dat\" using 1:5 axes x1y2 with linespoints dashtype 2 $lc title \"C/A, $h h\""
+    cpu_plot+="${cpu_plot:+, }\"$tmp/C$h.dat\" using 1:3 with linespoints lw 2 $lc title \"$h h\""
+    rss_plot+="${rss_plot:+, }\"$tmp/C$h.dat\" using 1:4 with linespoints lw 2 $lc title \"$h h\""
+    awk '$3 <= 0 {exit 1}' "$tmp/C$h.dat" || cpu_log=0  # log scale only if every CPU figure is above 0
+  done
+  gnuplot <<GP
+set terminal pngcairo size 1500,900 font "sans,10"
+set output "$dir/sweep.png"
+set multiplot layout 2,3 title "jetfan cost curve: C (jetfan and handler processes) against A (direct cnats reader); median of runs, range as bars"
+set grid
+set key top right
+set logscale x 2
+set xrange [$hmin / 1.4 : $hmax * 1.4]
+set xtics ($xt_h)
+set xlabel "handlers, all matching every message ($(size_label "$hsize"))"
+set yrange [0:*]
+set format y "%.0s%c"
+set title "msg/s"
+plot "$tmp/handlers.dat" using 1:2:6:7 with yerrorlines lw 2 lc rgb "#3b6ea8" title "C", $a_rate with lines dashtype 2 lc rgb "#666666" title "A"
+set format y "%g"
+set title "jetfan CPU s per 1M messages"
+plot "$tmp/handlers.dat" using 1:3 with linespoints lw 2 lc rgb "#3b6ea8" notitle
+set title "jetfan peak RSS (MiB)"
+plot "$tmp/handlers.dat" using 1:4 with linespoints lw 2 lc rgb "#3b6ea8" notitle
+set xrange [$smin / 1.6 : $smax * 1.6]
+set xtics ($xt_s)
+set xlabel "payload"
+set title "msg/s (log scale); C/A dashed, right axis"
+set logscale y
+set yrange [*:*]
+set ytics nomirror
+set y2tics
+set y2range [0:*]
+set y2label "C/A"
+set key bottom left
+set format y "%.0s%c"
+plot "$tmp/A.dat" using 1:2:3:4 with yerrorlines lw 2 lc rgb "#666666" title "A"$rate_plot$ca_plot
+unset y2tics
+unset y2label
+set format y "%g"
+set ytics mirror
+set key top left
+set title "jetfan CPU s per 1M messages$([ $cpu_log = 1 ] && echo " (log scale)")"
+$([ $cpu_log = 1 ] || echo "unset logscale y; set yrange [0:*]")
+plot $cpu_plot
+unset logscale y
+set yrange [0:*]
+set title "jetfan peak RSS (MiB)"
+plot $rss_plot
+unset multiplot
+GP
+  rm -rf "$tmp"
+}
+
+if [ "${1:-}" = "--sweep" ]; then
+  sweep_plot "$2"
+  if [ -f "$2/bench.md" ]; then  # the section is the last of bench.md: the old one goes, the new one is appended
+    { awk '/^## Cost curve/ {skip = 1; next} skip && /^## / {skip = 0}
+        !skip {line[++n] = $0} END {while (n > 0 && line[n] == "") n--; for (i = 1; i <= n; i++) print line[i]}' "$2/bench.md"
+      echo; sweep_section "$2"; } > "$2/bench.md.new"
+    mv "$2/bench.md.new" "$2/bench.md"
+  fi
+  sweep_section "$2"
+  exit 0
+fi
 
 if [ "${1:-}" = "--clients" ]; then
   clients_table "$2"
@@ -101,6 +232,7 @@ ipm() { awk -F, -v p="$1" '$1 == p {print $2 " (" $3 " without lock acquisition)
   echo "| instructions per message, 2 → 100 patterns | flat | $(ipm 2) → $(ipm 100) |"
   echo
   echo "![msg/s by case, 128 B](bench/results/bench.png)"
+  if [ -f "$out/sweep.csv" ]; then echo; sweep_section "$out"; fi
 } > "$md"
 
 # The plot: msg/s per case at 128 B.
@@ -119,4 +251,5 @@ set yrange [0:*]
 unset key
 plot "$out/plot.dat" using 2:xtic(1) linecolor rgb "#3b6ea8"
 GP
+if [ -f "$out/sweep.csv" ]; then sweep_plot "$out"; fi
 cat "$md"

@@ -14,6 +14,31 @@
 #                           the server carries (perf counts its send calls), one handler, 128 B
 #   bench/run.sh --clients [N=300000] [ROUNDS=5]
 #                           only the client rows, N messages per run, in a temp dir; prints their table
+#   bench/run.sh --sweep [REPS=3]
+#                           only the cost curve (bench/sweep.sh), REPS runs per point; writes
+#                           bench/results/sweep.{csv,png} and its section of bench.md and the README.
+#                           SWEEP_HANDLERS, SWEEP_SIZES, SWEEP_FANOUT (space-separated) and
+#                           SWEEP_MESSAGES (one count for every size) narrow it, in any mode
+#
+# The cost curve (bench/sweep.sh says how it is run): msg/s, jetfan's CPU seconds per million
+# messages and its peak RSS against the number of handlers (1 to 32, all matching every message, at
+# 128 B) and against the payload (128 B to 256 KiB, 1 and 4 all-matching handlers), with A at each
+# size. sweep.csv has one row per point and curve:
+#   curve                      handlers | payload (a point on both has a row on each; A at 128 B is
+#                              the handlers curve's reference)
+#   stack                      A | C
+#   handlers                   C's handlers, all on "#"; - for A
+#   size                       payload bytes
+#   messages                   messages drained per run (20 × max_held; SWEEP_MESSAGES or smoke: fixed)
+#   max_held                   jetfan's held window at this size, in messages; - for A
+#   reps                       runs per point
+#   seconds                    median run time
+#   msgs_per_s                 messages / median seconds
+#   msgs_per_s_min, _max       the slowest and the fastest run
+#   mb_per_s                   msgs_per_s × size, MiB/s
+#   c_over_a                   msgs_per_s / A's at the same size; empty for A
+#   jetfan_cpu_s_per_million   median over the runs of jetfan's user+system CPU seconds / messages × 1e6
+#   jetfan_peak_rss_mib        median over the runs of jetfan's peak RSS (VmHWM)
 #
 # The clients' handlers: `jetfan-bench handler` (C++), proto/node/bench/handler.ts (TypeScript, run on
 # node 20 or later as proto/node's tests are) and proto/python/bench_handler.py (Python: $PYTHON, else
@@ -27,11 +52,13 @@ root=$(pwd)
 smoke=0
 only_instructions=0
 only_clients=0
+only_sweep=0
 [ "${1:-}" = "--smoke" ] && smoke=1
 [ "${1:-}" = "--instructions" ] && only_instructions=1 && smoke=1
 [ "${1:-}" = "--clients" ] && only_clients=1 && smoke=1
 only_acks=0
 [ "${1:-}" = "--acks" ] && only_acks=1 && smoke=1
+[ "${1:-}" = "--sweep" ] && only_sweep=1
 
 scripts/deps.sh
 need=()
@@ -40,8 +67,8 @@ command -v gnuplot > /dev/null || need+=(gnuplot-nox)
 command -v valgrind > /dev/null || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q --no-install-recommends "${need[@]}"; fi
 scripts/build.sh > /dev/null
-[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
-[ $only_instructions = 1 ] || [ $only_acks = 1 ] || node20=$(proto/node/bench/build.sh)  # the TypeScript client's handler
+[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
+[ $only_instructions = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || node20=$(proto/node/bench/build.sh)  # the TypeScript client's handler
 python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past any launcher shim
 
 bin=$root/${JETFAN_BUILD_DIR:-build}
@@ -50,8 +77,8 @@ work=$(mktemp -d /tmp/jetfan-bench.XXXXXX)
 if [ $smoke = 1 ]; then out=$work/results; else out=$root/bench/results; fi
 mkdir -p "$out"
 pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+cleanup() {  # also what a failed run left behind: a jetfan without its server would never end
+  for pid in "${pids[@]}" $(jobs -p); do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work"
 }
@@ -65,10 +92,18 @@ elif [ $only_clients = 1 ]; then
   declare -A count=([128]=${2:-300000}); rounds=${3:-5}
 elif [ $smoke = 1 ]; then
   declare -A count=([128]=300); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
+  sweep_handlers=(1 2); sweep_sizes=(128 16384); sweep_fanout=(1 2); sweep_n=300; sweep_reps=1
 else
   declare -A count=([128]=100000 [1024]=50000 [16384]=10000); sizes=(128 1024 16384); fanout=(2 4 8)
   lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000); reps=3; rounds=5
+  sweep_handlers=(1 2 4 8 16 32); sweep_sizes=(128 1024 4096 16384 65536 262144); sweep_fanout=(1 4); sweep_n=""
+  sweep_reps=$reps; [ $only_sweep = 1 ] && sweep_reps=${2:-3}
 fi
+[[ ${sweep_reps:-1} =~ ^[1-9][0-9]*$ ]] || { echo "bench: --sweep REPS is a count of runs, not '$sweep_reps'" >&2; exit 64; }
+[ -n "${SWEEP_HANDLERS:-}" ] && read -ra sweep_handlers <<< "$SWEEP_HANDLERS"
+[ -n "${SWEEP_SIZES:-}" ] && read -ra sweep_sizes <<< "$SWEEP_SIZES"
+[ -n "${SWEEP_FANOUT:-}" ] && read -ra sweep_fanout <<< "$SWEEP_FANOUT"
+[ -n "${SWEEP_MESSAGES:-}" ] && sweep_n=$SWEEP_MESSAGES
 
 nats-server -js -sd "$work/js" -a 127.0.0.1 -p -1 > "$work/nats.log" 2>&1 &
 pids+=($!)
@@ -89,7 +124,8 @@ jetfan_config() {
   local handlers=$1 extra=${2:-} h p hs ps first
   {
     printf 'nats:\n  servers: ["%s"]\nconsumer:\n  stream: BENCH\n  durable: bench_durable\n%s' "$url" "$extra"
-    printf 'key:\n  strip_prefix: "bench."\nsocket:\n  path: %s/jetfan.sock\nhandlers:\n' "$work"
+    # max_unidentified: the sweep's 32 handlers connect at once; none may be evicted before its HELLO.
+    printf 'key:\n  strip_prefix: "bench."\nsocket:\n  path: %s/jetfan.sock\n  max_unidentified: 64\nhandlers:\n' "$work"
     IFS=';' read -ra hs <<< "$handlers"
     for h in "${hs[@]}"; do
       printf '  - name: %s\n    max_inflight: 1024\n    patterns: [' "${h%%:*}"
@@ -136,8 +172,7 @@ cpu_seconds() { awk '{printf "%.3f", ($14 + $15) / 100}' "/proc/$1/stat"; }
 peak_rss_mib() { awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 rss_mib() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 
-csv=$out/bench.csv
-echo "case,stack,handlers,patterns,size,messages,seconds,msgs_per_s,mb_per_s,jetfan_cpu_s_per_million,jetfan_peak_rss_mib" > "$csv"
+csv=$out/bench.csv  # written from the throughput section on; --sweep leaves it alone
 record() {  # record CASE STACK HANDLERS PATTERNS SIZE N SECONDS CPU RSS
   awk -v c="$1" -v st="$2" -v h="$3" -v p="$4" -v s="$5" -v n="$6" -v sec="$7" -v cpu="$8" -v rss="$9" 'BEGIN {
     rate = n / sec; printf "%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.2f,%s,%s\n", c, st, h, p, s, n, sec, rate, rate * s / 1048576,
@@ -149,7 +184,10 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.4f", (b - a) / 1e9}'; }
 run_direct() {  # size
   local size=$1 n=${count[$1]}
   fresh_stream; prepublish "$n" "$size" "$(keys_for 4)"
-  "$tool" direct "$url" BENCH bench_durable "$n" "$work/direct.lat" > "$work/direct.out" &
+  drain_direct "$n"
+}
+drain_direct() {  # N: A reads the N messages waiting for the consumer; sets sec (from its ready_ns), cpu, rss (-)
+  "$tool" direct "$url" BENCH bench_durable "$1" "$work/direct.lat" > "$work/direct.out" &
   local pid=$!
   wait_file "$work/direct.out" ready_ns
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
@@ -178,8 +216,12 @@ run_jetfan() {  # size handlers mode(all|disjoint|p100)
           spec="h0:${list}#"; names=" h0" ;;
   esac
   fresh_stream; prepublish "$n" "$size" "$keys"
-  jetfan_config "$spec"
-  start_jetfan "$names"
+  drain_jetfan "$spec" "$names"
+}
+drain_jetfan() {  # SPEC NAMES: jetfan with the handlers SPEC (jetfan_config), NAMES started, drains the
+                  # consumer; sets sec (from jetfan's start), cpu, rss
+  jetfan_config "$1"
+  start_jetfan "$2"
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
   sec=$(elapsed "$t0" "$(value settled_ns "$work/watch.out")"); cpu=$(cpu_seconds $jetfan_pid); rss=$(peak_rss_mib $jetfan_pid)
   stop_all $jetfan_pid "${handler_pids[@]}"
@@ -258,6 +300,23 @@ if [ $only_acks = 1 ]; then
   exit 0
 fi
 
+# The README's Performance section shows bench.md of the latest full run (or --sweep).
+readme_from() {  # BENCH_MD
+  awk -v table="$1" '/<!-- bench:start -->/ {print; while ((getline line < table) > 0) if (line !~ /^# /) print line; skip = 1; next}
+    /<!-- bench:end -->/ {skip = 0} !skip' README.md > "$work/README.md" && cp "$work/README.md" README.md
+}
+
+# shellcheck source=bench/sweep.sh
+source "$root/bench/sweep.sh"
+
+if [ $only_sweep = 1 ]; then
+  sweep
+  bash bench/report.sh --sweep "$out"
+  if [ -f "$out/bench.md" ]; then readme_from "$out/bench.md"; fi
+  echo "== results in $out"
+  exit 0
+fi
+
 if [ $only_clients = 1 ]; then
   client_rows
   bash bench/report.sh --clients "$out"
@@ -265,6 +324,7 @@ if [ $only_clients = 1 ]; then
 fi
 
 if [ $only_instructions = 0 ]; then
+echo "case,stack,handlers,patterns,size,messages,seconds,msgs_per_s,mb_per_s,jetfan_cpu_s_per_million,jetfan_peak_rss_mib" > "$csv"
 echo "== throughput: messages pre-published, then drained; median of $reps runs"
 for size in "${sizes[@]}"; do
   echo "  ($size B: ${count[$size]} messages)"
@@ -333,6 +393,8 @@ if [ $smoke = 0 ]; then
   echo "== +ACK batching: 100000 messages of 128 B, one handler"
   ack_writes 100000
 fi
+
+sweep
 fi
 
 echo "== instructions per message inside jetfan (callgrind, ${cg[0]} vs ${cg[1]} messages of 128 B)"
@@ -371,10 +433,11 @@ printf '2,%s,%s\n100,%s,%s\n' "$ipm2" "$ipm2_nolock" "$ipm100" "$ipm100_nolock" 
 [ $only_instructions = 1 ] && exit 0
 
 bash bench/report.sh "$out" "$held_rss" "$held_peak" "$held_n" "$reps"
-# The README shows the latest full run.
-if [ $smoke = 0 ]; then
-  awk -v table="$out/bench.md" '/<!-- bench:start -->/ {print; while ((getline line < table) > 0) if (line !~ /^# /) print line; skip = 1; next}
-    /<!-- bench:end -->/ {skip = 0} !skip' README.md > "$work/README.md" && cp "$work/README.md" README.md
-fi
+if [ $smoke = 0 ]; then readme_from "$out/bench.md"; fi
 echo "== results in $out"
-[ $smoke = 1 ] && echo "bench: smoke run OK" || true
+if [ $smoke = 1 ]; then
+  for png in bench.png sweep.png; do  # drawn, not only asked for
+    head -c 4 "$out/$png" 2>/dev/null | grep -q PNG || { echo "bench: $out/$png was not drawn" >&2; exit 1; }
+  done
+  echo "bench: smoke run OK"
+fi
