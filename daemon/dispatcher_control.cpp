@@ -53,6 +53,9 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
   s.max_deliver = settings_.core.max_deliver;
   s.totals = core_.counters();
   s.held = core_.held();
+  s.held_bytes = live_.bytes;
+  s.max_held = settings_.pull.max_held;
+  s.max_held_bytes = settings_.pull.max_held_bytes;
   s.in_flight = core_.in_flight();
   auto age = [now](TimePoint since) { return std::chrono::duration<double>(now - since).count(); };
   if (const auto oldest = core_.oldest_held()) s.oldest_held_seconds = age(*oldest);

@@ -2,7 +2,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
+#include <iterator>
 
 namespace jetfan::format {
 
@@ -31,6 +33,22 @@ std::string duration(double seconds) {
     std::snprintf(buffer, sizeof buffer, "%ldh%02ldm", whole / 3600, whole % 3600 / 60);
   }
   return buffer;
+}
+
+std::string bytes(std::uint64_t count) {
+  if (count < 1024) return std::to_string(count) + " B";
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(count) / 1024;
+  std::size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f %s", value, kUnits[unit]);
+  std::string text = buffer;
+  if (const auto point = text.find(".0 "); point != std::string::npos) text.erase(point, 2);
+  return text;
 }
 
 std::string rate(double per_second) {

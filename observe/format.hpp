@@ -13,6 +13,8 @@ std::string number(double value);
 std::string duration(double seconds);
 // A rate: "0", "0.33", "12", "1.2k".
 std::string rate(double per_second);
+// A size in bytes: "512 B", "12.5 KiB", "64 MiB", "1.5 GiB" (at most one decimal, none when whole).
+std::string bytes(std::uint64_t count);
 // RFC 3339 UTC with milliseconds: "2026-11-29T21:00:00.123Z".
 std::string utc(std::int64_t unix_ms);
 

@@ -30,6 +30,10 @@ StatusSnapshot example() {
   s.totals.acked = 7;
   s.totals.no_recipient = 1;
   s.held = 3;
+  s.held_bytes = 3 * 1536;
+  s.max_held = 20000;
+  s.max_held_bytes = 64 << 20;
+  s.totals.handed_back_for_room = 2;
   s.oldest_held_seconds = 12.5;
   HandlerView builder;
   builder.name = "builder";
@@ -69,6 +73,7 @@ TEST_CASE("status text: a handler with no instance and messages waiting is the f
   CHECK_THAT(text, Catch::Contains("instance: connection 7, pid 1234, uid 1000, connected 2023-11-14T22:13:20.000Z"));
   CHECK_THAT(text, Catch::Contains("delivered 9 (0.50/s), ACK 8 (0/s)"));
   CHECK_THAT(text, Catch::Contains("timeout 1 (0/s)"));
+  CHECK_THAT(text, Catch::Contains("held:    3 of 20000 message(s), 4.5 KiB of 64 MiB, the oldest for 12.5s"));
   CHECK_THAT(text, Catch::Contains("p50 <= 5ms, p99 <= 25ms (2 confirmed)"));
   CHECK_THAT(text, Catch::Contains("no recipient, recent keys: zzz.nobody"));
   CHECK_THAT(text, Catch::Contains("unroutable subjects (no key prefix): other.thing (2)"));
@@ -94,6 +99,10 @@ TEST_CASE("status JSON: versioned schema, the same figures as the text", "[unit]
   CHECK(doc["consumer"]["durable"] == "node1_builder");
   CHECK(doc["consumer"]["server"].is_null());
   CHECK(doc["messages"]["held"] == 3);
+  CHECK(doc["messages"]["held_bytes"] == 4608);
+  CHECK(doc["messages"]["max_held"] == 20000);
+  CHECK(doc["messages"]["max_held_bytes"] == 64 << 20);
+  CHECK(doc["messages"]["handed_back_for_room"] == 2);
   CHECK(doc["messages"]["oldest_held_seconds"] == 12.5);
   CHECK(doc["messages"]["unroutable_subjects"][0]["subject"] == "other.thing");
   REQUIRE(doc["handlers"].size() == 2);
@@ -113,6 +122,10 @@ TEST_CASE("Prometheus text: counters, per-handler series, cumulative histogram b
   const std::string text = render_prometheus(example());
   CHECK_THAT(text, Catch::Contains("# TYPE jetfan_messages_acked_total counter\njetfan_messages_acked_total 7\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_messages_held 3\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_messages_held_bytes 4608\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_messages_held_limit{unit=\"messages\"} 20000\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_messages_held_limit{unit=\"bytes\"} 67108864\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_messages_handed_back_for_room_total 2\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_handler_queued{handler=\"audit\"} 3\n"));
   CHECK_THAT(text,
              Catch::Contains("jetfan_handler_delivery_failures_total{handler=\"builder\",cause=\"timeout\"} 1\n"));
@@ -208,4 +221,8 @@ TEST_CASE("format helpers", "[unit]") {
   CHECK(format::duration(0.00025) == "250us");
   CHECK(format::duration(245) == "4m05s");
   CHECK(format::rate(1234) == "1.2k");
+  CHECK(format::bytes(512) == "512 B");
+  CHECK(format::bytes(4608) == "4.5 KiB");
+  CHECK(format::bytes(64 << 20) == "64 MiB");
+  CHECK(format::bytes(1536ull << 20) == "1.5 GiB");
 }

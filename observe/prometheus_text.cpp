@@ -78,6 +78,9 @@ std::string render_prometheus(const StatusSnapshot& s) {
        t.already_held + t.already_settled},
       {"jetfan_unknown_confirmations_total", "Confirmations naming no delivery in flight (late, after a timeout).",
        t.unknown_confirmations},
+      {"jetfan_messages_handed_back_for_room_total",
+       "Messages nak'd so that others could be held: the oldest a stalled handler kept from settling.",
+       t.handed_back_for_room},
       {"jetfan_nats_reconnects_total", "Reconnections to the NATS server.", s.reconnects},
       {"jetfan_tail_dropped_messages_total", "Messages tail observers missed because they read too slowly.",
        s.tail_dropped},
@@ -92,6 +95,13 @@ std::string render_prometheus(const StatusSnapshot& s) {
 
   w.family("jetfan_messages_held", "gauge", "Messages jetfan holds: arrived, not yet settled or handed back.");
   w.sample("jetfan_messages_held", "", static_cast<std::uint64_t>(s.held));
+  w.family("jetfan_messages_held_bytes", "gauge",
+           "Bytes of the messages jetfan keeps alive: held, in flight, queued for handlers' sockets.");
+  w.sample("jetfan_messages_held_bytes", "", s.held_bytes);
+  w.family("jetfan_messages_held_limit", "gauge",
+           "What jetfan holds at most: consumer.max_held (messages) and consumer.max_held_bytes (bytes; 0: none).");
+  w.sample("jetfan_messages_held_limit", "unit=\"messages\"", static_cast<std::uint64_t>(s.max_held));
+  w.sample("jetfan_messages_held_limit", "unit=\"bytes\"", s.max_held_bytes);
   w.family("jetfan_messages_oldest_held_age_seconds", "gauge", "Age of the oldest message held; 0 when none is.");
   w.sample("jetfan_messages_oldest_held_age_seconds", "", s.oldest_held_seconds.value_or(0));
   w.family("jetfan_deliveries_in_flight", "gauge", "Deliveries sent to handlers and not yet confirmed.");

@@ -84,7 +84,8 @@ std::string render_status_text(const StatusSnapshot& s) {
          s.ack_policy + ", AckWait " + format::duration(s.ack_wait_seconds) + ", MaxDeliver " +
          max_deliver(s.max_deliver) + " (as bound)");
   }
-  line("held:    " + std::to_string(s.held) + " message(s)" +
+  line("held:    " + std::to_string(s.held) + " of " + std::to_string(s.max_held) + " message(s), " +
+       format::bytes(s.held_bytes) + (s.max_held_bytes ? " of " + format::bytes(s.max_held_bytes) : std::string()) +
        (s.oldest_held_seconds ? ", the oldest for " + format::duration(*s.oldest_held_seconds) : std::string()) + "; " +
        std::to_string(s.in_flight) + " in flight; " + std::to_string(s.pulls_outstanding) +
        " pull request(s) outstanding; " + std::to_string(s.reconnects) + " reconnect(s)");
@@ -173,6 +174,10 @@ std::string render_status_json(const StatusSnapshot& s) {
   json unroutable = json::array();
   for (const auto& u : s.unroutable_subjects) unroutable.push_back({{"subject", u.subject}, {"count", u.count}});
   doc["messages"] = {{"held", s.held},
+                     {"held_bytes", s.held_bytes},
+                     {"max_held", s.max_held},
+                     {"max_held_bytes", s.max_held_bytes},
+                     {"handed_back_for_room", t.handed_back_for_room},
                      {"in_flight", s.in_flight},
                      {"oldest_held_seconds", optional_seconds(s.oldest_held_seconds)},
                      {"arrived", t.arrived},

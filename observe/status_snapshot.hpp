@@ -81,6 +81,9 @@ struct StatusSnapshot {
   std::vector<HandlerView> handlers;
   CoreCounters totals;
   std::size_t held = 0;
+  std::uint64_t held_bytes = 0;      // of the messages alive: held, in flight, queued for sockets
+  std::size_t max_held = 0;          // consumer.max_held
+  std::uint64_t max_held_bytes = 0;  // consumer.max_held_bytes; 0: no bound
   std::size_t in_flight = 0;
   std::optional<double> oldest_held_seconds;
   std::size_t pulls_outstanding = 0;

@@ -53,6 +53,9 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
   const auto hanging = scrape(port);
   CHECK(hanging.at("jetfan_handler_in_flight{handler=\"builder\"}") == 1);
   CHECK(hanging.at("jetfan_messages_held") == 1);
+  CHECK(hanging.at("jetfan_messages_held_bytes") >= 20);  // "hang1@builder": its body at least, and headers
+  CHECK(hanging.at("jetfan_messages_held_limit{unit=\"messages\"}") > 0);
+  CHECK(hanging.at("jetfan_messages_held_limit{unit=\"bytes\"}") == 64 << 20);  // the default
   CHECK(hanging.at("jetfan_deliveries_in_flight") == 1);
   REQUIRE(mesh.wait_seen("builder", 2));  // timed out after 300ms and redelivered
   REQUIRE(mesh.wait_settled());
@@ -87,6 +90,8 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
   CHECK(moved(before, after, "jetfan_handler_acks_total{handler=\"audit\"}") == 2);
   CHECK(moved(before, after, "jetfan_message_publish_age_seconds_count") == 9);
   CHECK(after.at("jetfan_messages_held") == 0);
+  CHECK(after.at("jetfan_messages_held_bytes") == 0);  // every body freed once settled
+  CHECK(moved(before, after, "jetfan_messages_handed_back_for_room_total") == 0);
   CHECK(after.at("jetfan_deliveries_in_flight") == 0);
   CHECK(after.at("jetfan_handler_in_flight{handler=\"builder\"}") == 0);
   CHECK(after.at("jetfan_handler_oldest_unconfirmed_age_seconds{handler=\"builder\"}") == 0);
