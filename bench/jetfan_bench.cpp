@@ -10,9 +10,12 @@
 //       publishes COUNT messages of SIZE bytes to PREFIX<key>, keys taken in turn from the comma
 //       list KEYS; each payload starts with its publish time. RATE (msg/s): paced; else as fast as
 //       JetStream acknowledges. Prints published_ns=<time the last was stored>.
-//   jetfan-bench direct URL STREAM DURABLE COUNT LATENCY_FILE
+//   jetfan-bench direct URL STREAM DURABLE COUNT LATENCY_FILE [SIZE]
 //       the ceiling (A): a cnats pull reader of the durable that acks every message itself, reading
-//       the way jetfan does (outstanding pull requests), without the hop to a handler
+//       the way jetfan does (outstanding pull requests), without the hop to a handler. SIZE, the
+//       payload, makes a pull ask for fewer than 256 messages when 256 would pass 16 MiB: with two
+//       pulls open, the server's buffer for the reader (max_pending, 64 MiB) must hold them all, or
+//       it cuts the reader off as a slow consumer
 //   jetfan-bench handler SOCKET NAME LATENCY_FILE
 //       a jetfan handler (C) on the C++ client; acks every message
 //   jetfan-bench watch URL STREAM DURABLE TIMEOUT_S
@@ -28,6 +31,7 @@
 #include <nats/nats.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -203,6 +207,7 @@ int direct(const std::vector<std::string>& a) {
   jetfan::NatsConnectionPtr connection(raw);
   DirectReader reader;
   reader.connection = raw;
+  if (a.size() > 5) reader.batch = std::clamp((16L << 20) / std::max(1L, std::stol(a[5])), 1L, 256L);
   reader.pull_subject = "$JS.API.CONSUMER.MSG.NEXT." + a[1] + "." + a[2];
   natsInbox* inbox = nullptr;
   check(natsInbox_Create(&inbox), "inbox");
@@ -272,7 +277,7 @@ int main(int argc, char** argv) {
     if (command == "setup" && rest.size() == 4) return setup(rest);
     if (command == "rewind" && rest.size() == 4) return rewind(rest);
     if (command == "publish" && rest.size() >= 5) return publish(rest);
-    if (command == "direct" && rest.size() == 5) return direct(rest);
+    if (command == "direct" && (rest.size() == 5 || rest.size() == 6)) return direct(rest);
     if (command == "handler" && rest.size() == 3) return handler(rest);
     if (command == "watch" && rest.size() == 4) return watch(rest, false);
     if (command == "held" && rest.size() == 5) return watch(rest, true);

@@ -46,7 +46,7 @@ sweep_section() {  # RESULTS_DIR: the "Cost curve" section of bench.md
   local csv=$1/sweep.csv reps steady hsize
   reps=$(awk -F, 'NR == 2 {print $7}' "$csv")
   hsize=$(awk -F, '$1 == "handlers" {print $4; exit}' "$csv")
-  steady=$(awk -F, 'NR > 1 && $2 == "C" && $5 != 20 * $6 {bad = 1} END {print bad ? 0 : 1}' "$csv")
+  steady=$(awk -F, 'NR > 1 && $2 == "C" && $5 < 20 * $6 {bad = 1} END {print bad ? 0 : 1}' "$csv")
   echo "## Cost curve"
   echo
   echo "What jetfan costs as its handlers and the payload grow: msg/s end to end, jetfan's CPU seconds per million"
@@ -55,9 +55,10 @@ sweep_section() {  # RESULTS_DIR: the "Cost curve" section of bench.md
   echo "messages (the consumer rewound between runs; msg/s of the slowest and fastest run in brackets), each timed"
   echo "from jetfan's start (A: its ready_ns) until nothing is pending or unacked."
   if [ "$steady" = 1 ]; then
-    echo "A run is 20 × max_held messages, max_held being what jetfan holds at most (the consumer's MaxAckPending,"
-    echo "20,000, or what fits in \`consumer.max_held_bytes\`, 64 MiB): start-up and the held window's fill and drain"
-    echo "are a small part of it. Command: \`bench/run.sh --sweep [REPS]\` (part of \`bench/run.sh\`)."
+    echo "A run is at least 20 × max_held messages, max_held being what jetfan holds at most (the consumer's"
+    echo "MaxAckPending, 20,000, or what fits in \`consumer.max_held_bytes\`, 32 MiB), and at least 1 GiB or 400,000"
+    echo "messages: start-up and the held window's fill and drain are a small part of it. Command:"
+    echo "\`bench/run.sh --sweep [REPS]\` (part of \`bench/run.sh\`)."
   else
     echo "A run is the number of messages below, fewer than 20 × max_held at some points: not steady state."
   fi
@@ -243,7 +244,7 @@ ratio_row() {  # LABEL SIZE CASE TARGET
   echo
   echo "Ratios: the median over $rounds interleaved rounds of C's rate over A's in the same round, on the same"
   echo "messages (range in brackets); each run drains $(awk -F, '$2 == 128 {print $6; exit}' "$out/rounds.csv") messages at 128 B and"
-  echo "$(awk -F, '$2 == 16384 {print $6; exit}' "$out/rounds.csv") at 16 KiB (20 × max_held in a full run), timed from the reader's start. Latency: median of the"
+  echo "$(awk -F, '$2 == 16384 {print $6; exit}' "$out/rounds.csv") at 16 KiB (at least 20 × max_held in a full run), timed from the reader's start. Latency: median of the"
   echo "rounds' C − A, $(awk -F, 'NR > 1 {print $5; exit}' "$out/latency.csv") messages per round published at $lat_rate msg/s."
   echo
   local_p50=$(added 2); local_p99=$(added 3); read -r peak peak_case <<< "$(peak_rss_all)"

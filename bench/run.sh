@@ -29,7 +29,7 @@
 #   stack                      A | C
 #   handlers                   C's handlers, all on "#"; - for A
 #   size                       payload bytes
-#   messages                   messages drained per run (20 × max_held; SWEEP_MESSAGES or smoke: fixed)
+#   messages                   messages drained per run (at least 20 × max_held; SWEEP_MESSAGES or smoke: fixed)
 #   max_held                   jetfan's held window at this size, in messages; - for A
 #   reps                       runs per point
 #   seconds                    median run time
@@ -94,7 +94,7 @@ elif [ $smoke = 1 ]; then
   declare -A count=([128]=300 [16384]=100); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
   sweep_handlers=(1 2); sweep_sizes=(128 16384); sweep_fanout=(1 2); sweep_n=300; sweep_reps=1
 else
-  declare -A count=(); steady=1; sizes=(128 1024 16384); fanout=(2 4 8)  # count: 20 × max_held, below
+  declare -A count=(); steady=1; sizes=(128 1024 16384); fanout=(2 4 8)  # count: at least 20 × max_held, below
   lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000); reps=3; rounds=5
   sweep_handlers=(1 2 4 8 16 32); sweep_sizes=(128 1024 4096 16384 65536 262144); sweep_fanout=(1 4); sweep_n=""
   sweep_reps=$reps; [ $only_sweep = 1 ] && sweep_reps=${2:-3}
@@ -196,10 +196,10 @@ messages_ready() {  # size
 run_direct() {  # size
   local size=$1 n=${count[$1]}
   messages_ready "$size"
-  drain_direct "$n"
+  drain_direct "$n" "$size"
 }
-drain_direct() {  # N: A reads the N messages waiting for the consumer; sets sec (from its ready_ns), cpu, rss (-)
-  "$tool" direct "$url" BENCH bench_durable "$1" "$work/direct.lat" > "$work/direct.out" &
+drain_direct() {  # N SIZE: A reads the N messages waiting for the consumer; sets sec (from its ready_ns), cpu, rss (-)
+  "$tool" direct "$url" BENCH bench_durable "$1" "$work/direct.lat" "$2" > "$work/direct.out" &
   local pid=$!
   wait_file "$work/direct.out" ready_ns
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
@@ -324,10 +324,10 @@ readme_from() {  # BENCH_MD
 
 # shellcheck source=bench/sweep.sh
 source "$root/bench/sweep.sh"
-# Steady state: a full run drains 20 × max_held messages of a size (max_held as the sweep has it:
-# the consumer's MaxAckPending or what fits in 64 MiB), so the held window's fill at the start and
-# drain at the end are a small part of every run.
-if [ "${steady:-0}" = 1 ]; then for size in "${sizes[@]}"; do count[$size]=$(( sweep_multiple * $(sweep_max_held "$size") )); done; fi
+# Steady state: a full run drains at least 20 × max_held messages of a size (steady_count, as the
+# sweep's: max_held is the consumer's MaxAckPending or what fits in 32 MiB), so the held window's
+# fill at the start and drain at the end are a small part of every run.
+if [ "${steady:-0}" = 1 ]; then for size in "${sizes[@]}"; do count[$size]=$(steady_count "$size"); done; fi
 
 if [ $only_sweep = 1 ]; then
   sweep

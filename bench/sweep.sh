@@ -10,13 +10,13 @@
 #
 # Each point is the median of $sweep_reps runs, each drained end to end as in the throughput table:
 # from jetfan's start (t0; A: its ready_ns) until the server shows nothing pending or unacked.
-# Steady state: a run drains $sweep_multiple × max_held messages, so jetfan's start-up and its fill
-# of the held window at the start (and the window's drain at the end) are a small part of it.
-# max_held is what jetfan holds at most: the consumer's MaxAckPending ($sweep_ack_pending) or as
-# many messages as fit in consumer.max_held_bytes (64 MiB, the default), whichever is fewer. At 20×
-# that is 400,000 messages at 128 B and 1 KiB, and 1.25 GiB a run from 4 KiB up (327,680 messages
-# at 4 KiB, 81,920 at 16 KiB, 20,480 at 64 KiB, 5,120 at 256 KiB). $sweep_n, if set, is the count
-# at every size instead (smoke mode).
+# Steady state: a run drains at least $sweep_multiple × max_held messages, so jetfan's start-up and
+# its fill of the held window at the start (and the window's drain at the end) are a small part of
+# it. max_held is what jetfan holds at most: the consumer's MaxAckPending ($sweep_ack_pending) or as
+# many messages as fit in consumer.max_held_bytes (32 MiB, the default), whichever is fewer. So that
+# no run is over in a second, a run is also at least 1 GiB or 400,000 messages, whichever is fewer:
+# 400,000 messages at 128 B and 1 KiB, 262,144 at 4 KiB, 65,536 at 16 KiB, 16,384 at 64 KiB and
+# 4,096 at 256 KiB. $sweep_n, if set, is the count at every size instead (smoke mode).
 #
 # The messages of one size are published once; every run then rewinds the consumer
 # (`jetfan-bench rewind`: the durable deleted and made again) and drains them all. The runs of one
@@ -27,7 +27,7 @@
 # draws sweep.png and the "Cost curve" section of bench.md from it.
 
 sweep_ack_pending=20000        # the stream's MaxAckPending, as fresh_stream's default
-sweep_held_bytes=$((64 << 20)) # jetfan's default consumer.max_held_bytes
+sweep_held_bytes=$((32 << 20)) # jetfan's default consumer.max_held_bytes
 sweep_multiple=20
 sweep_size=128                 # the handlers curve's payload
 
@@ -36,8 +36,13 @@ in_list() { local x=$1 y; shift; for y in "$@"; do [ "$x" = "$y" ] && return 0; 
 sweep_max_held() {  # size -> messages jetfan holds at most at that size
   awk -v s="$1" -v m="$sweep_ack_pending" -v b="$sweep_held_bytes" 'BEGIN {n = int((b + s - 1) / s); print (n < m ? n : m)}'
 }
+steady_count() {  # size -> messages per run in steady state: the larger of 20 × max_held and 1 GiB (at most 400,000)
+  local held=$(( sweep_multiple * $(sweep_max_held "$1") )) floor=$(( (1 << 30) / $1 ))
+  [ $floor -gt 400000 ] && floor=400000
+  echo $(( held > floor ? held : floor ))
+}
 sweep_count() {  # size -> messages per run
-  if [ -n "${sweep_n:-}" ]; then echo "$sweep_n"; else echo $(( sweep_multiple * $(sweep_max_held "$1") )); fi
+  if [ -n "${sweep_n:-}" ]; then echo "$sweep_n"; else steady_count "$1"; fi
 }
 
 # One run on the messages already in the stream: STACK (A or C) HANDLERS SIZE N. Appends
@@ -46,7 +51,7 @@ sweep_run() {
   local stack=$1 handlers=$2 size=$3 n=$4 spec="" names="" i
   "$tool" rewind "$url" BENCH bench_durable "$sweep_ack_pending"
   if [ "$stack" = A ]; then
-    drain_direct "$n"
+    drain_direct "$n" "$size"
     handlers=-
   else
     for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:#"; names+=" h$i"; done

@@ -55,7 +55,7 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
   CHECK(hanging.at("jetfan_messages_held") == 1);
   CHECK(hanging.at("jetfan_messages_held_bytes") >= 20);  // "hang1@builder": its body at least, and headers
   CHECK(hanging.at("jetfan_messages_held_limit{unit=\"messages\"}") > 0);
-  CHECK(hanging.at("jetfan_messages_held_limit{unit=\"bytes\"}") == 64 << 20);  // the default
+  CHECK(hanging.at("jetfan_messages_held_limit{unit=\"bytes\"}") == 32 << 20);  // the default
   CHECK(hanging.at("jetfan_deliveries_in_flight") == 1);
   REQUIRE(mesh.wait_seen("builder", 2));  // timed out after 300ms and redelivered
   REQUIRE(mesh.wait_settled());
