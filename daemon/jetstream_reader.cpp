@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "jetstream_subject.hpp"
 #include "nats_auth.hpp"
@@ -107,11 +109,20 @@ void on_async_error(natsConnection*, natsSubscription*, natsStatus status, void*
   spdlog::error("nats: asynchronous error: {}", natsStatus_GetText(status));
 }
 
+bool event_loop_wanted() {
+  const char* setting = std::getenv("JETFAN_NATS_EVENT_LOOP");  // hidden switch for the experiment
+  return setting == nullptr || std::string_view(setting) != "0";
+}
+
 }  // namespace
 
 JetStreamReader::JetStreamReader(asio::io_context& io, const Config& config)
     : io_(io), config_(config), ingress_(std::make_shared<Ingress>(io)) {
   ingress_->reader = this;
+  if (event_loop_wanted()) {
+    loop_ = std::make_unique<NatsEventLoop>(io);
+    loop_->on_read([this] { on_read(); });
+  }
   pull_subject_ = pull_subject(config.consumer.stream, config.consumer.durable);
   info_subject_ = "$JS.API.CONSUMER.INFO." + config.consumer.stream + "." + config.consumer.durable;
 }
@@ -142,6 +153,7 @@ NatsOptionsPtr JetStreamReader::make_options() {
   check(natsOptions_SetReconnectedCB(raw, on_reconnected, closure), "callbacks");
   check(natsOptions_SetClosedCB(raw, on_closed, closure), "callbacks");
   check(natsOptions_SetErrorHandler(raw, on_async_error, closure), "callbacks");
+  if (loop_) check(loop_->install(raw), "event loop");
   if (!nats.creds.empty()) check(natsOptions_SetUserCredentialsFromFiles(raw, nats.creds.c_str(), nullptr), "creds");
   if (!nats.nkey_seed.empty())
     check(natsOptions_SetNKeyFromSeed(raw, nats.nkey.c_str(), nats.nkey_seed.c_str()), "nkey_seed");
@@ -201,12 +213,21 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   JsCtxPtr js(raw_js);
   jsConsumerInfo* raw_info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  const natsStatus status =
-      js_GetConsumerInfo(&raw_info, js.get(), consumer.stream.c_str(), consumer.durable.c_str(), nullptr, &code);
+  natsStatus status = NATS_OK;
+  std::string why;  // cnats's error text is per thread: taken where the call ran
+  const auto call = [&] {
+    status = js_GetConsumerInfo(&raw_info, js.get(), consumer.stream.c_str(), consumer.durable.c_str(), nullptr, &code);
+    if (status != NATS_OK) why = last_error(status);
+  };
+  if (loop_) {
+    wait_off_thread(call, Duration(0));
+  } else {
+    call();
+  }
   JsConsumerInfoPtr info(raw_info);
   ConsumerFacts facts;
   if (status == NATS_NOT_FOUND) {
-    throw StartupError(kExitConfig, config_.file + ": consumer: " + named + " does not exist (" + last_error(status) +
+    throw StartupError(kExitConfig, config_.file + ": consumer: " + named + " does not exist (" + why +
                                         "). jetfan binds the module's existing durable consumer and never creates "
                                         "one; its controller creates it.");
   }
@@ -219,7 +240,7 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   }
   if (status != NATS_OK) {
     // Most often the account may not read consumer info (the request then times out).
-    spdlog::warn("nats: cannot read the info of {}: {}", named, last_error(status));
+    spdlog::warn("nats: cannot read the info of {}: {}", named, why);
     return facts;
   }
   const jsConsumerConfig& server = *info->Config;
@@ -250,6 +271,14 @@ void JetStreamReader::subscribe(IngressHandler handler) {
   inbox_ = std::string(inbox.get()) + ".";
   natsSubscription* raw = nullptr;
   const std::string wildcard = inbox_ + "*";
+  if (loop_) {
+    // Synchronous: cnats queues what it routes to it while the io thread reads; on_read() takes it.
+    const natsStatus status = natsConnection_SubscribeSync(&raw, connection_.get(), wildcard.c_str());
+    if (status != NATS_OK) throw StartupError(kExitUnavailable, "nats: cannot subscribe: " + last_error(status));
+    subscription_.reset(raw);
+    natsSubscription_SetPendingLimits(raw, -1, -1);
+    return;
+  }
   {
     // Held before cnats can call back; released by the on-complete callback.
     std::lock_guard lock(ingress_->held_mutex);
@@ -305,6 +334,51 @@ void JetStreamReader::on_ingress() {
   }
   if (info_outstanding_ > 0) take_info_replies();
   if (handler_) handler_(incoming_, reconnected);
+}
+
+void JetStreamReader::on_read() {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (!subscription_) return;
+  int pending = 0;
+  if (natsSubscription_GetPending(subscription_.get(), &pending, nullptr) != NATS_OK || pending <= 0) return;
+  incoming_.clear();
+  for (int i = 0; i < pending; ++i) {
+    natsMsg* message = nullptr;
+    const natsStatus status = natsSubscription_NextMsg(&message, subscription_.get(), 0);  // 0: never waits
+    if (status == NATS_OK) {
+      incoming_.emplace_back(message);
+    } else if (status == NATS_NO_RESPONDERS) {
+      // cnats destroys a 503 status reply given to NextMsg (its subject, the pull, with it): it is
+      // handed on as a status of no pull, so the dispatcher still hears that nobody answered.
+      if (auto status_reply = no_responders_status()) incoming_.push_back(std::move(status_reply));
+    } else {
+      break;
+    }
+  }
+  if (info_outstanding_ > 0) take_info_replies();
+  if (handler_ && !incoming_.empty()) handler_(incoming_, false);
+}
+
+NatsMsgPtr JetStreamReader::no_responders_status() const {
+  natsMsg* raw = nullptr;
+  const std::string subject = inbox_ + "0";
+  if (natsMsg_Create(&raw, subject.c_str(), nullptr, nullptr, 0) != NATS_OK) return nullptr;
+  NatsMsgPtr message(raw);
+  natsMsgHeader_Set(raw, "Status", "503");
+  natsMsgHeader_Set(raw, "Description", "No Responders");
+  return message;
+}
+
+void JetStreamReader::wait_off_thread(const std::function<void()>& call, Duration timeout) {
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    call();
+    done = true;
+  });
+  const auto deadline = timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout + Duration(1000)
+                                            : std::chrono::steady_clock::time_point::max();
+  loop_->drive_until([&] { return done.load(); }, deadline);
+  waiter.join();  // cnats's own timeout ends the call
 }
 
 void JetStreamReader::on_consumer_info(InfoHandler handler) {
@@ -412,9 +486,16 @@ void JetStreamReader::close(Duration timeout) {
   ingress_->closing = true;
   if (subscription_) natsSubscription_Unsubscribe(subscription_.get());
   if (connection_) {
-    natsConnection_FlushTimeout(connection_.get(), timeout.count());
-    natsConnection_Close(connection_.get());  // returns once cnats's read loop thread has ended
+    natsConnection* connection = connection_.get();
+    if (loop_) {
+      // The PONG that ends the flush is read by this thread: the flush waits on another.
+      wait_off_thread([connection, timeout] { natsConnection_FlushTimeout(connection, timeout.count()); }, timeout);
+    } else {
+      natsConnection_FlushTimeout(connection, timeout.count());
+    }
+    natsConnection_Close(connection);  // returns once cnats's read loop thread has ended
   }
+  if (loop_) loop_->shutdown();  // cnats has detached: the socket is no longer polled
   // The subscription goes only now. cnats 3.4.1's read loop finds a message's subscription under
   // the connection's table lock, lets go of that lock, then locks the subscription without holding
   // a reference to it (natsConn_processMsg; fixed upstream in nats.c #638). Destroyed while messages

@@ -9,6 +9,12 @@
 //
 // Threads and lifetimes:
 //   - Every public method runs on the io_context thread (checked in debug and JETFAN_CHECKS builds).
+//   - By default cnats's socket I/O runs on that thread too (NatsEventLoop): the io thread reads the
+//     server's socket, cnats routes what it read to the inbox's synchronous subscription, and on_read()
+//     hands it to the ingress handler at once: from the server's socket to a handler's on one thread.
+//     Calls that wait for the server's reply (the consumer info in bind_consumer, the flush in close)
+//     then wait on a short-lived thread while the io thread feeds cnats (wait_off_thread).
+//     JETFAN_NATS_EVENT_LOOP=0 in the environment goes back to cnats's own threads (below).
 //   - cnats calls back on its own threads (delivery, reconnect, async callbacks). Those callbacks
 //     only append to Ingress, a locked queue, and post one drain into the io_context.
 //   - cnats may run a callback after Unsubscribe or Close has returned. Each pointer cnats holds is
@@ -32,6 +38,7 @@
 #include "config.hpp"
 #include "consumer_facts.hpp"
 #include "io_thread.hpp"
+#include "nats_event_loop.hpp"
 #include "nats_handles.hpp"
 #include "pull_ledger.hpp"
 
@@ -110,6 +117,10 @@ class JetStreamReader {
  private:
   NatsOptionsPtr make_options();
   void on_ingress();
+  void on_read();  // event-loop mode: takes what the read routed to the inbox, on the io thread
+  NatsMsgPtr no_responders_status() const;
+  // Runs `call` (which waits for the server) on a short-lived thread while this one feeds cnats.
+  void wait_off_thread(const std::function<void()>& call, Duration timeout);
   void take_info_replies();
   void reply(natsMsg* message, const char* body, std::size_t length);
 
@@ -117,6 +128,10 @@ class JetStreamReader {
   const Config& config_;
   IoThread thread_;
   std::shared_ptr<Ingress> ingress_;
+  // Set: cnats's socket I/O runs on `io` (its external event-loop API) and the inbox is a
+  // synchronous subscription drained after each read. Unset (JETFAN_NATS_EVENT_LOOP=0): cnats's own
+  // read loop and delivery thread, which hand messages over through Ingress.
+  std::unique_ptr<NatsEventLoop> loop_;
   NatsConnectionPtr connection_;
   NatsSubscriptionPtr subscription_;
   std::string inbox_;  // "<inbox>." : a pull's reply subject is inbox_ + id
