@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <charconv>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -17,16 +16,12 @@
 namespace jetfan {
 namespace asio = boost::asio;
 
-// What cnats threads hand to the io_context thread. cnats holds raw pointers to it; `held_by_*`
-// are the references those pointers stand for, dropped in the callback that ends each one.
+// What cnats's connection callbacks hand to the io_context thread (messages do not come this way:
+// the io thread reads them itself). cnats holds a raw pointer to it; `held_by_connection` is the
+// reference that pointer stands for, dropped in the closed callback.
 struct JetStreamReader::Ingress : std::enable_shared_from_this<Ingress> {
   explicit Ingress(asio::io_context& context) : io(context) {}
 
-  void push_message(natsMsg* message) {
-    std::lock_guard lock(mutex);
-    messages.emplace_back(message);
-    post_locked();
-  }
   void push_reconnected() {
     std::lock_guard lock(mutex);
     reconnected = true;
@@ -41,14 +36,12 @@ struct JetStreamReader::Ingress : std::enable_shared_from_this<Ingress> {
   }
   asio::io_context& io;
   std::mutex mutex;
-  std::vector<NatsMsgPtr> messages;
   bool reconnected = false;
   bool posted = false;
   std::atomic<bool> closing{false};               // set before an intended close, read by cnats threads
   JetStreamReader* reader = nullptr;              // read and cleared on the io thread only
-  std::shared_ptr<Ingress> held_by_subscription;  // until its on-complete callback
-  std::shared_ptr<Ingress> held_by_connection;    // until its closed callback
-  std::mutex held_mutex;                          // guards the two above
+  std::shared_ptr<Ingress> held_by_connection;  // until its closed callback
+  std::mutex held_mutex;                        // guards the one above
   bool connection_closed = false;                 // the closed callback already ran
 };
 
@@ -70,19 +63,6 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-void on_message(natsConnection*, natsSubscription*, natsMsg* message, void* closure) {
-  static_cast<Ingress*>(closure)->push_message(message);
-}
-// cnats calls these two when it will call no more with this pointer. The reference each takes out
-// may be the last, and the mutex goes with the Ingress: it is dropped after the lock is released.
-void on_subscription_complete(void* closure) {
-  auto* ingress = static_cast<Ingress*>(closure);
-  std::shared_ptr<Ingress> last;
-  {
-    std::lock_guard lock(ingress->held_mutex);
-    last.swap(ingress->held_by_subscription);
-  }
-}
 void on_disconnected(natsConnection*, void* closure) {
   if (static_cast<Ingress*>(closure)->closing) return;
   spdlog::warn("nats: disconnected; reconnecting. Messages held and in flight are kept.");
@@ -95,6 +75,8 @@ void on_reconnected(natsConnection* connection, void* closure) {
   spdlog::info("nats: reconnected to {}; pulling anew", redact_url(url));
   ingress->push_reconnected();
 }
+// cnats calls this when it will call no more with this pointer. The reference it takes out may be
+// the last, and the mutex goes with the Ingress: it is dropped after the lock is released.
 void on_closed(natsConnection*, void* closure) {
   auto* ingress = static_cast<Ingress*>(closure);
   std::shared_ptr<Ingress> last;
@@ -109,20 +91,12 @@ void on_async_error(natsConnection*, natsSubscription*, natsStatus status, void*
   spdlog::error("nats: asynchronous error: {}", natsStatus_GetText(status));
 }
 
-bool event_loop_wanted() {
-  const char* setting = std::getenv("JETFAN_NATS_EVENT_LOOP");  // hidden switch for the experiment
-  return setting == nullptr || std::string_view(setting) != "0";
-}
-
 }  // namespace
 
 JetStreamReader::JetStreamReader(asio::io_context& io, const Config& config)
-    : io_(io), config_(config), ingress_(std::make_shared<Ingress>(io)) {
+    : io_(io), config_(config), ingress_(std::make_shared<Ingress>(io)), loop_(io) {
   ingress_->reader = this;
-  if (event_loop_wanted()) {
-    loop_ = std::make_unique<NatsEventLoop>(io);
-    loop_->on_read([this] { on_read(); });
-  }
+  loop_.on_read([this] { on_read(); });
   pull_subject_ = pull_subject(config.consumer.stream, config.consumer.durable);
   info_subject_ = "$JS.API.CONSUMER.INFO." + config.consumer.stream + "." + config.consumer.durable;
 }
@@ -153,7 +127,7 @@ NatsOptionsPtr JetStreamReader::make_options() {
   check(natsOptions_SetReconnectedCB(raw, on_reconnected, closure), "callbacks");
   check(natsOptions_SetClosedCB(raw, on_closed, closure), "callbacks");
   check(natsOptions_SetErrorHandler(raw, on_async_error, closure), "callbacks");
-  if (loop_) check(loop_->install(raw), "event loop");
+  check(loop_.install(raw), "event loop");
   if (!nats.creds.empty()) check(natsOptions_SetUserCredentialsFromFiles(raw, nats.creds.c_str(), nullptr), "creds");
   if (!nats.nkey_seed.empty())
     check(natsOptions_SetNKeyFromSeed(raw, nats.nkey.c_str(), nats.nkey_seed.c_str()), "nkey_seed");
@@ -219,11 +193,7 @@ ConsumerFacts JetStreamReader::bind_consumer() {
     status = js_GetConsumerInfo(&raw_info, js.get(), consumer.stream.c_str(), consumer.durable.c_str(), nullptr, &code);
     if (status != NATS_OK) why = last_error(status);
   };
-  if (loop_) {
-    wait_off_thread(call, Duration(0));
-  } else {
-    call();
-  }
+  wait_off_thread(call, Duration(0));
   JsConsumerInfoPtr info(raw_info);
   ConsumerFacts facts;
   if (status == NATS_NOT_FOUND) {
@@ -271,28 +241,10 @@ void JetStreamReader::subscribe(IngressHandler handler) {
   inbox_ = std::string(inbox.get()) + ".";
   natsSubscription* raw = nullptr;
   const std::string wildcard = inbox_ + "*";
-  if (loop_) {
-    // Synchronous: cnats queues what it routes to it while the io thread reads; on_read() takes it.
-    const natsStatus status = natsConnection_SubscribeSync(&raw, connection_.get(), wildcard.c_str());
-    if (status != NATS_OK) throw StartupError(kExitUnavailable, "nats: cannot subscribe: " + last_error(status));
-    subscription_.reset(raw);
-    natsSubscription_SetPendingLimits(raw, -1, -1);
-    return;
-  }
-  {
-    // Held before cnats can call back; released by the on-complete callback.
-    std::lock_guard lock(ingress_->held_mutex);
-    ingress_->held_by_subscription = ingress_;
-  }
-  const natsStatus status =
-      natsConnection_Subscribe(&raw, connection_.get(), wildcard.c_str(), on_message, ingress_.get());
-  if (status != NATS_OK) {
-    std::lock_guard lock(ingress_->held_mutex);
-    ingress_->held_by_subscription.reset();
-    throw StartupError(kExitUnavailable, "nats: cannot subscribe: " + last_error(status));
-  }
+  // Synchronous: cnats queues what it routes to it while the io thread reads; on_read() takes it.
+  const natsStatus status = natsConnection_SubscribeSync(&raw, connection_.get(), wildcard.c_str());
+  if (status != NATS_OK) throw StartupError(kExitUnavailable, "nats: cannot subscribe: " + last_error(status));
   subscription_.reset(raw);
-  natsSubscription_SetOnCompleteCB(raw, on_subscription_complete, ingress_.get());
   // Pull credit, not the client's queue, bounds what can be waiting here.
   natsSubscription_SetPendingLimits(raw, -1, -1);
 }
@@ -324,16 +276,15 @@ bool JetStreamReader::send_pull(const PullRequest& request) {
 
 void JetStreamReader::on_ingress() {
   JETFAN_ON_IO_THREAD(thread_);
-  incoming_.clear();
   bool reconnected = false;
   {
     std::lock_guard lock(ingress_->mutex);
-    incoming_.swap(ingress_->messages);
     reconnected = std::exchange(ingress_->reconnected, false);
     ingress_->posted = false;
   }
-  if (info_outstanding_ > 0) take_info_replies();
-  if (handler_) handler_(incoming_, reconnected);
+  if (!reconnected || !handler_) return;
+  incoming_.clear();
+  handler_(incoming_, true);
 }
 
 void JetStreamReader::on_read() {
@@ -377,7 +328,7 @@ void JetStreamReader::wait_off_thread(const std::function<void()>& call, Duratio
   });
   const auto deadline = timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout + Duration(1000)
                                             : std::chrono::steady_clock::time_point::max();
-  loop_->drive_until([&] { return done.load(); }, deadline);
+  loop_.drive_until([&] { return done.load(); }, deadline);
   waiter.join();  // cnats's own timeout ends the call
 }
 
@@ -487,21 +438,15 @@ void JetStreamReader::close(Duration timeout) {
   if (subscription_) natsSubscription_Unsubscribe(subscription_.get());
   if (connection_) {
     natsConnection* connection = connection_.get();
-    if (loop_) {
-      // The PONG that ends the flush is read by this thread: the flush waits on another.
-      wait_off_thread([connection, timeout] { natsConnection_FlushTimeout(connection, timeout.count()); }, timeout);
-    } else {
-      natsConnection_FlushTimeout(connection, timeout.count());
-    }
-    natsConnection_Close(connection);  // returns once cnats's read loop thread has ended
+    // The PONG that ends the flush is read by this thread: the flush waits on another.
+    wait_off_thread([connection, timeout] { natsConnection_FlushTimeout(connection, timeout.count()); }, timeout);
+    natsConnection_Close(connection);  // cnats detaches from the loop before it returns
   }
-  if (loop_) loop_->shutdown();  // cnats has detached: the socket is no longer polled
-  // The subscription goes only now. cnats 3.4.1's read loop finds a message's subscription under
-  // the connection's table lock, lets go of that lock, then locks the subscription without holding
-  // a reference to it (natsConn_processMsg; fixed upstream in nats.c #638). Destroyed while messages
-  // still came in (outstanding pulls), the subscription could be freed under the read loop, which
-  // then locked a freed mutex: a silent abort() (or SIGSEGV) on SIGTERM. Our reference keeps it
-  // alive until Close has joined the read loop.
+  loop_.shutdown();  // the socket is no longer polled
+  // The subscription goes only after the connection is closed. cnats 3.4.1 routes a message to its
+  // subscription without holding a reference to it (natsConn_processMsg; fixed upstream in nats.c
+  // #638): with cnats's own read loop thread that was a use-after-free on SIGTERM. Messages are now
+  // routed on this thread, but the order stays the one that is safe whoever reads.
   subscription_.reset();
   connection_.reset();
 }

@@ -9,20 +9,17 @@
 //
 // Threads and lifetimes:
 //   - Every public method runs on the io_context thread (checked in debug and JETFAN_CHECKS builds).
-//   - By default cnats's socket I/O runs on that thread too (NatsEventLoop): the io thread reads the
-//     server's socket, cnats routes what it read to the inbox's synchronous subscription, and on_read()
-//     hands it to the ingress handler at once: from the server's socket to a handler's on one thread.
+//   - cnats's socket I/O runs on that thread too (NatsEventLoop): the io thread reads the server's
+//     socket, cnats routes what it read to the inbox's synchronous subscription, and on_read() hands
+//     it to the ingress handler at once: from the server's socket to a handler's on one thread.
 //     Calls that wait for the server's reply (the consumer info in bind_consumer, the flush in close)
-//     then wait on a short-lived thread while the io thread feeds cnats (wait_off_thread).
-//     JETFAN_NATS_EVENT_LOOP=0 in the environment goes back to cnats's own threads (below).
-//   - cnats calls back on its own threads (delivery, reconnect, async callbacks). Those callbacks
-//     only append to Ingress, a locked queue, and post one drain into the io_context.
-//   - cnats may run a callback after Unsubscribe or Close has returned. Each pointer cnats holds is
-//     therefore backed by a reference that keeps Ingress alive until cnats says it is done: the
-//     subscription's until its on-complete callback, the connection's until its closed callback.
+//     wait on a short-lived thread while the io thread feeds cnats (wait_off_thread).
+//   - cnats still calls back on its own threads (reconnect, async callbacks). Those callbacks only
+//     set a flag in Ingress, under its lock, and post one drain into the io_context.
+//   - cnats may run a callback after Close has returned. The pointer to Ingress cnats holds is
+//     therefore backed by a reference that keeps it alive until the connection's closed callback.
 //   - After close() begins, disconnect and reconnect callbacks are ignored. close() destroys the
-//     subscription only after the connection is closed: cnats 3.4.1's read loop may still be
-//     routing a message to it until then (see close()).
+//     subscription only after the connection is closed (see close()).
 // Ownership: the reader owns the connection. Every message it hands out is the receiver's
 // (NatsMsgPtr); replies need only the message's reply subject, so they may outlive nothing.
 
@@ -117,7 +114,7 @@ class JetStreamReader {
  private:
   NatsOptionsPtr make_options();
   void on_ingress();
-  void on_read();  // event-loop mode: takes what the read routed to the inbox, on the io thread
+  void on_read();  // takes what a read routed to the inbox, on the io thread
   NatsMsgPtr no_responders_status() const;
   // Runs `call` (which waits for the server) on a short-lived thread while this one feeds cnats.
   void wait_off_thread(const std::function<void()>& call, Duration timeout);
@@ -128,10 +125,9 @@ class JetStreamReader {
   const Config& config_;
   IoThread thread_;
   std::shared_ptr<Ingress> ingress_;
-  // Set: cnats's socket I/O runs on `io` (its external event-loop API) and the inbox is a
-  // synchronous subscription drained after each read. Unset (JETFAN_NATS_EVENT_LOOP=0): cnats's own
-  // read loop and delivery thread, which hand messages over through Ingress.
-  std::unique_ptr<NatsEventLoop> loop_;
+  // cnats's socket I/O on `io` (its external event-loop API); the inbox is a synchronous
+  // subscription drained after each read. Before connection_: it outlives the connection.
+  NatsEventLoop loop_;
   NatsConnectionPtr connection_;
   NatsSubscriptionPtr subscription_;
   std::string inbox_;  // "<inbox>." : a pull's reply subject is inbox_ + id
