@@ -53,6 +53,9 @@
 //   - no MSG to a handler that is not a recipient or has already confirmed the message;
 //   - no more than max_inflight deliveries in flight on one connection;
 //   - every message that arrives is eventually settled or handed back, and its bytes released.
+// Memory: every structure is bounded by what is held and in flight, not by how many messages have
+// passed. The deadline queue drops the entries of confirmed deliveries lazily, so it is rebuilt
+// from the flights whenever it grows past twice their number (deadlines_queued() says how big).
 //
 // Thread: one owner (the daemon's io_context thread). Not thread-safe.
 
@@ -233,6 +236,8 @@ class DispatchCore {
   std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
   std::size_t in_flight() const;
   std::size_t in_flight(ConnectionId connection) const;
+  // Entries in the deadline queue, stale ones included: at most about twice in_flight() (or 1,024).
+  std::size_t deadlines_queued() const { return deadlines_.size(); }
   bool draining() const { return draining_; }
   bool is_in_flight(ConnectionId connection, DeliveryId delivery) const;
   const CoreCounters& counters() const { return counters_; }
@@ -298,6 +303,10 @@ class DispatchCore {
   bool complete(ConnectionId connection, DeliveryId delivery, Outcome outcome, std::optional<Duration> delay,
                 TimePoint now);
   void fail(Message& message, std::size_t handler, std::optional<Duration> delay);
+  // Queues a flight's deadline; rebuilds the queue from the flights when stale entries pile up.
+  void push_deadline(const Deadline& deadline);
+  // The queue anew from the flights, each deadline moved by `shift`; drops every stale entry.
+  void rebuild_deadlines(Duration shift);
   void dispatch(std::size_t handler, TimePoint now);
   void maybe_finish(std::uint64_t stream_seq, TimePoint now);
   void hand_back(std::uint64_t stream_seq, Message& message, TimePoint now);
@@ -321,7 +330,10 @@ class DispatchCore {
   std::vector<Handler> handlers_;
   std::unordered_map<ConnectionId, Connection> connections_;
   std::pmr::unordered_map<std::uint64_t, Message> messages_{&pool_};  // by stream seq
+  // Min-heap; a confirmed delivery's entry stays until it comes up or the queue is rebuilt.
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
+  std::size_t rebuild_deadlines_at_ = kMinDeadlineRebuild;  // queue size that triggers a rebuild
+  static constexpr std::size_t kMinDeadlineRebuild = 1024;
   std::unordered_map<std::uint64_t, Confirmations> confirmations_;
   std::deque<std::pair<std::uint64_t, std::uint64_t>> confirmations_order_;  // (seq, stamp), oldest first
   std::uint64_t confirmations_stamp_ = 0;

@@ -903,3 +903,32 @@ TEST_CASE("model: random traffic and reloads keep the invariants, and everything
     for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
   }
 }
+
+TEST_CASE("the deadline queue stays bounded by the deliveries in flight, however many pass", "[unit]") {
+  DispatchCore core(settings(2));  // ack_timeout 1 s: every delivery below is confirmed long before
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  std::size_t most = 0;
+  for (std::uint64_t seq = 1; seq <= 100000; ++seq) {
+    core.arrive(arrival(seq, 0b11), kStart);
+    Taken sent(core);
+    for (const auto& d : sent.of(Kind::kDeliver)) REQUIRE(core.ack(d.connection, d.delivery, kStart));
+    if (seq % 3 == 0) {  // and a WIP now and then, which queues a second entry for its delivery
+      core.arrive(arrival(seq + 1'000'000, 0b01), kStart);
+      const auto held = Taken(core).of(Kind::kDeliver);
+      REQUIRE(held.size() == 1);
+      REQUIRE(core.wip(held[0].connection, held[0].delivery, kStart));
+      REQUIRE(core.ack(held[0].connection, held[0].delivery, kStart));
+    }
+    core.effects().clear();
+    most = std::max(most, core.deadlines_queued());
+  }
+  CHECK(core.held() == 0);
+  CHECK(most <= 1024);  // without the rebuild: one entry per delivery and WIP, about 233,000
+  // The queue still times out what is in flight, and only that.
+  core.arrive(arrival(5'000'000, 0b11), kStart);
+  core.effects().clear();
+  core.tick(kStart + milliseconds(1001));
+  CHECK(Taken(core).count(Kind::kNak) == 1);
+  CHECK(core.counters().failed_timeout == 2);
+}

@@ -141,3 +141,27 @@ TEST_CASE("/live answers from the start, /ready only while bound and serving, no
   peer.send("ACK " + std::to_string(msg->delivery.id) + "\r\n");
   CHECK(mesh.jetfan().wait(20s) == 0);
 }
+
+TEST_CASE("a message for eight handlers is held once: memory grows by its size, not eight times", "[integration]") {
+  Mesh mesh;
+  std::string handlers;
+  for (int i = 0; i < 8; ++i) handlers += "  - name: h" + std::to_string(i) + "\n    patterns: [\"#\"]\n";
+  mesh.start_jetfan(mesh.config(handlers, kMetrics));
+  const int port = metrics_port(mesh.jetfan_log());
+  REQUIRE(port > 0);
+  // Eight handlers that never read: what jetfan sends them stays in its output queues.
+  std::vector<std::unique_ptr<RawPeer>> peers;
+  for (int i = 0; i < 8; ++i) {
+    peers.push_back(std::make_unique<RawPeer>(mesh.socket_path()));
+    peers.back()->send("HELLO h" + std::to_string(i) + " 1\r\n");
+  }
+  REQUIRE(wait_until([&] { return scrape(port).at("jetfan_handler_connections{handler=\"h7\"}") == 1; }));
+  const double before = scrape(port).at("process_resident_memory_bytes");
+  for (int m = 0; m < 4; ++m) mesh.publish("a.big", std::string(900 * 1024, 'x'));  // 3.5 MiB in all
+  REQUIRE(wait_until([&] { return scrape(port).at("jetfan_deliveries_in_flight") == 32; }));
+  // All 32 deliveries are queued for peers that read nothing. Written from one buffer per message,
+  // they cost about the messages' size once; a copy per recipient would be eight times that, 28 MiB.
+  const auto now = scrape(port);
+  CHECK(now.at("process_resident_memory_bytes") - before < 12.0 * (1 << 20));
+  CHECK(now.at("jetfan_messages_held_bytes") < 4.0 * (1 << 20));
+}
