@@ -38,11 +38,11 @@ struct JetStreamReader::Ingress : std::enable_shared_from_this<Ingress> {
   std::mutex mutex;
   bool reconnected = false;
   bool posted = false;
-  std::atomic<bool> closing{false};               // set before an intended close, read by cnats threads
-  JetStreamReader* reader = nullptr;              // read and cleared on the io thread only
+  std::atomic<bool> closing{false};             // set before an intended close, read by cnats threads
+  JetStreamReader* reader = nullptr;            // read and cleared on the io thread only
   std::shared_ptr<Ingress> held_by_connection;  // until its closed callback
   std::mutex held_mutex;                        // guards the one above
-  bool connection_closed = false;                 // the closed callback already ran
+  bool connection_closed = false;               // the closed callback already ran
 };
 
 namespace {

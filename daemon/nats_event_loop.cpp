@@ -1,8 +1,8 @@
 #include "nats_event_loop.hpp"
 
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 
@@ -31,7 +31,7 @@ struct NatsEventLoop::State : std::enable_shared_from_this<State> {
   std::atomic<natsConnection*> connection{nullptr};  // from attach until detach
   std::atomic<int> fd{-1};
   std::atomic<bool> want_read{false};
-  std::atomic<bool> want_write{false};   // cnats has bytes buffered for the socket
+  std::atomic<bool> want_write{false};    // cnats has bytes buffered for the socket
   std::atomic<bool> write_posted{false};  // a try_write is queued
   // The io thread's only.
   asio::posix::stream_descriptor descriptor;  // over cnats's socket; released, never closed

@@ -21,8 +21,8 @@
 // Everything cnats needs a reply for (a request, a flush) must not be waited for on the io thread
 // while it is not processing read events: see drive_until().
 
-#include <boost/asio/io_context.hpp>
 #include <nats/nats.h>
+#include <boost/asio/io_context.hpp>
 
 #include <chrono>
 #include <functional>
