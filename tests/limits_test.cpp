@@ -129,7 +129,10 @@ TEST_CASE("a flood of silent connections evicts its own oldest and never keeps a
 TEST_CASE("a peer that stops reading is cut off at max_output_buffer, what it had goes to another instance",
           "[integration]") {
   Mesh mesh;
-  std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_inflight: 1000\n");
+  // 60 MSG lines in flight stay under 4,096 bytes: a real instance, however slowly it reads, is
+  // never over the limit. Only bytes jetfan makes count against it (bodies are shared, budgeted
+  // by max_held_bytes), so the stuck peer goes over it with PONGs.
+  std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n    max_inflight: 60\n");
   config.insert(config.find("handlers:"), "  max_output_buffer: 4096\n");
   mesh.start_jetfan(config);
   RawPeer stuck(mesh.socket_path());  // says HELLO, then never reads again
@@ -138,6 +141,10 @@ TEST_CASE("a peer that stops reading is cut off at max_output_buffer, what it ha
   const std::string big(64 * 1024, 'x');
   std::set<std::uint64_t> published;
   for (int i = 0; i < 200; ++i) published.insert(mesh.publish("a.b", big));
+  // Once jetfan holds all 200, 60 of them (3.75 MiB) are on their way to the stuck peer, far more
+  // than its socket takes: what jetfan answers it from now on waits in jetfan's output.
+  REQUIRE(wait_until([&] { return mesh.state().num_ack_pending == 200; }));
+  CHECK(flood(stuck.fd(), "PING\r\n", 64u << 20) < (64u << 20));
   REQUIRE(mesh.wait_for_log("does not read what jetfan sends"));
   CHECK_THAT(mesh.jetfan_log(), Catch::Contains("socket.max_output_buffer (4096)"));
   mesh.start_handler("builder");  // a real instance gets everything, the cut-off peer's share too
