@@ -77,6 +77,10 @@ PullLedger::StatusOutcome PullLedger::on_status(std::uint64_t id, std::string_vi
     retire(found);
   }
   if (too_big) return StatusOutcome::kFinished;
+  // Every server version since JetStream's pull API says it this way (2.9 to 2.12 alike).
+  if (code == "409" && description.find("Consumer Deleted") != std::string_view::npos) {
+    return StatusOutcome::kConsumerDeleted;
+  }
   return code == "404" || code == "408" ? StatusOutcome::kFinished : StatusOutcome::kUnexpected;
 }
 

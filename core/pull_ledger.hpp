@@ -79,9 +79,10 @@ class PullLedger {
   static constexpr Duration kProbeIntervalMax{500};
 
   enum class StatusOutcome {
-    kAlive,       // 100: an idle heartbeat
-    kFinished,    // 404 or 408, or 409 Message Size Exceeds MaxBytes: the request is over, nothing is wrong
-    kUnexpected,  // anything else (409 and its variants): the request is over; worth a warning
+    kAlive,            // 100: an idle heartbeat
+    kFinished,         // 404 or 408, or 409 Message Size Exceeds MaxBytes: the request is over, nothing is wrong
+    kUnexpected,       // anything else (409 and its variants): the request is over; worth a warning
+    kConsumerDeleted,  // 409 Consumer Deleted: the request is over, and so is the consumer it read
   };
   enum class Liveness {
     kFine,

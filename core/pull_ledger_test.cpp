@@ -95,6 +95,31 @@ TEST_CASE("pull ledger: each status reply retires exactly its own request", "[un
   }
 }
 
+TEST_CASE("pull ledger: a deleted consumer is told apart from the other 409s", "[unit]") {
+  // The status lines nats-server sends to a waiting pull request (2.9.x, 2.10.x and later alike);
+  // cnats splits "NATS/1.0 409 Consumer Deleted" into the code and the description.
+  using Outcome = PullLedger::StatusOutcome;
+  struct Case {
+    const char* description;
+    Outcome outcome;
+  };
+  for (const Case c :
+       {Case{"Consumer Deleted", Outcome::kConsumerDeleted}, Case{"Leadership Change", Outcome::kUnexpected},
+        Case{"Consumer is push based", Outcome::kUnexpected},
+        Case{"Exceeded MaxRequestBatch of 256", Outcome::kUnexpected},
+        Case{"Exceeded MaxWaiting", Outcome::kUnexpected}, Case{"Message Size Exceeds MaxBytes", Outcome::kFinished}}) {
+    INFO(c.description);
+    PullLedger ledger(settings(10, 100));
+    top_up(ledger, 0);
+    CHECK(ledger.on_status(1, "409", c.description, kStart) == c.outcome);
+    CHECK(ledger.outstanding() == 0);  // whatever it says, the request is over
+  }
+  // The words alone are not enough: only a 409 says the consumer went.
+  PullLedger ledger(settings(10, 100));
+  top_up(ledger, 0);
+  CHECK(ledger.on_status(1, "404", "Consumer Deleted", kStart) == Outcome::kFinished);
+}
+
 TEST_CASE("pull ledger: a heartbeat keeps a request alive and retires nothing", "[unit]") {
   PullLedger ledger(settings());
   top_up(ledger, 0);

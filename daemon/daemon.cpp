@@ -12,7 +12,8 @@ namespace jetfan {
 Daemon::Daemon(Config config, bool log_level_pinned)
     : config_(std::move(config)),
       signals_(io_, SIGINT, SIGTERM, SIGHUP),
-      reader_(io_, config_),
+      reader_(io_, config_, arena_),
+      time_(io_),
       notifier_(io_),
       log_level_pinned_(log_level_pinned) {}
 
@@ -21,6 +22,7 @@ Daemon::~Daemon() {
   reloader_.reset();
   control_.reset();
   dispatcher_.reset();
+  listener_.reset();
 }
 
 int Daemon::run() {
@@ -46,8 +48,12 @@ int Daemon::run() {
       facts.ack_wait ? "" : " (assumed)", facts.max_deliver, facts.max_ack_pending, facts.filter, facts.num_pending);
   const std::size_t max_held = s.pull.max_held;
 
-  dispatcher_ = std::make_unique<Dispatcher>(io_, config_, std::move(*derived.settings), reader_, notifier_, live_);
+  listener_ = std::make_unique<HandlerListener>(io_, config_.socket);
+  reader_.subscribe();
+  dispatcher_ = std::make_unique<Dispatcher>(config_, std::move(*derived.settings), reader_, time_, notifier_, arena_,
+                                             DispatcherHooks{[this] { listener_->stop(); }, [this] { io_.stop(); }});
   dispatcher_->start();
+  listener_->start([this](HandlerListener::Socket socket) { dispatcher_->accept(std::move(socket)); });
   control_->attach(*dispatcher_, reader_);
   reloader_ = std::make_unique<Reloader>(config_, facts, *dispatcher_, log_level_pinned_);
   std::string handlers;

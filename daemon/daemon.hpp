@@ -13,10 +13,12 @@
 #include "config.hpp"
 #include "control_plane.hpp"
 #include "dispatcher.hpp"
+#include "handler_listener.hpp"
 #include "jetstream_reader.hpp"
 #include "message_bytes.hpp"
 #include "reloader.hpp"
 #include "systemd_notifier.hpp"
+#include "timekeeper.hpp"
 
 namespace jetfan {
 
@@ -36,13 +38,15 @@ class Daemon {
   ReloadResult reload();
 
   Config config_;
-  LiveBytes live_;  // before io_: pending operations destroyed with it may hold the last messages
+  MessageBytesArena arena_;  // before io_: pending operations destroyed with it may hold the last messages
   boost::asio::io_context io_{1};
   boost::asio::signal_set signals_;
   JetStreamReader reader_;
+  AsioTimekeeper time_;
   SystemdNotifier notifier_;
-  std::unique_ptr<Dispatcher> dispatcher_;  // set once the consumer is bound
-  bool stopping_ = false;                   // a signal came before serving began
+  std::unique_ptr<HandlerListener> listener_;  // set once the consumer is bound
+  std::unique_ptr<Dispatcher> dispatcher_;     // likewise
+  bool stopping_ = false;                      // a signal came before serving began
   bool log_level_pinned_ = false;
   std::unique_ptr<ControlPlane> control_;  // from the start: status and /live answer while connecting
   std::unique_ptr<Reloader> reloader_;     // set once serving

@@ -3,12 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include "descriptors.hpp"
-#include "jetstream_subject.hpp"
 #include "protocol.hpp"
 
 namespace jetfan {
-namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -32,48 +29,24 @@ constexpr Duration kStopMargin{5000};
 // A handler's own NAK delay is capped: the server takes nanoseconds in a signed 64-bit number.
 constexpr std::uint64_t kMaxNakDelayMs = 1ULL << 40;
 
-// The NATS/1.0 header block of a message, rebuilt from cnats's parsed headers; empty when it has none.
-std::string header_block(natsMsg* message) {
-  const char** keys = nullptr;
-  int count = 0;
-  if (natsMsgHeader_Keys(message, &keys, &count) != NATS_OK || count == 0) return {};
-  std::string block = "NATS/1.0\r\n";
-  for (int k = 0; k < count; ++k) {
-    const char** values = nullptr;
-    int value_count = 0;
-    if (natsMsgHeader_Values(message, keys[k], &values, &value_count) == NATS_OK) {
-      for (int v = 0; v < value_count; ++v) {
-        block.append(keys[k]).append(": ").append(values[v]).append("\r\n");
-      }
-      free(values);  // cnats hands out the array, not the strings
-    }
-  }
-  free(keys);
-  block.append("\r\n");
-  return block;
-}
-
 }  // namespace
 
-Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader,
-                       SystemdNotifier& notifier, LiveBytes& live)
-    : io_(io),
-      config_(config),
-      reader_(reader),
+Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& upstream, Timekeeper& time,
+                       SystemdNotifier& notifier, MessageBytesArena& arena, DispatcherHooks hooks)
+    : config_(config),
+      upstream_(upstream),
+      time_(time),
       notifier_(notifier),
+      hooks_(std::move(hooks)),
       settings_(std::move(settings)),
       core_(settings_.core),
       ledger_(settings_.pull),
-      listener_(io, config.socket, *this),
-      wakeup_(io),
-      housekeeping_(io),
-      drain_timer_(io),
-      probe_timer_(io),
       instances_(config.handlers.size(), 0),
       connection_limits_{config.socket.max_connections, config.socket.max_unidentified},
-      live_(live),
+      arena_(arena),
       warnings_(kWarningBurst, kWarningWindow),
-      full_warnings_(1, kFullWarningEvery) {
+      full_warnings_(1, kFullWarningEvery),
+      stall_(kStallAfter) {
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
     for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);
   }
@@ -96,7 +69,9 @@ Dispatcher::Dispatcher(asio::io_context& io, const Config& config, ServeSettings
 }
 
 Dispatcher::~Dispatcher() {
-  reader_.stop_delivering();
+  upstream_.listen(nullptr);
+  time_.on_fired(nullptr);
+  for (std::size_t a = 0; a < kAlarmCount; ++a) time_.cancel(static_cast<Alarm>(a));
   // Sessions refer to this object as their owner: close them before it goes.
   auto sessions = std::move(sessions_);
   for (auto& [id, session] : sessions) session->close();
@@ -104,56 +79,73 @@ Dispatcher::~Dispatcher() {
 
 void Dispatcher::start() {
   JETFAN_ON_IO_THREAD(thread_);
-  listener_.start([this](const std::shared_ptr<HandlerSession>& session) { on_accepted(session); });
-  reader_.subscribe([this](std::vector<NatsMsgPtr>& incoming, bool reconnected) { on_ingress(incoming, reconnected); });
+  time_.on_fired([this](Alarm alarm) { on_alarm(alarm); });
+  upstream_.listen(this);
   top_up_pulls();
   housekeeping();
 }
 
-void Dispatcher::on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected) {
+std::optional<ConnectionId> Dispatcher::accept(HandlerSession::Socket socket) {
   JETFAN_ON_IO_THREAD(thread_);
-  const TimePoint now = Clock::now();
-  wall_now_ns_ =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (state_ != State::kServing) return std::nullopt;
+  const ConnectionId id = next_connection_++;
+  auto session =
+      std::make_shared<HandlerSession>(std::move(socket), id, static_cast<SessionOwner&>(*this), config_.socket);
+  on_accepted(session);
+  return id;
+}
+
+TimePoint Dispatcher::batch_now() {
+  if (!batch_now_) {
+    batch_now_ = time_.now();
+    wall_now_ns_ = time_.wall_now_ns();
+  }
+  return *batch_now_;
+}
+
+void Dispatcher::on_reconnected() {
+  JETFAN_ON_IO_THREAD(thread_);
+  const TimePoint now = batch_now();
   // The server forgets pull requests when it restarts, and cnats does not re-send them.
-  if (reconnected) {
-    ++reconnects_;
-    if (ledger_.outstanding() > 0)
-      spdlog::info("nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
-    ledger_.on_reconnect(now);
-    leader_unsure(now);
+  ++reconnects_;
+  if (ledger_.outstanding() > 0)
+    spdlog::info("nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
+  ledger_.on_reconnect(now);
+  leader_unsure(now);
+}
+
+void Dispatcher::on_probe_answer(bool answered) {
+  const TimePoint now = batch_now();
+  if (ledger_.on_probe_answer(answered, now)) {
+    spdlog::info("nats: the consumer answers again ({}ms after it may have changed leader); pulling anew",
+                 unsure_since_ ? std::chrono::duration_cast<Duration>(now - *unsure_since_).count() : 0);
+    unsure_since_.reset();
   }
-  for (auto& message : incoming) {
-    const Incoming in = reader_.classify(message.get());
-    switch (in.kind) {
-      case Incoming::Kind::kPullStatus:
-        on_status(in.status, now);
-        continue;
-      case Incoming::Kind::kProbeAnswer:
-        if (ledger_.on_probe_answer(in.answered, now)) {
-          spdlog::info("nats: the consumer answers again ({}ms after it may have changed leader); pulling anew",
-                       unsure_since_ ? std::chrono::duration_cast<Duration>(now - *unsure_since_).count() : 0);
-          unsure_since_.reset();
-        }
-        continue;
-      case Incoming::Kind::kMessage:
-        break;
-    }
-    ledger_.on_message(now, arrive(message, now));
-  }
+}
+
+void Dispatcher::on_published(std::uint64_t, const PublishResult&) {
+  // Nothing publishes yet; the seam carries the answer for what will.
+}
+
+void Dispatcher::on_batch_end() {
+  JETFAN_ON_IO_THREAD(thread_);
+  const TimePoint now = batch_now();
   // Full now, a backlog set to go back goes at once, before it takes the room of new messages.
-  if (state_ == State::kServing && ledger_.full(core_.held(), live_.bytes)) check_full(now);
+  if (state_ == State::kServing && ledger_.full(core_.held(), arena_.bytes)) act_when_full(now);
+  batch_now_.reset();
   after_input();
 }
 
-void Dispatcher::on_status(const PullStatus& status, TimePoint now) {
-  if (ledger_.on_status(status.pull, status.code, status.description, now) != PullLedger::StatusOutcome::kUnexpected) {
+void Dispatcher::on_pull_status(const PullStatus& status) {
+  const TimePoint now = batch_now();
+  const auto outcome = ledger_.on_status(status.pull, status.code, status.description, now);
+  if (outcome != PullLedger::StatusOutcome::kUnexpected && outcome != PullLedger::StatusOutcome::kConsumerDeleted) {
     return;
   }
   spdlog::warn("nats: pull request {} answered with status {} ({}); pulling anew once the consumer answers",
                status.pull, status.code, status.description);
   leader_unsure(now);
-  if (status.description.find("Consumer Deleted") != std::string_view::npos) {
+  if (outcome == PullLedger::StatusOutcome::kConsumerDeleted) {
     spdlog::error(
         "nats: consumer \"{}\" of stream \"{}\" was deleted; jetfan keeps pulling in case its controller "
         "makes it anew, and forgets what it remembered of the old one's sequences",
@@ -162,34 +154,61 @@ void Dispatcher::on_status(const PullStatus& status, TimePoint now) {
   }
 }
 
-std::uint64_t Dispatcher::arrive(NatsMsgPtr& message, TimePoint now) {
-  const std::string_view subject = natsMsg_GetSubject(message.get());
-  const auto ack = parse_ack_subject(natsMsg_GetReply(message.get()));
-  const auto key = key_of(subject, config_.key.strip_prefix);
+void Dispatcher::on_message(InboundMessage&& message) {
+  const TimePoint now = batch_now();
   const MessageHandle handle = next_handle_++;
-  if (ack && ack->published_ns != 0) {
-    publish_age_.observe(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(ack->published_ns)));
+  if (message.published_ns != 0) {
+    publish_age_.observe(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(message.published_ns)));
   }
-  if (!ack || !key) {
+  if (!message.routable) {
     spdlog::error(
         "message on subject \"{}\" (stream seq {}) has no key: it does not start with key.strip_prefix "
         "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
-        subject, ack ? std::to_string(ack->stream_seq) : "?", config_.key.strip_prefix);
-    if (observer_) observe_unroutable(subject, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, message.get());
-    stored_.emplace(
-        handle, Stored{make_message_bytes(std::move(message), std::string(), live_), {}, ack ? ack->stream_seq : 0, 0});
-    core_.arrive(Arrival{handle, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 1, 0, true}, now);
-    return 0;
+        message.bytes->subject(), message.stream_seq ? std::to_string(message.stream_seq) : "?",
+        config_.key.strip_prefix);
+    if (observer_) observe_unroutable(message);
+    const Arrival arrival{handle, message.stream_seq, message.deliveries, 0, true};
+    stored_.emplace(handle, Stored{std::move(message.bytes), {}, message.stream_seq, 0});
+    core_.arrive(arrival, now);
+    if (tap_) tap_->arrived(arrival);
+    ledger_.on_message(now, 0);
+    return;
   }
-  last_arrived_seq_ = ack->stream_seq;
-  std::string headers = header_block(message.get());
-  auto bytes = make_message_bytes(std::move(message), std::move(headers), live_);
-  const std::uint64_t size = bytes->size();
-  const auto placed = stored_.emplace(handle, Stored{std::move(bytes), *key, ack->stream_seq, ack->deliveries}).first;
-  const HandlerMask recipients = matcher_.match(*key);
+  last_arrived_seq_ = message.stream_seq;
+  const std::uint64_t size = message.bytes->size();
+  const auto placed =
+      stored_.emplace(handle, Stored{std::move(message.bytes), message.key, message.stream_seq, message.deliveries})
+          .first;
+  const HandlerMask recipients = matcher_.match(message.key);
   if (observer_) observe(placed->second, recipients);
-  core_.arrive(Arrival{handle, ack->stream_seq, ack->deliveries, recipients, false}, now);
-  return size;
+  const Arrival arrival{handle, message.stream_seq, message.deliveries, recipients, false};
+  core_.arrive(arrival, now);
+  if (tap_) tap_->arrived(arrival);
+  ledger_.on_message(now, size);
+}
+
+void Dispatcher::on_alarm(Alarm alarm) {
+  const TimePoint now = time_.now();
+  switch (alarm) {
+    case Alarm::kWakeup:
+      armed_for_.reset();
+      notice_stall(now);  // before tick(): a stall must not fail what jetfan could not read
+      core_.tick(now);
+      after_input();
+      return;
+    case Alarm::kHousekeeping:
+      housekeeping();
+      return;
+    case Alarm::kDrain:
+      if (state_ != State::kDraining) return;
+      spdlog::warn("drain_timeout reached with {} deliveries still in flight; handing them back", core_.in_flight());
+      finish();
+      return;
+    case Alarm::kProbe:
+      probe(now);
+      after_input();
+      return;
+  }
 }
 
 void Dispatcher::after_input() {
@@ -210,33 +229,27 @@ void Dispatcher::leader_unsure(TimePoint now) {
 
 void Dispatcher::probe(TimePoint now) {
   if (state_ != State::kServing) return;
-  if (const auto id = ledger_.take_probe(now)) reader_.send_probe(*id);
-  const auto next = ledger_.next_probe();
-  if (!next) return;
-  probe_timer_.expires_at(*next);
-  probe_timer_.async_wait([this](const boost::system::error_code& error) {
-    if (error) return;
-    probe(Clock::now());
-    after_input();
-  });
+  if (const auto id = ledger_.take_probe(now)) upstream_.send_probe(*id);
+  if (const auto next = ledger_.next_probe()) time_.set(Alarm::kProbe, *next);
 }
 
 void Dispatcher::top_up_pulls() {
   if (!ledger_.wants_more(core_.held())) return;
   requests_.clear();
-  ledger_.top_up(core_.held(), live_.bytes, Clock::now(), requests_);
+  ledger_.top_up(core_.held(), arena_.bytes, time_.now(), requests_);
   for (const auto& request : requests_) {
-    if (!reader_.send_pull(request)) ledger_.cancel(request.id);
+    if (!upstream_.send_pull(request)) ledger_.cancel(request.id);
   }
 }
 
 void Dispatcher::apply_effects() {
   auto& effects = core_.effects();
+  if (tap_ && !effects.empty()) tap_->effects(effects, time_.now());
   std::size_t kept_alive = 0;
   for (const Effect& effect : effects) {
     auto stored = stored_.find(effect.message);
     if (stored == stored_.end()) continue;
-    natsMsg* message = stored->second.message->message();
+    const MessageBytes& message = *stored->second.message;
     switch (effect.kind) {
       case Effect::Kind::kDeliver: {
         auto session = sessions_.find(effect.connection);
@@ -247,16 +260,16 @@ void Dispatcher::apply_effects() {
         break;
       }
       case Effect::Kind::kAck:
-        reader_.ack(message);
+        upstream_.ack(message);
         break;
       case Effect::Kind::kNak:
-        reader_.nak(message, effect.delay);
+        upstream_.nak(message, effect.delay);
         break;
       case Effect::Kind::kTerm:
-        reader_.term(message);
+        upstream_.term(message);
         break;
       case Effect::Kind::kWip:
-        reader_.wip(message);
+        upstream_.wip(message);
         ++kept_alive;
         break;
       case Effect::Kind::kRelease:
@@ -281,7 +294,7 @@ void Dispatcher::apply_effects() {
 
 template <typename... Args>
 void Dispatcher::warn_limited(const std::string& kind, fmt::format_string<Args...> format, Args&&... args) {
-  const auto verdict = warnings_.allow(kind, Clock::now());
+  const auto verdict = warnings_.allow(kind, time_.now());
   if (!verdict.log) return;
   std::string line = fmt::format(format, std::forward<Args>(args)...);
   if (verdict.suppressed_before > 0) {
@@ -305,15 +318,7 @@ void Dispatcher::arm_wakeup() {
   const auto wake = core_.next_wakeup();
   if (!wake || (armed_for_ && *armed_for_ <= *wake)) return;
   armed_for_ = wake;
-  wakeup_.expires_at(*wake);
-  wakeup_.async_wait([this](const boost::system::error_code& error) {
-    if (error) return;
-    armed_for_.reset();
-    const TimePoint now = Clock::now();
-    notice_stall(now);  // before tick(): a stall must not fail what jetfan could not read
-    core_.tick(now);
-    after_input();
-  });
+  time_.set(Alarm::kWakeup, *wake);
 }
 
 std::string Dispatcher::status_line() const {
@@ -341,85 +346,62 @@ void Dispatcher::notice_stall(TimePoint now) {
 }
 
 void Dispatcher::housekeeping() {
-  notice_stall(Clock::now());
+  const TimePoint now = time_.now();
+  notice_stall(now);
   notifier_.status(status_line());
   if (state_ == State::kDraining) {
-    const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(drain_deadline_ - Clock::now()));
+    const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(drain_deadline_ - now));
     notifier_.extend_timeout(left + kFinalFlush + kStopMargin);
   }
-  for (const auto& [kind, count] : warnings_.take_expired(Clock::now())) {
+  for (const auto& [kind, count] : warnings_.take_expired(now)) {
     spdlog::warn("{} more like the last warning were not logged in the last {}s: {}", count,
                  kWarningWindow.count() / 1000, kind);
   }
-  if (ledger_.check_liveness(Clock::now()) == PullLedger::Liveness::kSilent) {
+  if (ledger_.check_liveness(now) == PullLedger::Liveness::kSilent) {
     spdlog::info("nats: dropped the outstanding pull requests: no heartbeat from the server for {} heartbeats",
                  PullLedger::kMissedHeartbeats);
-    leader_unsure(Clock::now());
+    leader_unsure(now);
   }
   if (state_ == State::kServing) {
-    check_full(Clock::now());
+    act_when_full(now);
     apply_effects();
     top_up_pulls();
   }
   if (state_ == State::kDone) return;
-  housekeeping_.expires_after(kHousekeeping);
-  housekeeping_.async_wait([this](const boost::system::error_code& error) {
-    if (!error) housekeeping();
-  });
+  time_.set(Alarm::kHousekeeping, now + kHousekeeping);
 }
 
-void Dispatcher::check_full(TimePoint now) {
+void Dispatcher::act_when_full(TimePoint now) {
   const std::size_t max_held = settings_.pull.max_held;
-  const auto& c = core_.counters();
-  const std::uint64_t settled = c.acked + c.terminated + c.nakked + c.no_recipient;
-  if (!ledger_.full(core_.held(), live_.bytes)) {
-    if (stalled_)
-      spdlog::info(
-          "holding {} messages of {} bytes, below max_held ({}) and max_held_bytes ({}) again: "
-          "pulling again",
-          core_.held(), live_.bytes, max_held, settings_.pull.max_held_bytes);
-    full_since_.reset();
-    stalled_ = false;
-    return;
-  }
-  const auto loads = core_.loads();
-  // Full by count, what is held is max_held; full by bytes, it may be fewer, bigger messages.
-  const std::size_t share = std::max<std::size_t>(1, core_.held() / loads.size());
+  const bool full = ledger_.full(core_.held(), arena_.bytes);
+  std::vector<HandlerLoad> loads;
   std::size_t handed_back = 0;
-  for (std::size_t h = 0; h < loads.size(); ++h) {
-    if (config_.handlers[h].when_full != WhenFull::kHandBack || loads[h].owed <= share) continue;
-    const std::size_t handed = core_.hand_back_oldest(h, share, now);
-    handed_back += handed;
-    if (handed > 0) {
-      warn_limited("hand-backs for room of handler \"" + config_.handlers[h].name + "\"",
+  if (full) {
+    loads = core_.loads();
+    std::vector<bool> hands_back;
+    for (const auto& handler : config_.handlers) hands_back.push_back(handler.when_full == WhenFull::kHandBack);
+    for (const HandBackOrder& order : hand_backs_when_full(loads, hands_back, core_.held())) {
+      const std::size_t handed = core_.hand_back_oldest(order.handler, order.keep, now);
+      handed_back += handed;
+      if (handed == 0) continue;
+      const std::string& name = config_.handlers[order.handler].name;
+      warn_limited("hand-backs for room of handler \"" + name + "\"",
                    "the consumer is full and handler \"{}\" owed {} messages, more than its share of {}: handed back "
                    "its {} oldest to the server (when_full: hand_back); only it gets them again, each a delivery "
                    "more against MaxDeliver",
-                   config_.handlers[h].name, loads[h].owed, share, handed);
+                   name, order.owed, order.keep, handed);
     }
   }
-  if (handed_back > 0) return;
-  // Full is normal under load (it is how jetfan pushes back); full with nothing settling is a stall.
-  if (!full_since_ || settled != settled_when_full_) {
-    full_since_ = now;
-    settled_when_full_ = settled;
-    return;
+  const auto& c = core_.counters();
+  const std::uint64_t settled = c.acked + c.terminated + c.nakked + c.no_recipient;
+  const auto verdict = stall_.look(full, settled, handed_back > 0, loads, now);
+  if (verdict.kind == StallWatch::Verdict::Kind::kRecovered) {
+    spdlog::info("holding {} messages of {} bytes, below max_held ({}) and max_held_bytes ({}) again: pulling again",
+                 core_.held(), arena_.bytes, max_held, settings_.pull.max_held_bytes);
   }
-  if (now - *full_since_ < kStallAfter) return;
-  // The one holding everyone up: most messages waiting for it and not in flight (working on them
-  // is not being stuck), then most owed.
-  std::size_t worst = 0;
-  auto waiting = [&](std::size_t h) { return loads[h].owed - loads[h].in_flight; };
-  for (std::size_t h = 1; h < loads.size(); ++h) {
-    if (waiting(h) > waiting(worst) || (waiting(h) == waiting(worst) && loads[h].owed > loads[worst].owed)) {
-      worst = h;
-    }
-  }
-  const bool first = !stalled_;
-  stalled_ = true;
-  stalled_by_ = worst;
-  if (!full_warnings_.allow("full", now).log && !first) return;
-  const auto& b = loads[worst];
+  if (verdict.kind != StallWatch::Verdict::Kind::kStalled) return;
+  if (!full_warnings_.allow("full", now).log && !verdict.first) return;
+  const auto& b = loads[verdict.handler];
   const auto age =
       b.oldest_unconfirmed ? std::chrono::duration_cast<std::chrono::seconds>(now - *b.oldest_unconfirmed).count() : 0;
   const std::string limit = core_.held() >= max_held
@@ -430,8 +412,9 @@ void Dispatcher::check_full(TimePoint now) {
       "no more: handler \"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) "
       "connected. Every other handler waits with it. Start or unstick it, or set when_full: hand_back for "
       "it to hand its backlog back to the server.",
-      core_.held(), live_.bytes, limit, std::chrono::duration_cast<std::chrono::seconds>(now - *full_since_).count(),
-      config_.handlers[worst].name, b.owed, b.in_flight, age, b.connections);
+      core_.held(), arena_.bytes, limit,
+      std::chrono::duration_cast<std::chrono::seconds>(now - *stall_.full_since()).count(),
+      config_.handlers[verdict.handler].name, b.owed, b.in_flight, age, b.connections);
 }
 
 std::string Dispatcher::describe(const HandlerSession& session) const {
@@ -500,14 +483,15 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   session.send_ready(static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
   session.flush();
   spdlog::info("handler {} connected", describe(session));
-  core_.connect(session.id(), index, Clock::now());
+  core_.connect(session.id(), index, time_.now());
+  if (tap_) tap_->connected(session.id(), index);
   after_input();
   return std::nullopt;
 }
 
 void Dispatcher::on_command(HandlerSession& session, const proto::Command& command) {
   JETFAN_ON_IO_THREAD(thread_);
-  const TimePoint now = Clock::now();
+  const TimePoint now = time_.now();
   bool known = true;
   switch (command.verb) {
     case proto::Verb::kAck:
@@ -531,12 +515,14 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
       break;
     case proto::Verb::kPing:
       session.send_pong();
+      if (tap_) tap_->ponged(session.id());
       session.flush();
       return;
     case proto::Verb::kPong:
     case proto::Verb::kHello:
       return;
   }
+  if (tap_) tap_->answered(session.id(), command, known);
   if (!known) {
     spdlog::debug("handler {}: {} {} names no delivery in flight on this connection (late, after a timeout?); ignored",
                   describe(session), proto::to_string(command.verb), command.id);
@@ -561,7 +547,8 @@ void Dispatcher::on_closed(HandlerSession& session) {
   if (session.handler() && state_ != State::kDone) {
     --instances_[*session.handler()];
     spdlog::info("handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));
-    core_.disconnect(session.id(), Clock::now());
+    core_.disconnect(session.id(), time_.now());
+    if (tap_) tap_->disconnected(session.id());
     after_input();
   }
   admitted_unix_ms_.erase(session.id());
@@ -573,11 +560,11 @@ void Dispatcher::begin_drain() {
   if (state_ != State::kServing) return;
   state_ = State::kDraining;
   notifier_.stopping();
-  drain_deadline_ = Clock::now() + config_.delivery.drain_timeout;
+  const TimePoint now = time_.now();
+  drain_deadline_ = now + config_.delivery.drain_timeout;
   notifier_.extend_timeout(config_.delivery.drain_timeout + kFinalFlush + kStopMargin);
   ledger_.stop();
-  listener_.stop();
-  const TimePoint now = Clock::now();
+  if (hooks_.stop_accepting) hooks_.stop_accepting();
   const Duration handback = ledger_.handback_delay(now);
   const std::size_t in_flight = core_.in_flight();
   spdlog::info(
@@ -586,12 +573,8 @@ void Dispatcher::begin_drain() {
       in_flight, config_.delivery.drain_timeout.count(), core_.held() - std::min(core_.held(), in_flight),
       handback.count());
   core_.begin_drain(now, handback);
-  drain_timer_.expires_after(config_.delivery.drain_timeout);
-  drain_timer_.async_wait([this](const boost::system::error_code& error) {
-    if (error || state_ != State::kDraining) return;
-    spdlog::warn("drain_timeout reached with {} deliveries still in flight; handing them back", core_.in_flight());
-    finish();
-  });
+  if (tap_) tap_->began_drain(now, handback);
+  time_.set(Alarm::kDrain, drain_deadline_);
   after_input();
 }
 
@@ -601,22 +584,20 @@ void Dispatcher::finish() {
   if (state_ == State::kServing) begin_drain();
   if (state_ == State::kDone) return;  // the drain had nothing in flight and finished at once
   state_ = State::kDone;
-  core_.abandon_all(Clock::now());
+  core_.abandon_all(time_.now());
+  if (tap_) tap_->abandoned_all();
   apply_effects();
   const auto& c = core_.counters();
   spdlog::info(
       "stopped: {} messages arrived, {} acked, {} nak'd, {} terminated, {} with no recipient, {} unroutable; "
       "{} deliveries to handlers",
       c.arrived, c.acked, c.nakked, c.terminated, c.no_recipient, c.unroutable, c.deliveries);
-  reader_.close(kFinalFlush);
+  upstream_.close(kFinalFlush);
   auto sessions = std::move(sessions_);
   for (auto& [id, session] : sessions) session->close();
-  wakeup_.cancel();
-  housekeeping_.cancel();
-  drain_timer_.cancel();
-  probe_timer_.cancel();
-  listener_.stop();
-  io_.stop();
+  for (std::size_t a = 0; a < kAlarmCount; ++a) time_.cancel(static_cast<Alarm>(a));
+  if (hooks_.stop_accepting) hooks_.stop_accepting();
+  if (hooks_.finished) hooks_.finished();
 }
 
 }  // namespace jetfan

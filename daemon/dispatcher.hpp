@@ -1,22 +1,26 @@
 #pragma once
 // Dispatcher: jetfan while it serves. It wires the pure pieces (DispatchCore, PullLedger,
-// TopicMatcher, admission) to the I/O ones (JetStreamReader, the handler socket) and applies what
-// the pure pieces decide. It exists only once the consumer is bound: everything it owns is whole
-// from construction.
+// TopicMatcher, admission, the when-full policy) to the I/O ones, and applies what the pure pieces
+// decide. It exists only once the consumer is bound: everything it owns is whole from construction.
 //
-// Data path (ARCHITECTURE.md): cnats threads -> reader's Ingress (one post per burst) ->
-// on_ingress: status replies to the PullLedger, messages (key, recipients) to DispatchCore::arrive
-// -> Effects -> MSG frames appended to sessions, replies published by the reader -> one flush per
-// session, pull requests topped up, the one timer re-armed. Handler commands take the same path
-// from DispatchCore on.
+// Its three seams, and nothing else, reach outside it:
+//   - Upstream (upstream.hpp): JetStream. JetStreamReader in the daemon, a fake in tests.
+//   - Timekeeper (timekeeper.hpp): clocks and alarms. Real time in the daemon, moved by hand in
+//     tests and the session fuzzer.
+//   - HandlerSessions, handed to accept() as sockets (the daemon's HandlerListener, or socketpairs).
+// No file of the dispatcher includes a cnats header.
+//
+// Data path (ARCHITECTURE.md): Upstream -> on_message (key, recipients) -> DispatchCore::arrive ->
+// Effects -> MSG frames appended to sessions, replies sent upstream -> one flush per session, pull
+// requests topped up, the wakeup alarm re-armed. Handler commands take the same path from
+// DispatchCore on.
 //
 // Thread: everything here runs on the io_context thread; it owns all dispatch state.
 
 #include <spdlog/spdlog.h>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <memory_resource>
 #include <optional>
@@ -27,10 +31,10 @@
 #include "arrival_observer.hpp"
 #include "config.hpp"
 #include "dispatch_core.hpp"
-#include "handler_listener.hpp"
+#include "dispatcher_tap.hpp"
+#include "full_policy.hpp"
 #include "handler_session.hpp"
 #include "io_thread.hpp"
-#include "jetstream_reader.hpp"
 #include "log_rate_limiter.hpp"
 #include "message_bytes.hpp"
 #include "node_pool.hpp"
@@ -40,27 +44,38 @@
 #include "serve_settings.hpp"
 #include "status_snapshot.hpp"
 #include "systemd_notifier.hpp"
+#include "timekeeper.hpp"
 #include "topic_pattern.hpp"
+#include "upstream.hpp"
 
 namespace jetfan {
 
-class Dispatcher final : private SessionOwner {
+// What the dispatcher tells its owner about its own course.
+struct DispatcherHooks {
+  std::function<void()> stop_accepting;  // draining: no new connection is wanted
+  std::function<void()> finished;        // everything is handed back and closed: stop running
+};
+
+class Dispatcher final : private SessionOwner, private UpstreamListener {
  public:
-  // Binds the handler socket (throws StartupError when it cannot). `config`, `reader`, `notifier`
-  // and `live` must outlive the dispatcher; `live` must also outlive `io`.
-  Dispatcher(boost::asio::io_context& io, const Config& config, ServeSettings settings, JetStreamReader& reader,
-             SystemdNotifier& notifier, LiveBytes& live);
+  // `config`, `upstream`, `time`, `notifier` and `arena` must outlive the dispatcher; `arena` must
+  // also outlive the io_context its sessions run on.
+  Dispatcher(const Config& config, ServeSettings settings, Upstream& upstream, Timekeeper& time,
+             SystemdNotifier& notifier, MessageBytesArena& arena, DispatcherHooks hooks);
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 
-  // Accepts handlers and starts pulling.
+  // Starts pulling and keeping house.
   void start();
-  // Stops pulling and accepting; deliveries in flight may finish within delivery.drain_timeout,
+  // A new connection on the handler socket: it becomes a session of this dispatcher. Its id, or
+  // nullopt when no connection is taken any more (draining; the socket is closed).
+  std::optional<ConnectionId> accept(HandlerSession::Socket socket);
+  // Stops pulling and accepting (hooks.stop_accepting); deliveries in flight may finish within delivery.drain_timeout,
   // everything else is handed back. finish() follows by itself.
   void begin_drain();
-  // Hands back everything still held, closes the connection to NATS and every session, and stops
-  // the io_context. Idempotent.
+  // Hands back everything still held, closes the upstream and every session, and calls
+  // hooks.finished. Idempotent.
   void finish();
 
   // One line for systemd's STATUS= and the like: what jetfan is doing and for whom.
@@ -81,9 +96,16 @@ class Dispatcher final : private SessionOwner {
   // The stream sequence of the last message that arrived; routing by a reload starts after it.
   std::uint64_t last_arrived_seq() const { return last_arrived_seq_; }
 
+  // For checkers (the session fuzzer, tests). The tap, if any, must outlive the dispatcher or be
+  // unset first.
+  void set_tap(DispatcherTap* tap) { tap_ = tap; }
+  const DispatchCore& core() const { return core_; }
+  std::size_t instances(std::size_t handler) const { return instances_.at(handler); }
+  std::size_t messages_stored() const { return stored_.size(); }
+
  private:
   struct Stored {
-    SharedMessage message;
+    MessageBytesPtr message;
     std::string_view key;  // points into message's subject
     std::uint64_t stream_seq = 0;
     std::uint64_t deliveries = 0;
@@ -99,10 +121,16 @@ class Dispatcher final : private SessionOwner {
 
   void on_accepted(const std::shared_ptr<HandlerSession>& session);
 
-  void on_ingress(std::vector<NatsMsgPtr>& incoming, bool reconnected);
-  void on_status(const PullStatus& status, TimePoint now);
-  // Takes the message from `message`; returns the bytes it costs to hold.
-  std::uint64_t arrive(NatsMsgPtr& message, TimePoint now);
+  void on_reconnected() override;
+  void on_message(InboundMessage&& message) override;
+  void on_pull_status(const PullStatus& status) override;
+  void on_probe_answer(bool answered) override;
+  void on_published(std::uint64_t id, const PublishResult& result) override;
+  void on_batch_end() override;
+  // The time of the batch from upstream under way (read once per batch).
+  TimePoint batch_now();
+
+  void on_alarm(Alarm alarm);
   // After every input to the core: apply and clear its effects, flush the sessions written to,
   // keep pulling, re-arm the timer, and finish a drain that has nothing left in flight.
   void after_input();
@@ -121,28 +149,26 @@ class Dispatcher final : private SessionOwner {
   // the housekeeping period is time jetfan did not run, given back to the deliveries in flight.
   void notice_stall(TimePoint now);
   void housekeeping();
-  // When jetfan holds all it may and pulls no more: says who holds everyone up, and hands back the
-  // backlog of handlers configured to (when_full: hand_back) past their share.
-  void check_full(TimePoint now);
+  // When jetfan holds all it may and pulls no more: hands back the backlog of handlers configured
+  // to (when_full: hand_back) past their share, and says who holds everyone up (full_policy.hpp).
+  void act_when_full(TimePoint now);
   std::string describe(const HandlerSession& session) const;
   // Observation (daemon/dispatcher_control.cpp).
   void observe(const Stored& stored, HandlerMask recipients);
-  void observe_unroutable(std::string_view subject, std::uint64_t stream_seq, std::uint64_t deliveries,
-                          natsMsg* message);
-  static std::int64_t wall_now_ms();
+  void observe_unroutable(const InboundMessage& message);
+  std::int64_t wall_now_ms() const { return time_.wall_now_ns() / 1'000'000; }
 
-  boost::asio::io_context& io_;
   const Config& config_;
-  JetStreamReader& reader_;
+  Upstream& upstream_;
+  Timekeeper& time_;
   SystemdNotifier& notifier_;
+  DispatcherHooks hooks_;
   IoThread thread_;
   ServeSettings settings_;
   DispatchCore core_;
   PullLedger ledger_;
   TopicMatcher matcher_;
-  HandlerListener listener_;
-  boost::asio::steady_timer wakeup_, housekeeping_, drain_timer_, probe_timer_;
-  std::optional<TimePoint> armed_for_;
+  std::optional<TimePoint> armed_for_;     // the wakeup alarm's time
   std::optional<TimePoint> last_turn_;     // notice_stall's last look
   std::optional<TimePoint> unsure_since_;  // the leader may have changed since
   TimePoint drain_deadline_{};
@@ -154,22 +180,22 @@ class Dispatcher final : private SessionOwner {
   std::deque<ConnectionId> unidentified_order_;
   void prune_unidentified_order();
   ConnectionLimits connection_limits_;
-  LiveBytes& live_;
+  ConnectionId next_connection_ = 1;
+  MessageBytesArena& arena_;
   std::vector<std::shared_ptr<HandlerSession>> dirty_;
   NodePool stored_pool_;  // one node per held message, from a free list
   std::pmr::unordered_map<MessageHandle, Stored> stored_{&stored_pool_};
   std::vector<PullRequest> requests_;  // reused
   LogRateLimiter warnings_;
   LogRateLimiter full_warnings_;
-  std::optional<TimePoint> full_since_;  // held has been max_held, with nothing settling, since
-  std::uint64_t settled_when_full_ = 0;
-  bool stalled_ = false;
-  std::size_t stalled_by_ = 0;  // while stalled_: the handler holding everyone up
+  StallWatch stall_;
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;
   // Observation: set per batch, counted per message, read by fill_status.
   ArrivalObserver* observer_ = nullptr;
-  std::int64_t wall_now_ns_ = 0;  // the wall clock at the current batch, for publish ages
+  DispatcherTap* tap_ = nullptr;
+  std::optional<TimePoint> batch_now_;  // while a batch from upstream is under way
+  std::int64_t wall_now_ns_ = 0;        // the wall clock at the current batch, for publish ages
   LatencyHistogram publish_age_;
   std::uint64_t last_arrived_seq_ = 0;
   std::uint64_t reconnects_ = 0;

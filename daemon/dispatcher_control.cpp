@@ -9,11 +9,6 @@
 
 namespace jetfan {
 
-std::int64_t Dispatcher::wall_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 void Dispatcher::observe(const Stored& stored, HandlerMask recipients) {
   if (recipients == 0) observer_->on_no_recipient(stored.key);
   if (!observer_->tailing()) return;
@@ -21,19 +16,12 @@ void Dispatcher::observe(const Stored& stored, HandlerMask recipients) {
                               stored.message->headers(), stored.message->payload(), recipients, false});
 }
 
-void Dispatcher::observe_unroutable(std::string_view subject, std::uint64_t stream_seq, std::uint64_t deliveries,
-                                    natsMsg* message) {
-  observer_->on_unroutable(subject);
+void Dispatcher::observe_unroutable(const InboundMessage& message) {
+  const MessageBytes& bytes = *message.bytes;
+  observer_->on_unroutable(bytes.subject());
   if (!observer_->tailing()) return;
-  observer_->on_tail(
-      TailItem{wall_now_ns_ / 1'000'000,
-               subject,
-               stream_seq,
-               deliveries,
-               {},
-               std::string_view(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message))),
-               0,
-               true});
+  observer_->on_tail(TailItem{
+      wall_now_ns_ / 1'000'000, bytes.subject(), message.stream_seq, message.deliveries, {}, bytes.payload(), 0, true});
 }
 
 std::vector<RateWindow::Named> Dispatcher::named_stats() const {
@@ -53,15 +41,15 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
   s.max_deliver = settings_.core.max_deliver;
   s.totals = core_.counters();
   s.held = core_.held();
-  s.held_bytes = live_.bytes;
+  s.held_bytes = arena_.bytes;
   s.max_held = settings_.pull.max_held;
   s.max_held_bytes = settings_.pull.max_held_bytes;
   s.in_flight = core_.in_flight();
   auto age = [now](TimePoint since) { return std::chrono::duration<double>(now - since).count(); };
   if (const auto oldest = core_.oldest_held()) s.oldest_held_seconds = age(*oldest);
   s.pulls_outstanding = ledger_.outstanding();
-  if (stalled_ && full_since_ && stalled_by_ < config_.handlers.size()) {
-    s.stall = StatusSnapshot::Stall{config_.handlers[stalled_by_].name, age(*full_since_)};
+  if (stall_.stalled() && stall_.full_since() && stall_.stalled_by() < config_.handlers.size()) {
+    s.stall = StatusSnapshot::Stall{config_.handlers[stall_.stalled_by()].name, age(*stall_.full_since())};
   }
   s.reconnects = reconnects_;
   s.publish_age = publish_age_;
@@ -125,7 +113,7 @@ std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeS
   settings_.core.nak_delay_max = settings.core.nak_delay_max;
   const ReindexOutcome outcome = core_.reconfigure(
       HandlerReindex{plan.old_to_new, settings.core.handlers, settings.core.nak_delay, settings.core.nak_delay_max},
-      std::chrono::steady_clock::now());
+      time_.now());
 
   std::size_t removed = 0;
   for (std::size_t old = 0; old < plan.old_to_new.size(); ++old) {

@@ -71,8 +71,8 @@ constexpr Duration kAcceptRetry{100};
 
 }  // namespace
 
-HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& settings, SessionOwner& owner)
-    : settings_(settings), owner_(owner), acceptor_(io), retry_(io) {
+HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& settings)
+    : settings_(settings), acceptor_(io), retry_(io) {
   boost::system::error_code error;
   if (const auto passed = take_passed_socket(settings.path)) {
     // systemd made the socket and keeps it while jetfan restarts: handlers queue in its backlog.
@@ -155,7 +155,7 @@ void HandlerListener::accept() {
       });
       return;
     }
-    accepted_(std::make_shared<HandlerSession>(std::move(socket), next_id_++, owner_, settings_));
+    accepted_(std::move(socket));
     accept();
   });
 }

@@ -146,7 +146,7 @@ void HandlerSession::send_ready(std::uint32_t max_unconfirmed, const std::vector
 }
 
 void HandlerSession::send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
-                              const SharedMessage& message) {
+                              const MessageBytesPtr& message) {
   JETFAN_ON_IO_THREAD(thread_);
   const std::size_t header_bytes = message->headers().size();
   proto::append_msg_line(out_.owned(), id, key, stream_seq, deliveries, header_bytes,

@@ -82,7 +82,7 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   // Frames to send; they go out at the next flush(). A MSG's body is shared, not copied.
   void send_ready(std::uint32_t max_unconfirmed, const std::vector<std::string>& patterns);
   void send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
-                const SharedMessage& message);
+                const MessageBytesPtr& message);
   void send_pong();
   void flush();
   // Sends ERR with the reason, then closes. Nothing more is read.

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "jetstream_subject.hpp"
 #include "nats_auth.hpp"
 #include "startup_error.hpp"
@@ -16,38 +18,52 @@
 namespace jetfan {
 namespace asio = boost::asio;
 
-// What cnats's connection callbacks hand to the io_context thread (messages do not come this way:
-// the io thread reads them itself). cnats holds a raw pointer to it; `held_by_connection` is the
+// What cnats's callbacks hand to the io_context thread (messages do not come this way: the io
+// thread reads them itself). cnats holds a raw pointer to it; `held_by_connection` is the
 // reference that pointer stands for, dropped in the closed callback.
-struct JetStreamReader::Ingress : std::enable_shared_from_this<Ingress> {
-  explicit Ingress(asio::io_context& context) : io(context) {}
+struct JetStreamReader::CnatsCallbacks : std::enable_shared_from_this<CnatsCallbacks> {
+  explicit CnatsCallbacks(asio::io_context& context) : io(context) {}
+
+  struct Published {
+    std::uint64_t id = 0;
+    bool stored = false;
+    std::uint64_t stream_seq = 0;
+    std::string stream;
+    std::string error;
+  };
 
   void push_reconnected() {
     std::lock_guard lock(mutex);
     reconnected = true;
     post_locked();
   }
+  void push_published(Published answer) {
+    std::lock_guard lock(mutex);
+    published.push_back(std::move(answer));
+    post_locked();
+  }
   void post_locked() {
     if (posted) return;
     posted = true;
     asio::post(io, [self = shared_from_this()] {
-      if (self->reader) self->reader->on_ingress();
+      if (self->reader) self->reader->on_callbacks();
     });
   }
   asio::io_context& io;
   std::mutex mutex;
   bool reconnected = false;
+  std::vector<Published> published;
   bool posted = false;
-  std::atomic<bool> closing{false};             // set before an intended close, read by cnats threads
-  JetStreamReader* reader = nullptr;            // read and cleared on the io thread only
-  std::shared_ptr<Ingress> held_by_connection;  // until its closed callback
-  std::mutex held_mutex;                        // guards the one above
-  bool connection_closed = false;               // the closed callback already ran
+  std::atomic<bool> closing{false};                    // set before an intended close, read by cnats threads
+  JetStreamReader* reader = nullptr;                   // read and cleared on the io thread only
+  std::shared_ptr<CnatsCallbacks> held_by_connection;  // until its closed callback
+  std::mutex held_mutex;                               // guards the one above
+  bool connection_closed = false;                      // the closed callback already ran
 };
 
 namespace {
 
-using Ingress = JetStreamReader::Ingress;
+using CnatsCallbacks = JetStreamReader::CnatsCallbacks;
 
 std::string last_error(natsStatus status) {
   natsStatus ignored;
@@ -64,38 +80,110 @@ std::string join(const std::vector<std::string>& items) {
 }
 
 void on_disconnected(natsConnection*, void* closure) {
-  if (static_cast<Ingress*>(closure)->closing) return;
+  if (static_cast<CnatsCallbacks*>(closure)->closing) return;
   spdlog::warn("nats: disconnected; reconnecting. Messages held and in flight are kept.");
 }
 void on_reconnected(natsConnection* connection, void* closure) {
-  auto* ingress = static_cast<Ingress*>(closure);
-  if (ingress->closing) return;
+  auto* callbacks = static_cast<CnatsCallbacks*>(closure);
+  if (callbacks->closing) return;
   char url[256] = {0};
   natsConnection_GetConnectedUrl(connection, url, sizeof url);
   spdlog::info("nats: reconnected to {}; pulling anew", redact_url(url));
-  ingress->push_reconnected();
+  callbacks->push_reconnected();
 }
 // cnats calls this when it will call no more with this pointer. The reference it takes out may be
-// the last, and the mutex goes with the Ingress: it is dropped after the lock is released.
+// the last, and the mutex goes with the CnatsCallbacks: it is dropped after the lock is released.
 void on_closed(natsConnection*, void* closure) {
-  auto* ingress = static_cast<Ingress*>(closure);
-  std::shared_ptr<Ingress> last;
+  auto* callbacks = static_cast<CnatsCallbacks*>(closure);
+  std::shared_ptr<CnatsCallbacks> last;
   {
-    std::lock_guard lock(ingress->held_mutex);
-    ingress->connection_closed = true;
-    last.swap(ingress->held_by_connection);
+    std::lock_guard lock(callbacks->held_mutex);
+    callbacks->connection_closed = true;
+    last.swap(callbacks->held_by_connection);
   }
 }
 void on_async_error(natsConnection*, natsSubscription*, natsStatus status, void* closure) {
-  if (static_cast<Ingress*>(closure)->closing) return;
+  if (static_cast<CnatsCallbacks*>(closure)->closing) return;
   spdlog::error("nats: asynchronous error: {}", natsStatus_GetText(status));
+}
+
+void destroy_message(void* message) { natsMsg_Destroy(static_cast<natsMsg*>(message)); }
+
+// The NATS/1.0 header block of a message, rebuilt from cnats's parsed headers; empty when it has none.
+std::string header_block(natsMsg* message) {
+  const char** keys = nullptr;
+  int count = 0;
+  if (natsMsgHeader_Keys(message, &keys, &count) != NATS_OK || count == 0) return {};
+  std::string block = "NATS/1.0\r\n";
+  for (int k = 0; k < count; ++k) {
+    const char** values = nullptr;
+    int value_count = 0;
+    if (natsMsgHeader_Values(message, keys[k], &values, &value_count) == NATS_OK) {
+      for (int v = 0; v < value_count; ++v) {
+        block.append(keys[k]).append(": ").append(values[v]).append("\r\n");
+      }
+      free(values);  // cnats hands out the array, not the strings
+    }
+  }
+  free(keys);
+  block.append("\r\n");
+  return block;
+}
+
+// Sets the headers of a NATS/1.0 block on `message`; lines that are not "Name: value" are skipped.
+void set_headers(natsMsg* message, std::string_view block) {
+  std::size_t at = block.find("\r\n");
+  while (at != std::string_view::npos && at + 2 < block.size()) {
+    const std::size_t start = at + 2;
+    const std::size_t end = block.find("\r\n", start);
+    if (end == std::string_view::npos || end == start) break;
+    const std::string_view line = block.substr(start, end - start);
+    const std::size_t colon = line.find(':');
+    if (colon != std::string_view::npos && colon > 0) {
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+      natsMsgHeader_Add(message, std::string(line.substr(0, colon)).c_str(), std::string(value).c_str());
+    }
+    at = end;
+  }
+}
+
+// cnats's delivery thread: JetStream's answer to a publish, recorded for the io thread.
+void on_publish_answer(natsConnection*, natsSubscription*, natsMsg* raw, void* closure) {
+  NatsMsgPtr message(raw);
+  auto* callbacks = static_cast<CnatsCallbacks*>(closure);
+  CnatsCallbacks::Published answer;
+  const std::string_view subject = natsMsg_GetSubject(raw);
+  const std::string_view token = subject.substr(subject.rfind('.') + 1);
+  std::from_chars(token.data(), token.data() + token.size(), answer.id);
+  const char* code = nullptr;
+  natsMsgHeader_Get(raw, "Status", &code);
+  const std::string_view body(natsMsg_GetData(raw), static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
+  if (code != nullptr) {
+    const char* description = nullptr;
+    natsMsgHeader_Get(raw, "Description", &description);
+    answer.error = std::string(code) + " " + (description ? description : "");
+    if (std::string_view(code) == "503") answer.error = "no stream captures the subject (503 No Responders)";
+  } else {
+    const auto json = nlohmann::json::parse(body, nullptr, false);
+    if (json.is_object() && json.contains("error")) {
+      answer.error = json["error"].value("description", std::string("an error without a description"));
+    } else if (json.is_object() && json.contains("seq")) {
+      answer.stored = true;
+      answer.stream_seq = json.value("seq", std::uint64_t{0});
+      answer.stream = json.value("stream", std::string());
+    } else {
+      answer.error = "an answer that is not JetStream's acknowledgement: " + std::string(body.substr(0, 200));
+    }
+  }
+  callbacks->push_published(std::move(answer));
 }
 
 }  // namespace
 
-JetStreamReader::JetStreamReader(asio::io_context& io, const Config& config)
-    : io_(io), config_(config), ingress_(std::make_shared<Ingress>(io)), loop_(io) {
-  ingress_->reader = this;
+JetStreamReader::JetStreamReader(asio::io_context& io, const Config& config, MessageBytesArena& arena)
+    : io_(io), config_(config), arena_(arena), callbacks_(std::make_shared<CnatsCallbacks>(io)), loop_(io) {
+  callbacks_->reader = this;
   loop_.on_read([this] { on_read(); });
   pull_subject_ = pull_subject(config.consumer.stream, config.consumer.durable);
   info_subject_ = "$JS.API.CONSUMER.INFO." + config.consumer.stream + "." + config.consumer.durable;
@@ -103,7 +191,7 @@ JetStreamReader::JetStreamReader(asio::io_context& io, const Config& config)
 
 JetStreamReader::~JetStreamReader() {
   close(Duration(1000));
-  ingress_->reader = nullptr;
+  callbacks_->reader = nullptr;
 }
 
 NatsOptionsPtr JetStreamReader::make_options() {
@@ -116,7 +204,7 @@ NatsOptionsPtr JetStreamReader::make_options() {
   auto check = [&](natsStatus status, const std::string& what) {
     if (status != NATS_OK) throw StartupError(kExitConfig, config_.file + ": nats." + what + ": " + last_error(status));
   };
-  Ingress* closure = ingress_.get();
+  CnatsCallbacks* closure = callbacks_.get();
   check(natsOptions_SetServers(raw, servers.data(), static_cast<int>(servers.size())), "servers");
   check(natsOptions_SetName(raw, nats.name.c_str()), "name");
   check(natsOptions_SetTimeout(raw, nats.connect_timeout.count()), "connect_timeout");
@@ -157,8 +245,8 @@ bool JetStreamReader::connect(const std::function<bool()>& stopping) {
       connection_.reset(raw);
       {
         // From now on cnats may call the connection callbacks until the closed one.
-        std::lock_guard lock(ingress_->held_mutex);
-        if (!ingress_->connection_closed) ingress_->held_by_connection = ingress_;
+        std::lock_guard lock(callbacks_->held_mutex);
+        if (!callbacks_->connection_closed) callbacks_->held_by_connection = callbacks_;
       }
       spdlog::info("nats: connected to {} as \"{}\"", servers, config_.nats.name);
       return true;
@@ -232,9 +320,8 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   return facts;
 }
 
-void JetStreamReader::subscribe(IngressHandler handler) {
+void JetStreamReader::subscribe() {
   JETFAN_ON_IO_THREAD(thread_);
-  handler_ = std::move(handler);
   natsInbox* raw_inbox = nullptr;
   if (natsInbox_Create(&raw_inbox) != NATS_OK) throw StartupError(kExitSoftware, "nats: cannot create an inbox");
   NatsInboxPtr inbox(raw_inbox);
@@ -249,9 +336,9 @@ void JetStreamReader::subscribe(IngressHandler handler) {
   natsSubscription_SetPendingLimits(raw, -1, -1);
 }
 
-void JetStreamReader::stop_delivering() {
+void JetStreamReader::listen(UpstreamListener* listener) {
   JETFAN_ON_IO_THREAD(thread_);
-  handler_ = nullptr;
+  listener_ = listener;
 }
 
 bool JetStreamReader::send_pull(const PullRequest& request) {
@@ -274,17 +361,23 @@ bool JetStreamReader::send_pull(const PullRequest& request) {
   return true;
 }
 
-void JetStreamReader::on_ingress() {
+void JetStreamReader::on_callbacks() {
   JETFAN_ON_IO_THREAD(thread_);
   bool reconnected = false;
+  std::vector<CnatsCallbacks::Published> published;
   {
-    std::lock_guard lock(ingress_->mutex);
-    reconnected = std::exchange(ingress_->reconnected, false);
-    ingress_->posted = false;
+    std::lock_guard lock(callbacks_->mutex);
+    reconnected = std::exchange(callbacks_->reconnected, false);
+    published.swap(callbacks_->published);
+    callbacks_->posted = false;
   }
-  if (!reconnected || !handler_) return;
-  incoming_.clear();
-  handler_(incoming_, true);
+  if (!listener_ || (!reconnected && published.empty())) return;
+  if (reconnected) listener_->on_reconnected();
+  for (const auto& answer : published) {
+    if (!listener_) return;
+    listener_->on_published(answer.id, PublishResult{answer.stored, answer.stream_seq, answer.stream, answer.error});
+  }
+  if (listener_) listener_->on_batch_end();
 }
 
 void JetStreamReader::on_read() {
@@ -292,32 +385,69 @@ void JetStreamReader::on_read() {
   if (!subscription_) return;
   int pending = 0;
   if (natsSubscription_GetPending(subscription_.get(), &pending, nullptr) != NATS_OK || pending <= 0) return;
-  incoming_.clear();
-  for (int i = 0; i < pending; ++i) {
+  bool took = false;
+  // A listener may close this reader from inside a callback: nothing more is taken then.
+  for (int i = 0; i < pending && subscription_ && listener_; ++i) {
     natsMsg* message = nullptr;
     const natsStatus status = natsSubscription_NextMsg(&message, subscription_.get(), 0);  // 0: never waits
     if (status == NATS_OK) {
-      incoming_.emplace_back(message);
+      take(NatsMsgPtr(message));
     } else if (status == NATS_NO_RESPONDERS) {
       // cnats destroys a 503 status reply given to NextMsg (its subject, the pull, with it): it is
       // handed on as a status of no pull, so the dispatcher still hears that nobody answered.
-      if (auto status_reply = no_responders_status()) incoming_.push_back(std::move(status_reply));
+      listener_->on_pull_status(PullStatus{0, "503", "No Responders"});
     } else {
       break;
     }
+    took = true;
   }
-  if (info_outstanding_ > 0) take_info_replies();
-  if (handler_ && !incoming_.empty()) handler_(incoming_, false);
+  if (took && listener_) listener_->on_batch_end();
 }
 
-NatsMsgPtr JetStreamReader::no_responders_status() const {
-  natsMsg* raw = nullptr;
-  const std::string subject = inbox_ + "0";
-  if (natsMsg_Create(&raw, subject.c_str(), nullptr, nullptr, 0) != NATS_OK) return nullptr;
-  NatsMsgPtr message(raw);
-  natsMsgHeader_Set(raw, "Status", "503");
-  natsMsgHeader_Set(raw, "Description", "No Responders");
-  return message;
+void JetStreamReader::take(NatsMsgPtr message) {
+  natsMsg* raw = message.get();
+  const char* reply = natsMsg_GetReply(raw);
+  const std::string_view subject = natsMsg_GetSubject(raw);
+  if (reply && std::strncmp(reply, "$JS.ACK.", 8) == 0) {
+    InboundMessage in;
+    const auto ack = parse_ack_subject(reply);
+    const auto key = key_of(subject, config_.key.strip_prefix);
+    in.routable = ack && key;
+    if (ack) {
+      in.stream_seq = ack->stream_seq;
+      in.deliveries = ack->deliveries;
+      in.published_ns = ack->published_ns;
+    }
+    if (key) in.key = *key;
+    const std::string_view payload(natsMsg_GetData(raw), static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
+    std::string headers = in.routable ? header_block(raw) : std::string();
+    in.bytes = make_message_bytes(
+        MessageParts{BytesOwner(message.release(), destroy_message), subject, reply, std::move(headers), payload},
+        arena_);
+    listener_->on_message(std::move(in));
+    return;
+  }
+  // Replies come on the request's own reply subject: <inbox>.<pull>, <inbox>.p<probe> or
+  // <inbox>.i<info>.
+  const std::string_view token = subject.size() > inbox_.size() ? subject.substr(inbox_.size()) : std::string_view();
+  const char* code = nullptr;
+  natsMsgHeader_Get(raw, "Status", &code);
+  if (!token.empty() && token[0] == 'i') {
+    take_info_reply(token.substr(1), raw);
+    return;
+  }
+  if (!token.empty() && token[0] == 'p') {
+    const std::string_view body(natsMsg_GetData(raw), static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
+    listener_->on_probe_answer(code == nullptr && !body.empty() && body.find("\"error\"") == std::string_view::npos);
+    return;
+  }
+  PullStatus status;
+  std::from_chars(token.data(), token.data() + token.size(), status.pull);
+  const char* description = nullptr;
+  natsMsgHeader_Get(raw, "Description", &description);
+  status.code = code ? code : "";
+  status.description = description ? description : "";
+  listener_->on_pull_status(status);
 }
 
 void JetStreamReader::wait_off_thread(const std::function<void()>& call, Duration timeout) {
@@ -348,56 +478,15 @@ bool JetStreamReader::request_consumer_info(std::uint64_t id) {
   return true;
 }
 
-// Consumer info answers share the inbox with pull status replies; they are taken out here, before
-// the ingress handler sees the batch. Batches are walked only while an answer is awaited (the
-// server answers every request it gets), so messages pay nothing for this otherwise.
-void JetStreamReader::take_info_replies() {
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < incoming_.size(); ++i) {
-    natsMsg* message = incoming_[i].get();
-    const char* reply = natsMsg_GetReply(message);
-    const std::string_view subject = natsMsg_GetSubject(message);
-    const bool info = !(reply && std::strncmp(reply, "$JS.ACK.", 8) == 0) && subject.size() > inbox_.size() &&
-                      subject.compare(0, inbox_.size(), inbox_) == 0 && subject[inbox_.size()] == 'i';
-    if (!info) {
-      if (kept != i) incoming_[kept] = std::move(incoming_[i]);
-      ++kept;
-      continue;
-    }
-    if (info_outstanding_ > 0) --info_outstanding_;
-    std::uint64_t id = 0;
-    const auto token = subject.substr(inbox_.size() + 1);
-    std::from_chars(token.data(), token.data() + token.size(), id);
-    if (info_handler_) {
-      info_handler_(
-          id, std::string_view(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message))));
-    }
+// Consumer info answers share the inbox with pull status replies; they go to the info handler.
+void JetStreamReader::take_info_reply(std::string_view token, natsMsg* message) {
+  if (info_outstanding_ > 0) --info_outstanding_;
+  std::uint64_t id = 0;
+  std::from_chars(token.data(), token.data() + token.size(), id);
+  if (info_handler_) {
+    info_handler_(id,
+                  std::string_view(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message))));
   }
-  incoming_.resize(kept);
-}
-
-Incoming JetStreamReader::classify(natsMsg* message) const {
-  Incoming in;
-  const char* reply = natsMsg_GetReply(message);
-  if (reply && std::strncmp(reply, "$JS.ACK.", 8) == 0) return in;
-  // Replies come on the request's own reply subject: <inbox>.<pull> or <inbox>.p<probe>.
-  const std::string_view subject = natsMsg_GetSubject(message);
-  const std::string_view token = subject.size() > inbox_.size() ? subject.substr(inbox_.size()) : std::string_view();
-  const char* code = nullptr;
-  natsMsgHeader_Get(message, "Status", &code);
-  if (!token.empty() && token[0] == 'p') {
-    in.kind = Incoming::Kind::kProbeAnswer;
-    const std::string_view body(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message)));
-    in.answered = code == nullptr && !body.empty() && body.find("\"error\"") == std::string_view::npos;
-    return in;
-  }
-  in.kind = Incoming::Kind::kPullStatus;
-  std::from_chars(token.data(), token.data() + token.size(), in.status.pull);
-  const char* description = nullptr;
-  natsMsgHeader_Get(message, "Description", &description);
-  in.status.code = code ? code : "";
-  in.status.description = description ? description : "";
-  return in;
 }
 
 bool JetStreamReader::send_probe(std::uint64_t id) {
@@ -407,10 +496,12 @@ bool JetStreamReader::send_probe(std::uint64_t id) {
   return natsConnection_PublishRequest(connection_.get(), info_subject_.c_str(), reply.c_str(), "", 0) == NATS_OK;
 }
 
-void JetStreamReader::reply(natsMsg* message, const char* body, std::size_t length) {
+void JetStreamReader::reply(const MessageBytes& message, const char* body, std::size_t length) {
   JETFAN_ON_IO_THREAD(thread_);
   if (!connection_) return;
-  const char* subject = natsMsg_GetReply(message);
+  // The reply subject is the natsMsg's own, NUL-terminated: every MessageBytes this reader is
+  // asked about is one it made.
+  const char* subject = message.reply().data();
   const natsStatus status = natsConnection_Publish(connection_.get(), subject, body, static_cast<int>(length));
   if (status != NATS_OK) {
     // The server will redeliver after AckWait: at least once, never lost.
@@ -418,10 +509,10 @@ void JetStreamReader::reply(natsMsg* message, const char* body, std::size_t leng
   }
 }
 
-void JetStreamReader::ack(natsMsg* message) { reply(message, "+ACK", 4); }
-void JetStreamReader::term(natsMsg* message) { reply(message, "+TERM", 5); }
-void JetStreamReader::wip(natsMsg* message) { reply(message, "+WPI", 4); }
-void JetStreamReader::nak(natsMsg* message, Duration delay) {
+void JetStreamReader::ack(const MessageBytes& message) { reply(message, "+ACK", 4); }
+void JetStreamReader::term(const MessageBytes& message) { reply(message, "+TERM", 5); }
+void JetStreamReader::wip(const MessageBytes& message) { reply(message, "+WPI", 4); }
+void JetStreamReader::nak(const MessageBytes& message, Duration delay) {
   if (delay.count() <= 0) {
     reply(message, "-NAK", 4);
     return;
@@ -431,11 +522,46 @@ void JetStreamReader::nak(natsMsg* message, Duration delay) {
   reply(message, body.data(), body.size());
 }
 
+bool JetStreamReader::publish(std::uint64_t id, std::string_view subject, std::string_view headers,
+                              std::string_view payload) {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (!connection_) return false;
+  if (!publish_subscription_) {
+    natsInbox* raw_inbox = nullptr;
+    if (natsInbox_Create(&raw_inbox) != NATS_OK) return false;
+    NatsInboxPtr inbox(raw_inbox);
+    publish_inbox_ = std::string(inbox.get()) + ".";
+    natsSubscription* raw = nullptr;
+    const std::string wildcard = publish_inbox_ + "*";
+    if (natsConnection_Subscribe(&raw, connection_.get(), wildcard.c_str(), on_publish_answer, callbacks_.get()) !=
+        NATS_OK) {
+      spdlog::warn("nats: cannot subscribe for publish acknowledgements: {}", last_error(NATS_ERR));
+      return false;
+    }
+    publish_subscription_.reset(raw);
+  }
+  const std::string reply = publish_inbox_ + std::to_string(id);
+  natsMsg* raw = nullptr;
+  if (natsMsg_Create(&raw, std::string(subject).c_str(), reply.c_str(), payload.data(),
+                     static_cast<int>(payload.size())) != NATS_OK) {
+    return false;
+  }
+  NatsMsgPtr message(raw);
+  set_headers(raw, headers);
+  const natsStatus status = natsConnection_PublishMsg(connection_.get(), raw);
+  if (status != NATS_OK) {
+    spdlog::warn("nats: could not publish to {}: {}", subject, last_error(status));
+    return false;
+  }
+  return true;
+}
+
 void JetStreamReader::close(Duration timeout) {
   JETFAN_ON_IO_THREAD(thread_);
-  handler_ = nullptr;
-  ingress_->closing = true;
+  listener_ = nullptr;
+  callbacks_->closing = true;
   if (subscription_) natsSubscription_Unsubscribe(subscription_.get());
+  if (publish_subscription_) natsSubscription_Unsubscribe(publish_subscription_.get());
   if (connection_) {
     natsConnection* connection = connection_.get();
     // The PONG that ends the flush is read by this thread: the flush waits on another.
@@ -448,6 +574,7 @@ void JetStreamReader::close(Duration timeout) {
   // #638): with cnats's own read loop thread that was a use-after-free on SIGTERM. Messages are now
   // routed on this thread, but the order stays the one that is safe whoever reads.
   subscription_.reset();
+  publish_subscription_.reset();
   connection_.reset();
 }
 

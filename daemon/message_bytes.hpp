@@ -1,12 +1,15 @@
 #pragma once
-// MessageBytes: one message's bytes as jetfan received them from NATS, shared by everything that
-// needs them: the dispatcher while the core holds the message, and every session whose output
+// MessageBytes: one message's bytes as jetfan received them from JetStream, shared by everything
+// that needs them: the dispatcher while the core holds the message, and every session whose output
 // still has to write its body. A MSG to ten handlers writes the same bytes ten times and copies
 // them never; they are freed when the last holder lets go.
 //
-// Every MessageBytes alive is counted in a LiveBytes, and lives in its pool; the LiveBytes must
-// outlive them all (the daemon owns it, ahead of its io_context, whose pending operations may hold
-// the last references).
+// The bytes stay where the upstream put them (a cnats natsMsg, or a test's strings): a
+// MessageBytes holds views into them and the owner that frees them, so nothing here knows cnats.
+//
+// Every MessageBytes alive is counted in a MessageBytesArena, and allocated from its pool; the
+// arena must outlive them all (the daemon owns it, ahead of its io_context, whose pending
+// operations may hold the last references).
 //
 // Thread: the io_context thread (the count is not atomic).
 
@@ -16,45 +19,52 @@
 #include <string>
 #include <string_view>
 
-#include "nats_handles.hpp"
 #include "node_pool.hpp"
 
 namespace jetfan {
 
-struct LiveBytes {
+struct MessageBytesArena {
   std::size_t bytes = 0;  // of message bodies alive, wherever they are held
   std::size_t messages = 0;
   // Where each MessageBytes and its shared count are allocated: one per message, from a free list.
   NodePool pool;
 };
 
+// Frees the storage a message's views point into; a plain function, so owning costs no allocation.
+using BytesOwner = std::unique_ptr<void, void (*)(void*)>;
+
+// What a message is made of. Every view points into what `owner` keeps alive.
+struct MessageParts {
+  BytesOwner owner{nullptr, nullptr};
+  std::string_view subject;
+  std::string_view reply;  // the $JS.ACK subject the server is answered on
+  std::string headers;     // the NATS/1.0 header block to forward, or empty
+  std::string_view payload;
+};
+
 class MessageBytes {
  public:
-  // `headers` is the NATS/1.0 header block to forward, or empty.
-  MessageBytes(NatsMsgPtr message, std::string headers, LiveBytes& live);
+  MessageBytes(MessageParts parts, MessageBytesArena& arena);
   ~MessageBytes();
   MessageBytes(const MessageBytes&) = delete;
   MessageBytes& operator=(const MessageBytes&) = delete;
 
-  natsMsg* message() const { return message_.get(); }
-  std::string_view subject() const { return natsMsg_GetSubject(message_.get()); }
-  std::string_view headers() const { return headers_; }
-  std::string_view payload() const {
-    return {natsMsg_GetData(message_.get()), static_cast<std::size_t>(natsMsg_GetDataLength(message_.get()))};
-  }
+  std::string_view subject() const { return parts_.subject; }
+  std::string_view reply() const { return parts_.reply; }
+  std::string_view headers() const { return parts_.headers; }
+  std::string_view payload() const { return parts_.payload; }
   // What it costs to keep: payload, headers and a fixed overhead. The figure max_held_bytes budgets.
   std::size_t size() const { return size_; }
 
  private:
-  NatsMsgPtr message_;
-  std::string headers_;
-  LiveBytes& live_;
+  MessageParts parts_;
+  MessageBytesArena& arena_;
   std::size_t size_;
 };
 
-using SharedMessage = std::shared_ptr<const MessageBytes>;
+using MessageBytesPtr = std::shared_ptr<const MessageBytes>;
 
-// A MessageBytes allocated in `live`'s pool.
-SharedMessage make_message_bytes(NatsMsgPtr message, std::string&& headers, LiveBytes& live);
+// A MessageBytes allocated in `arena`'s pool.
+MessageBytesPtr make_message_bytes(MessageParts&& parts, MessageBytesArena& arena);
 
 }  // namespace jetfan

@@ -26,7 +26,7 @@ void OutputQueue::append(std::string_view bytes) {
 
 void OutputQueue::appended() { queued_.seal(); }
 
-void OutputQueue::append_body(const SharedMessage& message) {
+void OutputQueue::append_body(const MessageBytesPtr& message) {
   queued_.seal();
   queued_.pieces.push_back(Piece{0, message->headers().size() + message->payload().size(), message});
 }

@@ -27,7 +27,7 @@ class OutputQueue {
   std::string& owned() { return queued_.owned; }
   void appended();
   // Appends a message's header block and payload, shared.
-  void append_body(const SharedMessage& message);
+  void append_body(const MessageBytesPtr& message);
 
   bool empty() const { return queued_.pieces.empty() && queued_.owned.size() == queued_.mark; }
   // Bytes owned by this queue, queued and being written: what a peer that stops reading costs.
@@ -42,7 +42,7 @@ class OutputQueue {
   struct Piece {
     std::size_t offset = 0;  // into owned, when body is null
     std::size_t length = 0;
-    SharedMessage body;  // set: the message's header block and payload
+    MessageBytesPtr body;  // set: the message's header block and payload
   };
   struct Batch {
     std::string owned;

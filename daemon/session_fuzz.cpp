@@ -1,10 +1,12 @@
-// libFuzzer target: whole handler sessions. Real HandlerSessions on socketpairs, driven by an
-// io_context polled here, owned by a FuzzOwner (session_fuzz_owner.hpp) that wires them to a real
-// DispatchCore as Dispatcher does and checks the core's rules (core/dispatch_checker.hpp) after
-// every input. Peers write random bytes and valid frames (HELLO, ACK/NAK/TERM/WIP for ids they were
-// sent, ids another peer was sent and ids nobody was sent, PING, PONG, lines cut in two), read or
-// stop reading, and hang up; the server side delivers messages, copies of held, nak'd and settled
-// ones, and time passes. Each input is a run of its own: it ends by draining, closing every session
+// libFuzzer target: the real Dispatcher with whole handler sessions. Real HandlerSessions on
+// socketpairs, driven by an io_context polled here, accepted by a real Dispatcher whose upstream is
+// a FakeUpstream and whose time moves by hand; a FuzzOwner (session_fuzz_owner.hpp) checks the
+// core's rules (core/dispatch_checker.hpp) and what each peer reads after every input. Peers write
+// random bytes and valid frames (HELLO, ACK/NAK/TERM/WIP for ids they were sent, ids another peer
+// was sent and ids nobody was sent, PING, PONG, lines cut in two), read or stop reading, and hang
+// up; the server side delivers messages (more than jetfan holds, so it fills and hands back),
+// copies of held, nak'd and settled ones, status replies, probe answers and reconnects, and time
+// passes. Each input is a run of its own: it ends by draining, closing every session
 // and checking that nothing is held, every message's bytes are freed and no descriptor is left open.
 // Build with -DJETFAN_FUZZ=ON (clang); run with scripts/fuzz.sh. Seeds: daemon/fuzz-corpus/.
 //
@@ -12,13 +14,14 @@
 // argument bytes (missing bytes read as 0). A peer is chosen by a byte modulo the peers there are.
 //   mode: bit 0 hello_timeout 0 (else an hour); bit 1 idle_timeout 0; bit 2 a 4 KiB output cap and
 //         the smallest socket buffers; bit 3 handler "alpha" takes one delivery at a time;
-//         bit 4 at most 3 connections, 1 without HELLO.
+//         bit 4 at most 3 connections, 1 without HELLO; bit 5 max_held 6 (else 64).
 //   0 connect                          7 read: which (255: every peer)
 //   1 HELLO: peer, who, cut            8 time passes: by (x 250ms; 255: an hour)
 //   2 answer: peer, verb, how, which,  9 hang up: which, how (odd: only stop writing)
-//     extra, cut                      10 hand back a handler's oldest: handler, keep
-//   3 PING/PONG/blank: peer, which,   11 begin draining: hand-back delay (x 100ms)
-//     cut                             12 a burst of ACK+PING: peer, count, ids..., cut
+//     extra, cut                      10 the server says: what (status, probe answer, reconnect),
+//   3 PING/PONG/blank: peer, which,       which pull
+//     cut                             11 begin draining (SIGTERM)
+//                                     12 a burst of ACK+PING: peer, count, ids..., cut
 //   4 raw bytes: peer, cut, length, bytes
 //   5 a new message: subject and headers, size
 //   6 another copy of a known sequence: pool (nak'd, held, settled), which
@@ -38,8 +41,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "delivery_parser.hpp"
-#include "nats_handles.hpp"
 #include "session_fuzz_owner.hpp"
 
 namespace {
@@ -85,10 +89,9 @@ void pump(boost::asio::io_context& io) {
 
 class Driver {
  public:
-  Driver(std::uint8_t mode, LiveBytes& live)
-      : socket_(settings(mode)),
-        owner_(handlers(mode), socket_, (mode & 16) ? ConnectionLimits{3, 1} : ConnectionLimits{8, 4}, live,
-               TimePoint{} + std::chrono::hours(1)),
+  Driver(std::uint8_t mode, MessageBytesArena& arena)
+      : config_(config(mode)),
+        owner_(config_, arena, TimePoint{} + std::chrono::hours(1)),
         small_buffers_((mode & 4) != 0) {}
 
   ~Driver() {
@@ -116,29 +119,41 @@ class Driver {
   }
 
  private:
-  static SocketSettings settings(std::uint8_t mode) {
-    SocketSettings s;
+  static Config config(std::uint8_t mode) {
+    Config c;
+    c.file = "fuzz.yaml";
+    c.consumer.stream = "STREAM";
+    c.consumer.durable = "CONSUMER";
+    c.consumer.batch = 4;
+    c.consumer.max_held = (mode & 32) ? 6 : 64;
+    c.key.strip_prefix = std::string(FuzzOwner::kPrefix);
+    SocketSettings& s = c.socket;
     s.path = "/fuzz.sock";
     s.hello_timeout = (mode & 1) ? Duration(0) : Duration(3600000);
     s.idle_timeout = (mode & 2) ? Duration(0) : Duration(3600000);
     s.ping_timeout = Duration(3600000);
     s.max_output_buffer = (mode & 4) ? 4096 : 1 << 20;
-    return s;
-  }
-
-  static std::vector<DeclaredHandler> handlers(std::uint8_t mode) {
-    std::vector<DeclaredHandler> h(4);
-    h[0] = {"alpha", {"a.*"}, (mode & 8) ? 1u : 2u, {}};
-    h[1] = {"beta", {"a.>", "b.*"}, 1, {}};
-    h[1].rule.allow.uids = {::getuid()};  // this process: allowed
-    h[1].rule.max_instances = 2;
-    h[2] = {"gamma", {"c.#"}, 3, {}};
-    h[2].rule.allow.uids = {::getuid() + 1};  // someone else: every HELLO as gamma is refused
-    h[2].rule.allow.gids = {::getgid() + 1};
-    h[3] = {"delta", {"a.b", "#.d"}, 64, {}};
-    h[3].rule.max_instances = 1;
-    for (auto& handler : h) handler.rule.name = handler.name;
-    return h;
+    s.max_connections = (mode & 16) ? 3 : 8;
+    s.max_unidentified = (mode & 16) ? 1 : 4;
+    c.delivery.nak_delay = Duration(1000);
+    c.delivery.nak_delay_max = Duration(60000);
+    c.delivery.remember = 100000;  // more than one input makes: the checker's rules about confirmations hold
+    c.delivery.drain_timeout = Duration(2000);
+    auto& h = c.handlers;
+    h.resize(4);
+    h[0] = {"alpha", {"a.*"}, (mode & 8) ? 1 : 2};
+    h[0].when_full = WhenFull::kHandBack;
+    h[1] = {"beta", {"a.>", "b.*"}, 1};
+    h[1].allow.uids = {::getuid()};  // this process: allowed
+    h[1].max_instances = 2;
+    h[2] = {"gamma", {"c.#"}, 3};
+    h[2].allow.uids = {::getuid() + 1};  // someone else: every HELLO as gamma is refused
+    h[2].allow.gids = {::getgid() + 1};
+    h[3] = {"delta", {"a.b", "#.d"}, 64};
+    h[3].max_instances = 1;
+    h[3].when_full = WhenFull::kHandBack;
+    for (auto& handler : h) handler.ack_timeout = Duration(30000);
+    return c;
   }
 
   Peer* peer(std::uint8_t selector) { return peers_.empty() ? nullptr : &peers_[selector % peers_.size()]; }
@@ -315,13 +330,13 @@ class Driver {
         }
         break;
       }
-      case 10: {  // the consumer is full: a handler's backlog goes back
-        const std::uint8_t handler = in.byte();
-        owner_.hand_back_oldest(handler, in.byte() % 4);
+      case 10: {  // the server says something other than a message
+        const std::uint8_t what = in.byte();
+        owner_.server_says(what, in.byte());
         break;
       }
       case 11:
-        owner_.begin_drain(Duration(in.byte() * 100));
+        owner_.begin_drain();
         break;
       case 12: {  // a burst of frames in one write
         Peer* p = peer(in.byte());
@@ -335,9 +350,9 @@ class Driver {
     }
   }
 
-  // Destroyed in reverse: the owner closes its sessions, the io_context drops what is still queued
-  // (each holding a session), and the settings every session refers to go last.
-  SocketSettings socket_;
+  // Destroyed in reverse: the owner's dispatcher closes its sessions, the io_context drops what is
+  // still queued (each holding a session), and the config every session refers to goes last.
+  Config config_;
   boost::asio::io_context io_;
   FuzzOwner owner_;
   bool small_buffers_;
@@ -361,16 +376,8 @@ bool digest_inputs = false;
 
 }  // namespace
 
-// cnats hands each destroyed message to its garbage-collector thread, which frees it later. Freed
-// there, a message's memory outlives the input that made it, and libFuzzer's check for leaks after
-// every input (mallocs against frees) would run LeakSanitizer on almost every input. natsMsg_Destroy
-// calls this through the PLT, so this definition takes its place: "not collected" makes
-// natsMsg_Destroy free the message at once, on this thread. Should a cnats build not let it, the
-// library is open (below) and messages are freed the usual way, only later.
-extern "C" bool natsGC_collect(void*) { return false; }
-
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (nats_Open(-1) != NATS_OK) broken("nats_Open failed");
+  spdlog::set_level(spdlog::level::off);  // the dispatcher logs what it does; the checks are the output here
   digest_inputs = std::getenv("JETFAN_FUZZ_DIGEST") != nullptr;
   return 0;
 }
@@ -378,14 +385,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::size_t descriptors = open_descriptors();
   Input in(data, size);
-  LiveBytes live;  // outlives the io_context, whose pending operations may hold message bytes
+  MessageBytesArena arena;  // outlives the io_context, whose pending operations may hold message bytes
   std::uint64_t digest = 0;
   {
-    Driver driver(in.byte(), live);
+    Driver driver(in.byte(), arena);
     driver.run(in);
     digest = driver.digest();
   }
-  require(live.messages == 0 && live.bytes == 0, "message bytes outlived every session");
+  require(arena.messages == 0 && arena.bytes == 0, "message bytes outlived every session");
   require(open_descriptors() == descriptors, "a descriptor was left open");
   if (digest_inputs) {
     // Which input (FNV-1a of its bytes), and what it made happen: compared across runs in other orders.

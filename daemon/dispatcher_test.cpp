@@ -1,0 +1,475 @@
+// The real Dispatcher, driven through its seams: a FakeUpstream for JetStream, a ManualTimekeeper
+// for time, and real HandlerSessions on socketpairs, read by the protocol's own DeliveryParser.
+// Every test also runs a DispatchChecker on the dispatcher's tap, so the core's rules hold
+// throughout.
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "delivery_parser.hpp"
+#include "dispatch_checker.hpp"
+#include "dispatcher.hpp"
+#include "fake_upstream.hpp"
+#include "reload_plan.hpp"
+#include "timekeeper.hpp"
+
+using namespace jetfan;
+using std::chrono::milliseconds;
+using Kind = FakeUpstream::Reply::Kind;
+
+namespace {
+
+HandlerSettings handler(std::string name, std::vector<std::string> patterns, int max_inflight = 8) {
+  HandlerSettings h;
+  h.name = std::move(name);
+  h.patterns = std::move(patterns);
+  h.max_inflight = max_inflight;
+  h.ack_timeout = milliseconds(30000);
+  return h;
+}
+
+Config config(std::vector<HandlerSettings> handlers) {
+  Config c;
+  c.file = "test.yaml";
+  c.consumer.stream = "STREAM";
+  c.consumer.durable = "CONSUMER";
+  c.consumer.batch = 4;
+  c.consumer.max_held = 64;
+  c.key.strip_prefix = "ev.";
+  c.socket.path = "/dispatcher-test.sock";  // never bound: connections are socketpairs
+  c.socket.hello_timeout = milliseconds(3600000);
+  c.socket.idle_timeout = milliseconds(3600000);
+  c.delivery.nak_delay = milliseconds(1000);
+  c.delivery.nak_delay_max = milliseconds(60000);
+  c.delivery.drain_timeout = milliseconds(5000);
+  c.handlers = std::move(handlers);
+  return c;
+}
+
+ServeSettings serve(const Config& c) {
+  ConsumerFacts facts;
+  facts.from_server = true;
+  facts.ack_policy = AckPolicy::kExplicit;
+  facts.ack_wait = milliseconds(30000);
+  auto derived = derive_serve_settings(c, facts);
+  REQUIRE(derived.settings);
+  return std::move(*derived.settings);
+}
+
+// The handler end of one connection.
+struct Peer {
+  int fd = -1;
+  ConnectionId id = 0;
+  proto::DeliveryParser parser;
+  std::vector<proto::Frame> unread;  // read already, not yet handed to the test
+  bool closed = false;               // jetfan closed its end
+};
+
+class Harness : private DispatcherTap {
+ public:
+  explicit Harness(Config c) : config_(std::move(c)), settings_(serve(config_)), checker_(settings_.core) {
+    dispatcher_.emplace(config_, settings_, upstream, time, notifier_, arena_,
+                        DispatcherHooks{[this] { stopped_accepting = true; }, [this] { finished = true; }});
+    dispatcher_->set_tap(this);
+    dispatcher_->start();
+  }
+  ~Harness() {
+    dispatcher_.reset();
+    for (auto& peer : peers_) ::close(peer.fd);
+  }
+
+  Dispatcher& dispatcher() { return *dispatcher_; }
+  Config& config() { return config_; }
+
+  // A new connection; nullopt when the dispatcher takes none.
+  std::optional<std::size_t> connect() {
+    int fds[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
+    HandlerSession::Socket socket(io_);
+    socket.assign(boost::asio::local::stream_protocol(), fds[0]);
+    const auto id = dispatcher_->accept(std::move(socket));
+    if (!id) {
+      ::close(fds[1]);
+      return std::nullopt;
+    }
+    peers_.push_back(Peer{fds[1], *id, {}, {}, false});
+    pump();
+    return peers_.size() - 1;
+  }
+  // A connection that said HELLO as `name` and read its READY.
+  std::size_t hello(const std::string& name) {
+    const auto peer = connect();
+    REQUIRE(peer);
+    send(*peer, "HELLO " + name + " 1\r\n");
+    auto frames = read(*peer);
+    REQUIRE(frames.size() >= 1);
+    REQUIRE(frames[0].kind == proto::Frame::Kind::kReady);
+    peers_[*peer].unread.assign(frames.begin() + 1, frames.end());  // MSGs that came right after
+    return *peer;
+  }
+  void send(std::size_t peer, const std::string& bytes) {
+    REQUIRE(::send(peers_[peer].fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+    pump();
+  }
+  void hang_up(std::size_t peer) {
+    ::shutdown(peers_[peer].fd, SHUT_RDWR);
+    pump();
+  }
+  // Everything jetfan wrote to `peer` since the last read.
+  std::vector<proto::Frame> read(std::size_t peer) {
+    pump();
+    Peer& p = peers_[peer];
+    std::vector<proto::Frame> frames = std::move(p.unread);
+    p.unread.clear();
+    std::array<char, 65536> buffer;
+    for (;;) {
+      const ssize_t got = ::recv(p.fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
+      if (got == 0) p.closed = true;
+      if (got <= 0) break;
+      std::string_view input(buffer.data(), static_cast<std::size_t>(got));
+      proto::Frame frame;
+      for (;;) {
+        const auto result = p.parser.parse(input, frame);
+        if (result == proto::DeliveryParser::Result::kNeedMore) break;
+        REQUIRE(result == proto::DeliveryParser::Result::kFrame);
+        frames.push_back(frame);
+      }
+    }
+    return frames;
+  }
+  bool closed(std::size_t peer) {
+    read(peer);
+    return peers_[peer].closed;
+  }
+  // The MSGs among what `peer` reads now.
+  std::vector<proto::Delivery> msgs(std::size_t peer) {
+    std::vector<proto::Delivery> out;
+    for (const auto& frame : read(peer)) {
+      if (frame.kind == proto::Frame::Kind::kMsg) out.push_back(frame.delivery);
+    }
+    return out;
+  }
+  void deliver(std::uint64_t seq, const std::string& subject, std::uint64_t deliveries = 1) {
+    upstream.deliver(FakeUpstream::Message{seq, subject, "payload " + std::to_string(seq), "", deliveries, 0});
+    pump();
+  }
+  void advance(Duration by) {
+    time.advance(by);
+    pump();
+  }
+  void pump() {
+    for (int i = 0; i < 64; ++i) {
+      io_.restart();
+      if (io_.poll() == 0) break;
+    }
+    if (checking) CHECK(checker_.check_state(dispatcher_->core()) == "");
+  }
+  std::vector<std::uint64_t> replied(Kind kind) const {
+    std::vector<std::uint64_t> seqs;
+    for (const auto& reply : upstream.replies) {
+      if (reply.kind == kind) seqs.push_back(reply.stream_seq);
+    }
+    return seqs;
+  }
+  StatusSnapshot status() {
+    StatusSnapshot snapshot;
+    dispatcher_->fill_status(snapshot, RateWindow(milliseconds(60000)), time.now(), 0);
+    return snapshot;
+  }
+
+  FakeUpstream upstream{arena_, "ev."};
+  ManualTimekeeper time{TimePoint{} + std::chrono::hours(1)};
+  bool stopped_accepting = false;
+  bool finished = false;
+  std::vector<std::string> broken;  // rules the checker found broken
+  // The checker models no reload: a test that reloads stops checking first.
+  bool checking = true;
+
+ private:
+  void arrived(const Arrival& arrival) override { checker_.arrived(arrival); }
+  void connected(ConnectionId connection, std::size_t h) override { checker_.connected(connection, h); }
+  void disconnected(ConnectionId connection) override { checker_.disconnected(connection); }
+  void answered(ConnectionId connection, const proto::Command& command, bool known) override {
+    using Answer = DispatchChecker::Answer;
+    const Answer answer = command.verb == proto::Verb::kNak    ? Answer::kNak
+                          : command.verb == proto::Verb::kTerm ? Answer::kTerm
+                          : command.verb == proto::Verb::kWip  ? Answer::kWip
+                                                               : Answer::kAck;
+    note(checker_.answered(connection, command.id, answer, known));
+  }
+  void ponged(ConnectionId) override {}
+  void began_drain(TimePoint now, Duration handback) override { checker_.began_drain(now, handback); }
+  void abandoned_all() override { checker_.abandoned_all(); }
+  void effects(std::span<const Effect> effects, TimePoint now) override {
+    if (checking) note(checker_.check(effects, now));
+  }
+  void note(const std::string& rule) {
+    if (!rule.empty()) broken.push_back(rule);
+  }
+
+  Config config_;
+  MessageBytesArena arena_;
+  boost::asio::io_context io_;
+  boost::asio::io_context notifier_io_;
+  SystemdNotifier notifier_{notifier_io_};
+  ServeSettings settings_;
+  DispatchChecker checker_;
+  std::vector<Peer> peers_;
+  std::optional<Dispatcher> dispatcher_;
+};
+
+}  // namespace
+
+TEST_CASE("dispatcher: pulls at start, admits a HELLO with READY, routes by pattern, acks upstream once confirmed",
+          "[unit]") {
+  Harness h(config({handler("audit", {"a.*"}), handler("billing", {"b.>"})}));
+  CHECK_FALSE(h.upstream.pulls.empty());
+  CHECK(h.upstream.listening());
+  const auto audit = h.hello("audit");
+  const auto billing = h.hello("billing");
+  h.deliver(1, "ev.a.x");
+  h.deliver(2, "ev.b.y.z");
+  const auto to_audit = h.msgs(audit);
+  REQUIRE(to_audit.size() == 1);
+  CHECK(to_audit[0].key == "a.x");
+  CHECK(to_audit[0].stream_seq == 1);
+  CHECK(to_audit[0].payload == "payload 1");
+  REQUIRE(h.msgs(billing).size() == 1);
+  CHECK(h.replied(Kind::kAck).empty());
+  h.send(audit, "ACK " + std::to_string(to_audit[0].id) + "\r\n");
+  CHECK(h.replied(Kind::kAck) == std::vector<std::uint64_t>{1});
+  CHECK(h.broken.empty());
+}
+
+TEST_CASE("dispatcher: a HELLO is refused with ERR for an undeclared handler, another version, and past max_instances",
+          "[unit]") {
+  auto c = config({handler("audit", {"a.*"})});
+  c.handlers[0].max_instances = 1;
+  Harness h(std::move(c));
+  for (const std::string hello : {"HELLO nobody 1\r\n", "HELLO audit 99\r\n"}) {
+    INFO(hello);
+    const auto peer = h.connect();
+    REQUIRE(peer);
+    h.send(*peer, hello);
+    const auto frames = h.read(*peer);
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].kind == proto::Frame::Kind::kErr);
+    CHECK(h.closed(*peer));
+  }
+  h.hello("audit");
+  const auto second = h.connect();
+  h.send(*second, "HELLO audit 1\r\n");
+  const auto frames = h.read(*second);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].kind == proto::Frame::Kind::kErr);
+  CHECK(frames[0].error.find("max_instances") != std::string::npos);
+  CHECK(h.dispatcher().instances(0) == 1);
+}
+
+TEST_CASE("dispatcher: a HELLO from a peer outside the allow list is refused", "[unit]") {
+  auto c = config({handler("audit", {"a.*"})});
+  c.handlers[0].allow.uids = {::getuid() + 1};
+  Harness h(std::move(c));
+  const auto peer = h.connect();
+  h.send(*peer, "HELLO audit 1\r\n");
+  const auto frames = h.read(*peer);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].kind == proto::Frame::Kind::kErr);
+  CHECK(h.dispatcher().instances(0) == 0);
+}
+
+TEST_CASE("dispatcher: the oldest connection without HELLO is evicted, and one past max_connections refused",
+          "[unit]") {
+  auto c = config({handler("audit", {"a.*"})});
+  c.socket.max_connections = 2;
+  c.socket.max_unidentified = 1;
+  Harness h(std::move(c));
+  const auto first = h.connect();
+  const auto second = h.connect();
+  CHECK(h.closed(*first));  // evicted for the newer one
+  CHECK_FALSE(h.closed(*second));
+  h.send(*second, "HELLO audit 1\r\n");
+  h.hello("audit");
+  const auto third = h.connect();  // two connections are there, both identified
+  REQUIRE(third);
+  const auto frames = h.read(*third);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].error.find("max_connections") != std::string::npos);
+  CHECK(h.closed(*third));
+  CHECK(h.dispatcher().instances(0) == 2);
+}
+
+TEST_CASE("dispatcher: a message for two handlers goes back by NAK when one fails it, and PING has its PONG",
+          "[unit]") {
+  Harness h(config({handler("audit", {"a.*"}), handler("all", {">"})}));
+  const auto audit = h.hello("audit");
+  const auto all = h.hello("all");
+  h.deliver(1, "ev.a.x");
+  const auto a = h.msgs(audit);
+  const auto b = h.msgs(all);
+  REQUIRE((a.size() == 1 && b.size() == 1));
+  h.send(all, "ACK " + std::to_string(b[0].id) + "\r\n");
+  CHECK(h.upstream.replies.empty());
+  h.send(audit, "NAK " + std::to_string(a[0].id) + "\r\n");
+  REQUIRE(h.replied(Kind::kNak) == std::vector<std::uint64_t>{1});
+  CHECK(h.upstream.replies[0].delay > Duration(0));
+  h.send(audit, "PING\r\n");
+  const auto frames = h.read(audit);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].kind == proto::Frame::Kind::kPong);
+  // The copy the server sends again goes to the one that failed it, not to the one that confirmed.
+  h.deliver(1, "ev.a.x", 2);
+  CHECK(h.msgs(audit).size() == 1);
+  CHECK(h.msgs(all).empty());
+  CHECK(h.broken.empty());
+}
+
+TEST_CASE("dispatcher: a delivery not confirmed within ack_timeout fails and goes back; a disconnect likewise",
+          "[unit]") {
+  auto c = config({handler("audit", {"a.*"})});
+  c.handlers[0].ack_timeout = milliseconds(1000);
+  Harness h(std::move(c));
+  const auto audit = h.hello("audit");
+  h.deliver(1, "ev.a.x");
+  REQUIRE(h.msgs(audit).size() == 1);
+  h.advance(milliseconds(900));
+  CHECK(h.replied(Kind::kNak).empty());
+  h.advance(milliseconds(200));
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{1});
+  h.deliver(2, "ev.a.y");
+  REQUIRE(h.msgs(audit).size() == 1);
+  h.hang_up(audit);
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{1, 2});
+  CHECK(h.dispatcher().instances(0) == 0);
+  CHECK(h.broken.empty());
+}
+
+TEST_CASE("dispatcher: a message with no key is terminated, one nobody declared is acked", "[unit]") {
+  Harness h(config({handler("audit", {"a.*"})}));
+  h.deliver(1, "other.subject");
+  h.deliver(2, "ev.z.z");
+  CHECK(h.replied(Kind::kTerm) == std::vector<std::uint64_t>{1});
+  CHECK(h.replied(Kind::kAck) == std::vector<std::uint64_t>{2});
+}
+
+TEST_CASE("dispatcher: full, a hand_back handler past its share hands its oldest back; a hold handler stalls, named",
+          "[unit]") {
+  auto c = config({handler("stuck", {"a.*"}), handler("other", {"a.*"})});
+  c.consumer.max_held = 4;
+  c.handlers[0].when_full = WhenFull::kHandBack;
+  Harness h(std::move(c));
+  const auto other = h.hello("other");
+  for (std::uint64_t seq = 1; seq <= 4; ++seq) h.deliver(seq, "ev.a.x");
+  for (const auto& msg : h.msgs(other)) h.send(other, "ACK " + std::to_string(msg.id) + "\r\n");
+  h.advance(milliseconds(600));  // housekeeping looks
+  // "stuck" owes 4, its share is 4 / 2: its two oldest go back; "other" confirmed them already.
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{1, 2});
+  CHECK_FALSE(h.status().stall);
+
+  auto held = config({handler("stuck", {"a.*"})});
+  held.consumer.max_held = 4;
+  Harness s(std::move(held));
+  for (std::uint64_t seq = 1; seq <= 4; ++seq) s.deliver(seq, "ev.a.x");
+  s.advance(milliseconds(4000));
+  CHECK_FALSE(s.status().stall);
+  s.advance(milliseconds(2000));
+  const auto stall = s.status().stall;
+  REQUIRE(stall);
+  CHECK(stall->handler == "stuck");
+  CHECK(s.upstream.replies.empty());  // held, not handed back
+  const auto stuck = s.hello("stuck");
+  for (const auto& msg : s.msgs(stuck)) s.send(stuck, "ACK " + std::to_string(msg.id) + "\r\n");
+  s.advance(milliseconds(600));
+  CHECK_FALSE(s.status().stall);
+}
+
+TEST_CASE("dispatcher: a drain hands back what is not in flight, lets deliveries in flight finish, then finishes",
+          "[unit]") {
+  Harness h(config({handler("audit", {"a.*"}, 1)}));
+  const auto audit = h.hello("audit");
+  h.deliver(1, "ev.a.x");
+  h.deliver(2, "ev.a.y");
+  const auto msgs = h.msgs(audit);
+  REQUIRE(msgs.size() == 1);
+  const std::size_t pulls = h.upstream.pulls.size();
+  h.dispatcher().begin_drain();
+  h.pump();
+  CHECK(h.stopped_accepting);
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{2});
+  CHECK_FALSE(h.connect());  // no new connection while draining
+  CHECK_FALSE(h.finished);
+  h.send(audit, "ACK " + std::to_string(msgs[0].id) + "\r\n");
+  CHECK(h.replied(Kind::kAck) == std::vector<std::uint64_t>{1});
+  CHECK(h.finished);
+  CHECK(h.upstream.closed);
+  CHECK(h.upstream.pulls.size() == pulls);  // no pull since the drain began
+  CHECK(h.broken.empty());
+}
+
+TEST_CASE("dispatcher: a drain whose deliveries do not finish within drain_timeout hands them back", "[unit]") {
+  Harness h(config({handler("audit", {"a.*"})}));
+  const auto audit = h.hello("audit");
+  h.deliver(1, "ev.a.x");
+  REQUIRE(h.msgs(audit).size() == 1);
+  h.dispatcher().begin_drain();
+  h.advance(milliseconds(4900));
+  CHECK_FALSE(h.finished);
+  h.advance(milliseconds(200));
+  CHECK(h.finished);
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{1});
+  CHECK(h.closed(audit));
+}
+
+TEST_CASE("dispatcher: a reconnect or an unexpected status probes the consumer, and pulls anew once it answers",
+          "[unit]") {
+  Harness h(config({handler("audit", {"a.*"})}));
+  for (const int how : {0, 1, 2}) {
+    INFO(how);
+    h.upstream.pulls.clear();
+    h.upstream.probes.clear();
+    if (how == 0) h.upstream.reconnect();
+    if (how == 1) h.upstream.status(1, "409", "Leadership Change");
+    if (how == 2) h.upstream.status(1, "409", "Consumer Deleted");
+    h.pump();
+    REQUIRE_FALSE(h.upstream.probes.empty());
+    h.advance(milliseconds(250));  // no answer yet: it asks again
+    CHECK(h.upstream.probes.size() >= 2);
+    h.upstream.pulls.clear();
+    h.upstream.probe_answer(true);
+    h.pump();
+    CHECK_FALSE(h.upstream.pulls.empty());
+  }
+}
+
+TEST_CASE("dispatcher: a reload that removes a handler settles what it held and dismisses its instances", "[unit]") {
+  Harness h(config({handler("audit", {"a.*"}), handler("gone", {"a.*"})}));
+  const auto audit = h.hello("audit");
+  const auto gone = h.hello("gone");
+  h.deliver(1, "ev.a.x");
+  const auto a = h.msgs(audit);
+  REQUIRE(a.size() == 1);
+  REQUIRE(h.msgs(gone).size() == 1);
+  h.send(audit, "ACK " + std::to_string(a[0].id) + "\r\n");
+  CHECK(h.replied(Kind::kAck).empty());  // "gone" has not confirmed
+
+  const Config running = h.config();
+  h.checking = false;
+  h.config().handlers.pop_back();
+  const ReloadPlan plan = plan_reload(running, h.config());
+  REQUIRE(plan.refused.empty());
+  const auto lines = h.dispatcher().apply_reload(plan, serve(h.config()));
+  h.pump();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("\"gone\" removed") != std::string::npos);
+  CHECK(h.replied(Kind::kAck) == std::vector<std::uint64_t>{1});
+  CHECK(h.closed(gone));
+  CHECK_FALSE(h.closed(audit));
+}

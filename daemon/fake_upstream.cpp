@@ -1,0 +1,117 @@
+#include "fake_upstream.hpp"
+
+#include <memory>
+
+#include "jetstream_subject.hpp"
+
+namespace jetfan {
+
+namespace {
+
+// The storage of one fake message's views.
+struct Strings {
+  std::string subject;
+  std::string reply;
+  std::string payload;
+};
+
+void free_strings(void* strings) { std::unique_ptr<Strings> owned(static_cast<Strings*>(strings)); }
+
+}  // namespace
+
+FakeUpstream::FakeUpstream(MessageBytesArena& arena, std::string strip_prefix)
+    : arena_(arena), strip_prefix_(std::move(strip_prefix)) {}
+
+bool FakeUpstream::send_pull(const PullRequest& request) {
+  if (refuse_pulls || closed) return false;
+  pulls.push_back(request);
+  return true;
+}
+
+bool FakeUpstream::send_probe(std::uint64_t id) {
+  if (closed) return false;
+  probes.push_back(id);
+  return true;
+}
+
+bool FakeUpstream::publish(std::uint64_t id, std::string_view subject, std::string_view headers,
+                           std::string_view payload) {
+  if (closed) return false;
+  published.push_back(Published{id, std::string(subject), std::string(headers), std::string(payload)});
+  return true;
+}
+
+void FakeUpstream::close(Duration) {
+  closed = true;
+  listener_ = nullptr;
+}
+
+std::size_t FakeUpstream::credit() const {
+  std::size_t asked = 0;
+  for (const auto& pull : pulls) asked += pull.batch;
+  return asked > delivered_ ? asked - delivered_ : 0;
+}
+
+void FakeUpstream::record(Reply::Kind kind, const MessageBytes& message, Duration delay) {
+  const auto ack = parse_ack_subject(message.reply());
+  replies.push_back(Reply{kind, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 0, delay});
+}
+
+void FakeUpstream::deliver(const Message& message) {
+  if (!listener_) return;
+  auto strings = std::make_unique<Strings>();
+  strings->subject = message.subject;
+  strings->reply = "$JS.ACK.STREAM.CONSUMER." + std::to_string(message.deliveries) + "." +
+                   std::to_string(message.stream_seq) + "." + std::to_string(message.stream_seq) + "." +
+                   std::to_string(message.published_ns) + ".0";
+  strings->payload = message.payload;
+  InboundMessage in;
+  const auto key = key_of(strings->subject, strip_prefix_);
+  in.routable = key.has_value() && message.stream_seq != 0;
+  if (key) in.key = *key;
+  in.stream_seq = message.stream_seq;
+  in.deliveries = message.deliveries;
+  in.published_ns = message.published_ns;
+  MessageParts parts{BytesOwner(nullptr, free_strings), strings->subject, strings->reply,
+                     in.routable ? message.headers : std::string(), strings->payload};
+  parts.owner.reset(strings.release());
+  in.bytes = make_message_bytes(std::move(parts), arena_);
+  ++delivered_;
+  listener_->on_message(std::move(in));
+  batch_end();
+}
+
+void FakeUpstream::status(std::uint64_t pull, std::string_view code, std::string_view description) {
+  if (!listener_) return;
+  listener_->on_pull_status(PullStatus{pull, code, description});
+  batch_end();
+}
+
+void FakeUpstream::probe_answer(bool answered) {
+  if (!listener_) return;
+  listener_->on_probe_answer(answered);
+  batch_end();
+}
+
+void FakeUpstream::reconnect() {
+  if (!listener_) return;
+  listener_->on_reconnected();
+  batch_end();
+}
+
+void FakeUpstream::publish_answer(std::uint64_t id, const PublishResult& result) {
+  if (!listener_) return;
+  listener_->on_published(id, result);
+  batch_end();
+}
+
+void FakeUpstream::end() {
+  batching_ = false;
+  batch_end();
+}
+
+void FakeUpstream::batch_end() {
+  if (!batching_ && listener_) listener_->on_batch_end();
+}
+
+}  // namespace jetfan

@@ -1,0 +1,92 @@
+#pragma once
+// FakeUpstream: an Upstream (upstream.hpp) with no server behind it, for the dispatcher's unit
+// tests and the session fuzzer. What the dispatcher asks of it is recorded; what a server would
+// send is fed in by the test, one batch per call (or several, between begin() and end()).
+//
+// Messages carry a reply subject of the server's form ($JS.ACK.<stream>.<consumer>.<deliveries>.
+// <stream seq>.<consumer seq>.<time>.<pending>), so each reply is recorded with its sequence.
+//
+// Thread: the test's, which also runs the io_context the dispatcher's sessions use.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "message_bytes.hpp"
+#include "upstream.hpp"
+
+namespace jetfan {
+
+class FakeUpstream final : public Upstream {
+ public:
+  struct Reply {
+    enum class Kind { kAck, kNak, kTerm, kWip };
+    Kind kind;
+    std::uint64_t stream_seq = 0;
+    std::uint64_t deliveries = 0;
+    Duration delay{0};  // kNak
+  };
+  struct Published {
+    std::uint64_t id = 0;
+    std::string subject, headers, payload;
+  };
+  struct Message {
+    std::uint64_t stream_seq = 0;
+    std::string subject;
+    std::string payload;
+    std::string headers;  // a NATS/1.0 block, or empty
+    std::uint64_t deliveries = 1;
+    std::uint64_t published_ns = 0;
+  };
+
+  // Keys are subjects less `strip_prefix`; message bytes are counted in `arena`, which must
+  // outlive them.
+  FakeUpstream(MessageBytesArena& arena, std::string strip_prefix);
+
+  // Upstream.
+  void listen(UpstreamListener* listener) override { listener_ = listener; }
+  bool send_pull(const PullRequest& request) override;
+  bool send_probe(std::uint64_t id) override;
+  void ack(const MessageBytes& message) override { record(Reply::Kind::kAck, message, Duration(0)); }
+  void nak(const MessageBytes& message, Duration delay) override { record(Reply::Kind::kNak, message, delay); }
+  void term(const MessageBytes& message) override { record(Reply::Kind::kTerm, message, Duration(0)); }
+  void wip(const MessageBytes& message) override { record(Reply::Kind::kWip, message, Duration(0)); }
+  bool publish(std::uint64_t id, std::string_view subject, std::string_view headers, std::string_view payload) override;
+  void close(Duration timeout) override;
+
+  // What a server sends, each as one batch (ended by on_batch_end). Nothing happens when nobody
+  // listens.
+  void deliver(const Message& message);
+  void status(std::uint64_t pull, std::string_view code, std::string_view description = {});
+  void probe_answer(bool answered);
+  void reconnect();
+  void publish_answer(std::uint64_t id, const PublishResult& result);
+  // Between begin() and end(), the calls above make one batch together.
+  void begin() { batching_ = true; }
+  void end();
+
+  // What the dispatcher asked for, in order. Tests may clear them.
+  std::vector<PullRequest> pulls;
+  std::vector<std::uint64_t> probes;
+  std::vector<Reply> replies;
+  std::vector<Published> published;
+  bool closed = false;
+  bool refuse_pulls = false;  // send_pull fails, as when the connection is down
+
+  // Messages the dispatcher may still hold a pull's credit for: asked for, not yet delivered.
+  std::size_t credit() const;
+  bool listening() const { return listener_ != nullptr; }
+
+ private:
+  void record(Reply::Kind kind, const MessageBytes& message, Duration delay);
+  void batch_end();
+
+  MessageBytesArena& arena_;
+  std::string strip_prefix_;
+  UpstreamListener* listener_ = nullptr;
+  bool batching_ = false;
+  std::size_t delivered_ = 0;
+};
+
+}  // namespace jetfan
