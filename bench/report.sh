@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Writes bench.md (tables, targets) and bench.png (plot) from the CSVs bench/run.sh wrote.
+# Writes bench.md (tables, targets) and bench.png (plot) from the CSVs bench/run.sh wrote. bench/run.sh
+# copies bench.md into docs/BENCHMARKS.md, so its links to the plots are relative to docs/.
 #   bench/report.sh RESULTS_DIR HELD_RSS_MIB HELD_PEAK_MIB HELD_N REPS [LATENCY_RATE]
 #   bench/report.sh --clients RESULTS_DIR     only the clients' table (clients.csv), on stdout
 #   bench/report.sh --sweep RESULTS_DIR       only the cost curve (sweep.csv): draws sweep.png, puts
@@ -32,8 +33,8 @@ clients_table() {  # RESULTS_DIR
   for client in cpp ts python; do
     case $client in
       cpp) label="C++ (\`jetfan-bench handler\`)"; target="—" ;;
-      ts) label="TypeScript (proto/node/bench/handler.ts, $(awk -F, '$1 == "ts" {print $2}' "$1/clients.txt"))"; target="≥ 0.8×" ;;
-      python) label="Python (proto/python/bench_handler.py, $(awk -F, '$1 == "python" {print $2}' "$1/clients.txt"))"; target="≥ 0.5×" ;;
+      ts) label="TypeScript (clients/node/bench/handler.ts, $(awk -F, '$1 == "ts" {print $2}' "$1/clients.txt"))"; target="≥ 0.8×" ;;
+      python) label="Python (clients/python/bench_handler.py, $(awk -F, '$1 == "python" {print $2}' "$1/clients.txt"))"; target="≥ 0.5×" ;;
     esac
     echo "| $label | $(rate $client 4) | $(ratio $client 4) | $target | $(rate $client 5) | $(ratio $client 5) |"
   done
@@ -78,7 +79,7 @@ sweep_section() {  # RESULTS_DIR: the "Cost curve" section of bench.md
     echo "| $(size_label "$size") | $messages | $held | $([ "$stack" = A ] && echo "A" || echo "C $handlers h") | $rate ($lo-$hi) | $mib | $ca | $cpu | $rss |"
   done
   echo
-  echo "![cost curve](bench/results/sweep.png)"
+  echo "![cost curve](../bench/results/sweep.png)"
 }
 
 sweep_plot() {  # RESULTS_DIR: sweep.png from sweep.csv
@@ -220,7 +221,8 @@ ratio_row() {  # LABEL SIZE CASE TARGET
   echo "node $(node --version), npm nats $(node -p 'require("./bench/node/node_modules/nats/package.json").version' 2>/dev/null)."
   echo "End to end: from the moment the reader can read (messages already in the stream) until the server shows"
   echo "num_pending = 0 and num_ack_pending = 0. A: direct cnats pull reader acking itself. B: Node, consume() and"
-  echo "in-process dispatch (the seed's design). C: jetfan and handler processes on the C++ client."
+  echo "in-process dispatch (the in-process single reader in nats.js, the design jetfan replaces). C: jetfan and"
+  echo "handler processes on the C++ client."
   echo "Each throughput row is the median of $reps runs; ratios are within this run. Command: \`bench/run.sh\`."
   echo "Messages a run drains, published once per size (the consumer rewound between runs):"
   echo "$(awk -F, 'NR > 1 && !seen[$5]++ {printf "%s%s B: %s", (n++ ? ", " : ""), $5, $6}' "$csv")."
@@ -263,7 +265,7 @@ ratio_row() {  # LABEL SIZE CASE TARGET
   echo "| the same, 100 patterns | as 2 patterns | $(ipm 100 2) ($(ipm 100 3) without lock acquisition) | |"
   echo "| 128 B, 1 handler, against B (the in-process design) | ≥ 2.5× B | $(round_ratio 128 C1 B)× ($(round_range 128 C1 B)); A itself is $(round_ratio 128 A B)× B | $(met "$(round_ratio 128 C1 B)" ge 2.5) |"
   echo
-  echo "![msg/s by case, 128 B](bench/results/bench.png)"
+  echo "![msg/s by case, 128 B](../bench/results/bench.png)"
   if [ -f "$out/sweep.csv" ]; then echo; sweep_section "$out"; fi
 } > "$md"
 

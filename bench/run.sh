@@ -3,7 +3,8 @@
 # alternative it replaces, an in-process Node dispatcher (B), side by side in one run; and C with its
 # one handler on each client (C++, TypeScript, Python) against the C++ one.
 #
-#   bench/run.sh            full run; writes bench/results/{bench.csv,bench.md,bench.png,...}
+#   bench/run.sh            full run; writes bench/results/{bench.csv,bench.md,bench.png,...} and
+#                           puts bench.md into docs/BENCHMARKS.md
 #   bench/run.sh --smoke    tiny N, results in a temp dir: proves the harness works (CI runs this)
 #   bench/run.sh --instructions
 #                           only the callgrind figure (instructions per message inside jetfan), in a
@@ -16,7 +17,7 @@
 #                           only the client rows, N messages per run, in a temp dir; prints their table
 #   bench/run.sh --sweep [REPS=3]
 #                           only the cost curve (bench/sweep.sh), REPS runs per point; writes
-#                           bench/results/sweep.{csv,png} and its section of bench.md and the README.
+#                           bench/results/sweep.{csv,png} and its section of bench.md and docs/BENCHMARKS.md.
 #                           SWEEP_HANDLERS, SWEEP_SIZES, SWEEP_FANOUT (space-separated) and
 #                           SWEEP_MESSAGES (one count for every size) narrow it, in any mode
 #
@@ -316,10 +317,11 @@ if [ $only_acks = 1 ]; then
   exit 0
 fi
 
-# The README's Performance section shows bench.md of the latest full run (or --sweep).
-readme_from() {  # BENCH_MD
+# docs/BENCHMARKS.md shows bench.md of the latest full run (or --sweep) between its bench:start and
+# bench:end markers; the README's headline figures are written by hand from it.
+benchmarks_from() {  # BENCH_MD
   awk -v table="$1" '/<!-- bench:start -->/ {print; while ((getline line < table) > 0) if (line !~ /^# /) print line; skip = 1; next}
-    /<!-- bench:end -->/ {skip = 0} !skip' README.md > "$work/README.md" && cp "$work/README.md" README.md
+    /<!-- bench:end -->/ {skip = 0} !skip' docs/BENCHMARKS.md > "$work/BENCHMARKS.md" && cp "$work/BENCHMARKS.md" docs/BENCHMARKS.md
 }
 
 # shellcheck source=bench/sweep.sh
@@ -332,7 +334,7 @@ if [ "${steady:-0}" = 1 ]; then for size in "${sizes[@]}"; do count[$size]=$(ste
 if [ $only_sweep = 1 ]; then
   sweep
   bash bench/report.sh --sweep "$out"
-  if [ -f "$out/bench.md" ]; then readme_from "$out/bench.md"; fi
+  if [ -f "$out/bench.md" ]; then benchmarks_from "$out/bench.md"; fi
   echo "== results in $out"
   exit 0
 fi
@@ -466,7 +468,7 @@ printf '2,%s,%s\n100,%s,%s\n' "$ipm2" "$ipm2_nolock" "$ipm100" "$ipm100_nolock" 
 [ $only_instructions = 1 ] && exit 0
 
 bash bench/report.sh "$out" "$held_rss" "$held_peak" "$held_n" "$reps" "$lat_rate"
-if [ $smoke = 0 ]; then readme_from "$out/bench.md"; fi
+if [ $smoke = 0 ]; then benchmarks_from "$out/bench.md"; fi
 echo "== results in $out"
 if [ $smoke = 1 ]; then
   for png in bench.png sweep.png; do  # drawn, not only asked for

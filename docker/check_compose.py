@@ -1,15 +1,18 @@
 #!/usr/bin/python3
-"""Checks that docker/compose.yaml, docker/Dockerfile, the config they use, the README and the
-systemd units agree on commands, paths and ids, since no container engine runs here to show it.
+"""Checks that docker/compose.yaml, docker/Dockerfile, the config they use, the README, the
+operations manual (docs/OPERATING.md) and the systemd units agree on commands, paths and ids, since
+no container engine runs here to show it.
 
     docker/check_compose.py REPO_ROOT BUILD_DIR
 
 - the jetfan service reads the config it mounts ($JETFAN_CONFIG), and that config passes the real
-  `jetfan check`; its path is the README's (/etc/jetfan/builder.yaml) and the unit's for builder;
-- the socket path is the same in that config, config/jetfan.example.yaml, the README's example,
-  jetfan@.socket for instance builder, and every handler service's command; the handlers mount
-  jetfan's socket volume at the socket's directory, run with the image's jetfan gid, and the
-  socket mode lets that group connect; every handler they name is declared in the config;
+  `jetfan check`; its path is the one the README and docs/OPERATING.md serve
+  (/etc/jetfan/builder.yaml) and the unit's for builder;
+- the socket path is the same in that config, config/jetfan.example.yaml, the README's example
+  config and its socat example, jetfan@.socket for instance builder, and every handler service's
+  command; the handlers mount jetfan's socket volume at the socket's directory, run with the
+  image's jetfan gid, and the socket mode lets that group connect; every handler they name is
+  declared in the config;
 - the controller's command fits jetfan-demo-controller's own usage (run here) and creates the
   stream and durable the config binds, on subjects that carry the config's key prefix, at the URL
   the config connects to, which is the nats service with JetStream on;
@@ -112,14 +115,15 @@ def main():
 
     # The socket path everywhere.
     readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    operating = open(os.path.join(root, "docs", "OPERATING.md"), encoding="utf-8").read()
     example = yaml.safe_load(open(os.path.join(root, "config", "jetfan.example.yaml"), encoding="utf-8"))
     unit_socket = open(os.path.join(root, "systemd", "jetfan@.socket"), encoding="utf-8").read()
     unit_service = open(os.path.join(root, "systemd", "jetfan@.service"), encoding="utf-8").read()
     listen = re.search(r"^ListenStream=(\S+)", unit_socket, re.MULTILINE).group(1).replace("%i", "builder")
     exec_start = re.search(r"^ExecStart=(.+)$", unit_service, re.MULTILINE).group(1).replace("%i", "builder")
     readme_socket = re.search(r"^socket:\n\s+path: (\S+)", readme, re.MULTILINE)
-    expect("jetfan serve --config /etc/jetfan/builder.yaml" in readme,
-           "README: no `jetfan serve --config /etc/jetfan/builder.yaml`")
+    for where, text in [("README.md", readme), ("docs/OPERATING.md", operating)]:
+        expect(f"jetfan serve --config {config_path}" in text, f"{where}: no `jetfan serve --config {config_path}`")
     expect(exec_start.endswith(f"serve --config {config_path}"), f"jetfan@.service runs `{exec_start}` for builder")
     for where, path in [("config/jetfan.example.yaml", example["socket"]["path"]),
                         ("README's config", readme_socket and readme_socket.group(1)),
@@ -275,7 +279,7 @@ def report():
     for failure in failures:
         print(f"FAILED: {failure}")
     if not failures:
-        print("OK: compose.yaml, the Dockerfile, docker/builder.yaml, the README and the units agree")
+        print("OK: compose.yaml, the Dockerfile, docker/builder.yaml, the README, docs/OPERATING.md and the units agree")
     return 1 if failures else 0
 
 
