@@ -146,9 +146,16 @@ class _Connection(asyncio.Protocol):
 
     def _drain(self) -> None:
         """Takes frames until `received` holds as many messages as jetfan allows unconfirmed; what
-        is left waits in the parser, and reading pauses until there is room."""
+        is left waits in the parser, and reading pauses until there is room. Tells the handler
+        once if messages came."""
         if self.ready is not None and not self._adopted:
             return  # the handler adopts it after READY, and that drains on
+        before = len(self.received)
+        self._take_frames()
+        if len(self.received) > before:
+            self._on_message()
+
+    def _take_frames(self) -> None:
         received, take, unconfirmed = self.received, self._parser.next, self._unconfirmed
         limit = self.ready.max_unconfirmed if self.ready is not None else 0
         while self.alive:
@@ -170,7 +177,6 @@ class _Connection(asyncio.Protocol):
                     return
                 unconfirmed.add(frame.id)
                 received.append(Message(frame, self))
-                self._on_message()
             elif frame is None:
                 if self._paused:
                     self._paused = False
