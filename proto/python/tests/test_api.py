@@ -9,6 +9,7 @@ import dataclasses
 import inspect
 import logging
 import math
+import re
 import unittest
 from decimal import Decimal
 from fractions import Fraction
@@ -55,6 +56,30 @@ class OneOptions(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "path"):
             jetfan.BlockingHandler(handler="builder")
         self.assertEqual(jetfan.JetfanError("no", "/x.sock").path, "/x.sock")
+
+
+class Snippets(unittest.TestCase):
+    def test_readme_and_examples_use_the_options_as_they_are(self) -> None:
+        # Every connect(), BlockingHandler() and Options() call in the README's snippets, the bench
+        # handler and the example handler passes only fields of Options (path=, not socket=).
+        fields = {f.name for f in dataclasses.fields(jetfan.Options)}
+        readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+        sources = re.findall(r"```python\n(.*?)```", readme, re.S)
+        sources += [(PACKAGE.parent / "bench_handler.py").read_text(encoding="utf-8")]
+        example = PACKAGE.parents[2] / "examples" / "handler.py"  # the repository's, when there is one
+        if example.exists():
+            sources.append(example.read_text(encoding="utf-8"))
+        calls = 0
+        for source in sources:
+            tree = compile(source, "<snippet>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] in (
+                    "connect", "BlockingHandler", "Options"
+                ):
+                    calls += 1
+                    names = {k.arg for k in node.keywords if k.arg is not None}
+                    self.assertLessEqual(names, fields, ast.unparse(node))
+        self.assertGreaterEqual(calls, 5)
 
 
 class Durations(unittest.TestCase):
