@@ -106,6 +106,7 @@ class _Connection:
         except BaseException:
             sock.close()
             raise
+        assert ready is not None
         return cls(sock, ready, parser, reading)
 
     @property
@@ -357,14 +358,13 @@ class BlockingHandler:
             frame = self._next_frame()
             if frame is None:
                 return None
-            kind = type(frame)
             conn = self._conn
             assert conn is not None
-            if kind is MsgFrame:
+            if type(frame) is MsgFrame:  # the common case first, by exact type: the cheapest test
                 return conn.received(frame)
-            if kind is Ping:
+            if isinstance(frame, Ping):
                 conn.queue(PONG_LINE)
-            elif kind is Err:
+            elif isinstance(frame, Err):
                 self._failure = JetfanError(frame.reason, self.path)  # jetfan closes next
                 self._drop(frame.reason)
                 raise self._failure
