@@ -5,11 +5,11 @@ import sys
 import jetfan  # pip install ./proto/python
 
 
-async def main(socket: str, name: str) -> None:
-    async with await jetfan.connect(socket=socket, handler=name) as h:  # reconnects by itself
+async def main(path: str, name: str) -> None:
+    async with await jetfan.connect(path=path, handler=name) as h:  # reconnects by itself
         print(f"[{name}] connected", flush=True)
         async for msg in h:  # msg.key, .seq, .deliveries, .headers, .data, .json()
             print(f"[{name}] got {msg.key} (seq {msg.seq}): {msg.text()}", flush=True)
-            msg.ack()  # or msg.nak(delay_ms), msg.term(reason); raise in h.process(fn) to NAK
+            msg.ack()  # or msg.nak(delay=1.5) (seconds), msg.term(reason); raise in h.process(fn) to NAK
 
 asyncio.run(main(*sys.argv[1:3]))

@@ -25,11 +25,11 @@ import jetfan  # noqa: E402
 LEADING_DIGITS = re.compile(rb"\d+")
 
 
-async def main(socket: str, name: str, latency_file: str) -> None:
+async def main(path: str, name: str, latency_file: str) -> None:
     loop = asyncio.get_running_loop()
     for stop in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(stop, lambda: None)
-    h = await jetfan.connect(socket=socket, handler=name, reconnect=False)
+    h = await jetfan.connect(path=path, handler=name, reconnect=False)
     print(f"ready_ns={time.monotonic_ns()}", flush=True)
     micros = array("I")
     clock, match = time.monotonic_ns, LEADING_DIGITS.match

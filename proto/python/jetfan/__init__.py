@@ -3,30 +3,36 @@ confirm each one. Standard library only.
 
     import jetfan
 
-    async with await jetfan.connect(socket="/run/jetfan/builder.sock", handler="builder") as h:
+    async with await jetfan.connect(path="/run/jetfan/builder.sock", handler="builder") as h:
         async for msg in h:          # msg.key, msg.seq, msg.deliveries, msg.headers, msg.data, msg.json()
             build(msg.json())
-            msg.ack()                # or msg.nak(delay_ms), msg.term(reason), msg.working()
+            msg.ack()                # or msg.nak(delay=1.5), msg.term(reason), msg.working()
 
     await h.process(fn, concurrency=8)   # returning ACKs; raising jetfan.Term TERMs, anything else NAKs
 
-    with jetfan.BlockingHandler(socket="/run/jetfan/builder.sock", handler="builder") as h:
+    with jetfan.BlockingHandler(path="/run/jetfan/builder.sock", handler="builder") as h:
         for msg in h:
             msg.ack()
 
+Modules: jetfan.aio (asyncio: connect, Handler), jetfan.blocking (BlockingHandler); the options
+both take are jetfan.Options. Every duration is in seconds (a float). Reports go to the `logging`
+logger "jetfan" (jetfan.aio, jetfan.blocking).
+
 The protocol: proto/PROTOCOL.md in the jetfan repository."""
 
-from ._aio import Handler, connect
-from ._blocking import BlockingHandler
 from ._codec import ProtocolError, Ready
 from ._errors import JetfanError, Nak, Term
 from ._headers import Headers
 from ._message import Message
+from ._options import Options
+from .aio import Handler, connect
+from .blocking import BlockingHandler
 
 __all__ = [
     "connect",
     "Handler",
     "BlockingHandler",
+    "Options",
     "Message",
     "Headers",
     "Ready",

@@ -3,8 +3,11 @@ what a handler sends encoded. Pure: no I/O, no clock, no threads."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
 from typing import NamedTuple, Optional, Union
 
 VERSION = 1
@@ -13,6 +16,8 @@ MAX_DELIVERY_LINE = 4096  # jetfan -> handler, line end included
 MAX_BODY = 64 * 1024 * 1024  # headers and payload of one MSG
 MAX_SMALL_NUMBER = 1_000_000  # a protocol version, READY's max-unconfirmed
 _MAX_U64 = 2**64 - 1
+
+Delay = Union[float, Fraction, Decimal]  # seconds; an int is a float here (PEP 484)
 
 
 class ProtocolError(Exception):
@@ -214,12 +219,29 @@ def encode_ack(id_: int) -> bytes:
     return b"ACK %d\r\n" % id_
 
 
-def encode_nak(id_: int, delay_ms: Optional[int] = None) -> bytes:
-    if delay_ms is None:
+def delay_to_ms(delay: Delay) -> int:
+    """A delay in seconds as the wire's whole milliseconds, rounded to the nearest. An int, Fraction
+    or Decimal converts exactly; a float is rounded once it is scaled (1.005 is 1005 ms)."""
+    if isinstance(delay, bool) or not isinstance(delay, (int, float, Fraction, Decimal)):
+        raise TypeError(f"a delay is a number of seconds, not {delay!r}")
+    if isinstance(delay, float) and not math.isfinite(delay):
+        raise ValueError(f"a delay is a finite number of seconds, not {delay!r}")
+    if isinstance(delay, Decimal) and not delay.is_finite():
+        raise ValueError(f"a delay is a finite number of seconds, not {delay!r}")
+    if delay < 0:
+        raise ValueError(f"a delay is not negative, got {delay!r} s")
+    ms = round(delay * 1000)
+    if ms > _MAX_U64:
+        raise ValueError(f"a delay of {delay!r} s is more milliseconds than the protocol carries")
+    return int(ms)
+
+
+def encode_nak(id_: int, delay: Optional[Delay] = None) -> bytes:
+    """NAK, with `delay` in seconds (a float) before jetfan redelivers, or jetfan's own growing delay
+    when None. The line carries milliseconds: 1.5 is written "NAK <id> 1500"."""
+    if delay is None:
         return b"NAK %d\r\n" % id_
-    if delay_ms < 0:
-        raise ValueError(f"a NAK delay is not negative, got {delay_ms}")
-    return b"NAK %d %d\r\n" % (id_, delay_ms)
+    return b"NAK %d %d\r\n" % (id_, delay_to_ms(delay))
 
 
 def encode_term(id_: int, reason: str = "") -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ._codec import ProtocolError
+from ._codec import ProtocolError, delay_to_ms
 
 __all__ = ["JetfanError", "ProtocolError", "Term", "Nak"]
 
@@ -14,9 +14,10 @@ class JetfanError(Exception):
     """jetfan refused this connection with ERR (for example an undeclared handler name). Never
     retried: the client stops and raises this."""
 
-    def __init__(self, reason: str, socket: str) -> None:
-        super().__init__(f"jetfan at {socket} refused the connection: {reason}")
+    def __init__(self, reason: str, path: str) -> None:
+        super().__init__(f"jetfan at {path} refused the connection: {reason}")
         self.reason = reason  # as jetfan sent it
+        self.path = path  # the socket
 
 
 class Term(Exception):
@@ -29,9 +30,11 @@ class Term(Exception):
 
 
 class Nak(Exception):
-    """Raise from a process() callback to NAK the message with a redelivery delay of your choice
-    (else jetfan's own growing delay)."""
+    """Raise from a process() callback to NAK the message: jetfan redelivers it after `delay`
+    seconds (a float: `Nak(1.5)` is 1.5 s), or after its own growing delay when None."""
 
-    def __init__(self, delay_ms: Optional[int] = None, message: str = "") -> None:
+    def __init__(self, delay: Optional[float] = None, message: str = "") -> None:
         super().__init__(message)
-        self.delay_ms = delay_ms
+        if delay is not None:
+            delay_to_ms(delay)  # a delay that cannot be sent is an error here, where it is raised
+        self.delay = delay  # seconds

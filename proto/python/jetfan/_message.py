@@ -10,13 +10,25 @@ from ._headers import Headers
 
 
 class Link(Protocol):
-    """Where a delivery's confirmations go: the connection it came on."""
+    """Where a delivery's confirmations go: the connection it came on, which keeps which of its
+    deliveries are still unconfirmed."""
 
-    alive: bool
+    @property
+    def alive(self) -> bool: ...
 
-    def confirm(self, message: "Message", line: bytes) -> bool: ...
+    def confirm(self, id_: int, line: bytes) -> bool:
+        """Queues `line`, the ACK, NAK or TERM of delivery `id_`, unless that delivery is confirmed
+        already or the connection has closed; True if queued."""
+        ...
 
-    def wip(self, message: "Message", line: bytes) -> bool: ...
+    def wip(self, id_: int, line: bytes) -> bool:
+        """Queues `line`, the WIP of delivery `id_`, unless it is confirmed or the connection has
+        closed; True if queued."""
+        ...
+
+    def unconfirmed(self, id_: int) -> bool:
+        """Delivery `id_` has not been confirmed (ACK, NAK or TERM) on this connection."""
+        ...
 
 
 class Message:
@@ -26,7 +38,7 @@ class Message:
     it has closed). jetfan counts a stale message as failed and redelivers it, so the client never
     writes its confirmation to a newer connection."""
 
-    __slots__ = ("key", "seq", "deliveries", "data", "_id", "_raw_headers", "_headers", "_link", "_confirmed")
+    __slots__ = ("key", "seq", "deliveries", "data", "_id", "_raw_headers", "_headers", "_link")
 
     def __init__(self, frame: MsgFrame, link: Link) -> None:
         id_, key, seq, deliveries, headers, payload = frame  # unpacked at once: the fastest way
@@ -38,7 +50,6 @@ class Message:
         self._raw_headers = headers
         self._headers: Optional[Headers] = None
         self._link = link
-        self._confirmed = False
 
     @property
     def headers(self) -> Headers:
@@ -57,7 +68,7 @@ class Message:
     @property
     def confirmed(self) -> bool:
         """ack(), nak() or term() has been called and queued."""
-        return self._confirmed
+        return not self._link.unconfirmed(self._id)
 
     @property
     def stale(self) -> bool:
@@ -66,19 +77,21 @@ class Message:
 
     def ack(self) -> bool:
         """Succeeded."""
-        return self._link.confirm(self, encode_ack(self._id))
+        return self._link.confirm(self._id, encode_ack(self._id))
 
-    def nak(self, delay_ms: Optional[int] = None) -> bool:
-        """Failed: redeliver it, after `delay_ms` if given (else jetfan's own growing delay)."""
-        return self._link.confirm(self, encode_nak(self._id, delay_ms))
+    def nak(self, delay: Optional[float] = None) -> bool:
+        """Failed: redeliver it after `delay` seconds (a float: `nak(1.5)` is 1.5 s, `nak(0)` at
+        once), or after jetfan's own growing delay when None. The wire carries whole milliseconds:
+        the delay is rounded to the nearest. Raises ValueError for a negative delay."""
+        return self._link.confirm(self._id, encode_nak(self._id, delay))
 
     def term(self, reason: str = "") -> bool:
         """Poison: never deliver it to this handler again. jetfan logs the reason."""
-        return self._link.confirm(self, encode_term(self._id, reason))
+        return self._link.confirm(self._id, encode_term(self._id, reason))
 
     def working(self) -> bool:
         """Still working on it: restarts its ack_timeout. May be sent any number of times."""
-        return self._link.wip(self, encode_wip(self._id))
+        return self._link.wip(self._id, encode_wip(self._id))
 
     def __repr__(self) -> str:
         return f"<jetfan.Message key={self.key!r} seq={self.seq} deliveries={self.deliveries} {len(self.data)} bytes>"

@@ -1,39 +1,36 @@
-"""What process() does with a callback's outcome, and where the clients report what an operator
-should know. Shared by the asyncio and the blocking client."""
+"""What process() does with a callback's outcome. Shared by the asyncio and the blocking client."""
 
 from __future__ import annotations
 
-import sys
-import traceback
-from typing import Callable, Optional
+import logging
+from typing import Optional
 
 from ._errors import Nak, Term
 from ._message import Message
 
-Log = Callable[[str], None]
 
-
-def stderr_log(handler: str) -> Log:
-    return lambda line: print(f"jetfan client [{handler}]: {line}", file=sys.stderr, flush=True)
-
-
-def settle(message: Message, error: Optional[Exception], log: Log) -> None:
+def settle(message: Message, error: Optional[Exception], log: logging.Logger, handler: str) -> None:
     """Confirms `message` as process() promises, once its callback has returned (`error` None) or
-    raised `error`: ACK; Term: TERM with its reason; Nak: NAK with its delay; anything else: NAK,
-    and the error logged. A message the callback confirmed itself is left as it is."""
+    raised `error`: ACK; Term: TERM with its reason; Nak: NAK with its delay (seconds); anything
+    else: NAK, and the error logged with its traceback. A message the callback confirmed itself is
+    left as it is."""
     if error is None:
         if not message.confirmed:
             message.ack()
         return
-    where = f"{message.key} (stream seq {message.seq}, delivery {message.deliveries})"
     if message.confirmed:
         if not isinstance(error, (Term, Nak)):
-            log(f"the callback for {where} raised after confirming it: {error!r}")
+            log.error(
+                "handler %s: the callback for %s (stream seq %d, delivery %d) raised after confirming it",
+                handler, message.key, message.seq, message.deliveries, exc_info=error,
+            )
     elif isinstance(error, Term):
         message.term(error.reason)
     elif isinstance(error, Nak):
-        message.nak(error.delay_ms)
+        message.nak(error.delay)
     else:
-        text = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip()
-        log(f"the callback for {where} raised; NAK'd: {text}")
+        log.error(
+            "handler %s: the callback for %s (stream seq %d, delivery %d) raised; NAK'd",
+            handler, message.key, message.seq, message.deliveries, exc_info=error,
+        )
         message.nak()

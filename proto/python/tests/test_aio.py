@@ -1,28 +1,16 @@
-"""The asyncio client against the real jetfan and a real nats-server: ack, nak with a delay, term,
-working past ack_timeout, process() and its concurrency and outcomes, reconnecting after jetfan
-restarts, stale messages, ERR, headers."""
+"""The asyncio client (jetfan.aio) against the real jetfan and a real nats-server: ack, nak with a
+delay in seconds, term, working past ack_timeout, process() and its concurrency and outcomes,
+reconnecting after jetfan restarts, stale messages, ERR, headers; what it reports goes to logging."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 import unittest
 
 import jetfan
 
 from .mesh import BUILDER, FAST_RETRY, Mesh, wait_until
-
-
-class Lines:
-    """A log sink that keeps what the client reports."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: str) -> None:
-        self.lines.append(line)
-
-    def text(self) -> str:
-        return "\n".join(self.lines)
 
 
 async def next_message(h: jetfan.Handler) -> jetfan.Message:
@@ -39,7 +27,7 @@ class AsyncClient(unittest.IsolatedAsyncioTestCase):
 
     async def test_ack_nak_with_delay_term(self) -> None:
         self.mesh.start_jetfan(self.mesh.config(BUILDER, FAST_RETRY))
-        async with await jetfan.connect(socket=self.mesh.socket, handler="builder") as h:
+        async with await jetfan.connect(path=self.mesh.socket, handler="builder") as h:
             self.assertEqual(h.ready.handler, "builder")
             self.assertEqual(h.ready.patterns, ["#"])
             ok = self.mesh.publish("a.ok", '{"n": 1}')
@@ -54,7 +42,7 @@ class AsyncClient(unittest.IsolatedAsyncioTestCase):
                     self.assertFalse(msg.ack())  # once only
                     self.assertTrue(msg.confirmed)
                 elif msg.seq == again and msg.deliveries == 1:
-                    self.assertTrue(msg.nak(100))
+                    self.assertTrue(msg.nak(0.1))  # seconds
                 elif msg.seq == poison:
                     self.assertTrue(msg.term("cannot parse\nit"))
                 else:
@@ -67,7 +55,7 @@ class AsyncClient(unittest.IsolatedAsyncioTestCase):
 
     async def test_working_keeps_a_message_past_ack_timeout(self) -> None:
         self.mesh.start_jetfan(self.mesh.config(BUILDER + "    ack_timeout: 1s\n", FAST_RETRY))
-        async with await jetfan.connect(socket=self.mesh.socket, handler="builder") as h:
+        async with await jetfan.connect(path=self.mesh.socket, handler="builder") as h:
             self.mesh.publish("a.slow")
             msg = await next_message(h)
             for _ in range(25):  # 2.5 s in all, well past ack_timeout
@@ -80,7 +68,7 @@ class AsyncClient(unittest.IsolatedAsyncioTestCase):
 
     async def test_process_runs_as_many_callbacks_as_asked_at_once(self) -> None:
         self.mesh.start_jetfan()
-        h = await jetfan.connect(socket=self.mesh.socket, handler="builder")
+        h = await jetfan.connect(path=self.mesh.socket, handler="builder")
         for i in range(6):
             self.mesh.publish("a.b", str(i))
         running, peak, go = 0, 0, asyncio.Event()
@@ -100,10 +88,26 @@ class AsyncClient(unittest.IsolatedAsyncioTestCase):
         await asyncio.wait_for(task, 20)
         self.assertEqual(peak, 4)
 
+    async def test_nak_delay_is_in_seconds(self) -> None:
+        # jetfan's own delay is 50 ms (FAST_RETRY): a redelivery 0.8 s later is the NAK's delay, sent
+        # as 800 ms (as 0 or 1 ms it would come at once; as 800 s, or 800000 ms, never in this test).
+        self.mesh.start_jetfan(self.mesh.config(BUILDER, FAST_RETRY))
+        async with await jetfan.connect(path=self.mesh.socket, handler="builder") as h:
+            self.mesh.publish("a.later")
+            first = await next_message(h)
+            naked = time.monotonic()
+            self.assertTrue(first.nak(delay=0.8))
+            again = await next_message(h)
+            waited = time.monotonic() - naked
+            self.assertEqual(again.seq, first.seq)
+            self.assertGreaterEqual(waited, 0.7)
+            self.assertLess(waited, 10)
+            again.ack()
+        self.assertTrue(self.mesh.settled())
+
     async def test_process_outcomes_exception_naks_term_terms_nak_naks(self) -> None:
         self.mesh.start_jetfan(self.mesh.config(BUILDER, FAST_RETRY))
-        log = Lines()
-        h = await jetfan.connect(socket=self.mesh.socket, handler="builder", log=log)
+        h = await jetfan.connect(path=self.mesh.socket, handler="builder")
         for key in ("a.fail", "a.poison", "a.later", "a.fine"):
             self.mesh.publish(key)
         seen: list[str] = []
@@ -115,27 +119,33 @@ class AsyncClient(unittest.IsolatedAsyncioTestCase):
             if msg.deliveries == 1 and msg.key == "a.fail":
                 raise RuntimeError("boom")
             if msg.deliveries == 1 and msg.key == "a.later":
-                raise jetfan.Nak(50)
+                raise jetfan.Nak(0.05)  # seconds
 
-        task = asyncio.create_task(h.process(handle, concurrency=2))
-        self.assertTrue(await asyncio.to_thread(self.mesh.settled))
-        await h.close()
-        await asyncio.wait_for(task, 20)
+        with self.assertLogs("jetfan", "ERROR") as logs:
+            task = asyncio.create_task(h.process(handle, concurrency=2))
+            self.assertTrue(await asyncio.to_thread(self.mesh.settled))
+            await h.close()
+            await asyncio.wait_for(task, 20)
         self.assertEqual(sorted(seen), ["a.fail 1", "a.fail 2", "a.fine 1", "a.later 1", "a.later 2", "a.poison 1"])
-        self.assertIn("the callback for a.fail (stream seq 1, delivery 1) raised; NAK'd", log.text())
-        self.assertIn("RuntimeError: boom", log.text())
+        [record] = logs.records
+        self.assertEqual((record.name, record.levelname), ("jetfan.aio", "ERROR"))
+        self.assertEqual(
+            record.getMessage(), "handler builder: the callback for a.fail (stream seq 1, delivery 1) raised; NAK'd"
+        )
+        self.assertIn("RuntimeError: boom", logs.output[0])  # with its traceback
         self.assertTrue(self.mesh.wait_log("as poison: bad input"))
 
     async def test_reconnects_after_jetfan_restarts_and_old_messages_are_stale(self) -> None:
         config = self.mesh.config(BUILDER, FAST_RETRY)
         self.mesh.start_jetfan(config)
-        log = Lines()
-        h = await jetfan.connect(socket=self.mesh.socket, handler="builder", log=log, max_reconnect_delay=0.2)
+        h = await jetfan.connect(path=self.mesh.socket, handler="builder", max_reconnect_delay=0.2)
+        self.assertEqual(h.path, self.mesh.socket)
         self.mesh.publish("a.b")
         first = await next_message(h)
-        await asyncio.to_thread(self.mesh.stop_jetfan)  # `first` is unconfirmed: handed back
-        self.mesh.start_jetfan(config)
-        again = await next_message(h)
+        with self.assertLogs("jetfan", "INFO") as logs:
+            await asyncio.to_thread(self.mesh.stop_jetfan)  # `first` is unconfirmed: handed back
+            self.mesh.start_jetfan(config)
+            again = await next_message(h)
         # Delivery 2, or 1 again: nats-server 2.9 may offer a NAK'd message anew when no pull waits
         # as it falls due.
         self.assertEqual(again.seq, first.seq)
@@ -148,29 +158,33 @@ class AsyncClient(unittest.IsolatedAsyncioTestCase):
         await h.close()
         self.assertTrue(self.mesh.settled())
         self.assertEqual(h.connections, 2)
-        self.assertIn("lost the connection", log.text())
-        self.assertIn("reconnected", log.text())
+        self.assertEqual([r.levelname for r in logs.records], ["WARNING", "INFO"])
+        self.assertIn("lost the connection to jetfan at", logs.records[0].getMessage())
+        self.assertIn("reconnected to jetfan at", logs.records[1].getMessage())
 
     async def test_without_reconnect_iteration_ends_with_jetfan(self) -> None:
         self.mesh.start_jetfan()
-        h = await jetfan.connect(socket=self.mesh.socket, handler="builder", reconnect=False)
-        await asyncio.to_thread(self.mesh.stop_jetfan)
-        with self.assertRaises(StopAsyncIteration):
-            await next_message(h)
+        h = await jetfan.connect(path=self.mesh.socket, handler="builder", reconnect=False)
+        with self.assertLogs("jetfan.aio", "INFO") as logs:
+            await asyncio.to_thread(self.mesh.stop_jetfan)
+            with self.assertRaises(StopAsyncIteration):
+                await next_message(h)
+        self.assertIn("not reconnecting", logs.output[0])
         await h.close()
 
     async def test_err_is_a_jetfan_error_and_an_absent_socket_a_connection_error(self) -> None:
         self.mesh.start_jetfan()
         with self.assertRaises(jetfan.JetfanError) as caught:
-            await jetfan.connect(socket=self.mesh.socket, handler="nobody")
+            await jetfan.connect(path=self.mesh.socket, handler="nobody")
         self.assertIn('unknown handler "nobody"', caught.exception.reason)
+        self.assertEqual(caught.exception.path, self.mesh.socket)
         with self.assertRaises(ConnectionError) as absent:
-            await jetfan.connect(socket=str(self.mesh.dir / "absent.sock"), handler="builder", connect_timeout=0.2)
+            await jetfan.connect(path=str(self.mesh.dir / "absent.sock"), handler="builder", connect_timeout=0.2)
         self.assertIn("absent.sock", str(absent.exception))
 
     async def test_headers_text_and_binary_payload(self) -> None:
         self.mesh.start_jetfan()
-        async with await jetfan.connect(socket=self.mesh.socket, handler="builder") as h:
+        async with await jetfan.connect(path=self.mesh.socket, handler="builder") as h:
             self.mesh.publish("h.x", "héllo", {"Trace-Id": "abc", "X-Many": "1"})
             msg = await next_message(h)
             self.assertEqual(msg.key, "h.x")

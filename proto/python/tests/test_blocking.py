@@ -1,15 +1,15 @@
-"""The blocking client against the real jetfan and a real nats-server: the same behaviour as the
-asyncio one, on threads."""
+"""The blocking client (jetfan.blocking) against the real jetfan and a real nats-server: the same
+behaviour as the asyncio one, on threads."""
 
 from __future__ import annotations
 
 import threading
+import time
 import unittest
 
 import jetfan
 
 from .mesh import BUILDER, FAST_RETRY, Mesh, wait_until
-from .test_aio import Lines
 
 
 class BlockingClient(unittest.TestCase):
@@ -19,13 +19,13 @@ class BlockingClient(unittest.TestCase):
 
     def test_ack_nak_term_in_a_for_loop(self) -> None:
         self.mesh.start_jetfan(self.mesh.config(BUILDER, FAST_RETRY))
-        with jetfan.BlockingHandler(socket=self.mesh.socket, handler="builder") as h:
+        with jetfan.BlockingHandler(path=self.mesh.socket, handler="builder") as h:
             ok, again, poison = self.mesh.publish("a.ok"), self.mesh.publish("a.again"), self.mesh.publish("a.poison")
             seen = []
             for msg in h:
                 seen.append((msg.seq, msg.deliveries))
                 if msg.seq == again and msg.deliveries == 1:
-                    self.assertTrue(msg.nak(50))
+                    self.assertTrue(msg.nak(0.05))  # seconds
                 elif msg.seq == poison:
                     self.assertTrue(msg.term("bad input"))
                 else:
@@ -36,10 +36,26 @@ class BlockingClient(unittest.TestCase):
         self.assertTrue(self.mesh.settled())
         self.assertTrue(self.mesh.wait_log("as poison: bad input"))
 
+    def test_nak_delay_is_in_seconds(self) -> None:
+        # As the asyncio one: jetfan's own delay is 50 ms, so a redelivery 0.8 s later is this delay.
+        self.mesh.start_jetfan(self.mesh.config(BUILDER, FAST_RETRY))
+        with jetfan.BlockingHandler(path=self.mesh.socket, handler="builder") as h:
+            self.mesh.publish("a.later")
+            messages = iter(h)
+            first = next(messages)
+            naked = time.monotonic()
+            self.assertTrue(first.nak(delay=0.8))
+            again = next(messages)
+            waited = time.monotonic() - naked
+            self.assertEqual(again.seq, first.seq)
+            self.assertGreaterEqual(waited, 0.7)
+            self.assertLess(waited, 10)
+            again.ack()
+        self.assertTrue(self.mesh.settled())
+
     def test_process_on_threads_with_outcomes(self) -> None:
         self.mesh.start_jetfan(self.mesh.config(BUILDER, FAST_RETRY))
-        log = Lines()
-        h = jetfan.BlockingHandler(socket=self.mesh.socket, handler="builder", log=log)
+        h = jetfan.BlockingHandler(path=self.mesh.socket, handler="builder", concurrency=4)
         for key in ("a.fail", "a.poison", "a.b", "a.c"):
             self.mesh.publish(key)
         lock, go = threading.Lock(), threading.Event()
@@ -58,30 +74,35 @@ class BlockingClient(unittest.TestCase):
             if msg.key == "a.fail" and msg.deliveries == 1:
                 raise RuntimeError("boom")
 
-        runner = threading.Thread(target=h.process, args=(handle,), kwargs={"concurrency": 4})
-        runner.start()
-        self.assertTrue(wait_until(lambda: running[0] == 4))
-        go.set()
-        self.assertTrue(self.mesh.settled())
-        h.close()  # from another thread: process() returns once its callbacks are done
-        runner.join(20)
+        runner = threading.Thread(target=h.process, args=(handle,))  # concurrency: the option's 4
+        with self.assertLogs("jetfan", "ERROR") as logs:
+            runner.start()
+            self.assertTrue(wait_until(lambda: running[0] == 4))
+            go.set()
+            self.assertTrue(self.mesh.settled())
+            h.close()  # from another thread: process() returns once its callbacks are done
+            runner.join(20)
         self.assertFalse(runner.is_alive())
         self.assertEqual(peak[0], 4)
         self.assertEqual(sorted(seen), ["a.b 1", "a.c 1", "a.fail 1", "a.fail 2", "a.poison 1"])
-        self.assertIn("raised; NAK'd", log.text())
+        [record] = logs.records
+        self.assertEqual(record.name, "jetfan.blocking")
+        self.assertIn("the callback for a.fail (stream seq 1, delivery 1) raised; NAK'd", record.getMessage())
+        self.assertIn("RuntimeError: boom", logs.output[0])
         self.assertTrue(self.mesh.wait_log("as poison: bad input"))
 
     def test_reconnects_and_old_messages_are_stale(self) -> None:
         config = self.mesh.config(BUILDER, FAST_RETRY)
         self.mesh.start_jetfan(config)
-        log = Lines()
-        with jetfan.BlockingHandler(socket=self.mesh.socket, handler="builder", log=log, max_reconnect_delay=0.2) as h:
+        with jetfan.BlockingHandler(path=self.mesh.socket, handler="builder", max_reconnect_delay=0.2) as h:
+            self.assertEqual(h.path, self.mesh.socket)
             self.mesh.publish("a.b")
             messages = iter(h)
             first = next(messages)
             self.mesh.stop_jetfan()
             self.mesh.start_jetfan(config)
-            again = next(messages)
+            with self.assertLogs("jetfan.blocking", "INFO") as logs:
+                again = next(messages)
             # Delivery 2, or 1 again: nats-server 2.9 may offer a NAK'd message anew when no pull
             # waits as it falls due.
             self.assertEqual(again.seq, first.seq)
@@ -93,21 +114,25 @@ class BlockingClient(unittest.TestCase):
             third.ack()
         self.assertTrue(self.mesh.settled())
         self.assertEqual(h.connections, 2)
-        self.assertIn("reconnected", log.text())
+        self.assertEqual([r.levelname for r in logs.records], ["WARNING", "INFO"])
+        self.assertIn("lost the connection to jetfan at", logs.records[0].getMessage())
+        self.assertIn("reconnected to jetfan at", logs.records[1].getMessage())
 
     def test_err_and_absent_socket(self) -> None:
         self.mesh.start_jetfan()
         with self.assertRaises(jetfan.JetfanError) as caught:
-            jetfan.BlockingHandler(socket=self.mesh.socket, handler="nobody")
+            jetfan.BlockingHandler(path=self.mesh.socket, handler="nobody")
         self.assertIn('unknown handler "nobody"', caught.exception.reason)
         with self.assertRaises(ConnectionError):
-            jetfan.BlockingHandler(socket=str(self.mesh.dir / "absent.sock"), handler="builder", connect_timeout=0.2)
+            jetfan.BlockingHandler(path=str(self.mesh.dir / "absent.sock"), handler="builder", connect_timeout=0.2)
 
     def test_without_reconnect_the_loop_ends_with_jetfan(self) -> None:
         self.mesh.start_jetfan()
-        with jetfan.BlockingHandler(socket=self.mesh.socket, handler="builder", reconnect=False) as h:
+        with jetfan.BlockingHandler(path=self.mesh.socket, handler="builder", reconnect=False) as h:
             self.mesh.stop_jetfan()
-            self.assertEqual(list(h), [])
+            with self.assertLogs("jetfan.blocking", "INFO") as logs:
+                self.assertEqual(list(h), [])
+        self.assertIn("not reconnecting", logs.output[0])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Both clients against a scripted peer on a real Unix socket, for what the real jetfan cannot be
-made to do on cue: send PING, send more than max-unconfirmed (as it does after ack timeouts),
-reuse a delivery id on a new connection, send garbage."""
+made to do on cue, or show: send PING, send more than max-unconfirmed (as it does after ack
+timeouts), reuse a delivery id on a new connection, send garbage; the exact bytes of a NAK whose
+delay is given in seconds."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
 
     async def connect(self, max_unconfirmed: int, **options: object) -> jetfan.Handler:
         greeter = asyncio.create_task(asyncio.to_thread(self.peer.greet, max_unconfirmed))
-        h = await jetfan.connect(socket=self.peer.path, handler="builder", log=lambda line: None, **options)  # type: ignore[arg-type]
+        h = await jetfan.connect(path=self.peer.path, handler="builder", **options)
         await greeter
         return h
 
@@ -105,11 +106,12 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
         h = await self.connect(4, reconnect_delay=0.01)
         self.peer.send(msg(1, "old"))
         old = await h.__anext__()
-        self.peer.hang_up()
-        greeter = asyncio.create_task(asyncio.to_thread(self.peer.greet, 4))
-        await greeter
-        self.peer.send(msg(1, "new"))  # the same id, on the new connection
-        new = await asyncio.wait_for(h.__anext__(), 20)
+        with self.assertLogs("jetfan.aio", "INFO"):
+            self.peer.hang_up()
+            greeter = asyncio.create_task(asyncio.to_thread(self.peer.greet, 4))
+            await greeter
+            self.peer.send(msg(1, "new"))  # the same id, on the new connection
+            new = await asyncio.wait_for(h.__anext__(), 20)
         self.assertEqual(new.data, b"new")
         self.assertTrue(old.stale)
         self.assertFalse(old.ack())
@@ -121,16 +123,41 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
         h = await self.connect(4)
         self.peer.send(b"ERR you are too slow\r\n")
         self.peer.hang_up()
-        with self.assertRaises(jetfan.JetfanError) as caught:
+        with self.assertRaises(jetfan.JetfanError) as caught, self.assertLogs("jetfan.aio", "ERROR") as logs:
             await asyncio.wait_for(h.__anext__(), 20)
         self.assertEqual(caught.exception.reason, "you are too slow")
+        self.assertIn("refused it: you are too slow", logs.output[0])
         await h.close()
         h = await self.connect(4)
         self.peer.send(b"BOGUS\r\n")
-        with self.assertRaises(jetfan.ProtocolError) as broken:
+        with self.assertRaises(jetfan.ProtocolError) as broken, self.assertLogs("jetfan.aio", "ERROR"):
             await asyncio.wait_for(h.__anext__(), 20)
         self.assertEqual(broken.exception.code, "unknown-verb")
         await h.close()
+
+    async def test_delays_in_seconds_reach_the_wire_as_milliseconds(self) -> None:
+        h = await self.connect(8)
+        self.peer.send(msg(1, "a") + msg(2, "b") + msg(3, "c") + msg(4, "d"))
+        one, two, three, four = [await asyncio.wait_for(h.__anext__(), 20) for _ in range(4)]
+        self.assertTrue(one.nak(1.5))
+        self.assertTrue(two.nak(delay=0.25))
+        self.assertTrue(three.nak(0))
+        self.assertTrue(four.nak())
+        lines = [await asyncio.to_thread(self.peer.line) for _ in range(4)]
+        self.assertEqual(lines, ["NAK 1 1500", "NAK 2 250", "NAK 3 0", "NAK 4"])
+        await h.close()
+
+    async def test_a_process_callback_raising_nak_delays_it_in_seconds(self) -> None:
+        h = await self.connect(4)
+        self.peer.send(msg(1, "a"))
+
+        async def handle(message: jetfan.Message) -> None:
+            raise jetfan.Nak(2.5)
+
+        task = asyncio.create_task(h.process(handle))
+        self.assertEqual(await asyncio.to_thread(self.peer.line), "NAK 1 2500")
+        await h.close()
+        await asyncio.wait_for(task, 20)
 
 
 class BlockingAgainstPeer(unittest.TestCase):
@@ -141,7 +168,7 @@ class BlockingAgainstPeer(unittest.TestCase):
     def connect(self, max_unconfirmed: int, **options: object) -> jetfan.BlockingHandler:
         greeter = threading.Thread(target=self.peer.greet, args=(max_unconfirmed,))
         greeter.start()
-        h = jetfan.BlockingHandler(socket=self.peer.path, handler="builder", log=lambda line: None, **options)  # type: ignore[arg-type]
+        h = jetfan.BlockingHandler(path=self.peer.path, handler="builder", **options)
         greeter.join()
         return h
 
@@ -186,7 +213,8 @@ class BlockingAgainstPeer(unittest.TestCase):
             self.peer.hang_up()
             greeter = threading.Thread(target=lambda: (self.peer.greet(4), self.peer.send(msg(1, "new"))))
             greeter.start()
-            new = next(messages)
+            with self.assertLogs("jetfan.blocking", "INFO"):
+                new = next(messages)
             greeter.join()
             self.assertEqual(new.data, b"new")
             self.assertFalse(old.ack())
@@ -197,14 +225,44 @@ class BlockingAgainstPeer(unittest.TestCase):
     def test_err_and_garbage(self) -> None:
         with self.connect(4) as h:
             self.peer.send(b"ERR you are too slow\r\n")
-            with self.assertRaises(jetfan.JetfanError) as caught:
+            with self.assertRaises(jetfan.JetfanError) as caught, self.assertLogs("jetfan.blocking", "ERROR") as logs:
                 next(iter(h))
             self.assertEqual(caught.exception.reason, "you are too slow")
+            self.assertIn("refused the connection: you are too slow", logs.output[0])
         with self.connect(4) as h:
             self.peer.send(b"BOGUS\r\n")
-            with self.assertRaises(jetfan.ProtocolError) as broken:
+            with self.assertRaises(jetfan.ProtocolError) as broken, self.assertLogs("jetfan.blocking", "ERROR"):
                 next(iter(h))
             self.assertEqual(broken.exception.code, "unknown-verb")
+
+    def test_delays_in_seconds_reach_the_wire_as_milliseconds(self) -> None:
+        with self.connect(8) as h:
+            messages = iter(h)
+            self.peer.send(msg(1, "a") + msg(2, "b") + msg(3, "c") + msg(4, "d"))
+            one, two, three, four = [next(messages) for _ in range(4)]
+            self.assertTrue(one.nak(1.5))
+            self.assertTrue(two.nak(delay=0.25))
+            self.assertTrue(three.nak(0))
+            self.assertTrue(four.nak())
+            h.flush()
+            lines = [self.peer.line() for _ in range(4)]
+        self.assertEqual(lines, ["NAK 1 1500", "NAK 2 250", "NAK 3 0", "NAK 4"])
+
+    def test_a_process_callback_raising_nak_delays_it_in_seconds(self) -> None:
+        h = self.connect(4)
+        self.peer.send(msg(1, "a"))
+
+        def handle(message: jetfan.Message) -> None:
+            raise jetfan.Nak(2.5)
+
+        runner = threading.Thread(target=h.process, args=(handle,))
+        runner.start()
+        try:
+            self.assertEqual(self.peer.line(), "NAK 1 2500")
+        finally:
+            h.close()
+            runner.join(20)
+        self.assertFalse(runner.is_alive())
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import unittest
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,9 @@ class EncodeCommands(unittest.TestCase):
                     elif kind == "ACK":
                         got = _codec.encode_ack(int(f["id"]))
                     elif kind == "NAK":
-                        got = _codec.encode_nak(int(f["id"]), None if f["delay_ms"] is None else int(f["delay_ms"]))
+                        # The encoder takes seconds: the vector's milliseconds, exactly.
+                        delay = None if f["delay_ms"] is None else Fraction(int(f["delay_ms"]), 1000)
+                        got = _codec.encode_nak(int(f["id"]), delay)
                     elif kind == "TERM":
                         got = _codec.encode_term(int(f["id"]), text(f["reason"]))
                     elif kind == "WIP":
