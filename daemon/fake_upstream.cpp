@@ -23,7 +23,7 @@ FakeUpstream::FakeUpstream(MessageBytesArena& arena, std::string strip_prefix)
     : arena_(arena), strip_prefix_(std::move(strip_prefix)) {}
 
 bool FakeUpstream::send_pull(const PullRequest& request) {
-  if (refuse_pulls || closed) return false;
+  if (closed) return false;
   pulls.push_back(request);
   return true;
 }
@@ -44,12 +44,6 @@ bool FakeUpstream::publish(std::uint64_t id, std::string_view subject, std::stri
 void FakeUpstream::close(Duration) {
   closed = true;
   listener_ = nullptr;
-}
-
-std::size_t FakeUpstream::credit() const {
-  std::size_t asked = 0;
-  for (const auto& pull : pulls) asked += pull.batch;
-  return asked > delivered_ ? asked - delivered_ : 0;
 }
 
 void FakeUpstream::record(Reply::Kind kind, const MessageBytes& message, Duration delay) {
@@ -76,7 +70,6 @@ void FakeUpstream::deliver(const Message& message) {
                      in.routable ? message.headers : std::string(), strings->payload};
   parts.owner.reset(strings.release());
   in.bytes = make_message_bytes(std::move(parts), arena_);
-  ++delivered_;
   listener_->on_message(std::move(in));
   batch_end();
 }

@@ -72,10 +72,7 @@ class FakeUpstream final : public Upstream {
   std::vector<Reply> replies;
   std::vector<Published> published;
   bool closed = false;
-  bool refuse_pulls = false;  // send_pull fails, as when the connection is down
 
-  // Messages the dispatcher may still hold a pull's credit for: asked for, not yet delivered.
-  std::size_t credit() const;
   bool listening() const { return listener_ != nullptr; }
 
  private:
@@ -86,7 +83,6 @@ class FakeUpstream final : public Upstream {
   std::string strip_prefix_;
   UpstreamListener* listener_ = nullptr;
   bool batching_ = false;
-  std::size_t delivered_ = 0;
 };
 
 }  // namespace jetfan

@@ -71,7 +71,6 @@ class ManualTimekeeper final : public Timekeeper {
   // before now by its own callback fires again, at most `max_fired` alarms in all (a bound for a
   // driver that must not spin).
   void advance(Duration by, std::size_t max_fired = 100000);
-  std::optional<TimePoint> when(Alarm alarm) const { return alarms_[static_cast<std::size_t>(alarm)]; }
 
  private:
   TimePoint start_;
