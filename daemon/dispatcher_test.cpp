@@ -332,7 +332,7 @@ TEST_CASE("dispatcher: a message for two handlers goes back by NAK when one fail
   CHECK(h.broken.empty());
 }
 
-TEST_CASE("dispatcher: a delivery not confirmed within ack_timeout fails and goes back; a disconnect likewise",
+TEST_CASE("dispatcher: a delivery not confirmed within ack_timeout fails and goes back, and so does a disconnect",
           "[unit]") {
   auto c = config({handler("audit", {"a.*"})});
   c.handlers[0].ack_timeout = milliseconds(1000);
@@ -360,7 +360,7 @@ TEST_CASE("dispatcher: a message with no key is terminated, one nobody declared 
   CHECK(h.replied(Kind::kAck) == std::vector<std::uint64_t>{2});
 }
 
-TEST_CASE("dispatcher: full, a hand_back handler past its share hands its oldest back; a hold handler stalls, named",
+TEST_CASE("dispatcher: full, a hand_back handler past its share hands its oldest back and a hold handler stalls by name",
           "[unit]") {
   auto c = config({handler("stuck", {"a.*"}), handler("other", {"a.*"})});
   c.consumer.max_held = 4;
