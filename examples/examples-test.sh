@@ -22,7 +22,7 @@ case $2 in
     cd "$mesh_dir"  # away from the sources: the installed package is what runs
     mesh_spawn handler "$mesh_dir/venv/bin/python" "$here/handler.py" "$mesh_socket" builder ;;
   shell)
-    mesh_spawn handler "$build/proto/jetfan-exec" --handler builder --socket "$mesh_socket" -- "$here/handler.sh" ;;
+    mesh_spawn handler "$build/exec/jetfan-exec" --handler builder --socket "$mesh_socket" -- "$here/handler.sh" ;;
   *) echo "usage: $0 BUILD_DIR cpp|python|shell" >&2; exit 64 ;;
 esac
 mesh_wait_for "$mesh_dir/handler.out" "connected"
