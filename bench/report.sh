@@ -32,8 +32,8 @@ clients_table() {  # RESULTS_DIR
   for client in cpp ts python; do
     case $client in
       cpp) label="C++ (\`jetfan-bench handler\`)"; target="—" ;;
-      ts) label="TypeScript (proto/node/bench/handler.ts, $(awk -F, '$1 == "ts" {print $2}' "$1/clients.txt"))"; target="≥ 0.8×" ;;
-      python) label="Python (proto/python/bench_handler.py, $(awk -F, '$1 == "python" {print $2}' "$1/clients.txt"))"; target="≥ 0.5×" ;;
+      ts) label="TypeScript (clients/node/bench/handler.ts, $(awk -F, '$1 == "ts" {print $2}' "$1/clients.txt"))"; target="≥ 0.8×" ;;
+      python) label="Python (clients/python/bench_handler.py, $(awk -F, '$1 == "python" {print $2}' "$1/clients.txt"))"; target="≥ 0.5×" ;;
     esac
     echo "| $label | $(rate $client 4) | $(ratio $client 4) | $target | $(rate $client 5) | $(ratio $client 5) |"
   done
