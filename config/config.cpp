@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "byte_size.hpp"
+#include "encoder.hpp"
 #include "protocol.hpp"
 #include "topic_pattern.hpp"
 
@@ -59,14 +60,6 @@ std::optional<std::string> server_url_error(const std::string& url) {
     }
   }
   return std::nullopt;
-}
-
-// "READY 1 <handler> <max-inflight> <pattern> ...\r\n", as jetfan sends it.
-std::size_t ready_line_length(const HandlerSettings& handler) {
-  std::size_t length = std::string("READY ").size() + std::to_string(proto::kVersion).size() + 1 + handler.name.size() +
-                       1 + std::to_string(handler.max_inflight).size() + 2;
-  for (const auto& pattern : handler.patterns) length += 1 + pattern.size();
-  return length;
 }
 
 // Walks the YAML tree, filling a Config and collecting every error with its line and key path.
@@ -523,7 +516,8 @@ class ConfigReader {
         }
       }
       // The READY line that announces the handler's patterns must fit in one line a client accepts.
-      const std::size_t ready = ready_line_length(handler);
+      const std::size_t ready =
+          proto::ready_line_length(handler.name, static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
       if (ready > proto::kMaxDeliveryLine) {
         error(either(item, "patterns"), path + ".patterns",
               "announcing these patterns takes a READY line of " + std::to_string(ready) + " bytes, more than the " +
