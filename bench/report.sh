@@ -220,7 +220,7 @@ ratio_row() {  # LABEL SIZE CASE TARGET
   echo "node $(node --version), npm nats $(node -p 'require("./bench/node/node_modules/nats/package.json").version' 2>/dev/null)."
   echo "End to end: from the moment the reader can read (messages already in the stream) until the server shows"
   echo "num_pending = 0 and num_ack_pending = 0. A: direct cnats pull reader acking itself. B: Node, consume() and"
-  echo "in-process dispatch (the seed's design). C: jetfan and handler processes on the C++ client."
+  echo "in-process dispatch (the in-process single reader in nats.js, the design jetfan replaces). C: jetfan and handler processes on the C++ client."
   echo "Each throughput row is the median of $reps runs; ratios are within this run. Command: \`bench/run.sh\`."
   echo "Messages a run drains, published once per size (the consumer rewound between runs):"
   echo "$(awk -F, 'NR > 1 && !seen[$5]++ {printf "%s%s B: %s", (n++ ? ", " : ""), $5, $6}' "$csv")."

@@ -37,7 +37,7 @@ bool any_contains(const std::vector<std::string>& errors, const std::string& par
 }
 }  // namespace
 
-TEST_CASE("the issue's example config loads", "[unit]") {
+TEST_CASE("the example config of a builder and an audit handler loads", "[unit]") {
   const auto result = load_config_text(kGood, "jetfan.yaml");
   REQUIRE(result.errors.empty());
   const auto& config = *result.config;
