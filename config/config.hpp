@@ -106,7 +106,7 @@ struct MetricsSettings {
 struct HandlerSettings {
   std::string name;
   std::vector<std::string> patterns;
-  int max_inflight = defaults::kMaxInflight;
+  int max_inflight = defaults::kMaxInflight;  // sent to the handler as READY's max-unconfirmed
   Duration ack_timeout = defaults::kAckTimeout;
   AllowSettings allow;              // empty: any peer that can open the socket
   std::uint32_t max_instances = 0;  // 0: no limit
