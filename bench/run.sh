@@ -41,8 +41,8 @@
 #   jetfan_cpu_s_per_million   median over the runs of jetfan's user+system CPU seconds / messages × 1e6
 #   jetfan_peak_rss_mib        median over the runs of jetfan's peak RSS (VmHWM)
 #
-# The clients' handlers: `jetfan-bench handler` (C++), proto/node/bench/handler.ts (TypeScript, run on
-# node 20 or later as proto/node's tests are) and proto/python/bench_handler.py (Python: $PYTHON, else
+# The clients' handlers: `jetfan-bench handler` (C++), clients/node/bench/handler.ts (TypeScript, run on
+# node 20 or later as clients/node's tests are) and clients/python/bench_handler.py (Python: $PYTHON, else
 # python3). Each connects as h0 and acks every message at once.
 #
 # End to end is from the moment a reader can read (messages already in the stream) until the server
@@ -69,7 +69,7 @@ command -v valgrind > /dev/null || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q --no-install-recommends "${need[@]}"; fi
 scripts/build.sh > /dev/null
 [ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
-[ $only_instructions = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || node20=$(proto/node/bench/build.sh)  # the TypeScript client's handler
+[ $only_instructions = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || node20=$(clients/node/bench/build.sh)  # the TypeScript client's handler
 python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past any launcher shim
 
 bin=$root/${JETFAN_BUILD_DIR:-build}
@@ -148,8 +148,8 @@ stop_all() {
 handler_on() {  # handler_on cpp|ts|python: sets handler_cmd
   case $1 in
     cpp) handler_cmd=("$tool" handler) ;;
-    ts) handler_cmd=("$node20" "$root/proto/node/bench/dist/handler.js") ;;
-    python) handler_cmd=("$python" "$root/proto/python/bench_handler.py") ;;
+    ts) handler_cmd=("$node20" "$root/clients/node/bench/dist/handler.js") ;;
+    python) handler_cmd=("$python" "$root/clients/python/bench_handler.py") ;;
   esac
 }
 handler_on cpp

@@ -1,9 +1,6 @@
 #include "config.hpp"
 #include "config_keys.hpp"
 
-#include <grp.h>
-#include <pwd.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -13,7 +10,9 @@
 #include <span>
 #include <sstream>
 
+#include "accounts.hpp"
 #include "byte_size.hpp"
+#include "encoder.hpp"
 #include "protocol.hpp"
 #include "topic_pattern.hpp"
 
@@ -61,24 +60,20 @@ std::optional<std::string> server_url_error(const std::string& url) {
   return std::nullopt;
 }
 
-// "READY 1 <handler> <max-inflight> <pattern> ...\r\n", as jetfan sends it.
-std::size_t ready_line_length(const HandlerSettings& handler) {
-  std::size_t length = std::string("READY ").size() + std::to_string(proto::kVersion).size() + 1 + handler.name.size() +
-                       1 + std::to_string(handler.max_inflight).size() + 2;
-  for (const auto& pattern : handler.patterns) length += 1 + pattern.size();
-  return length;
-}
-
 // Walks the YAML tree, filling a Config and collecting every error with its line and key path.
 class ConfigReader {
  public:
   ConfigReader(std::string file, std::vector<std::string>& errors) : file_(std::move(file)), errors_(errors) {}
 
-  void error(const YAML::Node& at, const std::string& key, const std::string& message) {
+  // "FILE:LINE: KEY", as an error about `at` starts.
+  std::string where(const YAML::Node& at, const std::string& key) const {
     // An absent key's node has no position (and Mark() would throw); -1 for nodes not from the text.
     const int line = at.IsDefined() ? at.Mark().line : -1;
-    errors_.push_back(file_ + ":" + (line >= 0 ? std::to_string(line + 1) : std::string("?")) + ": " + key + ": " +
-                      message);
+    return file_ + ":" + (line >= 0 ? std::to_string(line + 1) : std::string("?")) + ": " + key;
+  }
+
+  void error(const YAML::Node& at, const std::string& key, const std::string& message) {
+    errors_.push_back(where(at, key) + ": " + message);
   }
 
   // Reports keys of `map` not listed in `known`; a typo must never be silently ignored.
@@ -314,10 +309,12 @@ class ConfigReader {
       }
     }
     if (const auto owner = node["owner"]) {
-      if (const auto text = string(owner, "socket.owner")) socket.owner = user_id(owner, "socket.owner", *text);
+      if (const auto text = string(owner, "socket.owner"))
+        socket.owner_name = AccountName{*text, where(owner, "socket.owner")};
     }
     if (const auto group = node["group"]) {
-      if (const auto text = string(group, "socket.group")) socket.group = group_id(group, "socket.group", *text);
+      if (const auto text = string(group, "socket.group"))
+        socket.group_name = AccountName{*text, where(group, "socket.group")};
     }
     read_duration(node, "socket", "hello_timeout", socket.hello_timeout);
     read_int(node, "socket", "max_connections", socket.max_connections, 1, 1'000'000);
@@ -343,30 +340,6 @@ class ConfigReader {
     out = *parsed;
   }
 
-  // A user by name or number, as it is on this machine now; nullopt (and an error) if there is none.
-  std::optional<uid_t> user_id(const YAML::Node& at, const std::string& path, const std::string& name) {
-    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
-      return static_cast<uid_t>(std::stoul(name));
-    }
-    passwd entry{};
-    passwd* found = nullptr;
-    std::vector<char> buffer(16384);
-    if (getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) == 0 && found) return found->pw_uid;
-    error(at, path, "there is no user \"" + name + "\" on this machine");
-    return std::nullopt;
-  }
-  std::optional<gid_t> group_id(const YAML::Node& at, const std::string& path, const std::string& name) {
-    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
-      return static_cast<gid_t>(std::stoul(name));
-    }
-    group entry{};
-    group* found = nullptr;
-    std::vector<char> buffer(65536);
-    if (getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) == 0 && found) return found->gr_gid;
-    error(at, path, "there is no group \"" + name + "\" on this machine");
-    return std::nullopt;
-  }
-
   void read_allow(const YAML::Node& node, const std::string& path, AllowSettings& allow) {
     if (!check_map(node, path, config_keys::kAllow)) return;
     auto each = [&](const char* key, auto resolve) {
@@ -385,14 +358,14 @@ class ConfigReader {
       error(at, where, "\"" + text + "\" is not a number");
       return std::nullopt;
     };
-    each("users", [&](const YAML::Node& at, const std::string& where, const std::string& name) {
-      if (auto id = user_id(at, where, name)) allow.uids.push_back(*id);
+    each("users", [&](const YAML::Node& at, const std::string& key, const std::string& name) {
+      allow.users.push_back(AccountName{name, where(at, key)});
     });
     each("uids", [&](const YAML::Node& at, const std::string& where, const std::string& text) {
       if (auto id = number(at, where, text)) allow.uids.push_back(*id);
     });
-    each("groups", [&](const YAML::Node& at, const std::string& where, const std::string& name) {
-      if (auto id = group_id(at, where, name)) allow.gids.push_back(*id);
+    each("groups", [&](const YAML::Node& at, const std::string& key, const std::string& name) {
+      allow.groups.push_back(AccountName{name, where(at, key)});
     });
     each("gids", [&](const YAML::Node& at, const std::string& where, const std::string& text) {
       if (auto id = number(at, where, text)) allow.gids.push_back(*id);
@@ -523,7 +496,8 @@ class ConfigReader {
         }
       }
       // The READY line that announces the handler's patterns must fit in one line a client accepts.
-      const std::size_t ready = ready_line_length(handler);
+      const std::size_t ready =
+          proto::ready_line_length(handler.name, static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
       if (ready > proto::kMaxDeliveryLine) {
         error(either(item, "patterns"), path + ".patterns",
               "announcing these patterns takes a READY line of " + std::to_string(ready) + " bytes, more than the " +
@@ -596,25 +570,31 @@ class ConfigReader {
   std::vector<std::string>& errors_;
 };
 
-}  // namespace
-
-ConfigResult load_config_text(const std::string& text, const std::string& name) {
-  ConfigResult result;
+// What the text says, as far as it could be read; `errors` gets what is wrong with it.
+Config parse_config(const std::string& text, const std::string& name, std::vector<std::string>& errors) {
   Config config;
   config.file = name;
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    result.errors.push_back(name + ":" + std::to_string(e.mark.line + 1) + ": (syntax): " + e.msg);
-    return result;
+    errors.push_back(name + ":" + std::to_string(e.mark.line + 1) + ": (syntax): " + e.msg);
+    return config;
   }
   try {
-    ConfigReader(name, result.errors).read(root, config);
+    ConfigReader(name, errors).read(root, config);
   } catch (const YAML::Exception& e) {
     // A shape of document the reader did not foresee: still an error report, never a crash.
-    result.errors.push_back(name + ":" + std::to_string(e.mark.line + 1) + ": (document): " + e.msg);
+    errors.push_back(name + ":" + std::to_string(e.mark.line + 1) + ": (document): " + e.msg);
   }
+  return config;
+}
+
+}  // namespace
+
+ConfigResult load_config_text(const std::string& text, const std::string& name) {
+  ConfigResult result;
+  Config config = parse_config(text, name, result.errors);
   if (result.errors.empty()) result.config = std::move(config);
   return result;
 }
@@ -628,7 +608,12 @@ ConfigResult load_config_file(const std::string& path) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  return load_config_text(text.str(), path);
+  ConfigResult result;
+  Config config = parse_config(text.str(), path, result.errors);
+  // The names are looked up even if the text has other errors, so that one run reports them all.
+  resolve_accounts(config, result.errors);
+  if (result.errors.empty()) result.config = std::move(config);
+  return result;
 }
 
 }  // namespace jetfan

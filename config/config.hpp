@@ -1,6 +1,8 @@
 #pragma once
-// jetfan.yaml: what the daemon is told to do. Loading is pure apart from reading the file; every
-// problem found is reported, not only the first, as "FILE:LINE: KEY: what is wrong".
+// jetfan.yaml: what the daemon is told to do. Every problem found is reported, not only the first,
+// as "FILE:LINE: KEY: what is wrong". Parsing (load_config_text) is pure: it reads no file and asks
+// the system nothing, so user and group names stay names (AccountName). load_config_file reads the
+// file, parses it, and resolves those names on this machine (resolve_accounts, accounts.hpp).
 
 #include <sys/types.h>
 #include <cstdint>
@@ -13,6 +15,14 @@
 #include "duration.hpp"
 
 namespace jetfan {
+
+// A user or group as the config names it (socket.owner, allow.users, ...), until resolve_accounts
+// looks it up. `where` is the "FILE:LINE: KEY" an error about it starts with.
+struct AccountName {
+  std::string name;
+  std::string where;
+  bool operator==(const AccountName&) const = default;
+};
 
 struct TlsSettings {
   std::string ca;    // empty: system trust store
@@ -53,8 +63,9 @@ struct KeySettings {
 struct SocketSettings {
   std::string path;  // absolute
   mode_t mode = defaults::kSocketMode;
-  std::optional<uid_t> owner;  // default: jetfan's own
+  std::optional<uid_t> owner;  // default: jetfan's own; resolve_accounts sets it from owner_name
   std::optional<gid_t> group;
+  std::optional<AccountName> owner_name, group_name;  // as written, until resolve_accounts
   Duration hello_timeout = defaults::kHelloTimeout;
   std::size_t max_connections = defaults::kMaxConnections;
   std::size_t max_unidentified = defaults::kMaxUnidentified;
@@ -63,11 +74,13 @@ struct SocketSettings {
   Duration ping_timeout = defaults::kPingTimeout;
 };
 
-// Who may be a handler: names are resolved to ids when the config loads.
+// Who may be a handler. users: and groups: stay names until resolve_accounts puts their ids ahead
+// of those given as uids: and gids:.
 struct AllowSettings {
-  std::vector<uid_t> uids;  // users: and uids:
-  std::vector<gid_t> gids;  // groups: and gids:
-  bool empty() const { return uids.empty() && gids.empty(); }
+  std::vector<uid_t> uids;  // users: (once resolved) and uids:
+  std::vector<gid_t> gids;  // groups: (once resolved) and gids:
+  std::vector<AccountName> users, groups;
+  bool empty() const { return uids.empty() && gids.empty() && users.empty() && groups.empty(); }
 };
 
 // What a handler's backlog does when the consumer is full (jetfan holds max_held messages and pulls
@@ -93,7 +106,7 @@ struct MetricsSettings {
 struct HandlerSettings {
   std::string name;
   std::vector<std::string> patterns;
-  int max_inflight = defaults::kMaxInflight;
+  int max_inflight = defaults::kMaxInflight;  // sent to the handler as READY's max-unconfirmed
   Duration ack_timeout = defaults::kAckTimeout;
   AllowSettings allow;              // empty: any peer that can open the socket
   std::uint32_t max_instances = 0;  // 0: no limit
@@ -128,8 +141,10 @@ struct ConfigResult {
   std::vector<std::string> errors;  // one line each, "FILE:LINE: KEY: message"
 };
 
+// Reads the file, parses it and resolves its user and group names on this machine: the config
+// jetfan runs with.
 ConfigResult load_config_file(const std::string& path);
-// For tests: parse text as if it had been read from `name`.
+// Parses text as if it had been read from `name`; pure. Names stay unresolved (resolve_accounts).
 ConfigResult load_config_text(const std::string& text, const std::string& name);
 
 }  // namespace jetfan

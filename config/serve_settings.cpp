@@ -1,6 +1,7 @@
 #include "serve_settings.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace jetfan {
 
@@ -32,6 +33,10 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
   }
   CoreSettings& core = s.core;
   for (const auto& handler : config.handlers) {
+    // A name not yet resolved would leave the allow list without that user: open to anyone.
+    if (!handler.allow.users.empty() || !handler.allow.groups.empty()) {
+      throw std::logic_error("handler " + handler.name + ": its allow list names users or groups not resolved yet");
+    }
     core.handlers.push_back(HandlerLimits{static_cast<std::uint32_t>(handler.max_inflight), handler.ack_timeout});
     s.admission.push_back(
         AdmissionRule{handler.name, AllowList{handler.allow.uids, handler.allow.gids}, handler.max_instances});

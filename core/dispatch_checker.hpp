@@ -2,7 +2,7 @@
 // DispatchChecker: DispatchCore's rules (dispatch_core.hpp), checked from outside the core. It keeps
 // a model of what the core was told and checks every effect the core makes against the rules, and,
 // when asked, the core's state against the model. The core's randomized model test
-// (dispatch_core_test.cpp) and the session fuzzer (daemon/session_fuzz.cpp) both use it, so both
+// (dispatch_core_test.cpp) and the session fuzzer (fuzz/session_fuzz.cpp) both use it, so both
 // hold the core to the same rules.
 //
 // Use: give an input to the core, tell the checker about it (arrived, connected, answered, ...),

@@ -16,7 +16,8 @@ struct Case {
   bool matches;
 };
 
-// Every case of the seed's test comes first, then the semantics of each wildcard.
+// The builder and audit handlers of the example config come first (builder: mesh-build-machine.built
+// and mesh-controller.built-before; audit: #), then the semantics of each wildcard.
 const Case kCases[] = {
     {"mesh-build-machine.built", "mesh-build-machine.built", true},
     {"mesh-controller.built-before", "mesh-build-machine.built", false},
@@ -94,7 +95,8 @@ TEST_CASE("the trie matcher follows the table, one pattern at a time", "[unit]")
   }
 }
 
-TEST_CASE("a message is for every pattern that matches it, and nothing else (the seed's case)", "[unit]") {
+TEST_CASE("a message is for every pattern that matches it, and nothing else (the builder and audit example)",
+          "[unit]") {
   TopicMatcher matcher;
   matcher.add("mesh-build-machine.built", 0);
   matcher.add("mesh-controller.built-before", 0);

@@ -360,8 +360,7 @@ TEST_CASE("dispatcher: a message with no key is terminated, one nobody declared 
   CHECK(h.replied(Kind::kAck) == std::vector<std::uint64_t>{2});
 }
 
-TEST_CASE("dispatcher: full, a hand_back handler past its share hands its oldest back and a hold handler stalls by name",
-          "[unit]") {
+TEST_CASE("dispatcher: full, a hand_back handler past its share hands back its oldest, a hold one stalls", "[unit]") {
   auto c = config({handler("stuck", {"a.*"}), handler("other", {"a.*"})});
   c.consumer.max_held = 4;
   c.handlers[0].when_full = WhenFull::kHandBack;

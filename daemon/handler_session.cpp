@@ -139,9 +139,9 @@ void HandlerSession::on_idle() {
   arm_idle();
 }
 
-void HandlerSession::send_ready(std::uint32_t max_unconfirmed, const std::vector<std::string>& patterns) {
+void HandlerSession::send_ready(std::uint32_t max_inflight, const std::vector<std::string>& patterns) {
   JETFAN_ON_IO_THREAD(thread_);
-  proto::append_ready(out_.owned(), handler_name_, max_unconfirmed, patterns);
+  proto::append_ready(out_.owned(), handler_name_, max_inflight, patterns);
   out_.appended();
 }
 

@@ -79,8 +79,9 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   std::optional<std::size_t> handler() const { return handler_; }
   const std::string& handler_name() const { return handler_name_; }
 
-  // Frames to send; they go out at the next flush(). A MSG's body is shared, not copied.
-  void send_ready(std::uint32_t max_unconfirmed, const std::vector<std::string>& patterns);
+  // Frames to send; they go out at the next flush(). A MSG's body is shared, not copied. READY
+  // announces the handler's max_inflight as its max-unconfirmed.
+  void send_ready(std::uint32_t max_inflight, const std::vector<std::string>& patterns);
   void send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
                 const MessageBytesPtr& message);
   void send_pong();

@@ -46,7 +46,7 @@ CMAKE_NAMES = {
     "cmake -G Ninja": "ninja-build",
 }
 # Separate CMake projects in the tree, not part of the build stage's configure.
-OTHER_PROJECTS = ("proto/install_test/",)
+OTHER_PROJECTS = ("clients/cpp/install_test/",)
 
 
 def cmake_calls(root):

@@ -4,7 +4,7 @@
 # the consumer ends with nothing pending. Of its two handlers, builder is the TypeScript example
 # (examples/handler.ts, on Node) and audit the C++ one (examples/handler.cpp).
 #   examples/demo-scenario.sh BUILD_DIR [--no-wait]
-# The TypeScript handler needs node and npm (scripts/deps.sh installs them); proto/node/env.sh
+# The TypeScript handler needs node and npm (scripts/deps.sh installs them); clients/node/env.sh
 # brings Node 20 if the machine's is older, and installs the client's devDependencies (tsc).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +32,7 @@ wait_for() {  # wait_for WHAT SECONDS COMMAND...: polls COMMAND until it succeed
 }
 
 say "the TypeScript example handler (examples/handler.ts), compiled with tsc against @jetfan/client"
-source "$here/../proto/node/env.sh"
+source "$here/../clients/node/env.sh"
 jetfan_node_env
 jetfan_node_build
 ts=$dir/ts-handler  # a module's project, with the client in its node_modules

@@ -17,12 +17,12 @@ case $2 in
     mesh_spawn handler "$build/examples/jetfan-example-handler" "$mesh_socket" builder ;;
   python)
     python3 -m venv "$mesh_dir/venv" > "$mesh_dir/venv.log" 2>&1 || mesh_fail "python3 -m venv failed (python3-venv)"
-    "$mesh_dir/venv/bin/pip" install --no-index --disable-pip-version-check "$here/../proto/python" \
-      > "$mesh_dir/pip.log" 2>&1 || mesh_fail "pip install ./proto/python failed offline"
+    "$mesh_dir/venv/bin/pip" install --no-index --disable-pip-version-check "$here/../clients/python" \
+      > "$mesh_dir/pip.log" 2>&1 || mesh_fail "pip install ./clients/python failed offline"
     cd "$mesh_dir"  # away from the sources: the installed package is what runs
     mesh_spawn handler "$mesh_dir/venv/bin/python" "$here/handler.py" "$mesh_socket" builder ;;
   shell)
-    mesh_spawn handler "$build/proto/jetfan-exec" --handler builder --socket "$mesh_socket" -- "$here/handler.sh" ;;
+    mesh_spawn handler "$build/exec/jetfan-exec" --handler builder --socket "$mesh_socket" -- "$here/handler.sh" ;;
   *) echo "usage: $0 BUILD_DIR cpp|python|shell" >&2; exit 64 ;;
 esac
 mesh_wait_for "$mesh_dir/handler.out" "connected"

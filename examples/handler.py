@@ -2,7 +2,7 @@
 import asyncio
 import sys
 
-import jetfan  # pip install ./proto/python
+import jetfan  # pip install ./clients/python
 
 
 async def main(path: str, name: str) -> None:

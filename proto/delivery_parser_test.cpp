@@ -76,6 +76,16 @@ void check_all(const std::vector<Frame>& f) {
 }
 }  // namespace
 
+TEST_CASE("ready_line_length is the length of the line append_ready writes", "[unit]") {
+  for (const auto& patterns : {std::vector<std::string>{"#"}, std::vector<std::string>{"a.*", "b.>", "c"}}) {
+    for (const std::uint32_t limit : {1u, 64u, 65536u}) {
+      std::string line;
+      append_ready(line, "builder", limit, patterns);
+      CHECK(ready_line_length("builder", limit, patterns) == line.size());
+    }
+  }
+}
+
 TEST_CASE("frames parse whole", "[unit]") { check_all(parse_all(all_frames(), {})); }
 
 TEST_CASE("frames parse when split at every byte boundary", "[unit]") {

@@ -43,6 +43,14 @@ void append_ready(std::string& out, std::string_view handler, std::uint32_t max_
   out.append("\r\n");
 }
 
+std::size_t ready_line_length(std::string_view handler, std::uint32_t max_unconfirmed,
+                              const std::vector<std::string>& patterns) {
+  std::size_t length = std::string_view("READY ").size() + std::to_string(kVersion).size() + 1 + handler.size() + 1 +
+                       std::to_string(max_unconfirmed).size() + 2;
+  for (const auto& pattern : patterns) length += 1 + pattern.size();
+  return length;
+}
+
 void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes) {
   // One MSG line per recipient of every message: the numbers go into a buffer on the stack and

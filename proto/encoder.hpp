@@ -13,6 +13,9 @@ namespace jetfan::proto {
 // jetfan -> handler
 void append_ready(std::string& out, std::string_view handler, std::uint32_t max_unconfirmed,
                   const std::vector<std::string>& patterns);
+// The length of the line append_ready writes, with its line end: it must fit in kMaxDeliveryLine.
+std::size_t ready_line_length(std::string_view handler, std::uint32_t max_unconfirmed,
+                              const std::vector<std::string>& patterns);
 void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                 std::uint64_t deliveries, std::string_view headers, std::string_view payload);
 // Only the control line of a MSG ("MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes>\r\n"),

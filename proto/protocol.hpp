@@ -34,7 +34,7 @@ struct Command {
 struct Ready {
   std::uint32_t version = 0;
   std::string handler;
-  std::uint32_t max_unconfirmed = 0;
+  std::uint32_t max_unconfirmed = 0;  // the handler's max_inflight in jetfan's config
   std::vector<std::string> patterns;
 };
 

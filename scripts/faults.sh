@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# jetfan's fault-injection suite (issue 11): installs what it needs, builds, runs.
+# jetfan's fault-injection suite: installs what it needs, builds, runs.
 #   scripts/faults.sh --short              every fault class briefly, the regression cases, a 1-minute soak
 #   scripts/faults.sh --full               every class, 10 runs of 60 s each, and a 10-minute soak
 #   scripts/faults.sh --soak 10m           the soak alone (--rate N, default 20000 msg/s)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang into build-fuzz/ and runs each in turn:
-#   parser_fuzz   the protocol parsers (proto/),        seeds in proto/fuzz-corpus/
-#   config_fuzz   the config loader and the matcher,    seeds in config/fuzz-corpus/
-#   session_fuzz  whole handler sessions on a real DispatchCore, checking the core's rules after
-#                 every input (daemon/session_fuzz.cpp), seeds in daemon/fuzz-corpus/
+#   parser_fuzz   the protocol parsers (proto/),        seeds in fuzz/corpus/parser_fuzz/
+#   config_fuzz   the config loader and the matcher,    seeds in fuzz/corpus/config_fuzz/
+#   session_fuzz  whole handler sessions against the real Dispatcher, checking the core's rules after
+#                 every input (fuzz/session_fuzz.cpp), seeds in fuzz/corpus/session_fuzz/
 #
 #   scripts/fuzz.sh [--short] [SECONDS] [TARGET...]
 #     SECONDS per target: 600 by default (or $JETFAN_FUZZ_SECONDS); --short: 25, as scripts/test.sh runs it.
@@ -14,7 +14,7 @@
 # memory; for session_fuzz also an input that makes something else happen when run again in another
 # order) makes the script exit 1 after the other targets have run, printing for each the input
 # that shows it (kept in build-fuzz/findings/<target>/) and the command that runs it again. Fix the
-# bug, and keep the input beside the code as a regression (config/fuzz-regressions/ is replayed by
+# bug, and keep the input as a regression in fuzz/regressions/<target>/ (config_fuzz's are replayed by
 # config_test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,9 +46,9 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 found=()
 for target in "${targets[@]}"; do
   case "$target" in
-    parser_fuzz) seeds=proto/fuzz-corpus max_len=8192 ;;
-    config_fuzz) seeds=config/fuzz-corpus max_len=8192 ;;
-    session_fuzz) seeds=daemon/fuzz-corpus max_len=4096 ;;
+    parser_fuzz) seeds=fuzz/corpus/parser_fuzz max_len=8192 ;;
+    config_fuzz) seeds=fuzz/corpus/config_fuzz max_len=8192 ;;
+    session_fuzz) seeds=fuzz/corpus/session_fuzz max_len=4096 ;;
   esac
   corpus=$build/corpus/$target findings=$build/findings/$target
   mkdir -p "$corpus" "$findings"

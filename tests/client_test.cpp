@@ -1,4 +1,4 @@
-// The C++ client (proto/handler_client.hpp) against the real jetfan and a real nats-server:
+// The C++ client (clients/cpp/handler_client.hpp) against the real jetfan and a real nats-server:
 // reconnecting, refusing stale confirmations, run() and its workers, errors, stop(), headers.
 
 #include <catch2/catch.hpp>

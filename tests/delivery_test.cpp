@@ -27,16 +27,6 @@ std::vector<std::string> keys_of(const std::vector<Seen>& seen) {
   return keys;
 }
 
-// Reads frames until a MSG arrives.
-Frame next_msg(RawPeer& peer) {
-  for (;;) {
-    auto frame = peer.next();
-    REQUIRE(frame);
-    if (frame->kind == Frame::Kind::kMsg) return *frame;
-    REQUIRE(frame->kind != Frame::Kind::kErr);
-  }
-}
-
 RawPeer hello(const Mesh& mesh, const std::string& name) {
   RawPeer peer(mesh.socket_path());
   peer.send("HELLO " + name + " 1\r\n");

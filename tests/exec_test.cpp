@@ -1,4 +1,4 @@
-// jetfan exec (proto/exec_handler.hpp) with real commands, against the real jetfan and a real
+// jetfan exec (exec/exec_handler.hpp) with real commands, against the real jetfan and a real
 // nats-server: each outcome, the environment and stdin, output, timeouts, WIP, concurrency, stop.
 
 #include <catch2/catch.hpp>

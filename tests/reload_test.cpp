@@ -23,15 +23,6 @@ void write_config(const Mesh& mesh, const std::string& text) {
   std::rename((path + ".new").c_str(), path.c_str());
 }
 
-Frame next_msg(RawPeer& peer) {
-  for (;;) {
-    auto frame = peer.next();
-    REQUIRE(frame);
-    if (frame->kind == Frame::Kind::kMsg) return *frame;
-    REQUIRE(frame->kind != Frame::Kind::kErr);
-  }
-}
-
 // The number after "stream seq " in a reload reply.
 std::uint64_t boundary_of(const std::string& reply) {
   const std::string marker = "the last arrival before it: stream seq ";

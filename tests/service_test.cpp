@@ -85,15 +85,6 @@ bool can_connect(const std::string& path) {
   return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
 }
 
-Frame next_msg(RawPeer& peer) {
-  for (;;) {
-    auto frame = peer.next();
-    REQUIRE(frame);
-    if (frame->kind == Frame::Kind::kMsg) return *frame;
-    REQUIRE(frame->kind != Frame::Kind::kErr);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("jetfan tells systemd READY once it serves, STATUS as it changes, WATCHDOG from its loop, and STOPPING",

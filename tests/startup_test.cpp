@@ -12,15 +12,6 @@ using namespace jetfan::testing;
 
 namespace {
 const std::string kBuilder = "  - name: builder\n    patterns: [\"a.>\"]\n";
-
-int run_jetfan(const std::vector<std::string>& args, const std::string& dir, std::string& output) {
-  std::vector<std::string> argv = {JETFAN_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
-  Process process(argv, dir + "/cli.out");
-  const auto status = process.wait(20s);
-  output = read_file(dir + "/cli.out");
-  return status.value_or(-1);
-}
 }  // namespace
 
 TEST_CASE("a missing consumer stops jetfan with status 78, naming the stream and the durable", "[integration]") {

@@ -16,16 +16,6 @@ const std::string kBuilderAndAudit =
     "  - name: builder\n    patterns: [\"a.*\"]\n"
     "  - name: audit\n    patterns: [\"#\"]\n";
 
-int run_jetfan(const std::vector<std::string>& args, const std::string& dir, std::string& output) {
-  std::vector<std::string> argv = {JETFAN_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
-  Process process(argv, dir + "/cli.out");
-  const auto status = process.wait(20s);
-  output = read_file(dir + "/cli.out");
-  std::remove((dir + "/cli.out").c_str());
-  return status.value_or(-1);
-}
-
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);

@@ -1,6 +1,6 @@
 // Benchmark B, the alternative: one reader of the durable with consumer.consume(), dispatching in
-// process to registered handlers and acking once each matching handler has returned. This is the
-// design in shared/reference/seed.txt.
+// process to registered handlers and acking once each matching handler has returned: the
+// in-process single reader in nats.js, the design jetfan replaces.
 //
 //   node reader.mjs URL STREAM DURABLE PREFIX LATENCY_FILE PATTERN[,PATTERN...] [PATTERN...]
 //   (one argument per handler; each a comma list of its patterns)

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""jetfan's fault-injection suite (issue 11). Run it through scripts/faults.sh.
+"""jetfan's fault-injection suite. Run it through scripts/faults.sh.
 
   faults.py --short                      every fault class once (20 s each), the regression cases,
                                          and a one-minute soak: a few minutes in all
   faults.py --full [--runs 10] [--duration 60]   every class, RUNS runs of DURATION seconds each
   faults.py --soak 10m [--rate 20000]    the soak alone
   faults.py --class NAME [--seed N] [--duration S] [--runs N]   one class (re-run a failure)
-  faults.py --regress NAME|all           the regression cases of section 4
+  faults.py --regress NAME|all           the regression cases of the bugs it found
   faults.py --list
 
 Results: a one-screen verdict on stdout, results.json (machine-readable) in --out (default

@@ -1,4 +1,4 @@
-// faults-handler: a recording jetfan handler on the C++ client (proto/handler_client.hpp).
+// faults-handler: a recording jetfan handler on the C++ client (clients/cpp/handler_client.hpp).
 //
 //   faults-handler SOCKET NAME RECORD_FILE [--poison MOD:REM] [--slow-us US] [--reconnect-every N]
 //                  [--never-confirm 1] [--batch 1] [--nak-first 1]

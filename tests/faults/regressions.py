@@ -1,4 +1,4 @@
-"""Regression cases for the bugs the suite found (issue 11, section 4). Each sets up the unlucky
+"""Regression cases for the bugs the suite found (docs/RELIABILITY.md, "Findings"). Each sets up the unlucky
 moment on purpose, so it fails every time while the bug is there, and runs the full checker too.
 
 Each returns (result, workdir) like a fault-class run; its own measurement adds findings."""

@@ -1,4 +1,4 @@
-"""The soak (issue 11, section 3): a steady rate through three handlers for a long time, sampling
+"""The soak: a steady rate through three handlers for a long time, sampling
 jetfan's RSS, open file descriptors and held messages (the server's num_ack_pending for the
 consumer, which is what jetfan holds) every second. Passes when nothing is lost and RSS and fds are
 flat after warm-up (held is reported: it is bounded by max_held by construction)."""

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -82,6 +83,20 @@ std::size_t count_lines_containing(const std::string& text, const std::string& p
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) count += line.find(part) != std::string::npos;
   return count;
+}
+
+int run_jetfan(const std::vector<std::string>& args, const std::string& dir, std::string& output) {
+  std::vector<std::string> argv = {JETFAN_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const std::string out_file = dir + "/cli.out";
+  std::optional<int> status;
+  {
+    Process process(argv, out_file);
+    status = process.wait(std::chrono::seconds(20));
+  }
+  output = read_file(out_file);
+  std::remove(out_file.c_str());
+  return status.value_or(-1);
 }
 
 }  // namespace jetfan::testing

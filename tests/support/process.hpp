@@ -46,6 +46,9 @@ template <typename Condition>
 bool wait_until(Condition condition, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 std::string read_file(const std::string& path);
+// Runs the jetfan binary with `args` in `dir` to its end (at most 20 s), its stdout and stderr into
+// `output`; its exit status, or -1 if it did not end in time.
+int run_jetfan(const std::vector<std::string>& args, const std::string& dir, std::string& output);
 std::size_t count_lines_containing(const std::string& text, const std::string& part);
 
 }  // namespace jetfan::testing

@@ -86,4 +86,13 @@ bool RawPeer::sync() {
   return true;
 }
 
+proto::Frame next_msg(RawPeer& peer, std::chrono::milliseconds timeout) {
+  for (;;) {
+    auto frame = peer.next(timeout);
+    if (!frame) throw std::runtime_error("no MSG: jetfan closed the connection or sent nothing in time");
+    if (frame->kind == proto::Frame::Kind::kMsg) return *frame;
+    if (frame->kind == proto::Frame::Kind::kErr) throw std::runtime_error("ERR instead of a MSG: " + frame->error);
+  }
+}
+
 }  // namespace jetfan::testing

@@ -34,4 +34,8 @@ class RawPeer {
   std::vector<proto::Frame> kept_;
 };
 
+// Reads frames until a MSG arrives and returns it, passing over READY, PING and PONG. Throws (so
+// the test fails) if ERR comes first, or jetfan closes the connection or sends nothing in `timeout`.
+proto::Frame next_msg(RawPeer& peer, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
 }  // namespace jetfan::testing

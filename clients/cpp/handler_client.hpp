@@ -29,8 +29,9 @@
 //   never sent on the new connection, where its wire id may name another delivery. Delivery::id is this
 //   client's own name for a delivery and is never reused, so a late confirmation cannot hit a
 //   newer delivery.
-// - Backpressure. jetfan sends at most READY's max-unconfirmed deliveries at a time; run() holds
-//   (queued plus in its workers) no more than that, and stops reading while it holds that many.
+// - Backpressure. jetfan sends at most READY's max-unconfirmed deliveries at a time (the handler's
+//   max_inflight in jetfan's config); run() holds (queued plus in its workers) no more than that,
+//   and stops reading while it holds that many.
 // - PING from jetfan is answered with PONG whenever the client reads.
 // - Confirmations made on the thread that calls next() are buffered and written together just
 //   before next() waits for input (or by flush()); confirmations made on any other thread, and

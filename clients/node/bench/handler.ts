@@ -2,7 +2,7 @@
 // bench/jetfan_bench.cpp) with the same command line and output. bench/run.sh compiles it (tsc -p
 // bench, into bench/dist/) and runs it:
 //
-//   node proto/node/bench/dist/handler.js SOCKET NAME LATENCY_FILE
+//   node clients/node/bench/dist/handler.js SOCKET NAME LATENCY_FILE
 //
 // Prints ready_ns=<CLOCK_MONOTONIC ns> once connected, acks every message at once, and when jetfan
 // closes the connection writes one publish-to-receipt latency in microseconds per line to

@@ -1,5 +1,5 @@
 """A PEP 517 build backend for the jetfan package that needs nothing but the standard library, so
-`pip install ./proto/python` works without a network (pip's build isolation would otherwise fetch
+`pip install ./clients/python` works without a network (pip's build isolation would otherwise fetch
 setuptools from PyPI). It builds a pure-Python wheel (PEP 427) of the jetfan/ package, an sdist,
 and an editable wheel (PEP 660) that points at this directory.
 
@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Optional
 
-HERE = Path(__file__).resolve().parent.parent  # proto/python
+HERE = Path(__file__).resolve().parent.parent  # clients/python
 PACKAGE = "jetfan"
 
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds @jetfan/client and runs its tests against the real jetfan and a real nats-server.
-#   proto/node/test.sh [JETFAN_BIN]      (default: $JETFAN_BIN, else build/daemon/jetfan)
+#   clients/node/test.sh [JETFAN_BIN]      (default: $JETFAN_BIN, else build/daemon/jetfan)
 # Needs node and npm (any version: env.sh brings Node 20 if it is older) and nats-server; installs
 # the npm devDependencies from the lockfile (from npm's cache when it has them).
 set -euo pipefail
 cd "$(dirname "$0")"
 export JETFAN_BIN=${1:-${JETFAN_BIN:-$(pwd)/../../build/daemon/jetfan}}
-[ -x "$JETFAN_BIN" ] || { echo "proto/node/test.sh: no jetfan binary at $JETFAN_BIN; build first (scripts/build.sh)" >&2; exit 1; }
+[ -x "$JETFAN_BIN" ] || { echo "clients/node/test.sh: no jetfan binary at $JETFAN_BIN; build first (scripts/build.sh)" >&2; exit 1; }
 source ./env.sh  # Node 20 or later, and the client's build
 jetfan_node_env
 jetfan_node_build

@@ -12,7 +12,7 @@ from typing import Any
 from jetfan import _codec
 from jetfan._codec import Err, FrameParser, MsgFrame, Ping, Pong, ProtocolError, Ready
 
-VECTORS = Path(__file__).resolve().parents[2] / "vectors"
+VECTORS = Path(__file__).resolve().parents[3] / "proto" / "vectors"
 
 
 def byte_string(value: Any) -> bytes:

@@ -8,7 +8,7 @@
 // copies of held, nak'd and settled ones, status replies, probe answers and reconnects, and time
 // passes. Each input is a run of its own: it ends by draining, closing every session
 // and checking that nothing is held, every message's bytes are freed and no descriptor is left open.
-// Build with -DJETFAN_FUZZ=ON (clang); run with scripts/fuzz.sh. Seeds: daemon/fuzz-corpus/.
+// Build with -DJETFAN_FUZZ=ON (clang); run with scripts/fuzz.sh. Seeds: fuzz/corpus/session_fuzz/.
 //
 // The input: one mode byte, then operations, each an opcode byte (taken modulo 13) and its
 // argument bytes (missing bytes read as 0). A peer is chosen by a byte modulo the peers there are.

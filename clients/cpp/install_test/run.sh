@@ -2,11 +2,11 @@
 # Installs the C++ client from BUILD_DIR into a temp prefix, builds a module's own CMake project
 # against it (find_package(jetfan_client), jetfan::client), and runs the result against the real
 # jetfan and nats-server. CXX_FLAGS are those the client was built with (e.g. sanitizers).
-#   proto/install_test/run.sh BUILD_DIR [CXX_FLAGS]
+#   clients/cpp/install_test/run.sh BUILD_DIR [CXX_FLAGS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$1" && pwd)
-source "$here/../../tests/support/mesh.sh"
+source "$here/../../../tests/support/mesh.sh"
 mesh_start "$build"
 
 prefix=$mesh_dir/prefix

@@ -3,7 +3,7 @@
 # (../node20.sh), the devDependencies from the lockfile (npm ci, as test.sh does), the package
 # (tsc, into dist/) and the handler (tsc -p bench, into bench/dist/). Prints the path of the node
 # binary to run bench/dist/handler.js with. bench/run.sh calls it; test.sh builds the same things.
-#   proto/node/bench/build.sh
+#   clients/node/bench/build.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 node=$(./node20.sh)

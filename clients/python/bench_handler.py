@@ -1,7 +1,7 @@
 """The benchmark's handler on the Python client, a stand-in for `jetfan-bench handler` (the C++
 client's; bench/jetfan_bench.cpp) with the same command line and output:
 
-    python3 proto/python/bench_handler.py SOCKET NAME LATENCY_FILE
+    python3 clients/python/bench_handler.py SOCKET NAME LATENCY_FILE
 
 Prints ready_ns=<CLOCK_MONOTONIC ns> once connected, acks every message at once, and when jetfan
 closes the connection writes one publish-to-receipt latency in microseconds per line to

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any, Iterator
 from unittest import mock
 
-HERE = Path(__file__).resolve().parents[1]  # proto/python
+HERE = Path(__file__).resolve().parents[1]  # clients/python
 
 
 def backend() -> ModuleType:

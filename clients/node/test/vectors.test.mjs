@@ -11,7 +11,7 @@ import {
   encodeAck, encodeHello, encodeNak, encodeTerm, encodeWip,
 } from "../dist/codec.js";
 
-const dir = process.env.JETFAN_VECTORS_DIR ?? join(fileURLToPath(import.meta.url), "../../../vectors");
+const dir = process.env.JETFAN_VECTORS_DIR ?? join(fileURLToPath(import.meta.url), "../../../../proto/vectors");
 
 function filesOfKind(kind) {
   const files = readdirSync(dir)
