@@ -2,8 +2,8 @@
 # Installs what building, testing and the demo need, from Debian 12 packages, if it is missing.
 set -euo pipefail
 # What configuring and building need (the find_package, pkg_check_modules and find_program of the
-# CMakeLists.txt files, tests included). docker/Dockerfile's build stage installs exactly these:
-# docker/check_build_context.py checks both against each other and against the CMake files.
+# CMakeLists.txt files, tests included). docker/Dockerfile's build stage installs exactly these
+# (docker/check_packages.sh checks that the two lists agree).
 build_packages=(g++ cmake ninja-build pkg-config python3 libnats-dev libboost-dev libspdlog-dev
                 libyaml-cpp-dev nlohmann-json3-dev libsystemd-dev catch2)
 # What the tests and the demo need besides.
