@@ -2,14 +2,15 @@
 # Installs what building, testing and the demo need, from Debian 12 packages, if it is missing.
 set -euo pipefail
 # What configuring and building need (the find_package, pkg_check_modules and find_program of the
-# CMakeLists.txt files, tests included). docker/Dockerfile's build stage installs exactly these:
-# docker/check_build_context.py checks both against each other and against the CMake files.
+# CMakeLists.txt files, tests included). docker/Dockerfile's build stage installs exactly these
+# (docker/check_packages.sh checks that the two lists agree).
 build_packages=(g++ cmake ninja-build pkg-config python3 libnats-dev libboost-dev libspdlog-dev
                 libyaml-cpp-dev nlohmann-json3-dev libsystemd-dev catch2)
 # What the tests and the demo need besides.
 packages=("${build_packages[@]}" nats-server python3-venv
           prometheus  # promtool checks the /metrics text in the tests
           dpkg-dev lintian man-db python3-yaml systemd-container  # packaging, docker/ and systemd/ checks
+          mmdebstrap iproute2  # docker/rootfs_test.sh: the images' root file systems; their network
           openssl  # tests/auth: keys, certificates and JWTs made by the test
           clang-14 libclang-rt-14-dev)  # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes
 missing=()
