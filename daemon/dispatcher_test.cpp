@@ -18,6 +18,7 @@
 #include "dispatch_checker.hpp"
 #include "dispatcher.hpp"
 #include "fake_upstream.hpp"
+#include "peer_reader.hpp"
 #include "reload_plan.hpp"
 #include "timekeeper.hpp"
 
@@ -55,11 +56,7 @@ Config config(std::vector<HandlerSettings> handlers) {
 }
 
 ServeSettings serve(const Config& c) {
-  ConsumerFacts facts;
-  facts.from_server = true;
-  facts.ack_policy = AckPolicy::kExplicit;
-  facts.ack_wait = milliseconds(30000);
-  auto derived = derive_serve_settings(c, facts);
+  auto derived = derive_serve_settings(c, fake_consumer_facts());
   REQUIRE(derived.settings);
   return std::move(*derived.settings);
 }
@@ -129,20 +126,9 @@ class Harness : private DispatcherTap {
     Peer& p = peers_[peer];
     std::vector<proto::Frame> frames = std::move(p.unread);
     p.unread.clear();
-    std::array<char, 65536> buffer;
-    for (;;) {
-      const ssize_t got = ::recv(p.fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
-      if (got == 0) p.closed = true;
-      if (got <= 0) break;
-      std::string_view input(buffer.data(), static_cast<std::size_t>(got));
-      proto::Frame frame;
-      for (;;) {
-        const auto result = p.parser.parse(input, frame);
-        if (result == proto::DeliveryParser::Result::kNeedMore) break;
-        REQUIRE(result == proto::DeliveryParser::Result::kFrame);
-        frames.push_back(frame);
-      }
-    }
+    const auto end = read_peer(p.fd, p.parser, [&](const proto::Frame& frame) { frames.push_back(frame); });
+    REQUIRE(end != PeerReadEnd::kMalformed);
+    if (end == PeerReadEnd::kClosed) p.closed = true;
     return frames;
   }
   bool closed(std::size_t peer) {

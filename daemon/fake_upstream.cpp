@@ -6,6 +6,14 @@
 
 namespace jetfan {
 
+ConsumerFacts fake_consumer_facts() {
+  ConsumerFacts facts;
+  facts.from_server = true;
+  facts.ack_policy = AckPolicy::kExplicit;
+  facts.ack_wait = std::chrono::milliseconds(30000);
+  return facts;
+}
+
 namespace {
 
 // The storage of one fake message's views.

@@ -14,9 +14,13 @@
 #include <vector>
 
 #include "message_bytes.hpp"
+#include "serve_settings.hpp"
 #include "upstream.hpp"
 
 namespace jetfan {
+
+// The consumer a FakeUpstream stands for, as if read from a server: AckPolicy explicit, AckWait 30 s.
+ConsumerFacts fake_consumer_facts();
 
 class FakeUpstream final : public Upstream {
  public:

@@ -44,6 +44,7 @@
 #include <spdlog/spdlog.h>
 
 #include "delivery_parser.hpp"
+#include "peer_reader.hpp"
 #include "session_fuzz_owner.hpp"
 
 namespace {
@@ -174,21 +175,11 @@ class Driver {
   }
 
   void read(Peer& p) {
-    std::array<char, 65536> buffer;
-    for (;;) {
-      const ssize_t got = ::recv(p.fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
-      if (got <= 0) return;
-      std::string_view input(buffer.data(), static_cast<std::size_t>(got));
-      proto::Frame frame;
-      for (;;) {
-        const auto result = p.parser.parse(input, frame);
-        if (result == proto::DeliveryParser::Result::kNeedMore) break;
-        require(result == proto::DeliveryParser::Result::kFrame,
-                "jetfan wrote a malformed stream: " + p.parser.error());
-        owner_.on_peer_frame(p.id, frame);
-        if (frame.kind == proto::Frame::Kind::kMsg) p.seen.push_back(frame.delivery.id);
-      }
-    }
+    const auto end = read_peer(p.fd, p.parser, [&](const proto::Frame& frame) {
+      owner_.on_peer_frame(p.id, frame);
+      if (frame.kind == proto::Frame::Kind::kMsg) p.seen.push_back(frame.delivery.id);
+    });
+    require(end != PeerReadEnd::kMalformed, "jetfan wrote a malformed stream: " + p.parser.error());
   }
 
   void connect() {

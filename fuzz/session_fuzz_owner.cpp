@@ -11,11 +11,7 @@ namespace {
 constexpr const char* kHeaderBlock = "NATS/1.0\r\nX-Fuzz: yes\r\n\r\n";
 
 ServeSettings serve_settings(const Config& config) {
-  ConsumerFacts facts;
-  facts.from_server = true;
-  facts.ack_policy = AckPolicy::kExplicit;
-  facts.ack_wait = Duration(30000);
-  auto derived = derive_serve_settings(config, facts);
+  auto derived = derive_serve_settings(config, fake_consumer_facts());
   if (!derived.settings) broken("the fuzzer's config does not derive: " + derived.error);
   return std::move(*derived.settings);
 }
