@@ -367,12 +367,14 @@ bool digest_inputs = false;
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-identifier-naming): libFuzzer's name
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   spdlog::set_level(spdlog::level::off);  // the dispatcher logs what it does; the checks are the output here
   digest_inputs = std::getenv("JETFAN_FUZZ_DIGEST") != nullptr;
   return 0;
 }
 
+// NOLINTNEXTLINE(readability-identifier-naming): libFuzzer's name
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::size_t descriptors = open_descriptors();
   Input in(data, size);
