@@ -86,6 +86,7 @@ expected="./etc/jetfan/example.yaml
 ./usr/lib/tmpfiles.d/jetfan.conf
 ./usr/share/doc/jetfan/changelog.gz
 ./usr/share/doc/jetfan/copyright
+./usr/share/jetfan/jetfan.schema.json
 ./usr/share/man/man1/jetfan.1.gz"
 actual=$(dpkg-deb -c "$daemon_deb" | awk '$1 !~ /^d/ {print $6}' | sort)
 [ "$actual" = "$expected" ] || { diff <(echo "$expected") <(echo "$actual") || true; fail "jetfan's files differ (- expected, + packaged)"; }
