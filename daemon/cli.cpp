@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -43,6 +44,8 @@ commands:
                                             (jetfan exec --help says more)
   version, --version                        print the version
   help, --help                              print this help
+
+--config FILE may be left out when $JETFAN_CONFIG names the file (as in jetfan's container image).
 
 exit status: 0 ok, 64 bad command line, 69 a resource is unavailable (socket in use),
              70 an internal error (a bug), 75 JetStream does not answer (try again later),
@@ -150,8 +153,13 @@ int run_cli(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "exec") == 0) return run_exec(std::vector<std::string>(argv + 2, argv + argc));
   try {
     setup_logging(LogFormat::kText, "info", stderr_is_journal());
-    const Arguments args = parse_arguments(argc, argv);
+    Arguments args = parse_arguments(argc, argv);
     if (!args.error.empty()) return usage_error(args.error);
+    // A container image sets it, so that `docker run IMAGE check` (or status) needs no flags.
+    if (const char* from_environment = std::getenv("JETFAN_CONFIG");
+        args.config.empty() && from_environment != nullptr && *from_environment != '\0') {
+      args.config = from_environment;
+    }
     if (args.command == "version") {
       std::printf("jetfan %s\n", kVersion);
       return kExitOk;

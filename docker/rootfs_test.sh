@@ -9,15 +9,16 @@
 #     Then its COPYs (from BUILD_DIR for --from=build, else from this tree); the demo stage adds
 #     its COPYs to a copy of it;
 #   - in each image, as its USER: every library the binaries it copied load is there (ldd); in the
-#     runtime image `jetfan --version` prints this build's version, the user is not root and every
-#     config the image holds passes `jetfan check`;
+#     runtime image the entrypoint is jetfan and the command serve, `docker run IMAGE --version`
+#     prints this build's version, the user is not root and every config the image holds passes
+#     `docker run IMAGE check --config FILE`;
 #   - compose.yaml's services, in its order, each in its stage's file system with the service's user
 #     (or the image's), environment over the image's ENV, volumes (a named volume starts with the
 #     owner and mode of the image's directory, as Docker's do), read-only root if read_only, and
-#     entrypoint and command (or the image's CMD), in one private network namespace where "nats"
+#     entrypoint and command (or the image's ENTRYPOINT and CMD), in one private network namespace where "nats"
 #     is 127.0.0.1: the nats service's command run by this host's nats-server; the one-shot
-#     controller (restart "no") must exit 0; `jetfan check` passes on the config the jetfan service
-#     is given; then jetfan and the handlers. An event published as compose.yaml's header says
+#     controller (restart "no") must exit 0; `docker compose run jetfan check` passes on the config
+#     the jetfan service is given (by $JETFAN_CONFIG); then jetfan and the handlers. An event published as compose.yaml's header says
 #     reaches both handlers and is acked; the image's HEALTHCHECK, run in jetfan's container as
 #     Docker runs it, passes; the image's STOPSIGNAL stops jetfan with exit 0 within the service's
 #     stop_grace_period.
@@ -199,17 +200,21 @@ for image in "${images[@]}"; do
   done
   unset -n copies
 done
-version=$(in_image runtime jetfan --version) || true
-[ "$version" = "$("$build/daemon/jetfan" --version)" ] && ok "runtime image: jetfan --version: $version" ||
-  failed "runtime image: jetfan --version printed '$version', this build is '$("$build/daemon/jetfan" --version)'"
+[ "${stage_runtime_entrypoint[*]}" = jetfan ] && [ "${stage_runtime_cmd[*]}" = serve ] &&
+  ok "runtime image: ENTRYPOINT [\"jetfan\"], CMD [\"serve\"]" ||
+  failed "runtime image: ENTRYPOINT ${stage_runtime_entrypoint[*]:-none}, CMD ${stage_runtime_cmd[*]:-none}; want jetfan and serve"
+# docker run IMAGE --version: the entrypoint with that command
+version=$(in_image runtime "${stage_runtime_entrypoint[@]}" --version) || true
+[ "$version" = "$("$build/daemon/jetfan" --version)" ] && ok "runtime image: docker run IMAGE --version: $version" ||
+  failed "runtime image: docker run IMAGE --version printed '$version', this build is '$("$build/daemon/jetfan" --version)'"
 uid=$(in_image runtime id -u) || true
 [ -n "$uid" ] && [ "$uid" != 0 ] && ok "runtime image: USER $stage_runtime_user is uid $uid" ||
   failed "runtime image: USER $stage_runtime_user is uid '$uid'"
 for ((i = 0; i < ${#stage_runtime_copies[@]}; i += 3)); do
   config=${stage_runtime_copies[i + 2]}
   [[ $config == *.yaml ]] || continue
-  output=$(in_image runtime jetfan check --config "$config") && ok "runtime image: jetfan check --config $config" ||
-    failed "runtime image: jetfan check --config $config: $output"
+  output=$(in_image runtime "${stage_runtime_entrypoint[@]}" check --config "$config") &&
+    ok "runtime image: docker run IMAGE check --config $config" || failed "runtime image: check --config $config: $output"
 done
 [ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }
 
@@ -223,11 +228,13 @@ service() {
   local -n has_entrypoint=$(var "$name" service has_entrypoint) entrypoint=$(var "$name" service entrypoint)
   local -n has_command=$(var "$name" service has_command) command=$(var "$name" service command)
   local -n image_user=$(var "$target" stage user) image_env=$(var "$target" stage env) cmd=$(var "$target" stage cmd)
-  argv=()
-  [ "$has_entrypoint" = True ] && argv=("${entrypoint[@]}")
+  local -n image_entrypoint=$(var "$target" stage entrypoint)
+  # As Docker: the service's entrypoint replaces the image's and drops its CMD; the command (or
+  # the ARGs) replaces the CMD.
+  if [ "$has_entrypoint" = True ]; then argv=("${entrypoint[@]}"); else argv=("${image_entrypoint[@]}"); fi
   if [ $# -gt 0 ]; then argv+=("$@")
   elif [ "$has_command" = True ]; then argv+=("${command[@]}")
-  elif [ "$has_entrypoint" != True ]; then argv=("${cmd[@]}")
+  elif [ "$has_entrypoint" != True ]; then argv+=("${cmd[@]}")
   fi
   local options=() volume source rest mount
   # read_only, or writes go to a layer of its own, thrown away with it (nspawn's tmpfs overlay)
@@ -280,10 +287,10 @@ for name in "${services[@]}"; do
     if timeout 60 "${nspawn[@]}" < /dev/null >> "$dir/$name.log" 2>&1; then ok "$name: ${argv[*]}: exit 0"; else
       status=$?; log "$name"; fatal "$name: ${argv[*]}: exit $status"; fi
   else
-    if [ "$name" = jetfan ]; then  # first the config it is given, as `docker compose run jetfan jetfan check` would
-      service "$name" sh -c 'jetfan check --config "$JETFAN_CONFIG"'
+    if [ "$name" = jetfan ]; then  # first the config it is given, as `docker compose run jetfan check` would
+      service "$name" check
       if timeout 60 "${nspawn[@]}" < /dev/null >> "$dir/$name.log" 2>&1; then
-        ok "$name: jetfan check passes on the config compose gives it"
+        ok "$name: ${argv[*]} passes on the config compose gives it (\$JETFAN_CONFIG)"
       else
         log "$name"; failed "$name: jetfan check fails on the config compose gives it"
       fi

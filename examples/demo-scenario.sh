@@ -14,12 +14,22 @@ wait_at_end=1
 
 dir=$(mktemp -d /tmp/jetfan-demo.XXXXXX)
 pids=()
+names=()  # of what pids holds
 cleanup() {
   trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # The last started is stopped first, each gone before the next: the handlers, then jetfan, which
+  # drains and hands back what it holds (it needs the server for that), and nats-server last.
+  local i stopped=()
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null || true
+    wait "${pids[i]}" 2>/dev/null || true
+    stopped+=("${names[i]}")
+  done
+  wait 2>/dev/null || true  # the output filters
   rm -rf "$dir"
-  echo "demo: stopped everything and removed $dir"
+  local list
+  list=$(printf '%s, ' "${stopped[@]}")
+  echo "demo: stopped ${list%, } (in that order) and removed $dir"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -50,8 +60,8 @@ echo "node $(node --version): $ts/handler.js"
 
 say "nats-server with JetStream in $dir (random port)"
 nats-server -js -sd "$dir/jetstream" -a 127.0.0.1 -p -1 > "$dir/nats.log" 2>&1 &
-pids+=($!)
-wait_for "nats-server" 10 grep -q "Listening for client connections" "$dir/nats.log"
+pids+=($!) names+=(nats-server)
+wait_for "nats-server" 10 grep -qs "Listening for client connections" "$dir/nats.log"
 port=$(sed -n 's/.*Listening for client connections on 127.0.0.1:\([0-9]*\).*/\1/p' "$dir/nats.log")
 url="nats://127.0.0.1:$port"
 echo "listening on $url"
@@ -80,7 +90,7 @@ handlers:
 YAML
 say "jetfan serve (config: $dir/jetfan.yaml)"
 "$bin/daemon/jetfan" serve --config "$dir/jetfan.yaml" 2> >(sed -u 's/^/  jetfan  | /') &
-pids+=($!)
+pids+=($!) names+=(jetfan)
 wait_for "jetfan's socket" 10 test -S "$dir/builder.sock"
 
 say "two handler processes: builder (two patterns; TypeScript, on Node) and audit (#; C++)"
@@ -91,8 +101,9 @@ for handler in builder audit; do
     command=("$bin/examples/jetfan-example-handler" "$dir/builder.sock" $handler)
   fi
   "${command[@]}" > >(tee "$dir/$handler.out" | sed -u "s/^/  $(printf '%-7s' $handler) | /") &
-  pids+=($!)
-  wait_for "$handler to connect" 10 grep -q "connected" "$dir/$handler.out"
+  pids+=($!) names+=("$handler")
+  # -s: tee makes the file a moment after the handler starts
+  wait_for "$handler to connect" 10 grep -qs "connected" "$dir/$handler.out"
 done
 
 say "publishing four events"

@@ -7,6 +7,7 @@
 #   example config;
 # - libjetfan-client-dev: a handler compiled and linked with nothing but the unpacked package and
 #   its pkg-config file;
+# - both: the copyright file says Apache-2.0; jetfan has a Homepage;
 # - lintian (Debian's) on both: every tag is printed, any error (E:) fails.
 # Exit 77 (skipped) when a tool is missing; scripts/deps.sh installs them.
 set -euo pipefail
@@ -85,6 +86,7 @@ expected="./etc/jetfan/example.yaml
 ./usr/lib/tmpfiles.d/jetfan.conf
 ./usr/share/doc/jetfan/changelog.gz
 ./usr/share/doc/jetfan/copyright
+./usr/share/jetfan/jetfan.schema.json
 ./usr/share/man/man1/jetfan.1.gz"
 actual=$(dpkg-deb -c "$daemon_deb" | awk '$1 !~ /^d/ {print $6}' | sort)
 [ "$actual" = "$expected" ] || { diff <(echo "$expected") <(echo "$actual") || true; fail "jetfan's files differ (- expected, + packaged)"; }
@@ -101,6 +103,12 @@ zcat "$root/usr/share/man/man1/jetfan.1.gz" | grep "^\.TH JETFAN 1 .*jetfan $ver
 
 # --- libjetfan-client-dev: a handler builds from the package alone
 dpkg-deb -x "$dev_deb" "$out/dev"
+
+# --- both: Apache-2.0, in the machine-readable copyright file Debian's tools read
+for copyright in "$root/usr/share/doc/jetfan/copyright" "$out/dev/usr/share/doc/libjetfan-client-dev/copyright"; do
+  grep -x "License: Apache-2.0" "$copyright" > /dev/null || fail "$copyright does not say License: Apache-2.0"
+done
+[ -n "$(field "$daemon_deb" Homepage)" ] || fail "jetfan has no Homepage field"
 pc_dir=$(dirname "$(find "$out/dev" -name jetfan-client.pc)")
 [ -n "$pc_dir" ] || fail "libjetfan-client-dev has no jetfan-client.pc"
 case $pc_dir in */usr/lib/x86_64-linux-gnu/pkgconfig) ;; *) fail "jetfan-client.pc is not in the multiarch directory";; esac

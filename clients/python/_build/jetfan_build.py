@@ -1,7 +1,8 @@
 """A PEP 517 build backend for the jetfan package that needs nothing but the standard library, so
 `pip install ./clients/python` works without a network (pip's build isolation would otherwise fetch
 setuptools from PyPI). It builds a pure-Python wheel (PEP 427) of the jetfan/ package, an sdist,
-and an editable wheel (PEP 660) that points at this directory.
+and an editable wheel (PEP 660) that points at this directory; each carries LICENSE (in the wheel,
+as dist-info/LICENSE).
 
 The core metadata (METADATA, PKG-INFO) comes from pyproject.toml's [project], read with tomllib, or
 on Python < 3.11 (requires-python allows 3.9) with the small TOML reader below: the same fields on
@@ -278,6 +279,7 @@ def _write_wheel(directory: str, files: dict[str, bytes], tag: str = "py3-none-a
         f"Wheel-Version: 1.0\nGenerator: jetfan_build\nRoot-Is-Purelib: true\nTag: {tag}\n"
     ).encode()
     files[f"{dist_info}/top_level.txt"] = f"{PACKAGE}\n".encode()
+    files[f"{dist_info}/LICENSE"] = (HERE / "LICENSE").read_bytes()
     record = [_record_line(path, data) for path, data in files.items()] + [f"{dist_info}/RECORD,,"]
     files[f"{dist_info}/RECORD"] = ("\n".join(record) + "\n").encode()
     name = f"{_name_version()}-{tag}.whl"
@@ -320,7 +322,8 @@ def build_editable(wheel_directory: str, config_settings: Optional[dict[str, Any
 def build_sdist(sdist_directory: str, config_settings: Optional[dict[str, Any]] = None) -> str:
     base = _name_version()
     name = f"{base}.tar.gz"
-    members = [HERE / "pyproject.toml", HERE / "README.md", HERE / "_build" / "jetfan_build.py", *_package_files()]
+    members = [HERE / "pyproject.toml", HERE / "README.md", HERE / "LICENSE", HERE / "_build" / "jetfan_build.py",
+               *_package_files()]
     with tarfile.open(Path(sdist_directory) / name, "w:gz", format=tarfile.PAX_FORMAT) as sdist:
         for path in members:
             sdist.add(path, arcname=f"{base}/{path.relative_to(HERE).as_posix()}", recursive=False)

@@ -79,6 +79,8 @@ class Metadata(unittest.TestCase):
             self.assertEqual(meta["License"], p["license"].get("text"))
         else:
             self.assertIsNone(meta["License"])
+        self.assertEqual(meta["Keywords"], ",".join(p["keywords"]))
+        self.assertEqual(meta.get_all("Project-URL"), [f"{k}, {v}" for k, v in p["urls"].items()])
         self.assertEqual(meta["Description-Content-Type"], "text/markdown")
         self.assertEqual(meta.get_payload(), (HERE / "README.md").read_text(encoding="utf-8"))
 
@@ -124,6 +126,51 @@ class Metadata(unittest.TestCase):
                     b.HERE = self.out  # the project directory it reads
                     with self.assertRaisesRegex(ValueError, "scripts"):
                         b._metadata()
+
+
+class Publishable(unittest.TestCase):
+    """What a package index needs: the licence (Apache-2.0, the repository's) said and shipped, where
+    the project lives, and the version every jetfan package shares (the repository's VERSION)."""
+
+    def setUp(self) -> None:
+        self.project = pyproject()["project"]
+        self.out = Path(tempfile.mkdtemp(prefix="jetfan-pybuild."))
+        self.addCleanup(lambda: __import__("shutil").rmtree(self.out, ignore_errors=True))
+
+    def test_the_licence_is_apache_2_0_in_the_metadata_and_in_both_artifacts(self) -> None:
+        self.assertEqual(self.project["license"], {"text": "Apache-2.0"})
+        self.assertIn("License :: OSI Approved :: Apache Software License", self.project["classifiers"])
+        licence = (HERE.parents[1] / "LICENSE").read_bytes()
+        self.assertEqual((HERE / "LICENSE").read_bytes(), licence, "clients/python/LICENSE is the repository's LICENSE")
+        b = backend()
+        base = f"jetfan-{self.project['version']}"
+        with zipfile.ZipFile(self.out / b.build_wheel(str(self.out))) as zf:
+            self.assertEqual(zf.read(f"{base}.dist-info/LICENSE"), licence)
+            self.assertEqual(email.parser.Parser().parsestr(zf.read(f"{base}.dist-info/METADATA").decode())["License"],
+                             "Apache-2.0")
+        with tarfile.open(self.out / b.build_sdist(str(self.out))) as tf:
+            member = tf.extractfile(f"{base}/LICENSE")
+            assert member is not None
+            self.assertEqual(member.read(), licence)
+            # The sdist builds a wheel by itself, as pip builds one from an index's sdist.
+            tf.extractall(self.out / "unpacked")
+        spec = importlib.util.spec_from_file_location("jetfan_build_from_sdist", self.out / "unpacked" / base / "_build" / "jetfan_build.py")
+        assert spec and spec.loader
+        rebuilt = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(rebuilt)
+        (self.out / "wheel").mkdir()
+        self.assertEqual(rebuilt.build_wheel(str(self.out / "wheel")), f"{base}-py3-none-any.whl")
+
+    def test_the_urls_name_the_source_and_the_issues(self) -> None:
+        urls = self.project["urls"]
+        for label in ("Homepage", "Source", "Issues", "Changelog"):
+            self.assertTrue(urls.get(label, "").startswith("https://"), label)
+
+    def test_the_version_is_the_repository_version(self) -> None:
+        version = (HERE.parents[1] / "VERSION").read_text(encoding="utf-8").strip()
+        self.assertEqual(self.project["version"], version, "pyproject.toml's version is VERSION's")
+        init = (HERE / "jetfan" / "__init__.py").read_text(encoding="utf-8")
+        self.assertIn(f'__version__ = "{version}"', init, "jetfan.__version__ is VERSION's")
 
 
 class TomlSubset(unittest.TestCase):

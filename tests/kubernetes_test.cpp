@@ -1,0 +1,267 @@
+// docs/kubernetes/builder.yaml, read as kubectl would get it (yaml-cpp, every document), held to what
+// docs/kubernetes/README.md says of it and to this build's jetfan: jetfan is a native sidecar whose
+// arguments the CLI accepts and whose mounted config passes `jetfan check`; the socket lies in an
+// emptyDir both containers mount, the credentials in a Secret only jetfan mounts; the probes ask
+// /ready and /live on the port metrics.listen names. Also the container image's way of finding its
+// config without --config ($JETFAN_CONFIG), which the image's CMD relies on.
+
+#include <yaml-cpp/yaml.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+
+using namespace jetfan::testing;
+
+namespace {
+
+const std::string kManifest = std::string(JETFAN_KUBERNETES_DIR) + "/builder.yaml";
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string pattern = "/tmp/jetfan-k8s.XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
+    path = pattern;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+struct Manifest {
+  std::vector<YAML::Node> documents;
+
+  YAML::Node find(const std::string& kind, const std::string& name = "") const {
+    for (const auto& document : documents) {
+      if (document["kind"].as<std::string>() == kind &&
+          (name.empty() || document["metadata"]["name"].as<std::string>() == name)) {
+        return document;
+      }
+    }
+    FAIL("builder.yaml has no " << kind << " " << name);
+    return {};
+  }
+  YAML::Node pod() const { return find("Deployment")["spec"]["template"]["spec"]; }
+  YAML::Node container(const std::string& list, const std::string& name) const {
+    for (const auto& container : pod()[list]) {
+      if (container["name"].as<std::string>() == name) return container;
+    }
+    FAIL("the pod's " << list << " have no container " << name);
+    return {};
+  }
+  YAML::Node jetfan() const { return container("initContainers", "jetfan"); }
+  YAML::Node handler() const { return container("containers", "handler"); }
+  YAML::Node volume(const std::string& name) const {
+    for (const auto& volume : pod()["volumes"]) {
+      if (volume["name"].as<std::string>() == name) return volume;
+    }
+    FAIL("the pod has no volume " << name);
+    return {};
+  }
+  // The mount of `container` under which `path` lies (the longest such mountPath), if any.
+  static std::optional<YAML::Node> mount_of(const YAML::Node& container, const std::string& path) {
+    std::optional<YAML::Node> best;
+    std::size_t best_length = 0;
+    for (const auto& mount : container["volumeMounts"]) {
+      const auto at = mount["mountPath"].as<std::string>();
+      const bool under = path == at || path.rfind(at + "/", 0) == 0;
+      if (under && at.size() > best_length) {
+        best = static_cast<const YAML::Node&>(mount);
+        best_length = at.size();
+      }
+    }
+    return best;
+  }
+  // The ConfigMap's file that `container` sees at `path` (a subPath mount, or a file of a mounted
+  // directory).
+  std::string configmap_file(const YAML::Node& container, const std::string& path) const {
+    const auto mount = mount_of(container, path);
+    REQUIRE(mount);
+    const auto volume = this->volume((*mount)["name"].as<std::string>());
+    REQUIRE(volume["configMap"]);
+    std::string key = (*mount)["subPath"] ? (*mount)["subPath"].as<std::string>()
+                                          : path.substr((*mount)["mountPath"].as<std::string>().size() + 1);
+    const auto data = find("ConfigMap", volume["configMap"]["name"].as<std::string>())["data"][key];
+    REQUIRE(data);
+    return data.as<std::string>();
+  }
+  // The jetfan config the pod mounts: the file its --config names.
+  std::string jetfan_config_path() const {
+    const auto args = jetfan()["args"].as<std::vector<std::string>>();
+    for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--config") return args[i + 1];
+    }
+    FAIL("jetfan's args have no --config");
+    return {};
+  }
+  YAML::Node jetfan_config() const { return YAML::Load(configmap_file(jetfan(), jetfan_config_path())); }
+};
+
+Manifest load() {
+  Manifest manifest;
+  manifest.documents = YAML::LoadAllFromFile(kManifest);
+  return manifest;
+}
+
+bool mounts_volume(const YAML::Node& container, const std::string& volume) {
+  for (const auto& mount : container["volumeMounts"]) {
+    if (mount["name"].as<std::string>() == volume) return true;
+  }
+  return false;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("kubernetes manifests: every document parses and says what it is", "[integration]") {
+  const auto manifest = load();
+  REQUIRE(manifest.documents.size() == 4);
+  for (const auto& document : manifest.documents) {
+    INFO(YAML::Dump(document).substr(0, 200));
+    CHECK(document["apiVersion"]);
+    CHECK(document["kind"]);
+    CHECK(document["metadata"]["name"]);
+  }
+  // One reader of the consumer: never two pods at once.
+  const auto deployment = manifest.find("Deployment");
+  CHECK(deployment["spec"]["replicas"].as<int>() == 1);
+  CHECK(deployment["spec"]["strategy"]["type"].as<std::string>() == "Recreate");
+}
+
+TEST_CASE("kubernetes manifests: jetfan is a native sidecar whose arguments the CLI accepts", "[integration]") {
+  const auto manifest = load();
+  const auto jetfan = manifest.jetfan();
+  CHECK(jetfan["restartPolicy"].as<std::string>() == "Always");
+  CHECK_FALSE(jetfan["command"]);  // the image's entrypoint, jetfan, runs the args
+  CHECK_THAT(file_text(std::string(JETFAN_SOURCE_DIR) + "/docker/Dockerfile"),
+             Catch::Contains("ENTRYPOINT [\"jetfan\"]"));
+  const auto args = jetfan["args"].as<std::vector<std::string>>();
+  REQUIRE_FALSE(args.empty());
+  CHECK(args.front() == "serve");
+
+  TempDir dir;
+  std::string output;
+  auto with_help = args;
+  with_help.emplace_back("--help");
+  CHECK(run_jetfan(with_help, dir.path, output) == 0);
+  INFO(output);
+  CHECK_THAT(output, Catch::StartsWith("usage: jetfan"));
+  // --help does not hide a flag jetfan does not know: it is what makes the check above mean something.
+  auto wrong = args;
+  wrong.insert(wrong.begin() + 1, "--no-such-flag");
+  wrong.emplace_back("--help");
+  CHECK(run_jetfan(wrong, dir.path, output) == 64);
+
+  // The same command line as check, on the ConfigMap's file in place of the mounted one.
+  const std::string config = dir.path + "/builder.yaml";
+  std::ofstream(config) << manifest.configmap_file(jetfan, manifest.jetfan_config_path());
+  auto check = args;
+  check.front() = "check";
+  for (auto& arg : check) {
+    if (arg == manifest.jetfan_config_path()) arg = config;
+  }
+  const int status = run_jetfan(check, dir.path, output);
+  INFO(output);
+  CHECK(status == 0);
+  CHECK_THAT(output, Catch::Contains(": OK: consumer \"node1_builder\" of stream \"EVENTS\""));
+}
+
+TEST_CASE("kubernetes manifests: the socket in an emptyDir both mount, the credentials in a Secret only jetfan mounts",
+          "[integration]") {
+  const auto manifest = load();
+  const auto config = manifest.jetfan_config();
+  const auto socket = config["socket"]["path"].as<std::string>();
+  const auto directory = std::filesystem::path(socket).parent_path().string();
+
+  const auto jetfan_mount = Manifest::mount_of(manifest.jetfan(), directory);
+  const auto handler_mount = Manifest::mount_of(manifest.handler(), directory);
+  REQUIRE(jetfan_mount);
+  REQUIRE(handler_mount);
+  const auto volume = (*jetfan_mount)["name"].as<std::string>();
+  CHECK((*handler_mount)["name"].as<std::string>() == volume);
+  CHECK((*handler_mount)["mountPath"].as<std::string>() == (*jetfan_mount)["mountPath"].as<std::string>());
+  CHECK(manifest.volume(volume)["emptyDir"]);
+  // An emptyDir is mode 0777 without the sticky bit, which jetfan refuses for the socket's own
+  // directory: the socket must lie in a directory below it, which jetfan makes.
+  CHECK(directory != (*jetfan_mount)["mountPath"].as<std::string>());
+  bool told = false;
+  for (const auto& variable : manifest.handler()["env"]) {
+    if (variable["name"].as<std::string>() == "JETFAN_SOCKET") told = variable["value"].as<std::string>() == socket;
+  }
+  CHECK(told);
+
+  const auto creds = config["nats"]["creds"].as<std::string>();
+  const auto secret_mount = Manifest::mount_of(manifest.jetfan(), creds);
+  REQUIRE(secret_mount);
+  const auto secret_volume = manifest.volume((*secret_mount)["name"].as<std::string>());
+  REQUIRE(secret_volume["secret"]);
+  const auto key = creds.substr((*secret_mount)["mountPath"].as<std::string>().size() + 1);
+  const auto secret = manifest.find("Secret", secret_volume["secret"]["secretName"].as<std::string>());
+  CHECK((secret["stringData"][key] || secret["data"][key]));
+  CHECK_FALSE(mounts_volume(manifest.handler(), (*secret_mount)["name"].as<std::string>()));
+  CHECK_FALSE(mounts_volume(manifest.handler(), "config"));
+}
+
+TEST_CASE("kubernetes manifests: the probes ask /ready and /live on the port metrics.listen names", "[integration]") {
+  const auto manifest = load();
+  const auto listen = manifest.jetfan_config()["metrics"]["listen"].as<std::string>();
+  const auto colon = listen.rfind(':');
+  REQUIRE(colon != std::string::npos);
+  const auto host = listen.substr(0, colon);
+  const int port = std::stoi(listen.substr(colon + 1));
+  // The kubelet probes the pod's address, never its loopback.
+  CHECK(host != "127.0.0.1");
+  CHECK(host != "localhost");
+  CHECK(host != "[::1]");
+
+  const auto jetfan = manifest.jetfan();
+  auto port_of = [&](const YAML::Node& probe) {
+    const auto named = probe["httpGet"]["port"].as<std::string>();
+    for (const auto& declared : jetfan["ports"]) {
+      if (declared["name"] && declared["name"].as<std::string>() == named) return declared["containerPort"].as<int>();
+    }
+    return std::stoi(named);
+  };
+  const std::vector<std::pair<std::string, std::string>> probes = {
+      {"readinessProbe", "/ready"}, {"livenessProbe", "/live"}, {"startupProbe", "/live"}};
+  for (const auto& [probe, path] : probes) {
+    INFO(probe);
+    REQUIRE(jetfan[probe]);
+    CHECK(jetfan[probe]["httpGet"]["path"].as<std::string>() == path);
+    CHECK(port_of(jetfan[probe]) == port);
+  }
+}
+
+TEST_CASE("without --config, jetfan reads the config $JETFAN_CONFIG names, as the container image's CMD does",
+          "[integration]") {
+  TempDir dir;
+  const std::string config = dir.path + "/jetfan.yaml";
+  std::ofstream(config) << file_text(std::string(JETFAN_SOURCE_DIR) + "/config/jetfan.example.yaml");
+  std::string output;
+  ::unsetenv("JETFAN_CONFIG");
+  CHECK(run_jetfan({"check"}, dir.path, output) == 64);
+  CHECK_THAT(output, Catch::Contains("check needs --config FILE"));
+  ::setenv("JETFAN_CONFIG", config.c_str(), 1);
+  const int status = run_jetfan({"check"}, dir.path, output);
+  ::unsetenv("JETFAN_CONFIG");
+  INFO(output);
+  CHECK(status == 0);
+  CHECK_THAT(output, Catch::Contains(config + ": OK"));
+}
