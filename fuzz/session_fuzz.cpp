@@ -12,11 +12,11 @@
 //
 // The input: one mode byte, then operations, each an opcode byte (taken modulo 13) and its
 // argument bytes (missing bytes read as 0). A peer is chosen by a byte modulo the peers there are.
-//   mode: bit 0 hello_timeout 0 (else an hour); bit 1 idle_timeout 0; bit 2 a 4 KiB output cap and
+//   mode: bit 0 hello_timeout 0 (else a minute); bit 1 idle_timeout 0; bit 2 a 4 KiB output cap and
 //         the smallest socket buffers; bit 3 handler "alpha" takes one delivery at a time;
 //         bit 4 at most 3 connections, 1 without HELLO; bit 5 max_held 6 (else 64).
 //   0 connect                          7 read: which (255: every peer)
-//   1 HELLO: peer, who, cut            8 time passes: by (x 250ms; 255: an hour)
+//   1 HELLO: peer, who, cut            8 time passes: by (x 250ms; 255: 90 s)
 //   2 answer: peer, verb, how, which,  9 hang up: which, how (odd: only stop writing)
 //     extra, cut                      10 the server says: what (status, probe answer, reconnect),
 //   3 PING/PONG/blank: peer, which,       which pull
@@ -130,9 +130,11 @@ class Driver {
     c.key.strip_prefix = std::string(FuzzOwner::kPrefix);
     SocketSettings& s = c.socket;
     s.path = "/fuzz.sock";
-    s.hello_timeout = (mode & 1) ? Duration(0) : Duration(3600000);
-    s.idle_timeout = (mode & 2) ? Duration(0) : Duration(3600000);
-    s.ping_timeout = Duration(3600000);
+    // A minute, not more: the dispatcher's housekeeping runs every 500 ms of the time that passes,
+    // so the jump that reaches these must stay short for an input to run in milliseconds.
+    s.hello_timeout = (mode & 1) ? Duration(0) : Duration(60000);
+    s.idle_timeout = (mode & 2) ? Duration(0) : Duration(60000);
+    s.ping_timeout = Duration(60000);
     s.max_output_buffer = (mode & 4) ? 4096 : 1 << 20;
     s.max_connections = (mode & 16) ? 3 : 8;
     s.max_unidentified = (mode & 16) ? 1 : 4;
@@ -304,7 +306,7 @@ class Driver {
       }
       case 8: {  // time passes
         const std::uint8_t by = in.byte();
-        owner_.advance(by == 255 ? Duration(3600000) : Duration(by * 250));
+        owner_.advance(by == 255 ? Duration(90000) : Duration(by * 250));
         break;
       }
       case 9: {  // a peer hangs up, or only stops writing
