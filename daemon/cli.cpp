@@ -135,7 +135,15 @@ int control(const Arguments& args) {
   if (path.empty()) {
     if (args.config.empty()) return usage_error(args.command + " needs --config FILE or --control PATH");
     const auto config = load(args.config);
-    if (!config) return kExitConfig;
+    if (!config) {
+      // The running jetfan would refuse this file for the same errors; say so, for the journal
+      // when systemd runs this as ExecReload=.
+      if (args.command == "reload") {
+        std::fprintf(stderr, "jetfan: reload refused: %s has errors; the running jetfan keeps its config\n",
+                     args.config.c_str());
+      }
+      return kExitConfig;
+    }
     path = config->control.path;
   }
   if (args.command == "status") return control_status(path, args.json);

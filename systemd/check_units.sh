@@ -37,7 +37,7 @@ done
 for file in /usr/lib/systemd/system/*.target /usr/lib/systemd/system/*.slice; do
   [ -e "$units/$(basename "$file")" ] || cp -L "$file" "$units/" 2> /dev/null || true
 done
-cp /usr/bin/kill "$stage/usr/bin/kill"  # ExecReload= runs /bin/kill (procps, a Depends of the package)
+# ExecReload= runs /usr/bin/jetfan itself, which the staging root has.
 
 output=$(systemd-sysusers --root="$stage" 2>&1) || { echo "$output"; echo "FAILED: systemd-sysusers"; exit 1; }
 output=$(systemd-tmpfiles --root="$stage" --create "$stage/usr/lib/tmpfiles.d/jetfan.conf" 2>&1) ||
