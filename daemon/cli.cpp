@@ -115,13 +115,14 @@ int serve(const Arguments& args) {
   if (!config) return kExitConfig;
   const std::string level = args.log_level.empty() ? config->log_level : args.log_level;
   setup_logging(config->log_format, level, stderr_is_journal());
-  spdlog::info("jetfan {} starting with {}", kVersion, config->file);
+  log_info("starting", {{"version", kVersion}, {"file", config->file}}, "jetfan {} starting with {}", kVersion,
+           config->file);
   int status = kExitOk;
   try {
     Daemon daemon(std::move(*config), !args.log_level.empty());
     status = daemon.run();
   } catch (const StartupError& e) {
-    spdlog::critical("{}", e.what());
+    log_critical("startup.failed", {{"exit_status", e.exit_code()}}, "{}", e.what());
     status = e.exit_code();
   }
   // cnats may still run a callback on one of its threads; wait for them all before exiting.

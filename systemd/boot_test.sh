@@ -7,6 +7,7 @@
 #   - jetfan@builder.socket listens; a handler connecting to it starts jetfan@builder.service
 #     (socket activation), which becomes active once READY=1 comes, with all the hardening on;
 #   - messages reach both handlers and are acked; a user outside the group jetfan is refused;
+#   - each event's facts are journal fields of their own (journalctl JETFAN_EVENT=serving);
 #   - WATCHDOG=1 arrives; `systemctl reload` keeps the same process, succeeds for a good config, and
 #     fails for a refused one, saying why in `systemctl status` and the journal;
 #   - a missing durable consumer (exit 78) is not restarted; a stop exits 0 and removes the socket.
@@ -109,6 +110,13 @@ if controller wait-settled EVENTS node1_builder 20 > /dev/null &&
   ok "both handlers got the message and it was acked"
 else
   failed "the message was not delivered to both handlers and acked"
+fi
+# Under journald each event's facts are journal fields of their own.
+fields=$(inside journalctl -u jetfan@builder.service JETFAN_EVENT=serving JETFAN_CONSUMER=node1_builder -o export --no-pager 2>&1) || true
+if [[ $fields == *"MESSAGE=serving consumer"* ]] && [[ $fields == *$'\nJETFAN_STREAM=EVENTS'* ]]; then
+  ok "journalctl JETFAN_EVENT=serving JETFAN_CONSUMER=node1_builder finds it, with JETFAN_STREAM"
+else
+  failed "journalctl JETFAN_EVENT=serving JETFAN_CONSUMER=node1_builder gave: $(echo "$fields" | head -n 20)"
 fi
 output=$(as stranger /opt/jetfan-examples/jetfan-example-handler /run/jetfan/builder.sock audit 2>&1) || true
 [[ $output == *"Permission denied"* ]] && ok "a user outside the group jetfan is refused" || failed "a stranger got: $output"
