@@ -222,8 +222,25 @@ NatsOptionsPtr JetStreamReader::make_options() {
   if (!nats.creds.empty()) check(natsOptions_SetUserCredentialsFromFiles(raw, nats.creds.c_str(), nullptr), "creds");
   if (!nats.nkey_seed.empty())
     check(natsOptions_SetNKeyFromSeed(raw, nats.nkey.c_str(), nats.nkey_seed.c_str()), "nkey_seed");
-  if (!nats.token.empty()) check(natsOptions_SetToken(raw, nats.token.c_str()), "token");
-  if (!nats.user.empty()) check(natsOptions_SetUserInfo(raw, nats.user.c_str(), nats.password.c_str()), "user");
+  // A secret in a file is read here, and cnats keeps its own copy: ours is wiped at once.
+  auto secret = [&](const std::string& value, const std::string& setting, const std::string& file) {
+    if (file.empty()) return value;
+    FileSecret read = read_file_secret(setting, file);
+    if (!read.value) throw StartupError(kExitConfig, config_.file + ": " + read.error);
+    return std::move(*read.value);
+  };
+  if (!nats.token.empty() || !nats.token_file.empty()) {
+    std::string token = secret(nats.token, "nats.token_file", nats.token_file);
+    const natsStatus status = natsOptions_SetToken(raw, token.c_str());
+    wipe_secret(token);
+    check(status, "token");
+  }
+  if (!nats.user.empty()) {
+    std::string password = secret(nats.password, "nats.password_file", nats.password_file);
+    const natsStatus status = natsOptions_SetUserInfo(raw, nats.user.c_str(), password.c_str());
+    wipe_secret(password);
+    check(status, "user");
+  }
   // A tls:// URL alone must not fall back to plain text, as cnats would with a server without TLS.
   if (wants_tls(nats)) check(natsOptions_SetSecure(raw, true), "tls");
   if (nats.tls) {
