@@ -88,7 +88,7 @@ std::string check_exits(Mesh& mesh, const std::string& nats_extra, int status) {
   const std::size_t before = mesh.jetfan_log().size();
   auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder, "", nats_extra), false);
   REQUIRE(jetfan.wait(30s) == status);
-  const std::string log = mesh.jetfan_log().substr(before);
+  std::string log = mesh.jetfan_log().substr(before);
   CHECK(count_lines_containing(log, "serving consumer") == 0);
   return log;
 }
