@@ -7,7 +7,7 @@
 #   - jetfan@builder.socket listens; a handler connecting to it starts jetfan@builder.service
 #     (socket activation), which becomes active once READY=1 comes, with all the hardening on;
 #   - messages reach both handlers and are acked; a user outside the group jetfan is refused;
-#   - each event's facts are journal fields of their own (journalctl JETFAN_EVENT=serving);
+#   - each event's facts are journal fields of their own (journalctl JETFAN_HANDLER=audit);
 #   - WATCHDOG=1 arrives; `systemctl reload` keeps the same process, succeeds for a good config, and
 #     fails for a refused one, saying why in `systemctl status` and the journal;
 #   - a missing durable consumer (exit 78) is not restarted; a stop exits 0 and removes the socket.
@@ -112,6 +112,13 @@ else
   failed "the message was not delivered to both handlers and acked"
 fi
 # Under journald each event's facts are journal fields of their own.
+fields=$(inside journalctl -u jetfan@builder.service JETFAN_HANDLER=audit JETFAN_EVENT=handler.connected -o export --no-pager 2>&1) || true
+if [[ $fields == *"MESSAGE=handler \"audit\" (connection "* ]] && [[ $fields == *$'\nJETFAN_PID='* ]] &&
+   [[ $fields == *$'\nJETFAN_UID='* ]] && [[ $fields == *$'\nJETFAN_CONNECTION='* ]]; then
+  ok "journalctl JETFAN_HANDLER=audit finds its connection, with JETFAN_PID, JETFAN_UID and JETFAN_CONNECTION"
+else
+  failed "journalctl JETFAN_HANDLER=audit JETFAN_EVENT=handler.connected gave: $(echo "$fields" | head -n 20)"
+fi
 fields=$(inside journalctl -u jetfan@builder.service JETFAN_EVENT=serving JETFAN_CONSUMER=node1_builder -o export --no-pager 2>&1) || true
 if [[ $fields == *"MESSAGE=serving consumer"* ]] && [[ $fields == *$'\nJETFAN_STREAM=EVENTS'* ]]; then
   ok "journalctl JETFAN_EVENT=serving JETFAN_CONSUMER=node1_builder finds it, with JETFAN_STREAM"

@@ -237,7 +237,13 @@ TEST_CASE("exit statuses by class: 69 for a socket another jetfan serves, 75 whe
 
 TEST_CASE("log.format json writes one JSON object a line", "[integration]") {
   Mesh mesh;
-  auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder, "log:\n  format: json\n"));
+  auto& jetfan = mesh.start_jetfan(
+      mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 200ms\n", "log:\n  format: json\n"));
+  auto& handler = mesh.start_handler("builder", {"--default", "nak"});
+  mesh.publish("a.b");
+  REQUIRE(mesh.wait_for_log("delivery.failed"));
+  handler.signal(SIGTERM);
+  REQUIRE(mesh.wait_for_log("handler.disconnected"));
   jetfan.signal(SIGTERM);
   REQUIRE(jetfan.wait(30s) == 0);
   std::istringstream lines(mesh.jetfan_log());
@@ -260,6 +266,23 @@ TEST_CASE("log.format json writes one JSON object a line", "[integration]") {
   CHECK(by_event["serving"]["max_held"].is_number_unsigned());
   REQUIRE(by_event.count("nats.connected"));
   CHECK(by_event["nats.connected"]["server"].is_string());
+  for (const char* event : {"handler.connected", "delivery.failed", "handler.disconnected"}) {
+    INFO(event);
+    REQUIRE(by_event.count(event));
+    const auto& line = by_event[event];
+    CHECK(line["handler"] == "builder");
+    CHECK(line["connection"].is_number_unsigned());
+    CHECK(line["pid"] == handler.pid());
+    CHECK(line["uid"] == ::getuid());
+  }
+  const auto& failed = by_event["delivery.failed"];
+  CHECK(failed["level"] == "warning");
+  CHECK(failed["key"] == "a.b");
+  CHECK(failed["seq"].is_number_unsigned());
+  CHECK(failed["delivery"].is_number_unsigned());
+  CHECK(failed["deliveries"] == 1);
+  CHECK(failed["reason"].is_string());
+  CHECK_THAT(failed["message"].get<std::string>(), Catch::Contains("handler \"builder\""));
 }
 
 TEST_CASE("text log lines say their time zone", "[integration]") {
