@@ -198,18 +198,28 @@ class ConfigReader {
     read_string(node, "nats", "nkey_seed", nats.nkey_seed);
     read_string(node, "nats", "nkey", nats.nkey);
     read_string(node, "nats", "token", nats.token);
+    read_string(node, "nats", "token_file", nats.token_file);
     read_string(node, "nats", "user", nats.user);
     read_string(node, "nats", "password", nats.password);
+    read_string(node, "nats", "password_file", nats.password_file);
     read_duration(node, "nats", "connect_timeout", nats.connect_timeout);
     read_duration(node, "nats", "reconnect_wait", nats.reconnect_wait);
     read_duration(node, "nats", "retry_max", nats.retry_max);
-    const int ways = !nats.creds.empty() + !nats.nkey_seed.empty() + !nats.token.empty() + !nats.user.empty();
-    if (ways > 1) error(node, "nats", "give only one of creds, nkey_seed, token or user+password");
+    const bool token = !nats.token.empty() || !nats.token_file.empty();
+    const bool password = !nats.password.empty() || !nats.password_file.empty();
+    const int ways = !nats.creds.empty() + !nats.nkey_seed.empty() + token + !nats.user.empty();
+    if (ways > 1) error(node, "nats", "give only one of creds, nkey_seed, token (or token_file) or user+password");
+    if (!nats.token.empty() && !nats.token_file.empty())
+      error(either(node, "token_file"), "nats.token_file", "give either token or token_file, not both");
+    if (!nats.password.empty() && !nats.password_file.empty())
+      error(either(node, "password_file"), "nats.password_file", "give either password or password_file, not both");
     if (nats.nkey.empty() != nats.nkey_seed.empty())
       error(node, "nats.nkey", "nkey (the public key) and nkey_seed (its seed file) go together");
-    if (!nats.user.empty() && nats.password.empty()) error(node, "nats.password", "is required with nats.user");
-    if (nats.user.empty() && !nats.password.empty())
-      error(either(node, "password"), "nats.user", "is required with nats.password");
+    if (!nats.user.empty() && !password)
+      error(node, "nats.password", "is required with nats.user (or nats.password_file)");
+    if (nats.user.empty() && password)
+      error(either(node, nats.password.empty() ? "password_file" : "password"), "nats.user",
+            nats.password.empty() ? "is required with nats.password_file" : "is required with nats.password");
     if (const auto tls = node["tls"]) {
       if (check_map(tls, "nats.tls", config_keys::kNatsTls)) {
         TlsSettings settings;

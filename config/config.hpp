@@ -39,6 +39,10 @@ struct NatsSettings {
   std::string nkey;       // the public key of that seed (cnats signs with the seed, names the key)
   std::string token;
   std::string user, password;
+  // Files holding the token or nats.user's password instead of this file (the first line; a
+  // leading "${CREDENTIALS_DIRECTORY}" is that variable, as systemd's LoadCredential= sets it).
+  // Read when jetfan connects, never kept in Config: token and password stay empty with them.
+  std::string token_file, password_file;
   std::optional<TlsSettings> tls;
   Duration connect_timeout = defaults::kConnectTimeout;
   Duration reconnect_wait = defaults::kReconnectWait;  // between reconnect attempts once connected

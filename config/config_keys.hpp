@@ -9,8 +9,9 @@ namespace jetfan::config_keys {
 
 inline constexpr std::array kTop = {"nats",    "consumer", "key",      "socket", "control",
                                     "metrics", "handlers", "delivery", "log"};
-inline constexpr std::array kNats = {"servers", "name",     "creds", "nkey_seed",       "nkey",           "token",
-                                     "user",    "password", "tls",   "connect_timeout", "reconnect_wait", "retry_max"};
+inline constexpr std::array kNats = {
+    "servers",  "name",          "creds", "nkey_seed",       "nkey",           "token",    "token_file", "user",
+    "password", "password_file", "tls",   "connect_timeout", "reconnect_wait", "retry_max"};
 inline constexpr std::array kNatsTls = {"ca", "cert", "key"};
 inline constexpr std::array kConsumer = {"stream",         "durable", "ack_policy",   "max_held",
                                          "max_held_bytes", "batch",   "pull_expires", "idle_heartbeat"};

@@ -309,3 +309,27 @@ TEST_CASE("a handler whose READY line would be longer than a client accepts is r
   ok.insert(ok.find("  - name: audit"), "  - name: many\n    patterns: [" + fewer + "]\n");
   CHECK(errors_of(ok).empty());
 }
+
+TEST_CASE("token_file and password_file stand for token and password, and not beside them", "[unit]") {
+  const std::string base =
+      "consumer:\n  stream: S\n  durable: d\nsocket:\n  path: /tmp/x.sock\n"
+      "handlers:\n  - name: h\n    patterns: [\"#\"]\n";
+  auto with = [&](const std::string& nats) {
+    return load_config_text("nats:\n  servers: [\"nats://127.0.0.1:4222\"]\n" + nats + base, "jetfan.yaml");
+  };
+  const auto token = with("  token_file: /etc/jetfan/token\n");
+  REQUIRE(token.config);
+  CHECK(token.config->nats.token_file == "/etc/jetfan/token");
+  CHECK(token.config->nats.token.empty());  // read when jetfan connects, never kept here
+  const auto password = with("  user: builder\n  password_file: ${CREDENTIALS_DIRECTORY}/nats-password\n");
+  REQUIRE(password.config);
+  CHECK(password.config->nats.password_file == "${CREDENTIALS_DIRECTORY}/nats-password");
+
+  CHECK(
+      any_contains(with("  token: t\n  token_file: /t\n").errors, "nats.token_file: give either token or token_file"));
+  CHECK(any_contains(with("  user: u\n  password: p\n  password_file: /p\n").errors,
+                     "nats.password_file: give either password or password_file"));
+  CHECK(any_contains(with("  password_file: /p\n").errors, "nats.user: is required with nats.password_file"));
+  CHECK(any_contains(with("  user: u\n").errors, "nats.password: is required with nats.user (or nats.password_file)"));
+  CHECK(any_contains(with("  token_file: /t\n  user: u\n  password_file: /p\n").errors, "nats: give only one of"));
+}

@@ -124,3 +124,14 @@ TEST_CASE("reload: when_full is applied and named, max_held_bytes is refused", "
   const auto refused = plan_reload(running, load(kTwo, bytes));
   CHECK(refused.refused == std::vector<std::string>{"consumer.max_held_bytes"});
 }
+
+TEST_CASE("reload: a secret kept in a file is compared by its path, not read", "[unit]") {
+  const std::string with_file =
+      "nats:\n  servers: [\"nats://127.0.0.1:4222\"]\n  user: builder\n  password_file: /etc/jetfan/pw\n"
+      "consumer:\n  stream: EVENTS\n  durable: node1_builder\nsocket:\n  path: /run/jetfan/builder.sock\n";
+  CHECK(plan_reload(load(kTwo, with_file), load(kTwo, with_file)).refused.empty());
+  std::string moved = with_file;
+  moved.replace(moved.find("/etc/jetfan/pw"), 14, "/etc/jetfan/p2");
+  CHECK(plan_reload(load(kTwo, with_file), load(kTwo, moved)).refused ==
+        std::vector<std::string>{"nats.password_file"});
+}

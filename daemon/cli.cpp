@@ -118,13 +118,14 @@ int serve(const Arguments& args) {
   if (!config) return kExitConfig;
   const std::string level = args.log_level.empty() ? config->log_level : args.log_level;
   setup_logging(config->log_format, level, stderr_is_journal());
-  spdlog::info("jetfan {} starting with {}", kVersion, config->file);
+  log_info("starting", {{"version", kVersion}, {"file", config->file}}, "jetfan {} starting with {}", kVersion,
+           config->file);
   int status = kExitOk;
   try {
     Daemon daemon(std::move(*config), !args.log_level.empty());
     status = daemon.run();
   } catch (const StartupError& e) {
-    spdlog::critical("{}", e.what());
+    log_critical("startup.failed", {{"exit_status", e.exit_code()}}, "{}", e.what());
     status = e.exit_code();
   }
   // cnats may still run a callback on one of its threads; wait for them all before exiting.
@@ -138,7 +139,15 @@ int control(const Arguments& args) {
   if (path.empty()) {
     if (args.config.empty()) return usage_error(args.command + " needs --config FILE or --control PATH");
     const auto config = load(args.config);
-    if (!config) return kExitConfig;
+    if (!config) {
+      // The running jetfan would refuse this file for the same errors; say so, for the journal
+      // when systemd runs this as ExecReload=.
+      if (args.command == "reload") {
+        std::fprintf(stderr, "jetfan: reload refused: %s has errors; the running jetfan keeps its config\n",
+                     args.config.c_str());
+      }
+      return kExitConfig;
+    }
     path = config->control.path;
   }
   if (args.command == "status") return control_status(path, args.json);

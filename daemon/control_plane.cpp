@@ -12,6 +12,7 @@
 #include "dispatcher.hpp"
 #include "jetfan/version.hpp"
 #include "jetstream_reader.hpp"
+#include "logging.hpp"
 #include "prometheus_text.hpp"
 #include "status_render.hpp"
 
@@ -57,13 +58,15 @@ ControlPlane::ControlPlane(asio::io_context& io, const Config& config, ReloadFun
       started_(Clock::now()),
       started_unix_ms_(unix_ms()) {
   control_.start();
-  spdlog::info("control socket {}: jetfan status, tail and reload connect here", config.control.path);
+  log_info("control.listening", {{"path", config.control.path}},
+           "control socket {}: jetfan status, tail and reload connect here", config.control.path);
   if (config.metrics) {
     metrics_ = std::make_unique<MetricsServer>(io, *config.metrics, static_cast<MetricsSource&>(*this));
     metrics_->start();
     const bool v6 = config.metrics->host.find(':') != std::string::npos;
-    spdlog::info("metrics: serving http://{}{}{}:{}/metrics (and /ready, /live)", v6 ? "[" : "", config.metrics->host,
-                 v6 ? "]" : "", metrics_->port());
+    log_info("metrics.listening", {{"host", config.metrics->host}, {"port", metrics_->port()}},
+             "metrics: serving http://{}{}{}:{}/metrics (and /ready, /live)", v6 ? "[" : "", config.metrics->host,
+             v6 ? "]" : "", metrics_->port());
   }
   sample_rates();
 }
@@ -149,8 +152,9 @@ void ControlPlane::tail(const std::shared_ptr<ControlSession>& session, std::str
   session->start_stream("OK tailing " + (pattern.empty() ? std::string("every message") : pattern) + "\n");
   tails_.push_back(Tail{session, std::move(pattern)});
   tailing_ = true;
-  spdlog::info("control: tail {} started ({})", session->id(),
-               tails_.back().pattern.empty() ? "#" : tails_.back().pattern);
+  const std::string shown = tails_.back().pattern.empty() ? std::string("#") : tails_.back().pattern;
+  log_info("tail.started", {{"tail", session->id()}, {"pattern", shown}}, "control: tail {} started ({})",
+           session->id(), shown);
 }
 
 void ControlPlane::on_control_closed(ControlSession& session) {
@@ -159,8 +163,8 @@ void ControlPlane::on_control_closed(ControlSession& session) {
       std::find_if(tails_.begin(), tails_.end(), [&](const Tail& t) { return t.session.get() == &session; });
   if (found == tails_.end()) return;
   dropped_by_closed_tails_ += session.dropped();
-  spdlog::info("control: tail {} ended; it missed {} message(s) by reading too slowly", session.id(),
-               session.dropped());
+  log_info("tail.ended", {{"tail", session.id()}, {"missed", session.dropped()}},
+           "control: tail {} ended; it missed {} message(s) by reading too slowly", session.id(), session.dropped());
   tails_.erase(found);
   tailing_ = !tails_.empty();
 }

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "logging.hpp"
 #include "startup_error.hpp"
 #include "tail_record.hpp"
 #include "unique_fd.hpp"
@@ -40,7 +41,7 @@ void clear_stale_socket(const std::string& path) {
     throw StartupError(kExitUnavailable, "control.path: another process is serving " + path +
                                              " (is jetfan already running for this module?)");
   }
-  spdlog::info("removing stale control socket {} left by an earlier run", path);
+  log_info("socket.stale_removed", {{"path", path}}, "removing stale control socket {} left by an earlier run", path);
   ::unlink(path.c_str());
 }
 
@@ -203,8 +204,10 @@ void ControlServer::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& error, Protocol::socket socket) {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (error) {
-      spdlog::warn("control socket {}: accept failed: {}; accepting again in {}ms", path_, error.message(),
-                   kAcceptRetry.count());
+      log_warn("socket.accept_failed",
+               {{"path", path_}, {"reason", error.message()}, {"retry_ms", kAcceptRetry.count()}},
+               "control socket {}: accept failed: {}; accepting again in {}ms", path_, error.message(),
+               kAcceptRetry.count());
       retry_.expires_after(kAcceptRetry);
       retry_.async_wait([this](const boost::system::error_code& cancelled) {
         if (!cancelled) accept();

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "logging.hpp"
 #include "nats_auth.hpp"
 #include "startup_error.hpp"
 
@@ -27,25 +28,36 @@ Daemon::~Daemon() {
 
 int Daemon::run() {
   wait_for_signal();
-  for (const auto& warning : exposed_secret_file_warnings(config_.nats, config_.file)) spdlog::warn("{}", warning);
+  for (const auto& warning : exposed_secret_file_warnings(config_.nats, config_.file)) {
+    log_warn("config.secret_file_exposed", {{"file", config_.file}}, "{}", warning);
+  }
   if (auto problem = check_credential_files(config_.nats)) {
     throw StartupError(kExitConfig, config_.file + ": " + *problem);
   }
   control_ = std::make_unique<ControlPlane>(io_, config_, [this] { return reload(); });
   if (!reader_.connect([this] { return stopping_; })) {
-    spdlog::info("stopped before the NATS server could be reached");
+    log_info("stopped", {}, "stopped before the NATS server could be reached");
     return kExitOk;
   }
   const ConsumerFacts facts = reader_.bind_consumer();
   ServeSettingsResult derived = derive_serve_settings(config_, facts);
   if (!derived.settings) throw StartupError(kExitConfig, "nats: " + derived.error);
-  for (const auto& warning : derived.settings->warnings) spdlog::warn("{}", warning);
+  for (const auto& warning : derived.settings->warnings)
+    log_warn("config.warning", {{"file", config_.file}}, "{}", warning);
   const ServeSettings& s = *derived.settings;
-  spdlog::info(
-      "nats: bound consumer \"{}\" of stream \"{}\": ack policy {}, AckWait {}ms{}, MaxDeliver {}, "
-      "MaxAckPending {}, filter \"{}\", {} pending",
-      config_.consumer.durable, config_.consumer.stream, to_string(s.core.ack_policy), s.ack_wait.count(),
-      facts.ack_wait ? "" : " (assumed)", facts.max_deliver, facts.max_ack_pending, facts.filter, facts.num_pending);
+  log_info("nats.bound",
+           {{"stream", config_.consumer.stream},
+            {"consumer", config_.consumer.durable},
+            {"ack_wait_ms", s.ack_wait.count()},
+            {"max_deliver", facts.max_deliver},
+            {"max_ack_pending", facts.max_ack_pending},
+            {"filter", facts.filter},
+            {"pending", facts.num_pending}},
+           "nats: bound consumer \"{}\" of stream \"{}\": ack policy {}, AckWait {}ms{}, MaxDeliver {}, "
+           "MaxAckPending {}, filter \"{}\", {} pending",
+           config_.consumer.durable, config_.consumer.stream, to_string(s.core.ack_policy), s.ack_wait.count(),
+           facts.ack_wait ? "" : " (assumed)", facts.max_deliver, facts.max_ack_pending, facts.filter,
+           facts.num_pending);
   const std::size_t max_held = s.pull.max_held;
 
   listener_ = std::make_unique<HandlerListener>(io_, config_.socket);
@@ -61,8 +73,13 @@ int Daemon::run() {
     handlers += (handlers.empty() ? "" : ", ") + handler.name + " (" + std::to_string(handler.patterns.size()) +
                 " pattern" + (handler.patterns.size() == 1 ? "" : "s") + ")";
   }
-  spdlog::info("serving consumer \"{}\" of stream \"{}\" on {}; handlers: {}; holding at most {} messages",
-               config_.consumer.durable, config_.consumer.stream, config_.socket.path, handlers, max_held);
+  log_info("serving",
+           {{"stream", config_.consumer.stream},
+            {"consumer", config_.consumer.durable},
+            {"path", config_.socket.path},
+            {"max_held", max_held}},
+           "serving consumer \"{}\" of stream \"{}\" on {}; handlers: {}; holding at most {} messages",
+           config_.consumer.durable, config_.consumer.stream, config_.socket.path, handlers, max_held);
   notifier_.ready(dispatcher_->status_line());
   notifier_.start_watchdog();
   if (stopping_) dispatcher_->begin_drain();  // a signal came while binding
@@ -80,7 +97,7 @@ void Daemon::wait_for_signal() {
 void Daemon::on_signal(int signal) {
   wait_for_signal();
   if (signal == SIGHUP) {
-    spdlog::info("SIGHUP: reloading {}", config_.file);
+    log_info("reload.signal", {{"signal", "SIGHUP"}, {"file", config_.file}}, "SIGHUP: reloading {}", config_.file);
     reload();
     return;
   }
@@ -88,17 +105,18 @@ void Daemon::on_signal(int signal) {
   if (!dispatcher_) {
     stopping_ = true;
   } else if (dispatcher_->serving()) {
-    spdlog::info("{}: draining", name);
+    log_info("drain.started", {{"signal", name}}, "{}: draining", name);
     dispatcher_->begin_drain();
   } else if (dispatcher_->draining()) {
-    spdlog::warn("{} again: stopping now", name);
+    log_warn("drain.cut_short", {{"signal", name}}, "{} again: stopping now", name);
     dispatcher_->finish();
   }
 }
 
 ReloadResult Daemon::reload() {
   if (!reloader_) {
-    spdlog::warn("reload: refused: jetfan is not serving yet (still connecting to NATS); reload once it serves");
+    log_warn("reload.refused", {{"reason", "not serving yet"}},
+             "reload: refused: jetfan is not serving yet (still connecting to NATS); reload once it serves");
     return ReloadResult{false,
                         {"refused: jetfan is not serving yet (still connecting to NATS); reload once it serves"}};
   }

@@ -1,4 +1,5 @@
 #include "descriptors.hpp"
+#include "logging.hpp"
 
 #include <sys/resource.h>
 
@@ -15,7 +16,8 @@ std::size_t raise_descriptor_limit() {
     const rlim_t was = limit.rlim_cur;
     limit.rlim_cur = limit.rlim_max;
     if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
-      spdlog::debug("raised the file descriptor limit from {} to {}", was, limit.rlim_cur);
+      log_debug("fd_limit.raised", {{"from", was}, {"to", limit.rlim_cur}},
+                "raised the file descriptor limit from {} to {}", was, limit.rlim_cur);
     } else {
       limit.rlim_cur = was;
     }

@@ -293,14 +293,15 @@ void Dispatcher::apply_effects() {
 }
 
 template <typename... Args>
-void Dispatcher::warn_limited(const std::string& kind, fmt::format_string<Args...> format, Args&&... args) {
+void Dispatcher::warn_limited(const std::string& kind, std::string_view event, LogFields fields,
+                              fmt::format_string<Args...> format, Args&&... args) {
   const auto verdict = warnings_.allow(kind, time_.now());
   if (!verdict.log) return;
   std::string line = fmt::format(format, std::forward<Args>(args)...);
   if (verdict.suppressed_before > 0) {
     line += fmt::format(" ({} more like it were not logged: {})", verdict.suppressed_before, kind);
   }
-  spdlog::warn("{}", line);
+  write_event(spdlog::level::warn, event, fields, line);
 }
 
 void Dispatcher::report_failure(const Effect& effect, const Stored& stored) {
@@ -308,7 +309,19 @@ void Dispatcher::report_failure(const Effect& effect, const Stored& stored) {
   const std::string name = session != sessions_.end() ? session->second->handler_name() : "?";
   const std::string who = session != sessions_.end() ? describe(*session->second)
                                                      : "(connection " + std::to_string(effect.connection) + ")";
-  warn_limited("failed deliveries to handler \"" + name + "\": " + to_string(effect.cause),
+  const PeerCredentials none;
+  const PeerCredentials& peer = session != sessions_.end() ? session->second->credentials() : none;
+  warn_limited("failed deliveries to handler \"" + name + "\": " + to_string(effect.cause), "delivery.failed",
+               {{"handler", name},
+                {"connection", effect.connection},
+                {"pid", peer.pid},
+                {"uid", peer.uid},
+                {"delivery", effect.delivery},
+                {"seq", stored.stream_seq},
+                {"key", stored.key},
+                {"subject", stored.message->subject()},
+                {"deliveries", stored.deliveries},
+                {"reason", to_string(effect.cause)}},
                "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. It goes back to the server for "
                "redelivery to this handler (NAK with a growing delay) once no other handler has it in flight.",
                who, effect.delivery, stored.stream_seq, stored.message->subject(), to_string(effect.cause));
@@ -385,7 +398,8 @@ void Dispatcher::act_when_full(TimePoint now) {
       handed_back += handed;
       if (handed == 0) continue;
       const std::string& name = config_.handlers[order.handler].name;
-      warn_limited("hand-backs for room of handler \"" + name + "\"",
+      warn_limited("hand-backs for room of handler \"" + name + "\"", "handler.handed_back",
+                   {{"handler", name}, {"owed", order.owed}, {"keep", order.keep}, {"handed_back", handed}},
                    "the consumer is full and handler \"{}\" owed {} messages, more than its share of {}: handed back "
                    "its {} oldest to the server (when_full: hand_back); only it gets them again, each a delivery "
                    "more against MaxDeliver",
@@ -459,8 +473,13 @@ void Dispatcher::prune_unidentified_order() {
 
 void Dispatcher::on_failing(HandlerSession& session, const std::string& why) {
   const std::string who = session.handler() ? "handler \"" + session.handler_name() + "\"" : "a peer";
-  warn_limited(who + " disconnected: " + why, "{} ({}) disconnected: {}. What it had unconfirmed will be redelivered.",
-               who, session.peer(), why);
+  warn_limited(who + " disconnected: " + why, "handler.failed",
+               {{"handler", session.handler_name()},
+                {"connection", session.id()},
+                {"pid", session.credentials().pid},
+                {"uid", session.credentials().uid},
+                {"reason", why}},
+               "{} ({}) disconnected: {}. What it had unconfirmed will be redelivered.", who, session.peer(), why);
 }
 
 bool Dispatcher::busy(const HandlerSession& session) const { return core_.in_flight(session.id()) > 0; }
@@ -470,7 +489,13 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   const Admission admission = admit(settings_.admission, Hello{hello.handler, hello.version}, session.credentials(),
                                     instances_, state_ == State::kServing, proto::kVersion);
   if (!admission.handler) {
-    spdlog::warn("refused HELLO from {}: {}", session.peer(), admission.detail);
+    log_warn("handler.refused",
+             {{"handler", hello.handler},
+              {"connection", session.id()},
+              {"pid", session.credentials().pid},
+              {"uid", session.credentials().uid},
+              {"reason", admission.detail}},
+             "refused HELLO from {}: {}", session.peer(), admission.detail);
     return admission.refusal;
   }
   const std::size_t index = *admission.handler;
@@ -482,7 +507,12 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   admitted_unix_ms_[session.id()] = wall_now_ms();
   session.send_ready(static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
   session.flush();
-  spdlog::info("handler {} connected", describe(session));
+  log_info("handler.connected",
+           {{"handler", handler.name},
+            {"connection", session.id()},
+            {"pid", session.credentials().pid},
+            {"uid", session.credentials().uid}},
+           "handler {} connected", describe(session));
   core_.connect(session.id(), index, time_.now());
   if (tap_) tap_->connected(session.id(), index);
   after_input();
@@ -506,8 +536,15 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
     case proto::Verb::kTerm:
       known = core_.term(session.id(), command.id, now);
       if (known) {
-        spdlog::warn("handler {} terminated delivery {} as poison: {}", describe(session), command.id,
-                     command.reason.empty() ? "(no reason given)" : command.reason);
+        const std::string reason = command.reason.empty() ? "(no reason given)" : command.reason;
+        log_warn("delivery.terminated",
+                 {{"handler", session.handler_name()},
+                  {"connection", session.id()},
+                  {"pid", session.credentials().pid},
+                  {"uid", session.credentials().uid},
+                  {"delivery", command.id},
+                  {"reason", reason}},
+                 "handler {} terminated delivery {} as poison: {}", describe(session), command.id, reason);
       }
       break;
     case proto::Verb::kWip:
@@ -546,7 +583,12 @@ void Dispatcher::on_closed(HandlerSession& session) {
   prune_unidentified_order();
   if (session.handler() && state_ != State::kDone) {
     --instances_[*session.handler()];
-    spdlog::info("handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));
+    log_info("handler.disconnected",
+             {{"handler", session.handler_name()},
+              {"connection", session.id()},
+              {"pid", session.credentials().pid},
+              {"uid", session.credentials().uid}},
+             "handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));
     core_.disconnect(session.id(), time_.now());
     if (tap_) tap_->disconnected(session.id());
     after_input();

@@ -36,6 +36,7 @@
 #include "handler_session.hpp"
 #include "io_thread.hpp"
 #include "log_rate_limiter.hpp"
+#include "logging.hpp"
 #include "message_bytes.hpp"
 #include "node_pool.hpp"
 #include "pull_ledger.hpp"
@@ -138,7 +139,8 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   void report_failure(const Effect& effect, const Stored& stored);
   // Logs a warning unless too many like it came lately (they are counted and reported later).
   template <typename... Args>
-  void warn_limited(const std::string& kind, fmt::format_string<Args...> format, Args&&... args);
+  void warn_limited(const std::string& kind, std::string_view event, LogFields fields,
+                    fmt::format_string<Args...> format, Args&&... args);
   void top_up_pulls();
   // The consumer's leader may have changed: probe until it answers, then pull anew.
   void leader_unsure(TimePoint now);

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "logging.hpp"
 #include "passed_socket.hpp"
 #include "startup_error.hpp"
 #include "unique_fd.hpp"
@@ -33,7 +34,8 @@ void prepare_directory(const std::filesystem::path& directory) {
       throw StartupError(kExitUnavailable, "socket.path: cannot make its directory " + directory.string() + ": " +
                                                (error ? error.message() : std::strerror(errno)));
     }
-    spdlog::info("made the socket's directory {} (mode {:o})", directory.string(), defaults::kSocketDirectoryMode);
+    log_info("socket.directory_made", {{"path", directory.string()}}, "made the socket's directory {} (mode {:o})",
+             directory.string(), defaults::kSocketDirectoryMode);
     return;
   }
   if (!S_ISDIR(info.st_mode))
@@ -61,7 +63,7 @@ void clear_stale_socket(const std::string& path) {
     throw StartupError(kExitUnavailable, "socket.path: another process is serving " + path +
                                              " (is jetfan already running for this module?)");
   }
-  spdlog::info("removing stale socket {} left by an earlier run", path);
+  log_info("socket.stale_removed", {{"path", path}}, "removing stale socket {} left by an earlier run", path);
   ::unlink(path.c_str());
 }
 
@@ -79,7 +81,8 @@ HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& set
     acceptor_.assign(Protocol(), *passed, error);
     if (error)
       throw StartupError(kExitUnavailable, "socket.path: cannot use the socket systemd passed: " + error.message());
-    spdlog::info("socket {}: using the listening socket systemd passed", settings.path);
+    log_info("socket.passed", {{"path", settings.path}}, "socket {}: using the listening socket systemd passed",
+             settings.path);
     return;
   }
   const std::filesystem::path path(settings.path);
@@ -147,8 +150,10 @@ void HandlerListener::accept() {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (error) {
       // Accepting again at once would spin while the cause (EMFILE, say) lasts.
-      spdlog::warn("socket {}: accept failed: {}; accepting again in {}ms", settings_.path, error.message(),
-                   kAcceptRetry.count());
+      log_warn("socket.accept_failed",
+               {{"path", settings_.path}, {"reason", error.message()}, {"retry_ms", kAcceptRetry.count()}},
+               "socket {}: accept failed: {}; accepting again in {}ms", settings_.path, error.message(),
+               kAcceptRetry.count());
       retry_.expires_after(kAcceptRetry);
       retry_.async_wait([this](const boost::system::error_code& cancelled) {
         if (!cancelled) accept();

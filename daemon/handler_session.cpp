@@ -62,9 +62,21 @@ void HandlerSession::admit(std::size_t handler, std::string name) {
 }
 
 void HandlerSession::read() {
+  read_pending_ = true;
   socket_.async_read_some(asio::buffer(input_),
                           [self = shared_from_this()](const boost::system::error_code& error, std::size_t bytes) {
-                            if (self->closed_ || self->failing_) return;
+                            self->read_pending_ = false;
+                            if (self->closed_) return;
+                            if (self->lingering_) {
+                              // Discarding: the end of the peer's input is the end of the session.
+                              if (error) {
+                                self->close();
+                              } else {
+                                self->read();
+                              }
+                              return;
+                            }
+                            if (self->failing_) return;
                             if (error) {
                               self->close_after_peer_left();
                               return;
@@ -184,7 +196,7 @@ void HandlerSession::flush() {
                       if (error) {
                         self->on_write_failed();
                       } else if (self->failing_ && self->out_.empty()) {
-                        self->close();
+                        self->linger();
                       } else {
                         self->flush();
                       }
@@ -229,6 +241,29 @@ void HandlerSession::on_write_failed() {
   });
 }
 
+// A close while the peer is still writing fails its writes (EPIPE), and a peer that gives up on a
+// failed write, as Node's sockets do, never reads the ERR it was sent. So the peer gets the end of
+// jetfan's output after the ERR, and jetfan reads what it still sends until it closes its side (or
+// the linger ends).
+void HandlerSession::linger() {
+  if (closed_ || lingering_) return;
+  lingering_ = true;
+  boost::system::error_code error;
+  socket_.shutdown(Socket::shutdown_send, error);
+  if (error) {
+    close();
+    return;
+  }
+  timer_.expires_after(kErrLinger);
+  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& cancelled) {
+    if (!cancelled) self->close();
+  });
+  if (!read_pending_) read();
+  // The owner is done with it now: its connection slot is free, and what it had unconfirmed is redelivered.
+  owner_told_ = true;
+  owner_.on_closed(*this);
+}
+
 void HandlerSession::close_after_peer_left() {
   JETFAN_ON_IO_THREAD(thread_);
   if (closed_) return;
@@ -249,7 +284,10 @@ void HandlerSession::close() {
   timer_.cancel();
   socket_.shutdown(Socket::shutdown_both, ignored);
   socket_.close(ignored);
-  owner_.on_closed(*this);
+  if (!owner_told_) {
+    owner_told_ = true;
+    owner_.on_closed(*this);
+  }
 }
 
 }  // namespace jetfan

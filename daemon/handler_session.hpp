@@ -52,7 +52,8 @@ class SessionOwner {
   virtual void on_failing(HandlerSession& session, const std::string& why) = 0;
   // Whether the session has deliveries in flight (a busy handler may be silent).
   virtual bool busy(const HandlerSession& session) const = 0;
-  // The connection is gone. Called exactly once, for every session that was started.
+  // The connection is gone, or lingers after its ERR (see fail): nothing more from it reaches the
+  // owner, and the owner drops it. Called exactly once, for every session that was started.
   virtual void on_closed(HandlerSession& session) = 0;
 
  protected:
@@ -86,10 +87,16 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
                 const MessageBytesPtr& message);
   void send_pong();
   void flush();
-  // Sends ERR with the reason, then closes. Nothing more is read.
+  // Sends ERR with the reason, then closes, lingering so that the ERR reaches a peer that is still
+  // writing: once ERR is written the writing side is shut down (the peer reads ERR, then the end),
+  // and what the peer still sends is read and discarded until it closes, for at most 1 s (a close
+  // at once would fail the peer's writes, and a peer that gives up on that never reads the ERR).
+  // Nothing read after the ERR reaches the owner, and on_closed comes once the ERR is written: the
+  // lingering session keeps itself alive, and its descriptor, for at most that second.
   void fail(const std::string& reason);
   // The same, without logging a protocol error: jetfan itself ends the connection (a reload).
   void dismiss(const std::string& reason);
+  // Closes at once; on_closed is called before it returns.
   void close();
   // Closed, or closing after ERR.
   bool ending() const { return closed_ || failing_; }
@@ -104,6 +111,8 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   // A write failed: nothing more is written, and the read side, which sees the end after the
   // peer's last bytes, closes the session (or the linger timer does).
   void on_write_failed();
+  // The ERR is written: shut down the writing side and discard input until the peer closes.
+  void linger();
   void arm_idle();
   void on_idle();
 
@@ -122,7 +131,10 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   OutputQueue out_;
   bool heard_ = false;   // input since the idle timer was last armed
   bool pinged_ = false;  // a PING is out and unanswered
+  bool read_pending_ = false;
   bool write_pending_ = false;
+  bool lingering_ = false;   // ERR written; input is discarded until the peer closes
+  bool owner_told_ = false;  // on_closed was called
   bool write_failed_ = false;
   bool failing_ = false;
   bool closed_ = false;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "jetstream_subject.hpp"
+#include "logging.hpp"
 #include "nats_auth.hpp"
 #include "startup_error.hpp"
 
@@ -81,14 +82,15 @@ std::string join(const std::vector<std::string>& items) {
 
 void on_disconnected(natsConnection*, void* closure) {
   if (static_cast<CnatsCallbacks*>(closure)->closing) return;
-  spdlog::warn("nats: disconnected; reconnecting. Messages held and in flight are kept.");
+  log_warn("nats.disconnected", {}, "nats: disconnected; reconnecting. Messages held and in flight are kept.");
 }
 void on_reconnected(natsConnection* connection, void* closure) {
   auto* callbacks = static_cast<CnatsCallbacks*>(closure);
   if (callbacks->closing) return;
   char url[256] = {0};
   natsConnection_GetConnectedUrl(connection, url, sizeof url);
-  spdlog::info("nats: reconnected to {}; pulling anew", redact_url(url));
+  const std::string server = redact_url(url);
+  log_info("nats.reconnected", {{"server", server}}, "nats: reconnected to {}; pulling anew", server);
   callbacks->push_reconnected();
 }
 // cnats calls this when it will call no more with this pointer. The reference it takes out may be
@@ -104,7 +106,8 @@ void on_closed(natsConnection*, void* closure) {
 }
 void on_async_error(natsConnection*, natsSubscription*, natsStatus status, void* closure) {
   if (static_cast<CnatsCallbacks*>(closure)->closing) return;
-  spdlog::error("nats: asynchronous error: {}", natsStatus_GetText(status));
+  log_error("nats.async_error", {{"reason", natsStatus_GetText(status)}}, "nats: asynchronous error: {}",
+            natsStatus_GetText(status));
 }
 
 void destroy_message(void* message) { natsMsg_Destroy(static_cast<natsMsg*>(message)); }
@@ -219,8 +222,25 @@ NatsOptionsPtr JetStreamReader::make_options() {
   if (!nats.creds.empty()) check(natsOptions_SetUserCredentialsFromFiles(raw, nats.creds.c_str(), nullptr), "creds");
   if (!nats.nkey_seed.empty())
     check(natsOptions_SetNKeyFromSeed(raw, nats.nkey.c_str(), nats.nkey_seed.c_str()), "nkey_seed");
-  if (!nats.token.empty()) check(natsOptions_SetToken(raw, nats.token.c_str()), "token");
-  if (!nats.user.empty()) check(natsOptions_SetUserInfo(raw, nats.user.c_str(), nats.password.c_str()), "user");
+  // A secret in a file is read here, and cnats keeps its own copy: ours is wiped at once.
+  auto secret = [&](const std::string& value, const std::string& setting, const std::string& file) {
+    if (file.empty()) return value;
+    FileSecret read = read_file_secret(setting, file);
+    if (!read.value) throw StartupError(kExitConfig, config_.file + ": " + read.error);
+    return std::move(*read.value);
+  };
+  if (!nats.token.empty() || !nats.token_file.empty()) {
+    std::string token = secret(nats.token, "nats.token_file", nats.token_file);
+    const natsStatus status = natsOptions_SetToken(raw, token.c_str());
+    wipe_secret(token);
+    check(status, "token");
+  }
+  if (!nats.user.empty()) {
+    std::string password = secret(nats.password, "nats.password_file", nats.password_file);
+    const natsStatus status = natsOptions_SetUserInfo(raw, nats.user.c_str(), password.c_str());
+    wipe_secret(password);
+    check(status, "user");
+  }
   // A tls:// URL alone must not fall back to plain text, as cnats would with a server without TLS.
   if (wants_tls(nats)) check(natsOptions_SetSecure(raw, true), "tls");
   if (nats.tls) {
@@ -248,15 +268,18 @@ bool JetStreamReader::connect(const std::function<bool()>& stopping) {
         std::lock_guard lock(callbacks_->held_mutex);
         if (!callbacks_->connection_closed) callbacks_->held_by_connection = callbacks_;
       }
-      spdlog::info("nats: connected to {} as \"{}\"", servers, config_.nats.name);
+      log_info("nats.connected", {{"server", servers}, {"name", config_.nats.name}}, "nats: connected to {} as \"{}\"",
+               servers, config_.nats.name);
       return true;
     }
     const std::string why = last_error(status);
     const auto verdict = judge_connect_failure(status, why, config_.nats, config_.file, servers, tls_closed);
     if (verdict.exit_code != 0) throw StartupError(verdict.exit_code, verdict.message);
     tls_closed = verdict.tls_closed;
-    spdlog::warn("nats: cannot reach {} (attempt {}): {}{}; retrying in {}ms", servers, attempt, why, verdict.message,
-                 delay.count());
+    log_warn("nats.connect_failed",
+             {{"server", servers}, {"attempt", attempt}, {"reason", why}, {"retry_ms", delay.count()}},
+             "nats: cannot reach {} (attempt {}): {}{}; retrying in {}ms", servers, attempt, why, verdict.message,
+             delay.count());
     io_.run_for(delay);  // handles signals meanwhile
     io_.restart();
     if (stopping()) return false;
@@ -298,7 +321,8 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   }
   if (status != NATS_OK) {
     // Most often the account may not read consumer info (the request then times out).
-    spdlog::warn("nats: cannot read the info of {}: {}", named, why);
+    log_warn("nats.consumer_info_failed", {{"consumer", config_.consumer.durable}, {"reason", why}},
+             "nats: cannot read the info of {}: {}", named, why);
     return facts;
   }
   const jsConsumerConfig& server = *info->Config;
@@ -354,10 +378,12 @@ bool JetStreamReader::send_pull(const PullRequest& request) {
   const natsStatus status = natsConnection_PublishRequest(connection_.get(), pull_subject_.c_str(), reply.c_str(),
                                                           request_body_.data(), static_cast<int>(request_body_.size()));
   if (status != NATS_OK) {
-    spdlog::warn("nats: pull request failed: {}; retrying shortly", last_error(status));
+    const std::string why = last_error(status);
+    log_warn("nats.pull_failed", {{"reason", why}}, "nats: pull request failed: {}; retrying shortly", why);
     return false;
   }
-  spdlog::trace("nats: pull request {} for {} message(s)", request.id, request.batch);
+  log_trace("nats.pull", {{"request", request.id}, {"batch", request.batch}}, "nats: pull request {} for {} message(s)",
+            request.id, request.batch);
   return true;
 }
 
@@ -505,7 +531,9 @@ void JetStreamReader::reply(const MessageBytes& message, const char* body, std::
   const natsStatus status = natsConnection_Publish(connection_.get(), subject, body, static_cast<int>(length));
   if (status != NATS_OK) {
     // The server will redeliver after AckWait: at least once, never lost.
-    spdlog::warn("nats: could not send \"{}\" to {}: {}", std::string_view(body, length), subject, last_error(status));
+    const std::string why = last_error(status);
+    log_warn("nats.ack_send_failed", {{"subject", subject}, {"ack", std::string_view(body, length)}, {"reason", why}},
+             "nats: could not send \"{}\" to {}: {}", std::string_view(body, length), subject, why);
   }
 }
 
@@ -535,7 +563,9 @@ bool JetStreamReader::publish(std::uint64_t id, std::string_view subject, std::s
     const std::string wildcard = publish_inbox_ + "*";
     if (natsConnection_Subscribe(&raw, connection_.get(), wildcard.c_str(), on_publish_answer, callbacks_.get()) !=
         NATS_OK) {
-      spdlog::warn("nats: cannot subscribe for publish acknowledgements: {}", last_error(NATS_ERR));
+      const std::string why = last_error(NATS_ERR);
+      log_warn("nats.subscribe_failed", {{"reason", why}}, "nats: cannot subscribe for publish acknowledgements: {}",
+               why);
       return false;
     }
     publish_subscription_.reset(raw);
@@ -550,7 +580,9 @@ bool JetStreamReader::publish(std::uint64_t id, std::string_view subject, std::s
   set_headers(raw, headers);
   const natsStatus status = natsConnection_PublishMsg(connection_.get(), raw);
   if (status != NATS_OK) {
-    spdlog::warn("nats: could not publish to {}: {}", subject, last_error(status));
+    const std::string why = last_error(status);
+    log_warn("nats.publish_failed", {{"subject", subject}, {"reason", why}}, "nats: could not publish to {}: {}",
+             subject, why);
     return false;
   }
   return true;

@@ -1,16 +1,22 @@
 #include "logging.hpp"
 
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
 
-#include <spdlog/pattern_formatter.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <mutex>
+#include <type_traits>
+#include <vector>
 
 namespace jetfan {
 namespace {
@@ -31,62 +37,141 @@ const char* priority_prefix(spdlog::level::level_enum level) {
   }
 }
 
-// The pieces of a line: [priority] [time] level message, or the same as a JSON object.
-class LineFormatter final : public spdlog::formatter {
- public:
-  LineFormatter(LogFormat format, bool journal) : format_(format), journal_(journal) {}
+// The event being written on this thread, for the sink: spdlog's log_msg carries only the text.
+struct EventContext {
+  std::string_view event;
+  LogFields fields;
+};
+thread_local const EventContext* current_event = nullptr;
 
-  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
-    if (journal_) append(dest, priority_prefix(msg.level));
+int syslog_priority(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::critical:
+      return 2;
+    case spdlog::level::err:
+      return 3;
+    case spdlog::level::warn:
+      return 4;
+    case spdlog::level::info:
+      return 6;
+    default:
+      return 7;
+  }
+}
+
+std::string field_text(const LogField::Value& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return v;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return v ? "true" : "false";
+        } else {
+          return std::to_string(v);
+        }
+      },
+      value);
+}
+
+// "handler" -> "JETFAN_HANDLER": journal field names are upper case letters, digits and '_'.
+std::string journal_name(std::string_view key) {
+  std::string name = "JETFAN_";
+  for (const char c : key) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    name += keep ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : '_';
+  }
+  return name;
+}
+
+// Local time for people reading a terminal, with its offset so the zone is never a guess; UTC,
+// marked, in JSON for machines.
+std::string timestamp(spdlog::log_clock::time_point time, bool utc) {
+  const auto since_epoch = time.time_since_epoch();
+  const std::time_t seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch).count();
+  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count() % 1000;
+  std::tm parts{};
+  if (utc) {
+    gmtime_r(&seconds, &parts);
+  } else {
+    localtime_r(&seconds, &parts);
+  }
+  char text[48];
+  std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
+  length +=
+      static_cast<std::size_t>(std::snprintf(text + length, sizeof text - length, ".%03d", static_cast<int>(millis)));
+  if (utc) return std::string(text, length) + "Z";
+  char offset[8];  // "+0100" -> "+01:00", as RFC 3339 writes it
+  if (std::strftime(offset, sizeof offset, "%z", &parts) != 5) return std::string(text, length);
+  return std::string(text, length) + std::string(offset, 3) + ":" + std::string(offset + 3, 2);
+}
+
+// Writes each event as a line on stderr, or to journald with its fields.
+class EventSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  EventSink(LogFormat format, bool journal, bool native) : format_(format), journal_(journal), native_(native) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    const std::string_view message(msg.payload.data(), msg.payload.size());
+    if (native_ && send_to_journal(msg.level, message)) return;
+    std::string line;
+    if (journal_) line = priority_prefix(msg.level);
     const auto level = spdlog::level::to_string_view(msg.level);
     if (format_ == LogFormat::kJson) {
-      nlohmann::json line;
-      if (!journal_) line["time"] = timestamp(msg.time, true);
-      line["level"] = std::string_view(level.data(), level.size());
+      nlohmann::json object;
+      if (!journal_) object["time"] = timestamp(msg.time, true);
+      object["level"] = std::string_view(level.data(), level.size());
+      if (current_event) object["event"] = current_event->event;
       // A message is text we made, but it can quote what a peer sent: never let that break the line.
-      line["message"] = std::string_view(msg.payload.data(), msg.payload.size());
-      append(dest, line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    } else {
-      if (!journal_) {
-        append(dest, timestamp(msg.time, false));
-        dest.push_back(' ');
+      object["message"] = message;
+      if (current_event) {
+        for (const auto& field : current_event->fields) {
+          std::visit([&](const auto& v) { object[std::string(field.key)] = v; }, field.value);
+        }
       }
-      append(dest, std::string_view(level.data(), level.size()));
-      dest.push_back(' ');
-      append(dest, std::string_view(msg.payload.data(), msg.payload.size()));
+      line += object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    } else {
+      if (!journal_) line += timestamp(msg.time, false) + " ";
+      line.append(level.data(), level.size());
+      line += ' ';
+      line += message;
     }
-    dest.push_back('\n');
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
   }
 
-  std::unique_ptr<spdlog::formatter> clone() const override {
-    return std::make_unique<LineFormatter>(format_, journal_);
-  }
+  void flush_() override { std::fflush(stderr); }
 
  private:
-  static void append(spdlog::memory_buf_t& dest, std::string_view text) {
-    dest.append(text.data(), text.data() + text.size());
-  }
-
-  // Local time for people reading a terminal; UTC, marked, in JSON for machines.
-  static std::string timestamp(spdlog::log_clock::time_point time, bool utc) {
-    const auto since_epoch = time.time_since_epoch();
-    const std::time_t seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch).count();
-    const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count() % 1000;
-    std::tm parts{};
-    if (utc) {
-      gmtime_r(&seconds, &parts);
-    } else {
-      localtime_r(&seconds, &parts);
+  // False when journald does not take it (not running, say): the caller writes the line instead.
+  static bool send_to_journal(spdlog::level::level_enum level, std::string_view message) {
+    std::vector<std::string> entries;
+    entries.push_back("MESSAGE=" + std::string(message));
+    entries.push_back("PRIORITY=" + std::to_string(syslog_priority(level)));
+    entries.emplace_back("SYSLOG_IDENTIFIER=jetfan");
+    if (current_event) {
+      entries.push_back("JETFAN_EVENT=" + std::string(current_event->event));
+      for (const auto& field : current_event->fields) {
+        entries.push_back(journal_name(field.key) + "=" + field_text(field.value));
+      }
     }
-    char text[40];
-    const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
-    std::snprintf(text + length, sizeof text - length, ".%03d%s", static_cast<int>(millis), utc ? "Z" : "");
-    return text;
+    std::vector<iovec> parts;
+    parts.reserve(entries.size());
+    for (auto& entry : entries) parts.push_back(iovec{entry.data(), entry.size()});
+    return sd_journal_sendv(parts.data(), static_cast<int>(parts.size())) >= 0;
   }
 
   LogFormat format_;
   bool journal_;
+  bool native_;  // stderr is journald's socket: send it the fields too
 };
+
+bool stderr_is_socket() {
+  struct stat info {};
+  return ::fstat(STDERR_FILENO, &info) == 0 && S_ISSOCK(info.st_mode);
+}
 
 }  // namespace
 
@@ -101,13 +186,20 @@ bool stderr_is_journal() {
 }
 
 void setup_logging(LogFormat format, const std::string& level, bool journal) {
-  auto logger = std::make_shared<spdlog::logger>("jetfan", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-  logger->set_formatter(std::make_unique<LineFormatter>(format, journal));
+  auto logger = std::make_shared<spdlog::logger>(
+      "jetfan", std::make_shared<EventSink>(format, journal, journal && stderr_is_socket()));
   logger->flush_on(spdlog::level::trace);  // a line is written when it happens
   spdlog::set_default_logger(logger);
   set_log_level(level);
 }
 
 void set_log_level(const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); }
+
+void write_event(spdlog::level::level_enum level, std::string_view event, LogFields fields, std::string_view message) {
+  const EventContext context{event, fields};
+  current_event = &context;
+  spdlog::default_logger_raw()->log(level, spdlog::string_view_t(message.data(), message.size()));
+  current_event = nullptr;
+}
 
 }  // namespace jetfan

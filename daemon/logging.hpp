@@ -1,15 +1,34 @@
 #pragma once
-// Logging: one line per event on stderr, which journald picks up under systemd.
+// Logging: one line per event on stderr, which journald picks up under systemd. Each event has a
+// message for people and, when logged with log_event, an event name and its facts as fields for
+// machines:
 //
-//   text  "2026-11-29T20:00:57.123 warning <message>"
-//   json  {"time":"2026-11-29T20:00:57.123Z","level":"warning","message":"<message>"}  (one per line)
-// When stderr is the journal (systemd sets JOURNAL_STREAM to its device and inode), lines carry no
-// timestamp of their own (journald has it) and start with a syslog priority, "<4>" for a warning
-// (sd-daemon.h's SD_WARNING), so `journalctl -p warning` selects them.
+//   text  "2026-11-29T21:00:57.123+01:00 warning <message>"  (local time, with its UTC offset)
+//   json  {"time":"2026-11-29T20:00:57.123Z","level":"warning","event":"delivery.failed",
+//          "message":"<message>","handler":"audit","seq":42,...}  (one object a line)
 //
-// Thread: setup before any other thread logs; spdlog itself is thread-safe.
+// When stderr is the journal (systemd sets JOURNAL_STREAM to its device and inode, and it is a
+// socket), each event goes to journald with sd_journal_send: MESSAGE, PRIORITY,
+// SYSLOG_IDENTIFIER=jetfan, JETFAN_EVENT and one JETFAN_<KEY> per field (`journalctl
+// JETFAN_HANDLER=audit`). Should journald not take it, or should JOURNAL_STREAM name a stderr that
+// is not a socket, the line goes to stderr instead, with no timestamp of its own (journald has it)
+// and starting with its syslog priority, "<4>" for a warning (sd-daemon.h's SD_WARNING), so
+// `journalctl -p warning` selects it.
+//
+// Plain spdlog calls still work; their lines carry no event and no fields.
+//
+// Thread: setup before any other thread logs; logging itself is thread-safe. The fields of an event
+// are written before log_event returns; nothing keeps a reference to them.
 
+#include <spdlog/spdlog.h>
+
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
 
 #include "config.hpp"
 
@@ -22,5 +41,63 @@ bool stderr_is_journal();
 void setup_logging(LogFormat format, const std::string& level, bool journal);
 // Changes the level of the installed logger (reload, --log-level).
 void set_log_level(const std::string& level);
+
+// One fact of an event. Keys are lower snake case ("handler", "pid", "seq") and never one of time,
+// level, event or message; in the journal they become JETFAN_HANDLER, JETFAN_PID, ... Numbers stay
+// numbers in JSON. The key must outlive the log_event call (a literal, in practice).
+struct LogField {
+  using Value = std::variant<std::string, std::int64_t, std::uint64_t, bool>;
+
+  LogField(std::string_view k, std::string_view v) : key(k), value(std::string(v)) {}
+  LogField(std::string_view k, const std::string& v) : key(k), value(v) {}
+  LogField(std::string_view k, const char* v) : key(k), value(std::string(v)) {}
+  LogField(std::string_view k, bool v) : key(k), value(v) {}
+  template <std::signed_integral T>
+  LogField(std::string_view k, T v) : key(k), value(static_cast<std::int64_t>(v)) {}
+  template <std::unsigned_integral T>
+  requires(!std::same_as<T, bool>) LogField(std::string_view k, T v) : key(k), value(static_cast<std::uint64_t>(v)) {}
+
+  std::string_view key;
+  Value value;
+};
+
+using LogFields = std::initializer_list<LogField>;
+
+// Writes one event: `event` names what happened ("handler.connected", "reload.refused"; dotted lower
+// snake case, stable for scripts), `fields` its facts, and the message is formatted as spdlog does.
+void write_event(spdlog::level::level_enum level, std::string_view event, LogFields fields, std::string_view message);
+
+template <typename... Args>
+void log_event(spdlog::level::level_enum level, std::string_view event, LogFields fields,
+               fmt::format_string<Args...> format, Args&&... args) {
+  if (!spdlog::should_log(level)) return;
+  write_event(level, event, fields, fmt::format(format, std::forward<Args>(args)...));
+}
+
+// One per level, for call sites.
+template <typename... Args>
+void log_trace(std::string_view event, LogFields fields, fmt::format_string<Args...> format, Args&&... args) {
+  log_event(spdlog::level::trace, event, fields, format, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void log_debug(std::string_view event, LogFields fields, fmt::format_string<Args...> format, Args&&... args) {
+  log_event(spdlog::level::debug, event, fields, format, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void log_info(std::string_view event, LogFields fields, fmt::format_string<Args...> format, Args&&... args) {
+  log_event(spdlog::level::info, event, fields, format, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void log_warn(std::string_view event, LogFields fields, fmt::format_string<Args...> format, Args&&... args) {
+  log_event(spdlog::level::warn, event, fields, format, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void log_error(std::string_view event, LogFields fields, fmt::format_string<Args...> format, Args&&... args) {
+  log_event(spdlog::level::err, event, fields, format, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void log_critical(std::string_view event, LogFields fields, fmt::format_string<Args...> format, Args&&... args) {
+  log_event(spdlog::level::critical, event, fields, format, std::forward<Args>(args)...);
+}
 
 }  // namespace jetfan

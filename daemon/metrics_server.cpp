@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "logging.hpp"
 #include "prometheus_text.hpp"
 #include "startup_error.hpp"
 
@@ -123,7 +124,8 @@ void MetricsServer::accept() {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (error) {
       // Accepting again at once would spin while the cause (EMFILE, say) lasts.
-      spdlog::warn("metrics: accept failed: {}; accepting again in 100ms", error.message());
+      log_warn("metrics.accept_failed", {{"reason", error.message()}},
+               "metrics: accept failed: {}; accepting again in 100ms", error.message());
       retry_.expires_after(std::chrono::milliseconds(100));
       retry_.async_wait([this](const boost::system::error_code& cancelled) {
         if (!cancelled) accept();

@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "startup_error.hpp"
 
@@ -157,8 +159,11 @@ std::string describe_credentials(const NatsSettings& nats) {
     out = "nats.nkey " + nats.nkey + " with its seed in nats.nkey_seed " + nats.nkey_seed;
   } else if (!nats.token.empty()) {
     out = "nats.token (its value is not shown)";
+  } else if (!nats.token_file.empty()) {
+    out = "the token in nats.token_file " + nats.token_file;
   } else if (!nats.user.empty()) {
-    out = "nats.user \"" + nats.user + "\" with nats.password";
+    out = "nats.user \"" + nats.user + "\" with " +
+          (nats.password_file.empty() ? std::string("nats.password") : "nats.password_file " + nats.password_file);
   } else {
     for (const auto& server : nats.servers) {
       if (url_has_secret(server)) out = "the credentials in the server URL " + redact_url(server);
@@ -174,6 +179,15 @@ std::vector<SecretFile> secret_files(const NatsSettings& nats, const std::string
   if (!nats.creds.empty()) files.push_back({"nats.creds", nats.creds, "a user JWT and its NKey seed"});
   if (!nats.nkey_seed.empty()) files.push_back({"nats.nkey_seed", nats.nkey_seed, "an NKey seed"});
   if (nats.tls && !nats.tls->key.empty()) files.push_back({"nats.tls.key", nats.tls->key, "a private key"});
+  if (!nats.token_file.empty()) {
+    files.push_back(
+        {"nats.token_file", expand_credentials_directory(nats.token_file).value_or(nats.token_file), "a NATS token"});
+  }
+  if (!nats.password_file.empty()) {
+    files.push_back({"nats.password_file",
+                     expand_credentials_directory(nats.password_file).value_or(nats.password_file),
+                     "the password of nats.user"});
+  }
   bool url_secret = false;
   for (const auto& server : nats.servers) url_secret = url_secret || url_has_secret(server);
   if (!nats.password.empty() || !nats.token.empty() || url_secret) {
@@ -210,8 +224,51 @@ std::vector<std::string> exposed_secret_file_warnings(const NatsSettings& nats, 
   return warnings;
 }
 
+std::optional<std::string> expand_credentials_directory(const std::string& path) {
+  static constexpr std::string_view kVariable = "${CREDENTIALS_DIRECTORY}";
+  if (!path.starts_with(kVariable)) return path;
+  const char* directory = std::getenv("CREDENTIALS_DIRECTORY");
+  if (directory == nullptr || *directory == '\0') return std::nullopt;
+  return directory + path.substr(kVariable.size());
+}
+
+FileSecret read_file_secret(const std::string& setting, const std::string& path) {
+  FileSecret result;
+  const auto expanded = expand_credentials_directory(path);
+  if (!expanded) {
+    result.error =
+        setting + " " + path + ": $CREDENTIALS_DIRECTORY is not set (systemd sets it for a unit with LoadCredential=)";
+    return result;
+  }
+  const std::string named = setting + " " + *expanded;
+  std::string error;
+  auto text = read_secret(*expanded, error);
+  if (!text) {
+    result.error = named + ": cannot be read: " + error;
+    return result;
+  }
+  const std::string_view first_line = trimmed(std::string_view(*text).substr(0, text->find('\n')));
+  if (first_line.empty()) {
+    result.error = named + ": is empty; its first line should hold the secret";
+  } else {
+    result.value = std::string(first_line);
+  }
+  wipe(*text);
+  return result;
+}
+
+void wipe_secret(std::string& secret) { wipe(secret); }
+
 std::optional<std::string> check_credential_files(const NatsSettings& nats) {
   std::string error;
+  for (const auto& [setting, path] :
+       {std::pair<const char*, const std::string&>{"nats.token_file", nats.token_file},
+        std::pair<const char*, const std::string&>{"nats.password_file", nats.password_file}}) {
+    if (path.empty()) continue;
+    FileSecret read = read_file_secret(setting, path);
+    if (!read.value) return read.error;
+    wipe(*read.value);
+  }
   if (!nats.creds.empty()) {
     const std::string named = "nats.creds " + nats.creds;
     auto text = read_secret(nats.creds, error);

@@ -54,10 +54,26 @@ std::optional<std::string> exposure_warning(const SecretFile& file, mode_t mode)
 // be stat'ed is skipped here (check_credential_files, or cnats, says what is wrong with it).
 std::vector<std::string> exposed_secret_file_warnings(const NatsSettings& nats, const std::string& config_file);
 
-// Reads: the creds and nkey_seed files. Returns one line naming the setting, the file and what is
-// wrong (unreadable, no JWT, no seed, a seed that is not an NKey seed), or nullopt when they are
-// usable. The copies of secrets it makes are wiped before they are freed (best effort: the C++
-// library's file buffer is not).
+// A leading "${CREDENTIALS_DIRECTORY}" in a *_file path replaced by that variable, which systemd
+// sets for a unit with LoadCredential=. nullopt when the path starts with it and it is not set.
+std::optional<std::string> expand_credentials_directory(const std::string& path);
+
+// Reads: the secret in nats.token_file or nats.password_file (`setting` names which, for the
+// error): the file's first line without its line end and the blanks around it. On failure
+// `error` names the setting and the file and says what is wrong (unreadable, empty), never the
+// secret. The caller wipes `value` (wipe_secret) once it has handed it on.
+struct FileSecret {
+  std::optional<std::string> value;
+  std::string error;
+};
+FileSecret read_file_secret(const std::string& setting, const std::string& path);
+// Overwrites a string that held a secret before its memory goes back to the allocator.
+void wipe_secret(std::string& secret);
+
+// Reads: the creds, nkey_seed, token_file and password_file files. Returns one line naming the
+// setting, the file and what is wrong (unreadable, empty, no JWT, no seed, a seed that is not an
+// NKey seed), or nullopt when they are usable. The copies of secrets it makes are wiped before they are freed (best
+// effort: the C++ library's file buffer is not).
 std::optional<std::string> check_credential_files(const NatsSettings& nats);
 
 // What a failed natsConnection_Connect means.

@@ -211,3 +211,49 @@ TEST_CASE("a failed connect is retried or exits 77 or 78 saying what was refused
   CHECK_THAT(judge(NATS_PROTOCOL_ERROR, no_cert, true).message, Catch::Contains("none (nats.tls.cert is not set)"));
   CHECK_FALSE(judge(NATS_NO_SERVER, tls, true).tls_closed);  // only consecutive closes count
 }
+
+TEST_CASE("token_file and password_file: the first line is the secret, and a bad file is named but not shown",
+          "[unit]") {
+  TempDir dir;
+  auto read = read_file_secret("nats.token_file", dir.write("token", "  s3cret-token \r\nsecond line\n"));
+  REQUIRE(read.value);
+  CHECK(*read.value == "s3cret-token");
+  CHECK(read_file_secret("nats.password_file", dir.write("pw", "no-newline")).value == "no-newline");
+
+  const std::string empty = dir.write("empty", "\n\n");
+  read = read_file_secret("nats.token_file", empty);
+  CHECK_FALSE(read.value);
+  CHECK(read.error == "nats.token_file " + empty + ": is empty; its first line should hold the secret");
+  read = read_file_secret("nats.password_file", dir.path + "/missing");
+  CHECK(read.error == "nats.password_file " + dir.path + "/missing: cannot be read: No such file or directory");
+
+  NatsSettings nats;
+  nats.token_file = dir.write("exposed", "tok-in-file\n", 0640);
+  CHECK_FALSE(check_credential_files(nats));
+  CHECK(describe_credentials(nats) == "the token in nats.token_file " + nats.token_file);
+  const auto warnings = exposed_secret_file_warnings(nats, dir.path + "/missing.yaml");
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::StartsWith("nats.token_file " + nats.token_file + " has mode 0640") &&
+                              Catch::Contains("chmod 600") && !Catch::Contains("tok-in-file"));
+  nats = with_user();
+  nats.password.clear();
+  nats.password_file = empty;
+  CHECK(check_credential_files(nats) ==
+        "nats.password_file " + empty + ": is empty; its first line should hold the secret");
+  CHECK(describe_credentials(nats) == "nats.user \"builder\" with nats.password_file " + empty);
+}
+
+TEST_CASE("a secret file path may start with ${CREDENTIALS_DIRECTORY}, as systemd's LoadCredential= sets it",
+          "[unit]") {
+  TempDir dir;
+  dir.write("nats-token", "from-systemd\n");
+  ::setenv("CREDENTIALS_DIRECTORY", dir.path.c_str(), 1);
+  CHECK(expand_credentials_directory("${CREDENTIALS_DIRECTORY}/nats-token") == dir.path + "/nats-token");
+  CHECK(expand_credentials_directory("/etc/jetfan/token") == "/etc/jetfan/token");
+  CHECK(read_file_secret("nats.token_file", "${CREDENTIALS_DIRECTORY}/nats-token").value == "from-systemd");
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  CHECK_FALSE(expand_credentials_directory("${CREDENTIALS_DIRECTORY}/nats-token"));
+  const auto read = read_file_secret("nats.token_file", "${CREDENTIALS_DIRECTORY}/nats-token");
+  CHECK_FALSE(read.value);
+  CHECK_THAT(read.error, Catch::Contains("$CREDENTIALS_DIRECTORY is not set"));
+}

@@ -1,4 +1,5 @@
 #include "nats_event_loop.hpp"
+#include "logging.hpp"
 
 #include <poll.h>
 #include <spdlog/spdlog.h>
@@ -53,7 +54,8 @@ struct NatsEventLoop::State : std::enable_shared_from_this<State> {
     boost::system::error_code error;
     descriptor.assign(socket, error);
     if (error) {
-      spdlog::error("nats: cannot poll the server's socket: {}", error.message());
+      log_error("nats.poll_failed", {{"reason", error.message()}}, "nats: cannot poll the server's socket: {}",
+                error.message());
       return;
     }
     arm_read();
@@ -80,7 +82,9 @@ struct NatsEventLoop::State : std::enable_shared_from_this<State> {
     if (at != generation) return;
     read_armed = false;
     if (error) {
-      if (error != asio::error::operation_aborted) spdlog::error("nats: polling the socket: {}", error.message());
+      if (error != asio::error::operation_aborted) {
+        log_error("nats.poll_failed", {{"reason", error.message()}}, "nats: polling the socket: {}", error.message());
+      }
       return;
     }
     natsConnection* nc = connection.load();

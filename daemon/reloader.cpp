@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "dispatcher.hpp"
+#include "logging.hpp"
 #include "reload_plan.hpp"
 #include "serve_settings.hpp"
 
@@ -12,7 +13,7 @@ Reloader::Reloader(Config& config, ConsumerFacts facts, Dispatcher& dispatcher, 
     : config_(config), facts_(std::move(facts)), dispatcher_(dispatcher), log_level_pinned_(log_level_pinned) {}
 
 ReloadResult Reloader::refuse(std::vector<std::string> lines) {
-  for (const auto& line : lines) spdlog::error("reload: {}", line);
+  for (const auto& line : lines) log_error("reload.refused", {{"file", config_.file}}, "reload: {}", line);
   return ReloadResult{false, std::move(lines)};
 }
 
@@ -37,7 +38,7 @@ ReloadResult Reloader::reload() {
   ServeSettingsResult derived = derive_serve_settings(*loaded.config, facts_);
   if (!derived.settings) return refuse({"refused: " + derived.error + "; the running config stays in force"});
   if (plan.changes.empty()) {
-    spdlog::info("reload: {} has no change", file);
+    log_info("reload.unchanged", {{"file", file}}, "reload: {} has no change", file);
     return ReloadResult{true, {"reloaded " + file + ": no change"}};
   }
 
@@ -53,10 +54,10 @@ ReloadResult Reloader::reload() {
     if (log_level_pinned_) {
       lines.push_back("log.level stays as --log-level set it at start");
     } else {
-      spdlog::set_level(spdlog::level::from_str(config_.log_level));
+      set_log_level(config_.log_level);
     }
   }
-  for (const auto& line : lines) spdlog::info("reload: {}", line);
+  for (const auto& line : lines) log_info("reload.applied", {{"file", file}}, "reload: {}", line);
   return ReloadResult{true, std::move(lines)};
 }
 

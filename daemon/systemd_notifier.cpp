@@ -1,4 +1,5 @@
 #include "systemd_notifier.hpp"
+#include "logging.hpp"
 
 #include <systemd/sd-daemon.h>
 
@@ -30,7 +31,8 @@ std::optional<Duration> SystemdNotifier::start_watchdog() {
   std::uint64_t usec = 0;
   if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return std::nullopt;
   interval_ = std::max(watchdog_ping_interval(std::chrono::microseconds(usec)), Duration(1));
-  spdlog::info("systemd watchdog: WATCHDOG_USEC={}; pinging every {}ms from the event loop", usec, interval_.count());
+  log_info("watchdog.started", {{"watchdog_usec", usec}, {"interval_ms", interval_.count()}},
+           "systemd watchdog: WATCHDOG_USEC={}; pinging every {}ms from the event loop", usec, interval_.count());
   ping();
   return interval_;
 }

@@ -64,7 +64,7 @@ for library in $(readelf -d "$build/daemon/jetfan" | sed -n 's/.*(NEEDED).*\[\(.
   done
   [ -n "$found" ] || fail "Depends lacks $package (for $library)"
 done
-for needed in "systemd | systemd-standalone-sysusers | systemd-sysusers" procps; do
+for needed in "systemd | systemd-standalone-sysusers | systemd-sysusers"; do
   [[ $depends == *"$needed"* ]] || fail "Depends lacks $needed"
 done
 # (grep reads all its input, never -q, so that no writer in a pipeline dies of SIGPIPE under pipefail)

@@ -7,7 +7,9 @@
 #   - jetfan@builder.socket listens; a handler connecting to it starts jetfan@builder.service
 #     (socket activation), which becomes active once READY=1 comes, with all the hardening on;
 #   - messages reach both handlers and are acked; a user outside the group jetfan is refused;
-#   - WATCHDOG=1 arrives; `systemctl reload` (SIGHUP) keeps the same process;
+#   - each event's facts are journal fields of their own (journalctl JETFAN_HANDLER=audit);
+#   - WATCHDOG=1 arrives; `systemctl reload` keeps the same process, succeeds for a good config, and
+#     fails for a refused one, saying why in `systemctl status` and the journal;
 #   - a missing durable consumer (exit 78) is not restarted; a stop exits 0 and removes the socket.
 #   systemd/boot_test.sh BUILD_DIR
 # Needs root and systemd-nspawn (Debian package systemd-container); exit 77 (skipped) without them.
@@ -109,6 +111,20 @@ if controller wait-settled EVENTS node1_builder 20 > /dev/null &&
 else
   failed "the message was not delivered to both handlers and acked"
 fi
+# Under journald each event's facts are journal fields of their own.
+fields=$(inside journalctl -u jetfan@builder.service JETFAN_HANDLER=audit JETFAN_EVENT=handler.connected -o export --no-pager 2>&1) || true
+if [[ $fields == *"MESSAGE=handler \"audit\" (connection "* ]] && [[ $fields == *$'\nJETFAN_PID='* ]] &&
+   [[ $fields == *$'\nJETFAN_UID='* ]] && [[ $fields == *$'\nJETFAN_CONNECTION='* ]]; then
+  ok "journalctl JETFAN_HANDLER=audit finds its connection, with JETFAN_PID, JETFAN_UID and JETFAN_CONNECTION"
+else
+  failed "journalctl JETFAN_HANDLER=audit JETFAN_EVENT=handler.connected gave: $(echo "$fields" | head -n 20)"
+fi
+fields=$(inside journalctl -u jetfan@builder.service JETFAN_EVENT=serving JETFAN_CONSUMER=node1_builder -o export --no-pager 2>&1) || true
+if [[ $fields == *"MESSAGE=serving consumer"* ]] && [[ $fields == *$'\nJETFAN_STREAM=EVENTS'* ]]; then
+  ok "journalctl JETFAN_EVENT=serving JETFAN_CONSUMER=node1_builder finds it, with JETFAN_STREAM"
+else
+  failed "journalctl JETFAN_EVENT=serving JETFAN_CONSUMER=node1_builder gave: $(echo "$fields" | head -n 20)"
+fi
 output=$(as stranger /opt/jetfan-examples/jetfan-example-handler /run/jetfan/builder.sock audit 2>&1) || true
 [[ $output == *"Permission denied"* ]] && ok "a user outside the group jetfan is refused" || failed "a stranger got: $output"
 
@@ -120,13 +136,43 @@ if wait_until 20 not is jetfan@builder.service WatchdogTimestampMonotonic "$firs
 else
   failed "no WATCHDOG=1 within 30s (WatchdogSec=30s: systemd kills jetfan; result $(show jetfan@builder.service Result))"
 fi
+# systemctl reload runs `jetfan reload`, which waits for jetfan's verdict: a good file is applied
+# and the call succeeds; a refused one fails the call, and the reason is in status and the journal.
+config=$dir/etc-jetfan/builder.yaml
+cp "$config" "$dir/builder.yaml.good"
 pid=$(show jetfan@builder.service MainPID)
-inside systemctl reload jetfan@builder.service || true
+sed -i 's/ack_timeout: 30s/ack_timeout: 20s/' "$config"
+if output=$(inside systemctl reload jetfan@builder.service 2>&1); then
+  ok "systemctl reload of a good config succeeds"
+else
+  failed "systemctl reload of a good config failed: $output"
+fi
 if wait_until 10 is jetfan@builder.service SubState running && is jetfan@builder.service MainPID "$pid" && [ "$pid" != 0 ]; then
-  ok "systemctl reload (SIGHUP) keeps jetfan running as pid $pid"
+  ok "systemctl reload keeps jetfan running as pid $pid"
 else
   failed "after systemctl reload jetfan's pid is $(show jetfan@builder.service MainPID), was $pid"
 fi
+refused_reload() {  # refused_reload WHAT REASON: systemctl reload must fail, and say REASON
+  local what=$1 reason=$2 output status_output
+  if output=$(inside systemctl reload jetfan@builder.service 2>&1); then
+    failed "systemctl reload of $what succeeded"
+    return
+  fi
+  ok "systemctl reload of $what fails: $(echo "$output" | head -n 1)"
+  status_output=$(inside systemctl status --no-pager --lines=20 jetfan@builder.service 2>&1) || true
+  [[ $status_output == *"$reason"* ]] && ok "systemctl status says why: $reason" ||
+    { failed "systemctl status does not say \"$reason\":"; echo "$status_output"; }
+  inside journalctl -u jetfan@builder.service -o cat --no-pager | grep -qF "$reason" &&
+    ok "the journal says why" || failed "the journal does not say \"$reason\""
+}
+sed -i 's/durable: node1_builder/durable: node2_builder/' "$config"
+refused_reload "a config that changes consumer.durable" "consumer.durable, which only a restart of jetfan can change"
+echo "consumer: [" > "$config"
+refused_reload "a config that does not parse" "reload refused: /etc/jetfan/builder.yaml has errors"
+cp "$dir/builder.yaml.good" "$config"
+is jetfan@builder.service SubState running && is jetfan@builder.service MainPID "$pid" &&
+  ok "refused reloads leave jetfan running as pid $pid" ||
+  failed "after refused reloads jetfan is $(show jetfan@builder.service SubState), pid $(show jetfan@builder.service MainPID)"
 
 # A permanent failure is not retried.
 inside systemctl start jetfan@missing.service 2> /dev/null || true

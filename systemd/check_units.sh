@@ -2,7 +2,7 @@
 # Checks the systemd units as installed, with systemd's own tools (no systemd needs to run).
 #   systemd/check_units.sh verify|security BUILD_DIR
 # Installs BUILD_DIR into a staging root laid out like Debian 12 (merged /usr), adds what the
-# units need from other packages (systemd's targets and slices, procps's kill), creates the jetfan
+# units need from other packages (systemd's targets and slices), creates the jetfan
 # user and /run/jetfan there with systemd-sysusers and systemd-tmpfiles, then:
 #   verify    systemd-analyze verify --root on jetfan@builder.service and .socket: no output at all
 #             (every warning fails), man jetfan(1) found in the root; the installed example config
@@ -37,7 +37,7 @@ done
 for file in /usr/lib/systemd/system/*.target /usr/lib/systemd/system/*.slice; do
   [ -e "$units/$(basename "$file")" ] || cp -L "$file" "$units/" 2> /dev/null || true
 done
-cp /usr/bin/kill "$stage/usr/bin/kill"  # ExecReload= runs /bin/kill (procps, a Depends of the package)
+# ExecReload= runs /usr/bin/jetfan itself, which the staging root has.
 
 output=$(systemd-sysusers --root="$stage" 2>&1) || { echo "$output"; echo "FAILED: systemd-sysusers"; exit 1; }
 output=$(systemd-tmpfiles --root="$stage" --create "$stage/usr/lib/tmpfiles.d/jetfan.conf" 2>&1) ||

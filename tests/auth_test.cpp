@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -86,7 +88,7 @@ std::string check_exits(Mesh& mesh, const std::string& nats_extra, int status) {
   const std::size_t before = mesh.jetfan_log().size();
   auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder, "", nats_extra), false);
   REQUIRE(jetfan.wait(30s) == status);
-  const std::string log = mesh.jetfan_log().substr(before);
+  std::string log = mesh.jetfan_log().substr(before);
   CHECK(count_lines_containing(log, "serving consumer") == 0);
   return log;
 }
@@ -143,6 +145,41 @@ TEST_CASE("token: the right one delivers and a wrong one exits 77 naming nats.to
   const std::string log = check_exits(mesh, "  token: " + wrong + "\n", 77);
   CHECK_THAT(log, Catch::Contains("refused jetfan's credentials, nats.token (its value is not shown)"));
   check_secret_absent(mesh.jetfan_log(), {token, wrong});
+}
+
+TEST_CASE("token_file and password_file: secrets read from files, as systemd credentials, deliver", "[integration]") {
+  const std::string token = random_secret("tok-");
+  const std::string password = random_secret("pw-");
+  Mesh mesh({.server_conf = "authorization { users = [ {user: builder, password: \"" + password +
+                            "\"}, {user: admin, password: admin} ] }\n",
+             .controller_credentials = "admin:admin"});
+  // As LoadCredential= gives them: a directory named by $CREDENTIALS_DIRECTORY, files ending in a newline.
+  const std::string credentials = mesh.dir() + "/credentials";
+  std::filesystem::create_directory(credentials);
+  std::ofstream(credentials + "/nats-password") << password << "\n";
+  ::chmod((credentials + "/nats-password").c_str(), 0600);
+  ::setenv("CREDENTIALS_DIRECTORY", credentials.c_str(), 1);  // jetfan inherits it
+  check_delivers(mesh, "  user: builder\n  password_file: ${CREDENTIALS_DIRECTORY}/nats-password\n");
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  // Not in the config file, so no warning about the config file's mode, and none about the file's.
+  CHECK_THAT(mesh.jetfan_log(), !Catch::Contains("has mode"));
+
+  // A wrong password in a readable file: refused by the server, named by its file.
+  std::ofstream(mesh.dir() + "/wrong") << random_secret("wrong-") << "\n";
+  ::chmod((mesh.dir() + "/wrong").c_str(), 0644);
+  const std::string log = check_exits(mesh, "  user: builder\n  password_file: " + mesh.dir() + "/wrong\n", 77);
+  CHECK_THAT(log, Catch::Contains("nats.user \"builder\" with nats.password_file " + mesh.dir() + "/wrong"));
+  CHECK_THAT(log, Catch::Contains("nats.password_file " + mesh.dir() + "/wrong has mode 0644"));
+  // A missing file is a config error (78) naming it, before any connect.
+  const std::string missing = check_exits(mesh, "  token_file: " + mesh.dir() + "/absent\n", 78);
+  CHECK_THAT(missing, Catch::Contains("nats.token_file " + mesh.dir() + "/absent: cannot be read"));
+  check_secret_absent(mesh.jetfan_log(), {password});
+
+  Mesh token_mesh({.token = token});
+  std::ofstream(token_mesh.dir() + "/token") << token << "\n";
+  ::chmod((token_mesh.dir() + "/token").c_str(), 0600);
+  check_delivers(token_mesh, "  token_file: " + token_mesh.dir() + "/token\n");
+  check_secret_absent(token_mesh.jetfan_log(), {token});
 }
 
 TEST_CASE(

@@ -1,7 +1,13 @@
 // The handler protocol against the real daemon: garbage and broken limits get ERR and a
 // disconnect, nothing else is affected, and nothing owed to anyone is lost.
 
+#include <sys/socket.h>
+
 #include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <optional>
+#include <thread>
 
 #include "mesh.hpp"
 #include "raw_peer.hpp"
@@ -62,6 +68,42 @@ TEST_CASE("bad peers get ERR and are disconnected, a good handler is unaffected"
   REQUIRE(mesh.wait_seen("builder", 1));
   REQUIRE(mesh.wait_settled());
   CHECK(count_lines_containing(mesh.jetfan_log(), ") disconnected: ") == 10);
+}
+
+TEST_CASE("the ERR reaches a peer that is still writing when jetfan closes", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kHandlers));
+  RawPeer peer(mesh.socket_path());
+  // 1 MiB without a newline, far more than the socket buffers hold: jetfan reads the first part,
+  // finds the line too long and answers ERR while the peer is still writing. A close then would
+  // fail the peer's writes (EPIPE), and a peer that gives up on a failed write, as Node's sockets
+  // do, never reads the ERR. Lingering, jetfan reads the rest until the peer closes.
+  const std::string flood(1024 * 1024, 'A');
+  std::size_t sent = 0;
+  int send_error = 0;
+  std::thread writer([&] {
+    std::string_view rest = flood;
+    while (!rest.empty()) {
+      const ssize_t n = ::send(peer.fd(), rest.data(), rest.size(), MSG_NOSIGNAL);
+      if (n <= 0) {
+        send_error = errno;
+        return;
+      }
+      rest.remove_prefix(static_cast<std::size_t>(n));
+      sent += static_cast<std::size_t>(n);
+    }
+  });
+  std::optional<Frame> frame;
+  do {
+    frame = peer.next();
+  } while (frame && frame->kind != Frame::Kind::kErr);
+  writer.join();
+  CHECK(send_error == 0);
+  CHECK(sent == flood.size());
+  REQUIRE(frame);
+  CHECK_THAT(frame->error, Catch::Contains("longer than 1024 bytes"));
+  // jetfan shut down its side after the ERR: the peer sees the end of the stream.
+  CHECK(peer.wait_closed());
 }
 
 TEST_CASE("a peer that breaks the protocol with deliveries unconfirmed loses nothing", "[integration]") {

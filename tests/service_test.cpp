@@ -8,11 +8,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "mesh.hpp"
 #include "raw_peer.hpp"
@@ -234,20 +237,64 @@ TEST_CASE("exit statuses by class: 69 for a socket another jetfan serves, 75 whe
 
 TEST_CASE("log.format json writes one JSON object a line", "[integration]") {
   Mesh mesh;
-  auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder, "log:\n  format: json\n"));
+  auto& jetfan = mesh.start_jetfan(
+      mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 200ms\n", "log:\n  format: json\n"));
+  auto& handler = mesh.start_handler("builder", {"--default", "nak"});
+  mesh.publish("a.b");
+  REQUIRE(mesh.wait_for_log("delivery.failed"));
+  handler.signal(SIGTERM);
+  REQUIRE(mesh.wait_for_log("handler.disconnected"));
   jetfan.signal(SIGTERM);
   REQUIRE(jetfan.wait(30s) == 0);
   std::istringstream lines(mesh.jetfan_log());
+  std::map<std::string, nlohmann::json> by_event;  // the first line of each event
   int parsed = 0;
   for (std::string line; std::getline(lines, line);) {
     const auto object = nlohmann::json::parse(line);  // throws, failing the test, if not JSON
     CHECK(object.contains("time"));
     CHECK(object.contains("level"));
     CHECK(object.contains("message"));
+    if (object.contains("event")) by_event.emplace(object["event"].get<std::string>(), object);
     ++parsed;
   }
   CHECK(parsed >= 3);
   CHECK_THAT(mesh.jetfan_log(), Catch::Contains("\"message\":\"serving consumer"));
+  // The facts of each event are keys of their own, numbers as numbers; the message stays.
+  REQUIRE(by_event.count("serving"));
+  CHECK(by_event["serving"]["stream"] == "EVENTS");
+  CHECK(by_event["serving"]["consumer"] == "node1_builder");
+  CHECK(by_event["serving"]["max_held"].is_number_unsigned());
+  REQUIRE(by_event.count("nats.connected"));
+  CHECK(by_event["nats.connected"]["server"].is_string());
+  for (const char* event : {"handler.connected", "delivery.failed", "handler.disconnected"}) {
+    INFO(event);
+    REQUIRE(by_event.count(event));
+    const auto& line = by_event[event];
+    CHECK(line["handler"] == "builder");
+    CHECK(line["connection"].is_number_unsigned());
+    CHECK(line["pid"] == handler.pid());
+    CHECK(line["uid"] == ::getuid());
+  }
+  const auto& failed = by_event["delivery.failed"];
+  CHECK(failed["level"] == "warning");
+  CHECK(failed["key"] == "a.b");
+  CHECK(failed["seq"].is_number_unsigned());
+  CHECK(failed["delivery"].is_number_unsigned());
+  CHECK(failed["deliveries"] == 1);
+  CHECK(failed["reason"].is_string());
+  CHECK_THAT(failed["message"].get<std::string>(), Catch::Contains("handler \"builder\""));
+}
+
+TEST_CASE("text log lines say their time zone", "[integration]") {
+  Mesh mesh;
+  auto& jetfan = mesh.start_jetfan(mesh.config(kBuilder));
+  jetfan.signal(SIGTERM);
+  REQUIRE(jetfan.wait(30s) == 0);
+  // Local time with its UTC offset, as RFC 3339 writes it: 2026-11-29T21:00:57.123+01:00.
+  CHECK_THAT(
+      mesh.jetfan_log(),
+      Catch::Matches("(.|\n)*[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}[+-][0-9]{2}:[0-9]{2} "
+                     "info serving consumer(.|\n)*"));
 }
 
 TEST_CASE("under journald, log lines carry syslog priorities and no timestamps", "[integration]") {
