@@ -531,6 +531,8 @@ void DispatchCore::begin_drain(TimePoint now, Duration handback_delay) {
   for (const auto& [seq, message] : messages_) {
     if (message.in_flight == 0) idle.push_back(seq);
   }
+  // In stream order, so that the next reader is likeliest to get the messages of a key oldest first.
+  std::sort(idle.begin(), idle.end());
   for (const std::uint64_t seq : idle) maybe_finish(seq, now);
 }
 
@@ -547,6 +549,7 @@ void DispatchCore::abandon_all(TimePoint now) {
   }
   std::vector<std::uint64_t> left;
   for (const auto& [seq, message] : messages_) left.push_back(seq);
+  std::sort(left.begin(), left.end());  // as in begin_drain
   for (const std::uint64_t seq : left) maybe_finish(seq, now);
   // AckPolicy all: settled, but something below will never be settled by this reader now.
   for (const auto& [seq, waiting] : settled_unacked_) {
