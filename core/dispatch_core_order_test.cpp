@@ -201,3 +201,24 @@ TEST_CASE("ordered: a drain hands back what waits for its key too", "[unit]") {
   CHECK(take_all(core, Kind::kAck).size() == 1);
   CHECK(core.held() == 0);
 }
+
+TEST_CASE("ordered: a reload keeps the order of what is held, and a new order_by applies to new arrivals", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.arrive(ordered(1, "k"), kStart);
+  core.arrive(ordered(2, "k"), kStart);
+  const auto sent = take_all(core, Kind::kDeliver);
+  REQUIRE(sent.size() == 1);
+  // The handler moves to index 1 behind a new one, and is no longer ordered: new arrivals carry no key.
+  HandlerReindex reindex;
+  reindex.old_to_new = {std::size_t{1}};
+  reindex.handlers.assign(2, HandlerLimits{8, milliseconds(1000)});
+  reindex.nak_delay = milliseconds(100);
+  reindex.nak_delay_max = milliseconds(1000);
+  core.reconfigure(reindex, kStart);
+  core.effects().clear();
+  core.arrive(Arrival{300, 3, 1, 0b10, false, {}}, kStart);
+  CHECK(delivered(core) == std::vector<std::uint64_t>{3});  // unordered now: at once
+  REQUIRE(core.ack(1, sent[0].delivery, kStart));
+  CHECK(delivered(core) == std::vector<std::uint64_t>{2});  // held before the reload: still in order
+}
