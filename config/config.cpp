@@ -20,6 +20,49 @@ namespace jetfan {
 
 const char* to_string(WhenFull when_full) { return when_full == WhenFull::kHandBack ? "hand_back" : "hold"; }
 
+std::string to_string(const OrderBy& order_by) {
+  switch (order_by.kind) {
+    case OrderBy::Kind::kNone:
+      return "none";
+    case OrderBy::Kind::kKey:
+      return "key";
+    case OrderBy::Kind::kToken:
+      return "token:" + std::to_string(order_by.token);
+    case OrderBy::Kind::kHeader:
+      return "header:" + order_by.header;
+  }
+  return "?";
+}
+
+std::optional<OrderBy> parse_order_by(const std::string& text) {
+  OrderBy out;
+  if (text == "key") {
+    out.kind = OrderBy::Kind::kKey;
+    return out;
+  }
+  if (text.starts_with("token:")) {
+    const std::string digits = text.substr(6);
+    if (digits.empty() || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    out.kind = OrderBy::Kind::kToken;
+    out.token = static_cast<std::size_t>(std::stoul(digits));
+    if (out.token == 0) return std::nullopt;
+    return out;
+  }
+  if (text.starts_with("header:")) {
+    out.kind = OrderBy::Kind::kHeader;
+    out.header = text.substr(7);
+    // A NATS header name is printable ASCII without ':' or space (it ends at the ':' on the wire).
+    if (out.header.empty() || out.header.size() > 256) return std::nullopt;
+    for (const char c : out.header) {
+      if (c <= ' ' || c > '~' || c == ':') return std::nullopt;
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // nullopt when `url` is a server URL cnats takes: nats://, tls://, ws:// or wss://, then
@@ -502,6 +545,18 @@ class ConfigReader {
             handler.when_full = WhenFull::kHandBack;
           } else if (*text != "hold") {
             error(when_full, path + ".when_full", "\"" + *text + "\" must be hold or hand_back");
+          }
+        }
+      }
+      if (const auto order_by = item["order_by"]) {
+        if (const auto text = string(order_by, path + ".order_by")) {
+          if (auto parsed = parse_order_by(*text)) {
+            handler.order_by = std::move(*parsed);
+          } else {
+            error(order_by, path + ".order_by",
+                  "\"" + *text +
+                      "\" must be key (the message key), token:N (its Nth '.'-separated token, N from 1 to 999) "
+                      "or header:NAME (a NATS header's value; NAME printable, without ':' or spaces)");
           }
         }
       }

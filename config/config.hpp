@@ -107,6 +107,20 @@ struct MetricsSettings {
   std::uint16_t port = 0;                     // 0: any free port (the log says which)
 };
 
+// What an ordered handler's messages are ordered by (handlers[].order_by): two messages with the same
+// order key reach the handler one at a time, in stream order. kNone: unordered, as by default.
+struct OrderBy {
+  enum class Kind { kNone, kKey, kToken, kHeader };
+  Kind kind = Kind::kNone;
+  std::size_t token = 0;  // kToken: 1-based index of the '.'-separated token of the message key
+  std::string header;     // kHeader: the NATS header whose value is the order key
+  bool operator==(const OrderBy&) const = default;
+};
+// "key", "token:N", "header:NAME", or "none", as the config file spells it.
+std::string to_string(const OrderBy& order_by);
+// Parses the config's spelling; nullopt when it is none of the forms above.
+std::optional<OrderBy> parse_order_by(const std::string& text);
+
 struct HandlerSettings {
   std::string name;
   std::vector<std::string> patterns;
@@ -115,6 +129,7 @@ struct HandlerSettings {
   AllowSettings allow;              // empty: any peer that can open the socket
   std::uint32_t max_instances = 0;  // 0: no limit
   WhenFull when_full = WhenFull::kHold;
+  OrderBy order_by;  // absent: unordered
 };
 
 struct DeliverySettings {

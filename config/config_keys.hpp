@@ -29,7 +29,7 @@ inline constexpr std::array kSocket = {"path",
 inline constexpr std::array kControl = {"path", "mode"};
 inline constexpr std::array kMetrics = {"listen"};
 inline constexpr std::array kHandler = {"name",  "patterns",      "max_inflight", "ack_timeout",
-                                        "allow", "max_instances", "when_full"};
+                                        "allow", "max_instances", "when_full",    "order_by"};
 inline constexpr std::array kAllow = {"users", "groups", "uids", "gids"};
 inline constexpr std::array kDelivery = {"nak_delay", "nak_delay_max", "remember", "drain_timeout"};
 inline constexpr std::array kLog = {"level", "format"};

@@ -333,3 +333,28 @@ TEST_CASE("token_file and password_file stand for token and password, and not be
   CHECK(any_contains(with("  user: u\n").errors, "nats.password: is required with nats.user (or nats.password_file)"));
   CHECK(any_contains(with("  token_file: /t\n  user: u\n  password_file: /p\n").errors, "nats: give only one of"));
 }
+
+TEST_CASE("order_by is key, token:N or header:NAME, and anything else is refused with where and what is allowed",
+          "[unit]") {
+  using jetfan::OrderBy;
+  std::string text = kGood;
+  text.insert(text.find("  - name: audit"), "    order_by: token:2\n");
+  text += "    order_by: header:Entity-Id\n";
+  auto loaded = load_config_text(text, "x.yaml");
+  REQUIRE(loaded.errors.empty());
+  CHECK(loaded.config->handlers[0].order_by == OrderBy{OrderBy::Kind::kToken, 2, ""});
+  CHECK(loaded.config->handlers[1].order_by == OrderBy{OrderBy::Kind::kHeader, 0, "Entity-Id"});
+  CHECK(to_string(loaded.config->handlers[0].order_by) == "token:2");
+  CHECK(jetfan::parse_order_by("key") == OrderBy{OrderBy::Kind::kKey, 0, ""});
+  CHECK(load_config_text(kGood, "x.yaml").config->handlers[0].order_by.kind == OrderBy::Kind::kNone);
+
+  for (const char* bad :
+       {"keys", "token:0", "token:", "token:x", "token:1000", "header:", "header:a b", "header:a:b", "", "token:-1"}) {
+    INFO(bad);
+    std::string wrong = kGood;
+    wrong.insert(wrong.find("  - name: audit"), std::string("    order_by: \"") + bad + "\"\n");
+    const auto errors = load_config_text(wrong, "x.yaml").errors;
+    CHECK(any_contains(errors, "x.yaml:16: handlers[0].order_by: \"" + std::string(bad) +
+                                   "\" must be key (the message key), token:N"));
+  }
+}

@@ -106,9 +106,10 @@ std::vector<std::string> restart_keys() {
 
 const std::vector<std::string>& reloadable_keys() {
   static const std::vector<std::string> keys = {
-      "handlers.name",          "handlers.patterns",      "handlers.max_inflight", "handlers.ack_timeout",
-      "handlers.allow",         "handlers.max_instances", "handlers.when_full",    "delivery.nak_delay",
-      "delivery.nak_delay_max", "delivery.drain_timeout", "socket.hello_timeout",  "log.level"};
+      "handlers.name",      "handlers.patterns",      "handlers.max_inflight",  "handlers.ack_timeout",
+      "handlers.allow",     "handlers.max_instances", "handlers.when_full",     "handlers.order_by",
+      "delivery.nak_delay", "delivery.nak_delay_max", "delivery.drain_timeout", "socket.hello_timeout",
+      "log.level"};
   return keys;
 }
 
@@ -138,6 +139,7 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
       change(at + ".allow", ids(was.allow.uids, was.allow.gids), ids(is.allow.uids, is.allow.gids));
       change(at + ".max_instances", std::to_string(was.max_instances), std::to_string(is.max_instances));
       change(at + ".when_full", to_string(was.when_full), to_string(is.when_full));
+      change(at + ".order_by", to_string(was.order_by), to_string(is.order_by));
       if (now != old) change(at + " (place in the list)", std::to_string(old + 1), std::to_string(now + 1));
     }
     if (!plan.old_to_new[old]) {

@@ -119,6 +119,10 @@ TEST_CASE("reload: when_full is applied and named, max_held_bytes is refused", "
                                                  "    when_full: hand_back\n  - name: audit\n    patterns: [\"#\"]\n"));
   CHECK(applied.refused.empty());
   CHECK(applied.changes == std::vector<std::string>{"handlers.builder.when_full: hold -> hand_back"});
+  const auto ordered = plan_reload(running, load("handlers:\n  - name: builder\n    patterns: [\"a.*\"]\n"
+                                                 "    order_by: key\n  - name: audit\n    patterns: [\"#\"]\n"));
+  CHECK(ordered.refused.empty());
+  CHECK(ordered.changes == std::vector<std::string>{"handlers.builder.order_by: none -> key"});
   std::string bytes = kBase;
   bytes.insert(bytes.find("socket:"), "  max_held_bytes: 1MiB\n");
   const auto refused = plan_reload(running, load(kTwo, bytes));

@@ -22,6 +22,8 @@ void DispatchChecker::arrived(const Arrival& arrival) {
   }
   s.deliveries = arrival.deliveries;
   s.handed_back = false;
+  auto& keys = order_keys_[arrival.stream_seq];
+  for (const OrderKey& order : arrival.order) keys.try_emplace(order.handler, order.key);
   s.live = arrival.message;
 }
 
@@ -104,6 +106,7 @@ std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
         return "more deliveries in flight on connection " + std::to_string(effect.connection) +
                " than its handler's max_inflight";
       }
+      if (std::string broken = check_order(seq, h); !broken.empty()) return broken;
       s.in_flight |= bit(h);
       in_flight_[{effect.connection, effect.delivery}] = seq;
       return "";
@@ -156,6 +159,28 @@ std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
       return "";
   }
   return "an effect of no known kind";
+}
+
+std::string DispatchChecker::check_order(std::uint64_t seq, std::size_t handler) const {
+  const auto keys = order_keys_.find(seq);
+  if (keys == order_keys_.end()) return "";
+  const auto key = keys->second.find(handler);
+  if (key == keys->second.end()) return "";
+  for (const auto& [other, other_keys] : order_keys_) {
+    if (other == seq) continue;
+    const auto other_key = other_keys.find(handler);
+    if (other_key == other_keys.end() || other_key->second != key->second) continue;
+    const Sequence& s = sequences_.at(other);
+    if (s.in_flight & bit(handler)) {
+      return "a MSG to an ordered handler while sequence " + std::to_string(other) + " of its key \"" + key->second +
+             "\" is in flight to it" + seq_text(seq);
+    }
+    if (other < seq && s.live != 0 && (s.recipients & bit(handler)) && !(s.confirmed & bit(handler))) {
+      return "a MSG to an ordered handler before it settled sequence " + std::to_string(other) + " of its key \"" +
+             key->second + "\"" + seq_text(seq);
+    }
+  }
+  return "";
 }
 
 std::string DispatchChecker::settle(std::uint64_t seq) {

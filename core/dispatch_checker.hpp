@@ -20,6 +20,9 @@
 //   - -NAK never of a sequence settled at the server, never of one every recipient confirmed
 //     unless draining; while draining, with the delay left of the hand-back given to begin_drain;
 //     of a message with no key only at the end of a drain under AckPolicy all;
+//   - order: a MSG to a handler given an order key for the message (Arrival::order) only while
+//     nothing else of that key is in flight to it and no older message of the key it still owes is
+//     held by the core (one handed back for room is the model test's to check: its wait has a time);
 //   - at most one verb per copy; every copy released once, and named by no effect after that;
 //   - a failure is reported only of a delivery in flight, before its message is released;
 //   - state: held() counts the copies not released (one is alive for each message held);
@@ -105,6 +108,8 @@ class DispatchChecker {
   std::unordered_map<ConnectionId, std::size_t> handler_of_;  // every connection there ever was
   std::set<ConnectionId> connected_, gone_;
   std::unordered_map<ConnectionId, std::size_t> flights_per_connection_;
+  std::map<std::uint64_t, std::map<std::size_t, std::string>> order_keys_;  // seq -> handler -> key
+  std::string check_order(std::uint64_t seq, std::size_t handler) const;
   std::uint64_t failures_ = 0;
 };
 

@@ -22,6 +22,7 @@ DispatchCore::DispatchCore(CoreSettings settings) : settings_(std::move(settings
   assert(settings_.handlers.size() <= kMaxHandlers);
   assert(settings_.keepalive > Duration(0));
   for (const auto& limits : settings_.handlers) handlers_.push_back(Handler{limits, {}, {}, {}});
+  gate_ = OrderGate(handlers_.size());
 }
 
 void DispatchCore::emit(Effect::Kind kind, MessageHandle handle, Duration delay) {
@@ -128,6 +129,7 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   }
   if (arrival.recipients == 0) ++counters_.no_recipient;
   message.queued = arrival.recipients & ~message.settled;
+  order_arrived(arrival, message, now);
   if (settings_.ack_policy == AckPolicy::kAll) unsettled_.insert(seq);
   messages_.emplace(seq, message);
   if (message.queued == 0) {
@@ -175,6 +177,7 @@ void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
     auto found = messages_.find(seq);
     if (found == messages_.end() || !(found->second.queued & bit)) continue;  // stale entry
     Message& message = found->second;
+    if (!order_admits(handler_index, seq, message)) continue;
     message.queued &= ~bit;
     message.in_flight |= bit;
     const DeliveryId delivery = next_delivery_++;
@@ -183,6 +186,7 @@ void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
     push_deadline(Deadline{deadline, least_id, delivery});
     ++counters_.deliveries;
     ++handler.stats.delivered;
+    order_delivered(handler_index, seq, message);
     effects_.push_back(Effect{Effect::Kind::kDeliver, message.handle, least_id, delivery, Duration(0)});
   }
 }
@@ -223,6 +227,7 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
     effects_.push_back(Effect{Effect::Kind::kFailed, message->second.handle, connection_id, delivery, Duration(0),
                               FailCause::kDisconnect});
     message->second.in_flight &= ~(HandlerMask{1} << handler);
+    order_ended(handler, flight.stream_seq, message->second, false);
     fail(message->second, handler, std::nullopt);
     maybe_finish(flight.stream_seq, now);
   }
@@ -230,7 +235,7 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
 
 void DispatchCore::fail(Message& message, std::size_t handler, std::optional<Duration> delay) {
   message.failed |= HandlerMask{1} << handler;
-  message.nak_delay = std::max(message.nak_delay, delay ? *delay : backoff(message.deliveries));
+  message.nak_delay = std::max(message.nak_delay, delay ? *delay : backoff(message.deliveries + message.retries));
 }
 
 std::optional<DispatchCore::FlightRef> DispatchCore::find_flight(ConnectionId connection_id, DeliveryId delivery) {
@@ -282,6 +287,7 @@ bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Out
       ++stats.failed_timeout;
       break;
   }
+  order_ended(handler, seq, message, (message.settled & bit) != 0);
   maybe_finish(seq, now);
   dispatch(handler, now);
   return true;
@@ -317,7 +323,8 @@ void DispatchCore::maybe_finish(std::uint64_t seq, TimePoint now) {
   // Recipients waiting for room on a connected instance get the message soon: wait for them. One
   // waiting for an instance at all may wait for ever, so a failure elsewhere does not wait for it.
   if (message.queued != 0 && !draining_ && (message.failed == 0 || !waits_for_an_instance(message.queued))) return;
-  if ((message.failed | message.queued) != 0) {
+  if (!draining_ && order_holds(seq, message, now)) return;
+  if ((message.failed | message.queued | message.gated) != 0) {
     hand_back(seq, message, now);
     return;
   }
@@ -344,6 +351,7 @@ void DispatchCore::hand_back(std::uint64_t seq, Message& message, TimePoint now)
   remember(seq, message);
   const bool last_delivery =
       settings_.max_deliver > 0 && message.deliveries >= static_cast<std::uint64_t>(settings_.max_deliver);
+  order_handed_back(seq, message, delay, last_delivery, now);
   messages_.erase(seq);
   emit(Effect::Kind::kRelease, handle);
   if (settings_.ack_policy == AckPolicy::kAll && last_delivery) {
@@ -436,6 +444,10 @@ std::size_t DispatchCore::hand_back_oldest(std::size_t handler, std::size_t keep
     ++counters_.handed_back_for_room;
     ++handed;
     --owed;
+    if ((message.ordered & ~message.settled) != 0) {
+      hand_back(seq, message, now);  // the room is the point; its key waits for it (order_away_hold)
+      continue;
+    }
     maybe_finish(seq, now);
   }
   return handed;
@@ -458,6 +470,7 @@ void DispatchCore::tick(TimePoint now) {
     ++counters_.failed_timeout;
     complete(due.connection, due.delivery, Outcome::kTimeout, std::nullopt, now);
   }
+  order_tick(now);
   if (next_keepalive_ && *next_keepalive_ <= now) {
     next_keepalive_ = now + settings_.keepalive;
     if (to_server()) {
@@ -507,6 +520,7 @@ std::optional<TimePoint> DispatchCore::next_wakeup() const {
   std::optional<TimePoint> wake;
   if (!deadlines_.empty()) wake = deadlines_.top().at;
   if (next_keepalive_ && held() > 0 && (!wake || *next_keepalive_ < *wake)) wake = next_keepalive_;
+  if (const auto order = order_next_wakeup(); order && (!wake || *order < *wake)) wake = order;
   return wake;
 }
 
@@ -517,6 +531,8 @@ void DispatchCore::begin_drain(TimePoint now, Duration handback_delay) {
   for (const auto& [seq, message] : messages_) {
     if (message.in_flight == 0) idle.push_back(seq);
   }
+  // In stream order, so that the next reader is likeliest to get the messages of a key oldest first.
+  std::sort(idle.begin(), idle.end());
   for (const std::uint64_t seq : idle) maybe_finish(seq, now);
 }
 
@@ -533,6 +549,7 @@ void DispatchCore::abandon_all(TimePoint now) {
   }
   std::vector<std::uint64_t> left;
   for (const auto& [seq, message] : messages_) left.push_back(seq);
+  std::sort(left.begin(), left.end());  // as in begin_drain
   for (const std::uint64_t seq : left) maybe_finish(seq, now);
   // AckPolicy all: settled, but something below will never be settled by this reader now.
   for (const auto& [seq, waiting] : settled_unacked_) {

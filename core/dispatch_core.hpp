@@ -32,6 +32,18 @@
 //     terminated ones in order, then the highest with +ACK (unless it was terminated). At the end of
 //     a drain, settled messages still waiting for that are handed back like the rest.
 //   - AckPolicy none: nothing is sent to the server.
+//   - Ordered handlers (Arrival::order, order_gate.hpp): a handler that is given an order key for a
+//     message gets it only once it has settled every older message of that key it owes, and never
+//     two of one key at once, over all its instances. A message such a handler still owes is never
+//     handed back after a failure: every failure of it (NAK, ack_timeout, disconnect, by any of its
+//     recipients) is retried inside the core after the failure's delay, before any later message of
+//     its key, while the message stays held and touched. Handing it back would let later messages of
+//     its key fill jetfan while it waits at the server, and with max_held full no pull could fetch it
+//     back. Only hand_back_oldest and a drain hand back such a message; after hand_back_oldest its
+//     later messages wait until it came back and was settled, or for at most order_away_hold() (it
+//     may never come back: MaxDeliver reached, deleted from the stream), when the key goes on. A
+//     message no ordered recipient still owes is handed back as above. A reload keeps the order keys
+//     of what is held; new ones apply to new arrivals.
 //   - Reconfiguring (a reload of the config) may add, remove, reorder and change handlers. Messages
 //     held keep the recipients they had (re-indexed); a removed handler is settled as if it had
 //     confirmed everything it still owed (a TERM it gave still terminates), and its connections are
@@ -72,6 +84,7 @@
 #include "ack_policy.hpp"
 #include "histogram.hpp"
 #include "node_pool.hpp"
+#include "order_gate.hpp"
 #include "settled_record.hpp"
 #include "time.hpp"
 #include "topic_pattern.hpp"
@@ -160,7 +173,8 @@ struct Arrival {
   std::uint64_t stream_seq = 0;  // 0 (not known) is allowed only when unroutable
   std::uint64_t deliveries = 1;  // how often the server has delivered it, 1 the first time
   HandlerMask recipients = 0;
-  bool unroutable = false;  // its subject has no key: no handler can be chosen
+  bool unroutable = false;      // its subject has no key: no handler can be chosen
+  std::vector<OrderKey> order;  // its ordered recipients, each with the message's order key for it
 };
 
 struct CoreCounters {
@@ -179,6 +193,20 @@ struct CoreCounters {
   std::uint64_t failed_disconnect = 0;  // ... by the connection closing
   std::uint64_t unknown_confirmations = 0;
   std::uint64_t handed_back_for_room = 0;  // by hand_back_oldest
+  std::uint64_t order_retries = 0;         // failures of messages an ordered handler owes, retried in the core
+  std::uint64_t order_gave_up = 0;         // handed back and not back within order_away_hold(): order let go
+};
+
+// How long later messages of a key wait for an older one handed back with `delay` to come back,
+// given the core's keepalive (a third of the consumer's AckWait): the delay and two AckWaits.
+Duration order_away_hold(Duration delay, Duration keepalive);
+
+// One ordered handler's waiting now; computed on request.
+struct OrderWait {
+  OrderLoad load;
+  std::optional<TimePoint> oldest;  // arrival of the oldest message held that waits behind its key
+  std::string key;                  // that message's key ...
+  std::uint64_t waits_for = 0;      // ... and the sequence it waits for (the oldest owed of the key)
 };
 
 class DispatchCore {
@@ -232,6 +260,8 @@ class DispatchCore {
   std::vector<HandlerLoad> loads() const;
   // Arrival of the oldest message held, if any.
   std::optional<TimePoint> oldest_held() const;
+  // One entry per handler (all zero for an unordered one); walks everything held.
+  std::vector<OrderWait> order_waits() const;
 
   std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
   std::size_t in_flight() const;
@@ -255,10 +285,14 @@ class DispatchCore {
     HandlerMask failed = 0;  // failed in this delivery
     HandlerMask queued = 0;  // waiting for an instance with room
     HandlerMask in_flight = 0;
-    Duration nak_delay{0};  // the longest delay any failure asked for
-    TimePoint touched;      // last time the server heard about it
-    TimePoint arrived;      // when this delivery of it came
-    bool poison = false;    // a handler since removed said TERM: terminate it once all settle
+    Duration nak_delay{0};      // the longest delay any failure asked for
+    TimePoint touched;          // last time the server heard about it
+    TimePoint arrived;          // when this delivery of it came
+    bool poison = false;        // a handler since removed said TERM: terminate it once all settle
+    HandlerMask ordered = 0;    // recipients that get it in order of its key (in the gate)
+    HandlerMask gated = 0;      // ordered recipients it waits for: an older one of its key comes first
+    HandlerMask retrying = 0;   // failed recipients it goes to again after their delay, inside the core
+    std::uint32_t retries = 0;  // retries inside the core, counted with deliveries for the backoff
   };
   struct Flight {
     std::uint64_t stream_seq;
@@ -320,6 +354,23 @@ class DispatchCore {
   Duration backoff(std::uint64_t deliveries) const;
   Duration handback_delay(TimePoint now) const;
   void emit(Effect::Kind kind, MessageHandle handle, Duration delay = Duration(0));
+  // Ordered delivery (dispatch_core_order.cpp).
+  void order_arrived(const Arrival& arrival, Message& message, TimePoint now);
+  // Whether `handler` may be given the message now; if not, it waits (gated) for its key.
+  bool order_admits(std::size_t handler, std::uint64_t stream_seq, Message& message);
+  void order_delivered(std::size_t handler, std::uint64_t stream_seq, const Message& message);
+  // A delivery of the message to `handler` ended: settled it for the handler, or failed.
+  void order_ended(std::size_t handler, std::uint64_t stream_seq, const Message& message, bool settled);
+  // Whether the message stays held because an ordered recipient still owes it; schedules its
+  // failures' retries. Precondition: nothing in flight for it, not draining.
+  bool order_holds(std::uint64_t stream_seq, Message& message, TimePoint now);
+  void order_handed_back(std::uint64_t stream_seq, const Message& message, Duration delay, bool last_delivery,
+                         TimePoint now);
+  // `stream_seq` may go to `handler` now, if it is held and waits for its key.
+  void order_release(std::size_t handler, std::uint64_t stream_seq);
+  void order_tick(TimePoint now);
+  std::optional<TimePoint> order_next_wakeup() const;
+  void order_reindex(const HandlerReindex& reindex);
   bool to_server() const { return settings_.ack_policy != AckPolicy::kNone; }
 
   // The nodes every held message needs (its entry in messages_, a flight per delivery, AckPolicy
@@ -348,6 +399,11 @@ class DispatchCore {
   DeliveryId next_delivery_ = 1;
   CoreCounters counters_;
   std::vector<Effect> effects_;
+  OrderGate gate_;
+  // Retries inside the core, (handler, seq) by when; an entry whose retrying bit is gone is skipped.
+  std::multimap<TimePoint, std::pair<std::size_t, std::uint64_t>> retries_;
+  // Handed back while an ordered handler owed them: how long their keys wait for them.
+  std::map<std::uint64_t, TimePoint> away_;
 };
 
 }  // namespace jetfan

@@ -48,6 +48,7 @@ ReindexOutcome DispatchCore::reconfigure(const HandlerReindex& reindex, TimePoin
     outcome.dropped.push_back(it->first);
     it = connections_.erase(it);
   }
+  order_reindex(reindex);
 
   for (auto& [seq, message] : messages_) {
     const HandlerMask owed_by_removed = message.recipients & ~message.settled & removed;

@@ -591,14 +591,22 @@ TEST_CASE("draining hands back with a delay that runs out when the last pull req
 // The randomized model test. A model server publishes (sometimes a subject with no key),
 // redelivers what was nak'd, sometimes redelivers what is still held, and sometimes loses acks and
 // redelivers what was settled; model handlers connect, disconnect and answer at random; now and then
-// a reload adds, removes, reorders handlers and changes their max_inflight. Every effect
-// is checked against the invariants in the header. Runs end either by settling everything or by a
+// a reload adds, removes, reorders handlers and changes their max_inflight and which of them are
+// ordered (by one of a few keys). Every effect is checked against the invariants in the header,
+// the order of every ordered handler's keys included. Runs end either by settling everything or by a
 // drain, which must hand everything back with the right delay.
 namespace {
 
 struct Model {
   Model(unsigned seed, AckPolicy policy, std::size_t handlers)
-      : random(seed), policy(policy), handler_count(handlers), limits(handlers, 4), core(settings(handlers, policy)) {}
+      : random(seed),
+        policy(policy),
+        handler_count(handlers),
+        limits(handlers, 4),
+        ordered(handlers),
+        core(settings(handlers, policy)) {
+    for (std::size_t h = 0; h < handlers; ++h) ordered[h] = pick(2) == 0;
+  }
 
   std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(random); }
   HandlerMask bit(std::size_t h) const { return HandlerMask{1} << h; }
@@ -609,7 +617,40 @@ struct Model {
     seq_of[handle] = seq;
     const bool no_key = unroutable.count(seq) != 0;
     if (!settled_at_server.count(seq) && !no_key) held_by_core.insert(seq);
-    core.arrive(Arrival{handle, seq, ++deliveries[seq], recipients[seq], no_key}, now);
+    std::vector<OrderKey> order;
+    for (const auto& [h, key] : order_keys[seq]) order.push_back(OrderKey{h, key});
+    away_until.erase(seq);
+    latest_copy[seq] = handle;
+    core.arrive(Arrival{handle, seq, ++deliveries[seq], recipients[seq], no_key, order}, now);
+  }
+  // The order rule, at a MSG of `seq` to handler `h`: nothing else of its key in flight to h, and
+  // no older one of its key that h still owes held in the core or handed back and not yet given up.
+  void check_order(std::uint64_t seq, std::size_t h) {
+    const auto key = order_keys[seq].find(h);
+    if (key == order_keys[seq].end()) return;
+    for (const auto& [flight, other] : in_flight) {
+      if (other == seq || connections.at(flight.first) != h) continue;
+      const auto other_key = order_keys[other].find(h);
+      INFO("sequence " << seq << " to handler " << h << " while " << other << " of its key is in flight to it");
+      REQUIRE((other_key == order_keys[other].end() || other_key->second != key->second));
+    }
+    for (const auto& [older, keys] : order_keys) {
+      if (older >= seq) break;
+      const auto older_key = keys.find(h);
+      if (older_key == keys.end() || older_key->second != key->second || (confirmed[older] & bit(h))) continue;
+      const auto away = away_until.find(older);
+      const auto copy = latest_copy.find(older);
+      const bool held = copy != latest_copy.end() && !released.count(copy->second);
+      const bool present = held || (away != away_until.end() && now < away->second);
+      INFO("sequence " << seq << " to handler " << h << " before " << older << " of its key was settled for it");
+      REQUIRE_FALSE(present);
+    }
+  }
+  bool owed_in_order(std::uint64_t seq) {
+    for (const auto& [h, key] : order_keys[seq]) {
+      if ((recipients[seq] & bit(h)) && !(confirmed[seq] & bit(h))) return true;
+    }
+    return false;
   }
   void publish() {
     const std::uint64_t seq = next_seq++;
@@ -621,6 +662,10 @@ struct Model {
       return;
     }
     recipients[seq] = static_cast<HandlerMask>(pick(std::size_t{1} << handler_count));
+    for (std::size_t h = 0; h < handler_count; ++h) {
+      if (ordered[h] && (recipients[seq] & bit(h)))
+        order_keys[seq][h] = std::string(1, static_cast<char>('a' + pick(3)));
+    }
     deliver_from_server(seq);
   }
   // Under AckPolicy all, one ack settles every sequence up to its own at the server.
@@ -665,6 +710,7 @@ struct Model {
           const std::size_t h = connections[e.connection];
           REQUIRE((recipients[seq] & bit(h)));
           REQUIRE_FALSE((confirmed[seq] & bit(h)));  // never send what it already confirmed
+          check_order(seq, h);
           in_flight[{e.connection, e.delivery}] = seq;
           std::size_t on_connection = 0;
           for (const auto& [key, s] : in_flight) on_connection += key.first == e.connection;
@@ -693,6 +739,11 @@ struct Model {
           if (draining) {
             const auto left = std::max(Duration(0), std::chrono::ceil<Duration>(handback_until - now));
             REQUIRE(e.delay == left);
+          }
+          if (!draining && owed_in_order(seq)) {
+            // An ordered recipient still owes it: handed back only for room, and its key waits.
+            REQUIRE(handing_back_for_room);
+            away_until[seq] = now + order_away_hold(e.delay, milliseconds(500));
           }
           held_by_core.erase(seq);
           nak_pending.insert(seq);
@@ -762,6 +813,16 @@ struct Model {
     };
     for (auto& [seq, mask] : recipients) mask = remap(mask);
     for (auto& [seq, mask] : confirmed) mask = remap(mask);
+    for (auto& [seq, keys] : order_keys) {
+      std::map<std::size_t, std::string> moved;
+      for (const auto& [h, key] : keys) {
+        if (reindex.old_to_new[h]) moved[*reindex.old_to_new[h]] = key;
+      }
+      keys = std::move(moved);
+    }
+    // Which handlers are ordered may change; held messages keep the keys they had.
+    ordered.assign(new_count, false);
+    for (std::size_t h = 0; h < new_count; ++h) ordered[h] = pick(2) == 0;
     std::vector<ConnectionId> dropped;
     for (auto it = connections.begin(); it != connections.end();) {
       if (reindex.old_to_new[it->second]) {
@@ -804,6 +865,7 @@ struct Model {
     } else if (action < 85) {
       reload();
     } else if (action < 87) {
+      handing_back_for_room = true;
       core.hand_back_oldest(pick(handler_count), pick(4), now);
     } else if (policy == AckPolicy::kNone) {
       // The server forgets each message once sent: it never redelivers.
@@ -819,12 +881,14 @@ struct Model {
       deliver_from_server(*std::next(settled_at_server.begin(), static_cast<long>(pick(settled_at_server.size()))));
     }
     apply();
+    handing_back_for_room = false;
   }
 
   std::mt19937 random;
   AckPolicy policy;
   std::size_t handler_count;
   std::vector<std::uint32_t> limits;  // max_inflight per handler
+  std::vector<bool> ordered;          // per handler: new messages get an order key for it
   DispatchCore core;
   TimePoint now = kStart;
   bool draining = false;
@@ -842,6 +906,10 @@ struct Model {
   std::uint64_t next_seq = 1;
   MessageHandle next_handle = 1;
   std::uint64_t failures = 0;
+  std::map<std::uint64_t, std::map<std::size_t, std::string>> order_keys;  // seq -> handler -> key
+  std::map<std::uint64_t, TimePoint> away_until;  // handed back while owed in order: its key waits
+  std::map<std::uint64_t, MessageHandle> latest_copy;
+  bool handing_back_for_room = false;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "descriptors.hpp"
+#include "order_key.hpp"
 #include "protocol.hpp"
 
 namespace jetfan {
@@ -19,6 +20,8 @@ constexpr Duration kWarningWindow{10000};
 // Full with nothing settling this long is a stall worth a warning; it repeats this often.
 constexpr Duration kStallAfter{5000};
 constexpr Duration kFullWarningEvery{30000};
+// An ordered handler's key that waits longer than this many ack_timeouts is worth a warning.
+constexpr int kBlockedKeyAckTimeouts = 3;
 // housekeeping() runs every kHousekeeping while the io thread runs; a longer gap between two turns
 // that look (housekeeping, the core's wakeup) means jetfan was stopped or starved meanwhile.
 constexpr Duration kNotRunning{2 * kHousekeeping};
@@ -46,10 +49,12 @@ Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& u
       arena_(arena),
       warnings_(kWarningBurst, kWarningWindow),
       full_warnings_(1, kFullWarningEvery),
+      order_warnings_(1, kFullWarningEvery),
       stall_(kStallAfter) {
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
     for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);
   }
+  without_order_key_.assign(config_.handlers.size(), 0);
   // Out of descriptors, jetfan could not even reconnect to NATS: connections stop short of it.
   const std::size_t budget =
       connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
@@ -181,10 +186,30 @@ void Dispatcher::on_message(InboundMessage&& message) {
           .first;
   const HandlerMask recipients = matcher_.match(message.key);
   if (observer_) observe(placed->second, recipients);
-  const Arrival arrival{handle, message.stream_seq, message.deliveries, recipients, false};
+  Arrival arrival{handle, message.stream_seq, message.deliveries, recipients, false};
+  add_order_keys(arrival, *placed->second.message, placed->second.key);
   core_.arrive(arrival, now);
   if (tap_) tap_->arrived(arrival);
   ledger_.on_message(now, size);
+}
+
+void Dispatcher::add_order_keys(Arrival& arrival, const MessageBytes& bytes, std::string_view key) {
+  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+    const OrderBy& order_by = config_.handlers[h].order_by;
+    if (order_by.kind == OrderBy::Kind::kNone || !(arrival.recipients & (HandlerMask{1} << h))) continue;
+    if (const auto found = order_key(order_by, key, bytes.headers())) {
+      arrival.order.push_back(OrderKey{h, std::string(*found)});
+      continue;
+    }
+    ++without_order_key_[h];
+    warn_limited("messages without an order key for handler \"" + config_.handlers[h].name + "\"",
+                 "delivery.without_order_key",
+                 {{"handler", config_.handlers[h].name}, {"seq", arrival.stream_seq}, {"key", key}},
+                 "handler \"{}\" is ordered by {}, but stream seq {} (subject \"{}\") has no such {}: it goes to the "
+                 "handler unordered (counted as without_order_key)",
+                 config_.handlers[h].name, to_string(order_by), arrival.stream_seq, bytes.subject(),
+                 order_by.kind == OrderBy::Kind::kHeader ? "header" : "token");
+  }
 }
 
 void Dispatcher::on_alarm(Alarm alarm) {
@@ -311,6 +336,8 @@ void Dispatcher::report_failure(const Effect& effect, const Stored& stored) {
                                                      : "(connection " + std::to_string(effect.connection) + ")";
   const PeerCredentials none;
   const PeerCredentials& peer = session != sessions_.end() ? session->second->credentials() : none;
+  const bool ordered = session != sessions_.end() && session->second->handler() &&
+                       config_.handlers.at(*session->second->handler()).order_by.kind != OrderBy::Kind::kNone;
   warn_limited("failed deliveries to handler \"" + name + "\": " + to_string(effect.cause), "delivery.failed",
                {{"handler", name},
                 {"connection", effect.connection},
@@ -322,9 +349,12 @@ void Dispatcher::report_failure(const Effect& effect, const Stored& stored) {
                 {"subject", stored.message->subject()},
                 {"deliveries", stored.deliveries},
                 {"reason", to_string(effect.cause)}},
-               "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. It goes back to the server for "
-               "redelivery to this handler (NAK with a growing delay) once no other handler has it in flight.",
-               who, effect.delivery, stored.stream_seq, stored.message->subject(), to_string(effect.cause));
+               "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. {}", who, effect.delivery,
+               stored.stream_seq, stored.message->subject(), to_string(effect.cause),
+               ordered ? "The handler is ordered: jetfan keeps the message and gives it to the handler again after "
+                         "a growing delay, before any later message of its order key."
+                       : "It goes back to the server for redelivery to this handler (NAK with a growing delay) once "
+                         "no other handler has it in flight.");
 }
 
 void Dispatcher::arm_wakeup() {
@@ -376,12 +406,33 @@ void Dispatcher::housekeeping() {
     leader_unsure(now);
   }
   if (state_ == State::kServing) {
+    warn_blocked_keys(now);
     act_when_full(now);
     apply_effects();
     top_up_pulls();
   }
   if (state_ == State::kDone) return;
   time_.set(Alarm::kHousekeeping, now + kHousekeeping);
+}
+
+void Dispatcher::warn_blocked_keys(TimePoint now) {
+  bool any = false;
+  for (const auto& handler : config_.handlers) any = any || handler.order_by.kind != OrderBy::Kind::kNone;
+  if (!any) return;
+  const auto waits = core_.order_waits();
+  for (std::size_t h = 0; h < waits.size() && h < config_.handlers.size(); ++h) {
+    const HandlerSettings& handler = config_.handlers[h];
+    if (!waits[h].oldest || now - *waits[h].oldest < kBlockedKeyAckTimeouts * handler.ack_timeout) continue;
+    const auto verdict = order_warnings_.allow(handler.name, now);
+    if (!verdict.log) continue;
+    spdlog::warn(
+        "handler \"{}\" (order_by {}): a message of order key \"{}\" has waited {}s for stream seq {}, the oldest of "
+        "that key it owes, to be settled by it; {} key(s) are blocked so, {} message(s) wait behind them. Other "
+        "keys and handlers go on.",
+        handler.name, to_string(handler.order_by), waits[h].key,
+        std::chrono::duration_cast<std::chrono::seconds>(now - *waits[h].oldest).count(), waits[h].waits_for,
+        waits[h].load.blocked_keys, waits[h].load.waiting);
+  }
 }
 
 void Dispatcher::act_when_full(TimePoint now) {

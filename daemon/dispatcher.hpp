@@ -154,10 +154,14 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   // When jetfan holds all it may and pulls no more: hands back the backlog of handlers configured
   // to (when_full: hand_back) past their share, and says who holds everyone up (full_policy.hpp).
   void act_when_full(TimePoint now);
+  // Warns (rate-limited) of an ordered handler's key blocked for more than a few ack_timeouts.
+  void warn_blocked_keys(TimePoint now);
   std::string describe(const HandlerSession& session) const;
   // Observation (daemon/dispatcher_control.cpp).
   void observe(const Stored& stored, HandlerMask recipients);
   void observe_unroutable(const InboundMessage& message);
+  // The order key of the message for each of its recipients with order_by (order_key.hpp).
+  void add_order_keys(Arrival& arrival, const MessageBytes& bytes, std::string_view key);
   std::int64_t wall_now_ms() const { return time_.wall_now_ns() / 1'000'000; }
 
   const Config& config_;
@@ -190,6 +194,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   std::vector<PullRequest> requests_;  // reused
   LogRateLimiter warnings_;
   LogRateLimiter full_warnings_;
+  LogRateLimiter order_warnings_;  // keys an ordered handler is blocked on, per handler
   StallWatch stall_;
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;
@@ -202,6 +207,8 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   std::uint64_t last_arrived_seq_ = 0;
   std::uint64_t reconnects_ = 0;
   std::unordered_map<ConnectionId, std::int64_t> admitted_unix_ms_;
+  // Per handler: messages delivered unordered to an ordered handler for want of an order key.
+  std::vector<std::uint64_t> without_order_key_;
 };
 
 }  // namespace jetfan

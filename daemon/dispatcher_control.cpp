@@ -55,6 +55,7 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
   s.publish_age = publish_age_;
 
   const auto loads = core_.loads();
+  const auto waits = core_.order_waits();
   std::vector<std::shared_ptr<HandlerSession>> sessions;
   for (const auto& [id, session] : sessions_) {
     if (session->handler()) sessions.push_back(session);
@@ -77,6 +78,11 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
     view.in_flight = loads[h].in_flight;
     view.queued = loads[h].queued;
     if (loads[h].oldest_unconfirmed) view.oldest_unconfirmed_seconds = age(*loads[h].oldest_unconfirmed);
+    if (declared.order_by.kind != OrderBy::Kind::kNone) view.order_by = to_string(declared.order_by);
+    view.order_blocked_keys = waits[h].load.blocked_keys;
+    view.order_waiting = waits[h].load.waiting;
+    if (waits[h].oldest) view.order_oldest_wait_seconds = age(*waits[h].oldest);
+    view.without_order_key = without_order_key_.at(h);
     view.stats = core_.handler_stats(h);
     view.rates = rates.rates(view.name, view.stats, now);
     s.handlers.push_back(std::move(view));
@@ -103,6 +109,11 @@ std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeS
     if (plan.old_to_new[old]) instances[*plan.old_to_new[old]] = instances_[old];
   }
   instances_ = std::move(instances);
+  std::vector<std::uint64_t> without_order_key(config_.handlers.size(), 0);
+  for (std::size_t old = 0; old < plan.old_to_new.size(); ++old) {
+    if (plan.old_to_new[old]) without_order_key[*plan.old_to_new[old]] = without_order_key_[old];
+  }
+  without_order_key_ = std::move(without_order_key);
   matcher_ = TopicMatcher();
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
     for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);

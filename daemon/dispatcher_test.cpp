@@ -458,3 +458,81 @@ TEST_CASE("dispatcher: a reload that removes a handler settles what it held and 
   CHECK(h.closed(gone));
   CHECK_FALSE(h.closed(audit));
 }
+
+TEST_CASE("dispatcher: an ordered handler gets one message of a key at a time, and jetfan retries its NAK itself",
+          "[unit]") {
+  auto c = config({handler("ordered", {"m.*"}), handler("all", {">"})});
+  c.handlers[0].order_by = OrderBy{OrderBy::Kind::kToken, 2, ""};
+  Harness h(std::move(c));
+  const auto ordered = h.hello("ordered");
+  const auto all = h.hello("all");
+  h.deliver(1, "ev.m.k1");
+  h.deliver(2, "ev.m.k1");
+  h.deliver(3, "ev.m.k2");
+  auto first = h.msgs(ordered);
+  REQUIRE(first.size() == 2);
+  CHECK(first[0].stream_seq == 1);
+  CHECK(first[1].stream_seq == 3);  // another key goes at once
+  auto to_all = h.msgs(all);
+  CHECK(to_all.size() == 3);  // an unordered handler of the same messages is not held up
+  for (const auto& msg : to_all) h.send(all, "ACK " + std::to_string(msg.id) + "\r\n");
+  const auto view = h.status().handlers[0];
+  CHECK(view.order_by == "token:2");
+  CHECK(view.order_blocked_keys == 1);
+  CHECK(view.order_waiting == 1);
+
+  h.send(ordered, "NAK " + std::to_string(first[0].id) + "\r\n");
+  CHECK(h.replied(Kind::kNak).empty());  // kept in jetfan, not handed back
+  CHECK(h.msgs(ordered).empty());        // and 2 still waits behind it
+  h.advance(milliseconds(1000));         // delivery.nak_delay
+  auto again = h.msgs(ordered);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].stream_seq == 1);
+  h.send(ordered, "ACK " + std::to_string(again[0].id) + "\r\n");
+  auto next = h.msgs(ordered);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].stream_seq == 2);
+  h.send(ordered, "ACK " + std::to_string(next[0].id) + "\r\n");
+  h.send(ordered, "ACK " + std::to_string(first[1].id) + "\r\n");
+  auto acked = h.replied(Kind::kAck);
+  std::sort(acked.begin(), acked.end());
+  CHECK(acked == std::vector<std::uint64_t>{1, 2, 3});
+  CHECK(h.dispatcher().core().counters().order_retries == 1);
+  CHECK(h.broken.empty());
+}
+
+TEST_CASE("dispatcher: ordered by a header, a message without it goes unordered and is counted", "[unit]") {
+  auto c = config({handler("ordered", {"m.*"})});
+  c.handlers[0].order_by = OrderBy{OrderBy::Kind::kHeader, 0, "Entity"};
+  Harness h(std::move(c));
+  const auto ordered = h.hello("ordered");
+  const std::string entity = "NATS/1.0\r\nEntity: e1\r\n\r\n";
+  h.upstream.deliver(FakeUpstream::Message{1, "ev.m.a", "one", entity, 1, 0});
+  h.upstream.deliver(FakeUpstream::Message{2, "ev.m.b", "two", entity, 1, 0});
+  h.upstream.deliver(FakeUpstream::Message{3, "ev.m.c", "three", "", 1, 0});
+  h.pump();
+  const auto msgs = h.msgs(ordered);
+  REQUIRE(msgs.size() == 2);  // 2 waits for 1 (one entity), 3 has no entity
+  CHECK(msgs[0].stream_seq == 1);
+  CHECK(msgs[1].stream_seq == 3);
+  CHECK(h.status().handlers[0].without_order_key == 1);
+  CHECK(h.broken.empty());
+}
+
+TEST_CASE("dispatcher: a drain hands back an ordered handler's waiting messages, never delivers them", "[unit]") {
+  auto c = config({handler("ordered", {"m.*"})});
+  c.handlers[0].order_by = OrderBy{OrderBy::Kind::kKey, 0, ""};
+  Harness h(std::move(c));
+  const auto ordered = h.hello("ordered");
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) h.deliver(seq, "ev.m.k");
+  const auto msgs = h.msgs(ordered);
+  REQUIRE(msgs.size() == 1);
+  h.dispatcher().begin_drain();
+  h.pump();
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{2, 3});
+  h.send(ordered, "ACK " + std::to_string(msgs[0].id) + "\r\n");
+  CHECK(h.msgs(ordered).empty());
+  CHECK(h.replied(Kind::kAck) == std::vector<std::uint64_t>{1});
+  CHECK(h.finished);
+  CHECK(h.broken.empty());
+}

@@ -78,6 +78,12 @@ std::string render_prometheus(const StatusSnapshot& s) {
        t.already_held + t.already_settled},
       {"jetfan_unknown_confirmations_total", "Confirmations naming no delivery in flight (late, after a timeout).",
        t.unknown_confirmations},
+      {"jetfan_order_retries_total",
+       "Failed deliveries of messages an ordered handler owed, given again by jetfan rather than handed back.",
+       t.order_retries},
+      {"jetfan_order_gave_up_total",
+       "Messages handed back for room that did not come back in time: their order keys went on without them.",
+       t.order_gave_up},
       {"jetfan_messages_handed_back_for_room_total",
        "Messages nak'd so that others could be held: the oldest a stalled handler kept from settling.",
        t.handed_back_for_room},
@@ -129,6 +135,18 @@ std::string render_prometheus(const StatusSnapshot& s) {
   each_handler({"jetfan_handler_oldest_unconfirmed_age_seconds", "gauge",
                 "Age of the oldest held message the handler has not confirmed; 0 when none."},
                [](const HandlerView& h) { return h.oldest_unconfirmed_seconds.value_or(0); });
+  each_handler({"jetfan_handler_order_blocked_keys", "gauge",
+                "Ordered handlers: order keys with a message waiting behind an older one; 0 when unordered."},
+               [](const HandlerView& h) { return static_cast<std::uint64_t>(h.order_blocked_keys); });
+  each_handler({"jetfan_handler_order_waiting", "gauge",
+                "Ordered handlers: held messages waiting behind an older one of their order key."},
+               [](const HandlerView& h) { return static_cast<std::uint64_t>(h.order_waiting); });
+  each_handler({"jetfan_handler_order_oldest_wait_seconds", "gauge",
+                "Ordered handlers: age of the oldest message waiting behind its order key; 0 when none."},
+               [](const HandlerView& h) { return h.order_oldest_wait_seconds.value_or(0); });
+  each_handler({"jetfan_handler_without_order_key_total", "counter",
+                "Ordered handlers: messages delivered unordered because they had no order key."},
+               [](const HandlerView& h) { return h.without_order_key; });
   each_handler({"jetfan_handler_deliveries_total", "counter", "Deliveries (MSG) sent to the handler's instances."},
                [](const HandlerView& h) { return h.stats.delivered; });
   each_handler({"jetfan_handler_acks_total", "counter", "ACKs the handler sent."},

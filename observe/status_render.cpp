@@ -115,6 +115,12 @@ std::string render_status_text(const StatusSnapshot& s) {
     line("  now:     " + std::to_string(h.in_flight) + " in flight, " + std::to_string(h.queued) +
          " queued, oldest unconfirmed " +
          (h.oldest_unconfirmed_seconds ? format::duration(*h.oldest_unconfirmed_seconds) : std::string("-")));
+    if (!h.order_by.empty()) {
+      line("  order:   by " + h.order_by + "; " + std::to_string(h.order_blocked_keys) + " key(s) blocked, " +
+           std::to_string(h.order_waiting) + " message(s) waiting behind them, the oldest for " +
+           (h.order_oldest_wait_seconds ? format::duration(*h.order_oldest_wait_seconds) : std::string("-")) + "; " +
+           std::to_string(h.without_order_key) + " delivered unordered for want of an order key");
+    }
     const auto& c = h.stats;
     const auto& r = h.rates;
     line("  counts:  " + count_and_rate("delivered", c.delivered, r.delivered) + ", " +
@@ -215,6 +221,13 @@ std::string render_status_json(const StatusSnapshot& s) {
          {"in_flight", h.in_flight},
          {"queued", h.queued},
          {"oldest_unconfirmed_seconds", optional_seconds(h.oldest_unconfirmed_seconds)},
+         {"order", h.order_by.empty()
+                       ? nlohmann::json(nullptr)
+                       : nlohmann::json{{"by", h.order_by},
+                                        {"blocked_keys", h.order_blocked_keys},
+                                        {"waiting", h.order_waiting},
+                                        {"oldest_wait_seconds", optional_seconds(h.order_oldest_wait_seconds)},
+                                        {"without_order_key", h.without_order_key}}},
          {"counts",
           {{"delivered", c.delivered},
            {"acked", c.acked},

@@ -49,6 +49,12 @@ struct HandlerView {
   std::size_t in_flight = 0;
   std::size_t queued = 0;
   std::optional<double> oldest_unconfirmed_seconds;
+  // An ordered handler (order_by set; empty: unordered): what waits behind an older message of its key.
+  std::string order_by;
+  std::size_t order_blocked_keys = 0;  // keys with a message waiting behind an older one
+  std::size_t order_waiting = 0;       // messages waiting so
+  std::optional<double> order_oldest_wait_seconds;
+  std::uint64_t without_order_key = 0;  // delivered unordered: no order key (header or token missing)
   HandlerStats stats;
   HandlerRates rates;
 };

@@ -32,6 +32,8 @@
 // - Backpressure. jetfan sends at most READY's max-unconfirmed deliveries at a time (the handler's
 //   max_inflight in jetfan's config); run() holds (queued plus in its workers) no more than that,
 //   and stops reading while it holds that many.
+// - Ordered handlers (order_by in jetfan's config) need nothing more: jetfan never sends two
+//   deliveries of one order key at once, so run()'s workers are always busy with different keys.
 // - PING from jetfan is answered with PONG whenever the client reads.
 // - Confirmations made on the thread that calls next() are buffered and written together just
 //   before next() waits for input (or by flush()); confirmations made on any other thread, and

@@ -1,0 +1,190 @@
+// DispatchCore, continued: ordered delivery per key. The rules are in dispatch_core.hpp; the
+// bookkeeping of what each ordered handler owes per key is OrderGate's (order_gate.hpp). Kept apart
+// from the message path in dispatch_core.cpp, which calls in at arrival, dispatch, the end of a
+// delivery, the decision to hand back, and tick().
+
+#include <cassert>
+
+#include "dispatch_core.hpp"
+
+namespace jetfan {
+
+Duration order_away_hold(Duration delay, Duration keepalive) {
+  // The keepalive is a third of AckWait (config's kKeepalivesPerAckWait).
+  return delay + 6 * keepalive;
+}
+
+void DispatchCore::order_arrived(const Arrival& arrival, Message& message, TimePoint now) {
+  if (arrival.order.empty() && gate_.entries() == 0) return;  // the path of every unordered message
+  const std::uint64_t seq = arrival.stream_seq;
+  away_.erase(seq);
+  const HandlerMask owed = message.recipients & ~message.settled;
+  for (const OrderKey& order : arrival.order) {
+    const HandlerMask bit = HandlerMask{1} << order.handler;
+    if (order.handler >= handlers_.size() || !(owed & bit)) continue;
+    gate_.add(order.handler, order.key, seq);
+    message.ordered |= bit;
+  }
+  // Back from the server after a hand-back: it keeps the key it had, even if the handler's order_by
+  // changed meanwhile, so the messages waiting for it are not left waiting in vain.
+  // One no longer a recipient (its patterns changed) lets the rest of the key go.
+  for (std::size_t h = 0; h < handlers_.size(); ++h) {
+    const HandlerMask bit = HandlerMask{1} << h;
+    if (!gate_.contains(h, seq)) continue;
+    if (owed & bit) {
+      message.ordered |= bit;
+    } else if (const auto next = gate_.settle(h, seq)) {
+      order_release(h, *next);
+      dispatch(h, now);
+    }
+  }
+}
+
+bool DispatchCore::order_admits(std::size_t handler, std::uint64_t seq, Message& message) {
+  const HandlerMask bit = HandlerMask{1} << handler;
+  if (!(message.ordered & bit) || gate_.may_deliver(handler, seq)) return true;
+  message.queued &= ~bit;
+  message.gated |= bit;
+  return false;
+}
+
+void DispatchCore::order_delivered(std::size_t handler, std::uint64_t seq, const Message& message) {
+  if (message.ordered & (HandlerMask{1} << handler)) gate_.started(handler, seq);
+}
+
+void DispatchCore::order_ended(std::size_t handler, std::uint64_t seq, const Message& message, bool settled) {
+  if (!(message.ordered & (HandlerMask{1} << handler))) return;
+  if (!settled) {
+    // An older one of the key may have come back while this one was out: it goes first now.
+    if (const auto older = gate_.stopped(handler, seq)) order_release(handler, *older);
+    return;
+  }
+  if (const auto next = gate_.settle(handler, seq)) order_release(handler, *next);
+}
+
+void DispatchCore::order_release(std::size_t handler, std::uint64_t seq) {
+  auto found = messages_.find(seq);
+  if (found == messages_.end()) return;  // at the server: it comes back, or its hold runs out
+  Message& message = found->second;
+  const HandlerMask bit = HandlerMask{1} << handler;
+  if (!(message.gated & bit)) return;  // queued already, in its retry's delay, or settled
+  message.gated &= ~bit;
+  message.queued |= bit;
+  handlers_[handler].queue.push_front(seq);  // it has waited longer than anything queued behind it
+}
+
+bool DispatchCore::order_holds(std::uint64_t seq, Message& message, TimePoint now) {
+  if ((message.ordered & ~message.settled) == 0) return false;
+  const HandlerMask fresh = message.failed & ~message.retrying;
+  if (fresh == 0) return true;
+  // Every recipient that failed goes again after the delay, the ordered ones before any later
+  // message of their key (the gate keeps their place); the others with them, since the message
+  // stays held anyway.
+  for (std::size_t h = 0; h < handlers_.size(); ++h) {
+    const HandlerMask bit = HandlerMask{1} << h;
+    if (!(fresh & bit)) continue;
+    message.retrying |= bit;
+    retries_.emplace(now + message.nak_delay, std::make_pair(h, seq));
+  }
+  return true;
+}
+
+void DispatchCore::order_handed_back(std::uint64_t seq, const Message& message, Duration delay, bool last_delivery,
+                                     TimePoint now) {
+  if (draining_ || (message.ordered & ~message.settled) == 0) return;
+  if (!last_delivery && to_server()) {
+    away_[seq] = now + order_away_hold(delay, settings_.keepalive);
+    return;
+  }
+  // The server will not deliver it again (MaxDeliver, or AckPolicy none): waiting for it would
+  // block its keys for good.
+  ++counters_.order_gave_up;
+  for (const auto& [handler, next] : gate_.forget(seq)) order_release(handler, next);
+}
+
+void DispatchCore::order_tick(TimePoint now) {
+  std::vector<std::size_t> touched;
+  while (!retries_.empty() && retries_.begin()->first <= now) {
+    const auto [handler, seq] = retries_.begin()->second;
+    retries_.erase(retries_.begin());
+    auto found = messages_.find(seq);
+    if (found == messages_.end()) continue;
+    Message& message = found->second;
+    const HandlerMask bit = HandlerMask{1} << handler;
+    if (!(message.retrying & bit)) continue;
+    message.retrying &= ~bit;
+    message.failed &= ~bit;
+    if (message.settled & bit) continue;
+    ++message.retries;
+    ++counters_.order_retries;
+    message.queued |= bit;
+    handlers_[handler].queue.push_front(seq);
+    touched.push_back(handler);
+  }
+  for (auto it = away_.begin(); it != away_.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    const std::uint64_t seq = it->first;
+    it = away_.erase(it);
+    ++counters_.order_gave_up;
+    for (const auto& [handler, next] : gate_.forget(seq)) {
+      order_release(handler, next);
+      touched.push_back(handler);
+    }
+  }
+  for (const std::size_t handler : touched) {
+    if (handler < handlers_.size()) dispatch(handler, now);
+  }
+}
+
+std::optional<TimePoint> DispatchCore::order_next_wakeup() const {
+  std::optional<TimePoint> wake;
+  if (!retries_.empty()) wake = retries_.begin()->first;
+  for (const auto& [seq, until] : away_) {
+    if (!wake || until < *wake) wake = until;
+  }
+  return wake;
+}
+
+void DispatchCore::order_reindex(const HandlerReindex& reindex) {
+  const auto& old_to_new = reindex.old_to_new;
+  auto remap = [&](HandlerMask mask) {
+    HandlerMask out = 0;
+    for (std::size_t h = 0; h < old_to_new.size(); ++h) {
+      if ((mask & (HandlerMask{1} << h)) && old_to_new[h]) out |= HandlerMask{1} << *old_to_new[h];
+    }
+    return out;
+  };
+  for (auto& [seq, message] : messages_) {
+    message.ordered = remap(message.ordered);
+    message.gated = remap(message.gated);
+    message.retrying = remap(message.retrying);
+  }
+  decltype(retries_) retries;
+  for (const auto& [at, entry] : retries_) {
+    if (old_to_new[entry.first]) retries.emplace(at, std::make_pair(*old_to_new[entry.first], entry.second));
+  }
+  retries_ = std::move(retries);
+  gate_.reindex(old_to_new, reindex.handlers.size());
+}
+
+std::vector<OrderWait> DispatchCore::order_waits() const {
+  std::vector<OrderWait> waits(handlers_.size());
+  for (std::size_t h = 0; h < handlers_.size(); ++h) waits[h].load = gate_.load(h);
+  for (const auto& [seq, message] : messages_) {
+    if (message.gated == 0) continue;
+    for (std::size_t h = 0; h < handlers_.size(); ++h) {
+      if (!(message.gated & (HandlerMask{1} << h))) continue;
+      OrderWait& wait = waits[h];
+      if (wait.oldest && *wait.oldest <= message.arrived) continue;
+      wait.oldest = message.arrived;
+      wait.key = gate_.key_of(h, seq).value_or("");
+      wait.waits_for = gate_.oldest_owed(h, seq).value_or(0);
+    }
+  }
+  return waits;
+}
+
+}  // namespace jetfan
