@@ -156,7 +156,7 @@ void DispatchCore::arrive_copy_of_settled(const Arrival& arrival, SettledRecord:
 }
 
 void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
-  if (draining_) return;
+  if (draining_ || handlers_[handler_index].limits.paused) return;
   Handler& handler = handlers_[handler_index];
   const HandlerMask bit = HandlerMask{1} << handler_index;
   while (!handler.queue.empty()) {
@@ -336,7 +336,9 @@ void DispatchCore::maybe_finish(std::uint64_t seq, TimePoint now) {
 
 bool DispatchCore::waits_for_an_instance(HandlerMask queued) const {
   for (std::size_t h = 0; h < handlers_.size(); ++h) {
-    if ((queued & (HandlerMask{1} << h)) && handlers_[h].connections.empty()) return true;
+    if ((queued & (HandlerMask{1} << h)) && (handlers_[h].connections.empty() || handlers_[h].limits.paused)) {
+      return true;
+    }
   }
   return false;
 }

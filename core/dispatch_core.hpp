@@ -49,6 +49,8 @@
 //   - A handler's ack_timeout counts only time jetfan was running: the caller reports a stall
 //     (extend_deadlines) before the tick() that follows it, and every delivery in flight gets the
 //     stalled time back.
+//   - A paused handler (set_paused, or HandlerLimits::paused from a reload) gets nothing new: its
+//     messages are held for it as for a handler with no connected instance.
 //   - Draining (shutdown): nothing new is dispatched; each message is handed back (nak'd) as soon as
 //     nothing is in flight for it, and abandon_all() hands back whatever is left. A hand-back waits
 //     the `handback_delay` given to begin_drain, counted from then: long enough that no pull request
@@ -94,6 +96,7 @@ struct HandlerLimits {
   std::uint32_t max_inflight = 0;  // > 0
   Duration ack_timeout{0};         // > 0
   RetryPolicy retry{};             // retry_budget.hpp; the default retries for ever, as before
+  bool paused = false;             // gets nothing new; held for it as if it had no instance
 };
 
 // Built from the config and the consumer's facts (config/serve_settings.hpp); no defaults here.
@@ -246,6 +249,11 @@ class DispatchCore {
   // room it freed): the others' confirmations are remembered, so only it gets the message again,
   // and the server counts a delivery against MaxDeliver. Returns how many.
   std::size_t hand_back_oldest(std::size_t handler, std::size_t keep, TimePoint now);
+  // Pauses or resumes a handler (dispatch_core_pause.cpp): paused, it gets nothing new and what it
+  // owes is held for it as for a handler with no connected instance; deliveries in flight go on.
+  // Precondition: handler < handler_count().
+  void set_paused(std::size_t handler, bool paused, TimePoint now);
+  bool paused(std::size_t handler) const { return handlers_[handler].limits.paused; }
   // Takes a new handler table (see the rules above). Preconditions: not draining; old_to_new has one
   // entry per current handler and maps no two of them to one index; handlers.size() <= kMaxHandlers.
   ReindexOutcome reconfigure(const HandlerReindex& reindex, TimePoint now);

@@ -680,6 +680,7 @@ struct Model {
           REQUIRE_FALSE((confirmed[seq] & bit(h)));            // never send what it already confirmed
           REQUIRE_FALSE(dead_letter_pending.count({seq, h}));  // nor what is being dead-lettered for it
           REQUIRE_FALSE(dead_letter_retrying.count({seq, h}));
+          REQUIRE_FALSE(paused.count(h));  // a paused handler gets nothing new
           in_flight[{e.connection, e.delivery}] = seq;
           std::size_t on_connection = 0;
           for (const auto& [key, s] : in_flight) on_connection += key.first == e.connection;
@@ -869,6 +870,7 @@ struct Model {
       if (connections.count(connection) && reindex.old_to_new[h]) h = *reindex.old_to_new[h];
     }
     retry = new_retry;
+    paused.clear();  // the new table pauses nobody
     std::vector<ConnectionId> dropped;
     for (auto it = connections.begin(); it != connections.end();) {
       if (reindex.old_to_new[it->second]) {
@@ -913,8 +915,17 @@ struct Model {
       core.tick(now);
     } else if (action < 85) {
       reload();
-    } else if (action < 87) {
+    } else if (action < 86) {
       core.hand_back_oldest(pick(handler_count), pick(4), now);
+    } else if (action < 87) {
+      const std::size_t h = pick(handler_count);
+      const bool pause = paused.count(h) == 0;
+      if (pause) {
+        paused.insert(h);
+      } else {
+        paused.erase(h);
+      }
+      core.set_paused(h, pause, now);
     } else if (policy == AckPolicy::kNone) {
       // The server forgets each message once sent: it never redelivers.
     } else if (action < 92 && !nak_pending.empty()) {
@@ -960,6 +971,7 @@ struct Model {
   std::set<Key> must_give_up, termed_for_dead_letter, given_up, dead_letter_pending, dead_letter_retrying;
   std::map<std::uint64_t, Key> publishes;  // pending dead-letter publishes, by id
   std::uint64_t dead_letters_stored = 0;
+  std::set<std::size_t> paused;
 };
 
 }  // namespace
@@ -995,6 +1007,8 @@ TEST_CASE("model: random traffic and reloads keep the invariants, and everything
     }
 
     // Settle: one instance per handler, every answer good, redeliver until nothing is left.
+    for (const std::size_t h : m.paused) m.core.set_paused(h, false, m.now);
+    m.paused.clear();
     for (std::size_t h = 0; h < m.handler_count; ++h) {
       m.connections[m.next_connection] = h;
       m.handler_of[m.next_connection] = h;
