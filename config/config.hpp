@@ -103,6 +103,14 @@ struct MetricsSettings {
   std::uint16_t port = 0;                     // 0: any free port (the log says which)
 };
 
+// How often one handler may fail one message, and how long it waits between tries. Without a
+// retry block a handler retries for ever with delivery.nak_delay doubling up to nak_delay_max.
+struct RetrySettings {
+  std::uint32_t max_attempts = 0;       // deliveries that may end in NAK, ack_timeout or disconnect; 0: no limit
+  std::optional<Duration> backoff;      // the wait after its first failure (delivery.nak_delay), doubling ...
+  std::optional<Duration> backoff_max;  // ... with each one up to this (delivery.nak_delay_max)
+};
+
 struct HandlerSettings {
   std::string name;
   std::vector<std::string> patterns;
@@ -111,6 +119,9 @@ struct HandlerSettings {
   AllowSettings allow;              // empty: any peer that can open the socket
   std::uint32_t max_instances = 0;  // 0: no limit
   WhenFull when_full = WhenFull::kHold;
+  std::optional<RetrySettings> retry;  // none: for ever, with delivery.nak_delay and nak_delay_max
+  std::string dead_letter_subject;     // empty: no dead letters; a used-up budget is a TERM for it
+  bool paused = false;                 // gets nothing new; its messages are held for it
 };
 
 struct DeliverySettings {
