@@ -45,6 +45,7 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
           std::max(handler.retry->backoff_max.value_or(config.delivery.nak_delay_max), limits.retry.backoff);
     }
     limits.retry.dead_letter = !handler.dead_letter_subject.empty();
+    limits.paused = handler.paused;
     core.handlers.push_back(limits);
     if (facts.max_deliver > 0 && limits.retry.max_attempts > static_cast<std::uint64_t>(facts.max_deliver)) {
       // Each failure hands the message back, which costs a delivery: the server stops first.

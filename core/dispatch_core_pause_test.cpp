@@ -31,7 +31,7 @@ std::vector<Effect> take(DispatchCore& core, Kind kind) {
 
 }  // namespace
 
-TEST_CASE("a paused handler gets nothing new; its messages are held for it until it resumes", "[unit]") {
+TEST_CASE("a paused handler gets nothing new, and its messages are held for it until it resumes", "[unit]") {
   DispatchCore core(two_handlers());
   core.connect(1, 0, kStart);
   core.connect(2, 1, kStart);

@@ -49,6 +49,9 @@ struct HandlerView {
   std::size_t in_flight = 0;
   std::size_t queued = 0;
   std::optional<double> oldest_unconfirmed_seconds;
+  bool paused = false;              // gets nothing new (jetfan pause, or handlers[].paused)
+  std::uint32_t max_attempts = 0;   // its retry budget; 0: no limit
+  std::string dead_letter_subject;  // empty: none
   HandlerStats stats;
   HandlerRates rates;
 };
