@@ -48,6 +48,7 @@ void MeshController::create_stream(const std::string& stream, const std::vector<
   jsStreamConfig_Init(&config);
   config.Name = stream.c_str();
   std::vector<const char*> names;
+  names.reserve(subjects.size());
   for (const auto& s : subjects) names.push_back(s.c_str());
   config.Subjects = names.data();
   config.SubjectsLen = static_cast<int>(names.size());
