@@ -560,6 +560,17 @@ class ConfigReader {
           }
         }
       }
+      if (const auto retry = item["retry"]) read_retry(retry, path + ".retry", handler);
+      if (const auto dead_letter = item["dead_letter"]) read_dead_letter(dead_letter, path + ".dead_letter", handler);
+      if (const auto paused = item["paused"]) {
+        if (const auto text = string(paused, path + ".paused")) {
+          if (*text == "true") {
+            handler.paused = true;
+          } else if (*text != "false") {
+            error(paused, path + ".paused", "\"" + *text + "\" must be true or false");
+          }
+        }
+      }
       // The READY line that announces the handler's patterns must fit in one line a client accepts.
       const std::size_t ready =
           proto::ready_line_length(handler.name, static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
@@ -570,6 +581,40 @@ class ConfigReader {
                   " a line from jetfan may have; use fewer or shorter patterns (a '#' or '*' covers many)");
       }
       handlers.push_back(std::move(handler));
+    }
+  }
+
+  void read_retry(const YAML::Node& node, const std::string& path, HandlerSettings& handler) {
+    if (!check_map(node, path, config_keys::kRetry)) return;
+    RetrySettings retry;
+    read_int(node, path, "max_attempts", retry.max_attempts, 0, 1'000'000);
+    for (const char* key : {"backoff", "backoff_max"}) {
+      if (!node[key]) continue;
+      Duration value{-1};
+      read_duration(node, path, key, value);
+      if (value < Duration(0)) continue;
+      if (value < Duration(1)) error(node[key], join(path, key), "must be more than 0");
+      (std::string_view(key) == "backoff" ? retry.backoff : retry.backoff_max) = value;
+    }
+    if (retry.backoff && retry.backoff_max && *retry.backoff_max < *retry.backoff) {
+      error(node["backoff_max"], path + ".backoff_max",
+            "must not be less than " + path + ".backoff (" + std::to_string(retry.backoff->count()) + "ms)");
+    }
+    handler.retry = retry;
+  }
+
+  void read_dead_letter(const YAML::Node& node, const std::string& path, HandlerSettings& handler) {
+    if (!check_map(node, path, config_keys::kDeadLetter)) return;
+    read_string(node, path, "subject", handler.dead_letter_subject, true);
+    const std::string& subject = handler.dead_letter_subject;
+    if (subject.empty()) return;
+    // A publish subject: tokens of printable characters, no wildcards, no empty token.
+    bool valid = subject.front() != '.' && subject.back() != '.' && subject.find("..") == std::string::npos;
+    for (const char c : subject) valid = valid && c > ' ' && c != '*' && c != '>' && c != 0x7f;
+    if (!valid) {
+      error(node["subject"], path + ".subject",
+            "\"" + subject +
+                "\" is not a subject to publish to: dot-separated tokens, no spaces, no '*' or '>', no empty token");
     }
   }
 

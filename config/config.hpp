@@ -120,6 +120,13 @@ struct OrderBy {
 std::string to_string(const OrderBy& order_by);
 // Parses the config's spelling; nullopt when it is none of the forms above.
 std::optional<OrderBy> parse_order_by(const std::string& text);
+// How often one handler may fail one message, and how long it waits between tries. Without a
+// retry block a handler retries for ever with delivery.nak_delay doubling up to nak_delay_max.
+struct RetrySettings {
+  std::uint32_t max_attempts = 0;       // deliveries that may end in NAK, ack_timeout or disconnect; 0: no limit
+  std::optional<Duration> backoff;      // the wait after its first failure (delivery.nak_delay), doubling ...
+  std::optional<Duration> backoff_max;  // ... with each one up to this (delivery.nak_delay_max)
+};
 
 struct HandlerSettings {
   std::string name;
@@ -130,6 +137,9 @@ struct HandlerSettings {
   std::uint32_t max_instances = 0;  // 0: no limit
   WhenFull when_full = WhenFull::kHold;
   OrderBy order_by;  // absent: unordered
+  std::optional<RetrySettings> retry;  // none: for ever, with delivery.nak_delay and nak_delay_max
+  std::string dead_letter_subject;     // empty: no dead letters; a used-up budget is a TERM for it
+  bool paused = false;                 // gets nothing new; its messages are held for it
 };
 
 struct DeliverySettings {

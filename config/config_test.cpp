@@ -358,3 +358,42 @@ TEST_CASE("order_by is key, token:N or header:NAME, and anything else is refused
                                    "\" must be key (the message key), token:N"));
   }
 }
+
+TEST_CASE("a handler's retry budget, dead letter and pause are read and checked", "[unit]") {
+  std::string text = kGood;
+  text.insert(text.find("  - name: audit"),
+              "    retry: {max_attempts: 5, backoff: 2s, backoff_max: 1m}\n"
+              "    dead_letter: {subject: dlq.node1_builder.builder}\n"
+              "    paused: true\n");
+  const auto result = load_config_text(text, "x.yaml");
+  REQUIRE(result.errors.empty());
+  const auto& builder = result.config->handlers[0];
+  REQUIRE(builder.retry);
+  CHECK(builder.retry->max_attempts == 5);
+  CHECK(builder.retry->backoff == std::chrono::milliseconds(2000));
+  CHECK(builder.retry->backoff_max == std::chrono::milliseconds(60000));
+  CHECK(builder.dead_letter_subject == "dlq.node1_builder.builder");
+  CHECK(builder.paused);
+  const auto& audit = result.config->handlers[1];
+  CHECK_FALSE(audit.retry);
+  CHECK(audit.dead_letter_subject.empty());
+  CHECK_FALSE(audit.paused);
+
+  auto with = [&](const std::string& lines) {
+    std::string bad = kGood;
+    bad.insert(bad.find("  - name: audit"), lines);
+    return errors_of(bad);
+  };
+  CHECK(
+      any_contains(with("    retry: {max_attempts: -1}\n"),
+                   "jetfan.yaml:16: handlers[0].retry.max_attempts: \"-1\" must be a whole number from 0 to 1000000"));
+  CHECK(any_contains(with("    retry: {tries: 3}\n"),
+                     "handlers[0].retry.tries: unknown key (expected one of: max_attempts, backoff, backoff_max)"));
+  CHECK(any_contains(with("    retry: {backoff: 5s, backoff_max: 1s}\n"),
+                     "handlers[0].retry.backoff_max: must not be less than handlers[0].retry.backoff (5000ms)"));
+  CHECK(any_contains(with("    retry: {backoff: 0s}\n"), "handlers[0].retry.backoff: must be more than 0"));
+  CHECK(any_contains(with("    dead_letter: {}\n"), "handlers[0].dead_letter.subject: is required"));
+  CHECK(any_contains(with("    dead_letter: {subject: \"dlq.*\"}\n"), "\"dlq.*\" is not a subject to publish to"));
+  CHECK(any_contains(with("    dead_letter: {subject: \"dlq..x\"}\n"), "is not a subject to publish to"));
+  CHECK(any_contains(with("    paused: maybe\n"), "handlers[0].paused: \"maybe\" must be true or false"));
+}

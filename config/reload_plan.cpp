@@ -13,6 +13,13 @@ std::string list(const std::vector<std::string>& items) {
 
 std::string ms(Duration d) { return std::to_string(d.count()) + "ms"; }
 
+std::string retry_text(const std::optional<RetrySettings>& retry) {
+  if (!retry) return "none";
+  return "max_attempts " + std::to_string(retry->max_attempts) + ", backoff " +
+         (retry->backoff ? ms(*retry->backoff) : "nak_delay") + ", backoff_max " +
+         (retry->backoff_max ? ms(*retry->backoff_max) : "nak_delay_max");
+}
+
 template <typename Id>
 std::string ids(const std::vector<Id>& uids, const std::vector<Id>& gids) {
   std::string out = "uids [";
@@ -106,10 +113,11 @@ std::vector<std::string> restart_keys() {
 
 const std::vector<std::string>& reloadable_keys() {
   static const std::vector<std::string> keys = {
-      "handlers.name",      "handlers.patterns",      "handlers.max_inflight",  "handlers.ack_timeout",
-      "handlers.allow",     "handlers.max_instances", "handlers.when_full",     "handlers.order_by",
-      "delivery.nak_delay", "delivery.nak_delay_max", "delivery.drain_timeout", "socket.hello_timeout",
-      "log.level"};
+      "handlers.name",          "handlers.patterns",    "handlers.max_inflight",
+      "handlers.ack_timeout",   "handlers.allow",       "handlers.max_instances",
+      "handlers.when_full",     "handlers.order_by",    "handlers.retry",
+      "handlers.dead_letter",   "handlers.paused",      "delivery.nak_delay",
+      "delivery.nak_delay_max", "delivery.drain_timeout", "socket.hello_timeout", "log.level"};
   return keys;
 }
 
@@ -140,6 +148,9 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
       change(at + ".max_instances", std::to_string(was.max_instances), std::to_string(is.max_instances));
       change(at + ".when_full", to_string(was.when_full), to_string(is.when_full));
       change(at + ".order_by", to_string(was.order_by), to_string(is.order_by));
+      change(at + ".retry", retry_text(was.retry), retry_text(is.retry));
+      change(at + ".dead_letter", was.dead_letter_subject, is.dead_letter_subject);
+      change(at + ".paused", was.paused ? "true" : "false", is.paused ? "true" : "false");
       if (now != old) change(at + " (place in the list)", std::to_string(old + 1), std::to_string(now + 1));
     }
     if (!plan.old_to_new[old]) {

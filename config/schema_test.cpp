@@ -219,6 +219,8 @@ TEST_CASE("the config schema's properties are the keys the config loader accepts
       {"/properties/metrics", keys(k::kMetrics)},
       {"/properties/handlers/items", keys(k::kHandler)},
       {"/properties/handlers/items/properties/allow", keys(k::kAllow)},
+      {"/properties/handlers/items/properties/retry", keys(k::kRetry)},
+      {"/properties/handlers/items/properties/dead_letter", keys(k::kDeadLetter)},
       {"/properties/delivery", keys(k::kDelivery)},
       {"/properties/log", keys(k::kLog)},
   };

@@ -37,7 +37,25 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
     if (!handler.allow.users.empty() || !handler.allow.groups.empty()) {
       throw std::logic_error("handler " + handler.name + ": its allow list names users or groups not resolved yet");
     }
-    core.handlers.push_back(HandlerLimits{static_cast<std::uint32_t>(handler.max_inflight), handler.ack_timeout});
+    HandlerLimits limits{static_cast<std::uint32_t>(handler.max_inflight), handler.ack_timeout};
+    if (handler.retry) {
+      limits.retry.max_attempts = handler.retry->max_attempts;
+      limits.retry.backoff = handler.retry->backoff.value_or(config.delivery.nak_delay);
+      limits.retry.backoff_max =
+          std::max(handler.retry->backoff_max.value_or(config.delivery.nak_delay_max), limits.retry.backoff);
+    }
+    limits.retry.dead_letter = !handler.dead_letter_subject.empty();
+    limits.paused = handler.paused;
+    core.handlers.push_back(limits);
+    if (facts.max_deliver > 0 && limits.retry.max_attempts > static_cast<std::uint64_t>(facts.max_deliver)) {
+      // Each failure hands the message back, which costs a delivery: the server stops first.
+      s.warnings.push_back("handler " + handler.name + ": retry.max_attempts " +
+                           std::to_string(limits.retry.max_attempts) + " is more than the MaxDeliver " +
+                           std::to_string(facts.max_deliver) + " of consumer " + named +
+                           ": the server gives a message up after MaxDeliver deliveries, before its budget is "
+                           "used up" +
+                           (limits.retry.dead_letter ? " and before it is dead-lettered" : ""));
+    }
     s.admission.push_back(
         AdmissionRule{handler.name, AllowList{handler.allow.uids, handler.allow.gids}, handler.max_instances});
   }

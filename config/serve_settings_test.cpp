@@ -92,3 +92,33 @@ TEST_CASE("serve settings: AckPolicy none warns that delivery is at-most-once", 
   REQUIRE(result.settings->warnings.size() == 1);
   CHECK_THAT(result.settings->warnings[0], Catch::Contains("at-most-once"));
 }
+
+TEST_CASE("serve settings: a retry budget takes delivery's delays unless it has its own", "[unit]") {
+  auto loaded = load_config_text(R"(consumer: {stream: EVENTS, durable: d}
+socket: {path: /run/jetfan/x.sock}
+handlers:
+  - {name: a, patterns: ["#"], retry: {max_attempts: 3}, dead_letter: {subject: dlq.a}}
+  - {name: b, patterns: ["#"], retry: {max_attempts: 9, backoff: 5s}}
+  - {name: c, patterns: ["#"]}
+delivery: {nak_delay: 2s, nak_delay_max: 10s}
+)",
+                                 "x.yaml");
+  REQUIRE(loaded.config);
+  const auto result =
+      derive_serve_settings(*loaded.config, from_server(AckPolicy::kExplicit, milliseconds(30000), 100));
+  REQUIRE(result.settings);
+  const auto& handlers = result.settings->core.handlers;
+  CHECK(handlers[0].retry.max_attempts == 3);
+  CHECK(handlers[0].retry.backoff == milliseconds(2000));
+  CHECK(handlers[0].retry.backoff_max == milliseconds(10000));
+  CHECK(handlers[0].retry.dead_letter);
+  CHECK(handlers[1].retry.backoff == milliseconds(5000));
+  CHECK(handlers[1].retry.backoff_max == milliseconds(10000));
+  CHECK_FALSE(handlers[1].retry.dead_letter);
+  CHECK(handlers[2].retry.max_attempts == 0);
+  CHECK(handlers[2].retry.backoff == milliseconds(0));
+  // MaxDeliver 5 cuts b's budget of 9 short.
+  bool warned = false;
+  for (const auto& w : result.settings->warnings) warned = warned || w.find("handler b: retry.max_attempts 9") == 0;
+  CHECK(warned);
+}

@@ -66,7 +66,30 @@ void DispatchChecker::began_drain(TimePoint now, Duration handback_delay) {
   handback_until_ = now + handback_delay;
 }
 
+std::string DispatchChecker::dead_letter_answered(std::uint64_t publish, bool stored, bool core_knew) {
+  const auto found = publishing_.find(publish);
+  const bool known = found != publishing_.end();
+  if (core_knew != known) {
+    return std::string("the core ") + (core_knew ? "accepted" : "refused") + " the answer to dead-letter publish " +
+           std::to_string(publish) + ", which is " + (known ? "" : "not ") + "pending";
+  }
+  if (!known) return "";
+  const Publish p = found->second;
+  publishing_.erase(found);
+  if (stored) {
+    Sequence& s = sequences_.at(p.seq);
+    s.confirmed |= bit(p.handler);
+  } else {
+    dead_letters_.erase({p.seq, p.handler});  // tried again later: a new publish of the same dead letter
+    retrying_.insert({p.seq, p.handler});
+  }
+  return "";
+}
+
 void DispatchChecker::abandoned_all() {
+  for (const auto& [id, p] : publishing_) dead_letters_.erase({p.seq, p.handler});
+  publishing_.clear();
+  retrying_.clear();
   for (auto& [seq, s] : sequences_) s.in_flight = 0;
   in_flight_.clear();
   flights_per_connection_.clear();
@@ -101,6 +124,9 @@ std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
       if (!(s.recipients & bit(h))) return "a MSG to a handler that is not a recipient" + seq_text(seq);
       if (s.confirmed & bit(h)) return "a MSG to a handler that already confirmed the message" + seq_text(seq);
       if (s.in_flight & bit(h)) return "a MSG to a handler that already has the message in flight" + seq_text(seq);
+      if (dead_letters_.count({seq, h}) || retrying_.count({seq, h})) {
+        return "a MSG to a handler whose dead letter of the message is being published" + seq_text(seq);
+      }
       if (!delivery_ids_.insert(effect.delivery).second) return "a delivery id used twice" + seq_text(seq);
       if (++flights_per_connection_[effect.connection] > settings_.handlers.at(h).max_inflight) {
         return "more deliveries in flight on connection " + std::to_string(effect.connection) +
@@ -149,6 +175,35 @@ std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
       --flights_per_connection_[effect.connection];
       in_flight_.erase(flight);
       ++failures_;
+      ++failed_[{seq, handler_of_.at(effect.connection)}];
+      return "";
+    }
+    case Kind::kDeadLetter:
+    case Kind::kGaveUp: {
+      const std::size_t h = effect.handler;
+      const bool retry = effect.kind == Kind::kDeadLetter && retrying_.erase({seq, h}) != 0;
+      if (h >= settings_.handlers.size()) return "a dead letter for a handler that does not exist" + seq_text(seq);
+      if (!(s.recipients & bit(h))) return "a dead letter for a handler that is not a recipient" + seq_text(seq);
+      if (s.confirmed & bit(h)) return "a dead letter of a message the handler confirmed" + seq_text(seq);
+      if (s.in_flight & bit(h)) return "a dead letter of a message in flight to the handler" + seq_text(seq);
+      if (!dead_letters_.insert({seq, h}).second) return "a second dead letter for one handler" + seq_text(seq);
+      const RetryPolicy& policy = settings_.handlers.at(h).retry;
+      if ((effect.kind == Kind::kDeadLetter) != policy.dead_letter) {
+        return "a dead letter for a handler without one, or a give-up for one with one" + seq_text(seq);
+      }
+      if (!retry && !effect.reason.termed) {
+        const auto failed = failed_.find({seq, h});
+        const std::uint32_t count = failed == failed_.end() ? 0 : failed->second;
+        if (policy.max_attempts == 0 || count < policy.max_attempts || effect.reason.attempts != count) {
+          return "a budget used up after " + std::to_string(count) + " failures, not its max_attempts" + seq_text(seq);
+        }
+      }
+      if (effect.kind == Kind::kGaveUp) {
+        s.confirmed |= bit(h);
+        s.termed |= bit(h);
+      } else {
+        publishing_[effect.publish] = Publish{seq, h};
+      }
       return "";
     }
     case Kind::kWip:

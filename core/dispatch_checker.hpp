@@ -28,6 +28,11 @@
 //   - state: held() counts the copies not released (one is alive for each message held);
 //     in_flight() and is_in_flight() agree with the deliveries made and not yet settled, failed or
 //     abandoned; nothing is in flight on a connection that is gone;
+//   - dead letters: only for a recipient that has not confirmed the message, has it not in flight
+//     and has no dead letter of it stored already; for a used-up budget only once the handler
+//     failed it max_attempts times (counted from the failures reported); at most one publish of it
+//     pending at a time. A dead letter counts as the handler's confirmation only once it is stored,
+//     so no +ACK or +TERM goes before that. A give-up without dead letter counts as its TERM;
 //   - end: nothing held or in flight, every copy released.
 // A confirmation the core accepts (ack, nak, term, wip returning true) must be of a delivery in
 // flight on that connection, and one it refuses must not be: no connection settles another's.
@@ -64,6 +69,8 @@ class DispatchChecker {
   std::string answered(ConnectionId connection, DeliveryId delivery, Answer answer, bool core_knew);
   void began_drain(TimePoint now, Duration handback_delay);
   void abandoned_all();
+  // The answer to a kDeadLetter effect's publish, and what the core returned for it.
+  std::string dead_letter_answered(std::uint64_t publish, bool stored, bool core_knew);
 
   // The core's effects since the last check, at `now` (the time of the input that made them).
   std::string check(std::span<const Effect> effects, TimePoint now);
@@ -111,6 +118,14 @@ class DispatchChecker {
   std::map<std::uint64_t, std::map<std::size_t, std::string>> order_keys_;  // seq -> handler -> key
   std::string check_order(std::uint64_t seq, std::size_t handler) const;
   std::uint64_t failures_ = 0;
+  struct Publish {
+    std::uint64_t seq;
+    std::size_t handler;
+  };
+  std::map<std::uint64_t, Publish> publishing_;                            // by publish id
+  std::set<std::pair<std::uint64_t, std::size_t>> dead_letters_;           // (seq, handler): pending or stored
+  std::set<std::pair<std::uint64_t, std::size_t>> retrying_;               // a publish failed, to be tried again
+  std::map<std::pair<std::uint64_t, std::size_t>, std::uint32_t> failed_;  // failures reported
 };
 
 }  // namespace jetfan

@@ -132,6 +132,7 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   order_arrived(arrival, message, now);
   if (settings_.ack_policy == AckPolicy::kAll) unsettled_.insert(seq);
   messages_.emplace(seq, message);
+  budget_.held_again(seq);
   if (message.queued == 0) {
     maybe_finish(seq, now);
     return;
@@ -157,7 +158,7 @@ void DispatchCore::arrive_copy_of_settled(const Arrival& arrival, SettledRecord:
 }
 
 void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
-  if (draining_) return;
+  if (draining_ || handlers_[handler_index].limits.paused) return;
   Handler& handler = handlers_[handler_index];
   const HandlerMask bit = HandlerMask{1} << handler_index;
   while (!handler.queue.empty()) {
@@ -227,8 +228,9 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
     effects_.push_back(Effect{Effect::Kind::kFailed, message->second.handle, connection_id, delivery, Duration(0),
                               FailCause::kDisconnect});
     message->second.in_flight &= ~(HandlerMask{1} << handler);
-    order_ended(handler, flight.stream_seq, message->second, false);
-    fail(message->second, handler, std::nullopt);
+    failed_attempt(flight.stream_seq, message->second, handler, FailCause::kDisconnect, std::nullopt, now);
+    order_ended(handler, flight.stream_seq, message->second,
+                (message->second.settled & (HandlerMask{1} << handler)) != 0);
     maybe_finish(flight.stream_seq, now);
   }
 }
@@ -266,24 +268,27 @@ bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Out
       message.settled |= bit;
       ++stats.acked;
       stats.confirmation_latency.observe(now - sent);
+      stats.attempts.observe(budget_.attempts(seq, handler) + 1);
       break;
     case Outcome::kTerm:
-      message.settled |= bit;
-      message.termed |= bit;
       ++stats.termed;
       stats.confirmation_latency.observe(now - sent);
+      if (dead_letter_term(seq, message, handler)) break;
+      message.settled |= bit;
+      message.termed |= bit;
+      stats.attempts.observe(budget_.attempts(seq, handler) + 1);
       break;
     case Outcome::kNak:
       effects_.push_back(
           Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0), FailCause::kNak});
-      fail(message, handler, delay);
+      failed_attempt(seq, message, handler, FailCause::kNak, delay, now);
       ++stats.failed_nak;
       stats.confirmation_latency.observe(now - sent);
       break;
     case Outcome::kTimeout:
       effects_.push_back(
           Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0), FailCause::kTimeout});
-      fail(message, handler, delay);
+      failed_attempt(seq, message, handler, FailCause::kTimeout, delay, now);
       ++stats.failed_timeout;
       break;
   }
@@ -319,7 +324,7 @@ bool DispatchCore::wip(ConnectionId connection_id, DeliveryId delivery, TimePoin
 void DispatchCore::maybe_finish(std::uint64_t seq, TimePoint now) {
   auto found = messages_.find(seq);
   Message& message = found->second;
-  if (message.in_flight != 0) return;
+  if (message.in_flight != 0 || budget_.publishing(seq)) return;
   // Recipients waiting for room on a connected instance get the message soon: wait for them. One
   // waiting for an instance at all may wait for ever, so a failure elsewhere does not wait for it.
   if (message.queued != 0 && !draining_ && (message.failed == 0 || !waits_for_an_instance(message.queued))) return;
@@ -333,12 +338,15 @@ void DispatchCore::maybe_finish(std::uint64_t seq, TimePoint now) {
   const TimePoint touched = message.touched;
   messages_.erase(found);
   confirmations_.erase(seq);
+  budget_.forget(seq);
   settle_at_server(seq, handle, terminate, touched);
 }
 
 bool DispatchCore::waits_for_an_instance(HandlerMask queued) const {
   for (std::size_t h = 0; h < handlers_.size(); ++h) {
-    if ((queued & (HandlerMask{1} << h)) && handlers_[h].connections.empty()) return true;
+    if ((queued & (HandlerMask{1} << h)) && (handlers_[h].connections.empty() || handlers_[h].limits.paused)) {
+      return true;
+    }
   }
   return false;
 }
@@ -349,6 +357,7 @@ void DispatchCore::hand_back(std::uint64_t seq, Message& message, TimePoint now)
   if (to_server()) emit(Effect::Kind::kNak, handle, delay);
   ++counters_.nakked;
   remember(seq, message);
+  budget_.handed_back(seq);
   const bool last_delivery =
       settings_.max_deliver > 0 && message.deliveries >= static_cast<std::uint64_t>(settings_.max_deliver);
   order_handed_back(seq, message, delay, last_delivery, now);
@@ -427,7 +436,7 @@ std::size_t DispatchCore::hand_back_oldest(std::size_t handler, std::size_t keep
   for (const auto& [seq, message] : messages_) {
     if (!((message.recipients & ~message.settled) & bit)) continue;
     ++owed;
-    if (message.in_flight == 0) idle.push_back(seq);
+    if (message.in_flight == 0 && !budget_.publishing(seq)) idle.push_back(seq);
   }
   if (owed <= keep) return 0;
   std::sort(idle.begin(), idle.end());  // the oldest first
@@ -457,6 +466,7 @@ void DispatchCore::forget_history() {
   confirmations_.clear();
   confirmations_order_.clear();
   settled_.clear();
+  budget_.forget_handed_back();
 }
 
 void DispatchCore::tick(TimePoint now) {
@@ -471,6 +481,7 @@ void DispatchCore::tick(TimePoint now) {
     complete(due.connection, due.delivery, Outcome::kTimeout, std::nullopt, now);
   }
   order_tick(now);
+  retry_dead_letters(now);
   if (next_keepalive_ && *next_keepalive_ <= now) {
     next_keepalive_ = now + settings_.keepalive;
     if (to_server()) {
@@ -521,6 +532,7 @@ std::optional<TimePoint> DispatchCore::next_wakeup() const {
   if (!deadlines_.empty()) wake = deadlines_.top().at;
   if (next_keepalive_ && held() > 0 && (!wake || *next_keepalive_ < *wake)) wake = next_keepalive_;
   if (const auto order = order_next_wakeup(); order && (!wake || *order < *wake)) wake = order;
+  if (const auto retry = budget_.next_retry(); retry && (!wake || *retry < *wake)) wake = retry;
   return wake;
 }
 
@@ -547,6 +559,7 @@ void DispatchCore::abandon_all(TimePoint now) {
     }
     connection.flights.clear();
   }
+  abandon_dead_letters();
   std::vector<std::uint64_t> left;
   for (const auto& [seq, message] : messages_) left.push_back(seq);
   std::sort(left.begin(), left.end());  // as in begin_drain

@@ -20,6 +20,13 @@
 //     nak_delay up to nak_delay_max,
 //     so the consumer's MaxDeliver keeps its meaning. Which recipients already settled is
 //     remembered (at most `remember` messages), so a redelivery goes only to those that still owe it.
+//   - A handler's retry budget (HandlerLimits::retry; counts kept by RetryBudget): once it has failed
+//     a message max_attempts times, or said TERM with dead letters, it gives the message up. With
+//     dead letters the core emits kDeadLetter and holds the message for it (neither queued nor
+//     failed; nothing about it goes to the server but +WPI) until the caller reports the publish
+//     stored (dead_letter_stored), which settles it for that handler; a failed publish
+//     (dead_letter_failed) is tried again after the handler's backoff. Without, a used-up budget is
+//     a TERM for that handler (kGaveUp). Its own failures' delays follow its backoff, if it has one.
 //   - No recipient: acked at once, and counted.
 //   - Unroutable (its subject has no key): terminated at once, and counted; redelivering it would
 //     only loop.
@@ -54,6 +61,8 @@
 //   - A handler's ack_timeout counts only time jetfan was running: the caller reports a stall
 //     (extend_deadlines) before the tick() that follows it, and every delivery in flight gets the
 //     stalled time back.
+//   - A paused handler (set_paused, or HandlerLimits::paused from a reload) gets nothing new: its
+//     messages are held for it as for a handler with no connected instance.
 //   - Draining (shutdown): nothing new is dispatched; each message is handed back (nak'd) as soon as
 //     nothing is in flight for it, and abandon_all() hands back whatever is left. A hand-back waits
 //     the `handback_delay` given to begin_drain, counted from then: long enough that no pull request
@@ -85,6 +94,7 @@
 #include "histogram.hpp"
 #include "node_pool.hpp"
 #include "order_gate.hpp"
+#include "retry_budget.hpp"
 #include "settled_record.hpp"
 #include "time.hpp"
 #include "topic_pattern.hpp"
@@ -98,6 +108,8 @@ using DeliveryId = std::uint64_t;  // names one delivery on one connection; the 
 struct HandlerLimits {
   std::uint32_t max_inflight = 0;  // > 0
   Duration ack_timeout{0};         // > 0
+  RetryPolicy retry{};             // retry_budget.hpp; the default retries for ever, as before
+  bool paused = false;             // gets nothing new; held for it as if it had no instance
 };
 
 // Built from the config and the consumer's facts (config/serve_settings.hpp); no defaults here.
@@ -121,6 +133,12 @@ struct HandlerStats {
   std::uint64_t failed_timeout = 0;       // ... by its silence past ack_timeout
   std::uint64_t failed_disconnect = 0;    // ... by its connection closing
   LatencyHistogram confirmation_latency;  // from sending a MSG to its ACK, NAK or TERM
+  // Its retry policy (RetryPolicy), see the rules in the header.
+  AttemptsHistogram attempts;               // deliveries it needed per message it settled
+  std::uint64_t dead_lettered_used_up = 0;  // dead letters stored: max_attempts used up
+  std::uint64_t dead_lettered_term = 0;     // ... it said TERM
+  std::uint64_t dead_letter_failures = 0;   // dead-letter publishes that failed (each is tried again)
+  std::uint64_t gave_up = 0;                // max_attempts used up without a dead letter: a TERM for it
 };
 
 // A handler's load now. Computed on request by walking what is held, never kept per message.
@@ -146,19 +164,17 @@ struct ReindexOutcome {
   std::vector<ConnectionId> dropped;  // connections of removed handlers, forgotten by the core
 };
 
-// Why a delivery failed.
-enum class FailCause { kNak, kTimeout, kDisconnect };
-const char* to_string(FailCause cause);
-
 struct Effect {
   enum class Kind {
-    kDeliver,  // send message to connection as delivery
-    kAck,      // +ACK message at the server
-    kNak,      // -NAK message at the server, redeliver after delay
-    kTerm,     // +TERM message at the server
-    kWip,      // +WPI message at the server
-    kRelease,  // the core no longer refers to message; its bytes may go
-    kFailed,   // a fact, to report: delivery of message on connection failed for cause
+    kDeliver,     // send message to connection as delivery
+    kAck,         // +ACK message at the server
+    kNak,         // -NAK message at the server, redeliver after delay
+    kTerm,        // +TERM message at the server
+    kWip,         // +WPI message at the server
+    kRelease,     // the core no longer refers to message; its bytes may go
+    kFailed,      // a fact, to report: delivery of message on connection failed for cause
+    kDeadLetter,  // publish message as a dead letter of handler, as publish; answer with dead_letter_*()
+    kGaveUp,      // a fact, to report: handler used up its max_attempts, no dead letter: a TERM for it
   };
   Kind kind;
   MessageHandle message = 0;
@@ -166,6 +182,9 @@ struct Effect {
   DeliveryId delivery = 0;            // kDeliver, kFailed
   Duration delay{0};                  // kNak
   FailCause cause = FailCause::kNak;  // kFailed
+  std::size_t handler = 0;            // kDeadLetter, kGaveUp
+  std::uint64_t publish = 0;          // kDeadLetter: names this try of the publish
+  GiveUpReason reason{};              // kDeadLetter, kGaveUp
 };
 
 struct Arrival {
@@ -195,6 +214,9 @@ struct CoreCounters {
   std::uint64_t handed_back_for_room = 0;  // by hand_back_oldest
   std::uint64_t order_retries = 0;         // failures of messages an ordered handler owes, retried in the core
   std::uint64_t order_gave_up = 0;         // handed back and not back within order_away_hold(): order let go
+  std::uint64_t dead_lettered = 0;         // dead letters stored
+  std::uint64_t dead_letter_failures = 0;  // dead-letter publishes that failed
+  std::uint64_t gave_up = 0;               // used-up budgets without a dead letter
 };
 
 // How long later messages of a key wait for an older one handed back with `delay` to come back,
@@ -224,6 +246,11 @@ class DispatchCore {
   bool nak(ConnectionId connection, DeliveryId delivery, std::optional<Duration> delay, TimePoint now);
   bool term(ConnectionId connection, DeliveryId delivery, TimePoint now);
   bool wip(ConnectionId connection, DeliveryId delivery, TimePoint now);
+  // The answer to a kDeadLetter effect's publish: stored by a stream (the handler has settled the
+  // message), or not (tried again after a backoff; the message stays held for it). False: no such
+  // publish is pending (answered before, or dropped by a drain or a reload).
+  bool dead_letter_stored(std::uint64_t publish, TimePoint now);
+  bool dead_letter_failed(std::uint64_t publish, TimePoint now);
 
   // Fails deliveries whose ack_timeout passed and touches held messages that are due.
   void tick(TimePoint now);
@@ -250,6 +277,11 @@ class DispatchCore {
   // room it freed): the others' confirmations are remembered, so only it gets the message again,
   // and the server counts a delivery against MaxDeliver. Returns how many.
   std::size_t hand_back_oldest(std::size_t handler, std::size_t keep, TimePoint now);
+  // Pauses or resumes a handler (dispatch_core_pause.cpp): paused, it gets nothing new and what it
+  // owes is held for it as for a handler with no connected instance; deliveries in flight go on.
+  // Precondition: handler < handler_count().
+  void set_paused(std::size_t handler, bool paused, TimePoint now);
+  bool paused(std::size_t handler) const { return handlers_[handler].limits.paused; }
   // Takes a new handler table (see the rules above). Preconditions: not draining; old_to_new has one
   // entry per current handler and maps no two of them to one index; handlers.size() <= kMaxHandlers.
   ReindexOutcome reconfigure(const HandlerReindex& reindex, TimePoint now);
@@ -271,6 +303,7 @@ class DispatchCore {
   bool draining() const { return draining_; }
   bool is_in_flight(ConnectionId connection, DeliveryId delivery) const;
   const CoreCounters& counters() const { return counters_; }
+  const RetryBudget& budget() const { return budget_; }
   std::vector<Effect>& effects() { return effects_; }
 
  private:
@@ -337,6 +370,15 @@ class DispatchCore {
   bool complete(ConnectionId connection, DeliveryId delivery, Outcome outcome, std::optional<Duration> delay,
                 TimePoint now);
   void fail(Message& message, std::size_t handler, std::optional<Duration> delay);
+  // dispatch_core_retry.cpp: the retry policy. A failure counted against the handler's budget;
+  // a TERM, which a handler with dead letters has published; giving a message up for a handler;
+  // dead letters due to be tried again; dropping those pending when everything is abandoned.
+  void failed_attempt(std::uint64_t stream_seq, Message& message, std::size_t handler, FailCause cause,
+                      std::optional<Duration> delay, TimePoint now);
+  bool dead_letter_term(std::uint64_t stream_seq, Message& message, std::size_t handler);
+  void give_up(std::uint64_t stream_seq, Message& message, std::size_t handler, const GiveUpReason& reason);
+  void retry_dead_letters(TimePoint now);
+  void abandon_dead_letters();
   // Queues a flight's deadline; rebuilds the queue from the flights when stale entries pile up.
   void push_deadline(const Deadline& deadline);
   // The queue anew from the flights, each deadline moved by `shift`; drops every stale entry.
@@ -386,6 +428,7 @@ class DispatchCore {
   std::size_t rebuild_deadlines_at_ = kMinDeadlineRebuild;  // queue size that triggers a rebuild
   static constexpr std::size_t kMinDeadlineRebuild = 1024;
   std::unordered_map<std::uint64_t, Confirmations> confirmations_;
+  RetryBudget budget_{settings_.remember};  // attempts and dead letters; kept like confirmations_
   std::deque<std::pair<std::uint64_t, std::uint64_t>> confirmations_order_;  // (seq, stamp), oldest first
   std::uint64_t confirmations_stamp_ = 0;
   SettledRecord settled_;

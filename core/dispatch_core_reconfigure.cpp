@@ -64,6 +64,7 @@ ReindexOutcome DispatchCore::reconfigure(const HandlerReindex& reindex, TimePoin
     message.queued = reindex_mask(message.queued, old_to_new);
     message.in_flight = reindex_mask(message.in_flight, old_to_new);
   }
+  budget_.reindex(old_to_new);
   for (auto& [seq, known] : confirmations_) {
     if (known.termed & removed) known.poison = true;
     known.settled = reindex_mask(known.settled, old_to_new);

@@ -604,8 +604,21 @@ struct Model {
         handler_count(handlers),
         limits(handlers, 4),
         ordered(handlers),
-        core(settings(handlers, policy)) {
+        core(make_settings(handlers)) {
     for (std::size_t h = 0; h < handlers; ++h) ordered[h] = pick(2) == 0;
+  }
+
+  // Some handlers have a retry budget, some of those dead letters.
+  RetryPolicy random_policy() {
+    if (pick(2) == 0) return RetryPolicy{};
+    return RetryPolicy{static_cast<std::uint32_t>(1 + pick(3)), milliseconds(1 + pick(50)), milliseconds(400),
+                       pick(3) != 0};
+  }
+  CoreSettings make_settings(std::size_t handlers) {
+    CoreSettings s = settings(handlers, policy);
+    for (auto& handler : s.handlers) handler.retry = random_policy();
+    for (const auto& handler : s.handlers) retry.push_back(handler.retry);
+    return s;
   }
 
   std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(random); }
@@ -709,7 +722,10 @@ struct Model {
           REQUIRE(connections.count(e.connection));
           const std::size_t h = connections[e.connection];
           REQUIRE((recipients[seq] & bit(h)));
-          REQUIRE_FALSE((confirmed[seq] & bit(h)));  // never send what it already confirmed
+          REQUIRE_FALSE((confirmed[seq] & bit(h)));            // never send what it already confirmed
+          REQUIRE_FALSE(dead_letter_pending.count({seq, h}));  // nor what is being dead-lettered for it
+          REQUIRE_FALSE(dead_letter_retrying.count({seq, h}));
+          REQUIRE_FALSE(paused.count(h));  // a paused handler gets nothing new
           check_order(seq, h);
           in_flight[{e.connection, e.delivery}] = seq;
           std::size_t on_connection = 0;
@@ -748,15 +764,68 @@ struct Model {
           held_by_core.erase(seq);
           nak_pending.insert(seq);
           break;
-        case Kind::kFailed:
+        case Kind::kFailed: {
           REQUIRE_FALSE(released.count(e.message));  // reported before the message went
           ++failures;
+          const std::size_t h = handler_of.at(e.connection);
+          const std::uint32_t count = ++failed[seq][h];
+          if (retry[h].max_attempts > 0 && count >= retry[h].max_attempts) must_give_up.insert({seq, h});
           break;
+        }
+        case Kind::kDeadLetter:
+        case Kind::kGaveUp: {
+          const std::size_t h = e.handler;
+          const std::pair<std::uint64_t, std::size_t> key{seq, h};
+          REQUIRE(h < handler_count);
+          REQUIRE((recipients[seq] & bit(h)));
+          REQUIRE_FALSE((confirmed[seq] & bit(h)));       // nothing dead-lettered that the handler confirmed
+          REQUIRE_FALSE(dead_letter_pending.count(key));  // one publish at a time
+          // A publish tried again keeps going after a reload changed the handler's policy.
+          if (dead_letter_retrying.erase(key) == 0) {
+            REQUIRE((e.kind == Kind::kDeadLetter) == retry[h].dead_letter);
+            // A new dead letter: exactly one per used-up budget (or TERM), never a second.
+            REQUIRE(given_up.insert(key).second);
+            if (e.reason.termed) {
+              REQUIRE(termed_for_dead_letter.erase(key) == 1);
+            } else {
+              REQUIRE(must_give_up.erase(key) == 1);
+              REQUIRE(e.reason.attempts == failed[seq][h]);
+            }
+          }
+          if (e.kind == Kind::kGaveUp) {
+            confirmed[seq] |= bit(h);  // a TERM for it
+            poisoned.insert(seq);
+          } else {
+            dead_letter_pending.insert(key);
+            publishes[e.publish] = key;
+          }
+          break;
+        }
         case Kind::kWip:
         case Kind::kRelease:
           break;
       }
       if (e.kind == Kind::kRelease) REQUIRE(released.insert(e.message).second);
+    }
+    // Every budget used up, and every TERM of a handler with dead letters, was given up at once.
+    REQUIRE(must_give_up.empty());
+    REQUIRE(termed_for_dead_letter.empty());
+  }
+
+  // The answer to a dead-letter publish.
+  void answer_publish(bool only_good) {
+    if (publishes.empty()) return;
+    auto it = std::next(publishes.begin(), static_cast<long>(pick(publishes.size())));
+    const auto [id, key] = *it;
+    publishes.erase(it);
+    dead_letter_pending.erase(key);
+    if (only_good || pick(3) != 0) {
+      REQUIRE(core.dead_letter_stored(id, now));
+      confirmed[key.first] |= bit(key.second);
+      ++dead_letters_stored;
+    } else {
+      REQUIRE(core.dead_letter_failed(id, now));
+      dead_letter_retrying.insert(key);
     }
   }
 
@@ -772,8 +841,12 @@ struct Model {
       confirmed[seq] |= bit(h);
       REQUIRE(core.ack(connection, delivery, now));
     } else if (roll < 70) {
-      confirmed[seq] |= bit(h);
-      poisoned.insert(seq);
+      if (retry[h].dead_letter) {
+        termed_for_dead_letter.insert({seq, h});
+      } else {
+        confirmed[seq] |= bit(h);
+        poisoned.insert(seq);
+      }
       REQUIRE(core.term(connection, delivery, now));
     } else if (roll < 90) {
       REQUIRE(core.nak(connection, delivery, std::nullopt, now));
@@ -798,9 +871,11 @@ struct Model {
       }
     }
     std::vector<std::uint32_t> new_limits(new_count);
+    std::vector<RetryPolicy> new_retry;
     for (auto& limit : new_limits) {
       limit = static_cast<std::uint32_t>(1 + pick(4));
-      reindex.handlers.push_back(HandlerLimits{limit, milliseconds(1000)});
+      new_retry.push_back(random_policy());
+      reindex.handlers.push_back(HandlerLimits{limit, milliseconds(1000), new_retry.back()});
     }
     reindex.nak_delay = milliseconds(100);
     reindex.nak_delay_max = milliseconds(1000);
@@ -823,6 +898,40 @@ struct Model {
     // Which handlers are ordered may change; held messages keep the keys they had.
     ordered.assign(new_count, false);
     for (std::size_t h = 0; h < new_count; ++h) ordered[h] = pick(2) == 0;
+    auto remap_key =
+        [&](std::pair<std::uint64_t, std::size_t> key) -> std::optional<std::pair<std::uint64_t, std::size_t>> {
+      if (!reindex.old_to_new[key.second]) return std::nullopt;
+      return std::pair{key.first, *reindex.old_to_new[key.second]};
+    };
+    auto remap_set = [&](std::set<std::pair<std::uint64_t, std::size_t>>& keys) {
+      std::set<std::pair<std::uint64_t, std::size_t>> out;
+      for (const auto& key : keys) {
+        if (auto moved = remap_key(key)) out.insert(*moved);
+      }
+      keys = std::move(out);
+    };
+    remap_set(given_up);
+    remap_set(dead_letter_pending);
+    remap_set(dead_letter_retrying);
+    for (auto it = publishes.begin(); it != publishes.end();) {
+      if (auto moved = remap_key(it->second)) {
+        (it++)->second = *moved;
+      } else {
+        it = publishes.erase(it);  // the core drops a removed handler's dead letters
+      }
+    }
+    for (auto& [seq, counts] : failed) {
+      std::map<std::size_t, std::uint32_t> out;
+      for (const auto& [h, count] : counts) {
+        if (reindex.old_to_new[h]) out[*reindex.old_to_new[h]] = count;
+      }
+      counts = std::move(out);
+    }
+    for (auto& [connection, h] : handler_of) {
+      if (connections.count(connection) && reindex.old_to_new[h]) h = *reindex.old_to_new[h];
+    }
+    retry = new_retry;
+    paused.clear();  // the new table pauses nobody
     std::vector<ConnectionId> dropped;
     for (auto it = connections.begin(); it != connections.end();) {
       if (reindex.old_to_new[it->second]) {
@@ -848,6 +957,7 @@ struct Model {
       publish();
     } else if (action < 27) {
       connections[next_connection] = pick(handler_count);
+      handler_of[next_connection] = connections[next_connection];
       core.connect(next_connection, connections[next_connection], now);
       ++next_connection;
     } else if (action < 31 && !connections.empty()) {
@@ -855,8 +965,10 @@ struct Model {
       connections.erase(victim);
       std::erase_if(in_flight, [&](const auto& f) { return f.first.first == victim; });
       core.disconnect(victim, now);
-    } else if (action < 73) {
+    } else if (action < 70) {
       answer(false);
+    } else if (action < 73) {
+      answer_publish(false);
     } else if (action < 83) {
       const Duration step = milliseconds(pick(700));
       now += step;
@@ -864,9 +976,18 @@ struct Model {
       core.tick(now);
     } else if (action < 85) {
       reload();
-    } else if (action < 87) {
+    } else if (action < 86) {
       handing_back_for_room = true;
       core.hand_back_oldest(pick(handler_count), pick(4), now);
+    } else if (action < 87) {
+      const std::size_t h = pick(handler_count);
+      const bool pause = paused.count(h) == 0;
+      if (pause) {
+        paused.insert(h);
+      } else {
+        paused.erase(h);
+      }
+      core.set_paused(h, pause, now);
     } else if (policy == AckPolicy::kNone) {
       // The server forgets each message once sent: it never redelivers.
     } else if (action < 92 && !nak_pending.empty()) {
@@ -889,6 +1010,7 @@ struct Model {
   std::size_t handler_count;
   std::vector<std::uint32_t> limits;  // max_inflight per handler
   std::vector<bool> ordered;          // per handler: new messages get an order key for it
+  std::vector<RetryPolicy> retry;     // made with the core's settings, so before it
   DispatchCore core;
   TimePoint now = kStart;
   bool draining = false;
@@ -910,12 +1032,21 @@ struct Model {
   std::map<std::uint64_t, TimePoint> away_until;  // handed back while owed in order: its key waits
   std::map<std::uint64_t, MessageHandle> latest_copy;
   bool handing_back_for_room = false;
+  // The retry policy: per handler, and what the model saw of each handler's budget per message.
+  std::map<ConnectionId, std::size_t> handler_of;  // every connection there was, to its handler now
+  std::map<std::uint64_t, std::map<std::size_t, std::uint32_t>> failed;
+  using Key = std::pair<std::uint64_t, std::size_t>;  // (seq, handler)
+  std::set<Key> must_give_up, termed_for_dead_letter, given_up, dead_letter_pending, dead_letter_retrying;
+  std::map<std::uint64_t, Key> publishes;  // pending dead-letter publishes, by id
+  std::uint64_t dead_letters_stored = 0;
+  std::set<std::size_t> paused;
 };
 
 }  // namespace
 
 TEST_CASE("model: random traffic and reloads keep the invariants, and everything settles or is handed back", "[unit]") {
   const std::size_t kHandlers = 3;
+  std::uint64_t dead_letters = 0;
   for (unsigned seed = 1; seed <= 60; ++seed) {
     const AckPolicy policy = seed <= 40 ? AckPolicy::kExplicit : seed <= 52 ? AckPolicy::kAll : AckPolicy::kNone;
     const bool end_by_drain = seed % 3 == 0;
@@ -936,6 +1067,7 @@ TEST_CASE("model: random traffic and reloads keep the invariants, and everything
       }
       m.core.abandon_all(m.now);
       m.apply();
+      for (const auto& [id, key] : m.publishes) CHECK_FALSE(m.core.dead_letter_stored(id, m.now));
       CHECK(m.core.held() == 0);
       // Everything that arrived was settled, handed back, or released.
       for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
@@ -943,14 +1075,19 @@ TEST_CASE("model: random traffic and reloads keep the invariants, and everything
     }
 
     // Settle: one instance per handler, every answer good, redeliver until nothing is left.
+    for (const std::size_t h : m.paused) m.core.set_paused(h, false, m.now);
+    m.paused.clear();
     for (std::size_t h = 0; h < m.handler_count; ++h) {
       m.connections[m.next_connection] = h;
+      m.handler_of[m.next_connection] = h;
       m.core.connect(m.next_connection++, h, m.now);
     }
     m.apply();
     for (int round = 0; round < 10000 && m.settled_at_server.size() < m.next_seq - 1; ++round) {
       if (!m.in_flight.empty()) {
         m.answer(true);
+      } else if (!m.publishes.empty()) {
+        m.answer_publish(true);
       } else if (!m.nak_pending.empty()) {
         const auto seq = *m.nak_pending.begin();
         m.nak_pending.erase(seq);
@@ -969,7 +1106,10 @@ TEST_CASE("model: random traffic and reloads keep the invariants, and everything
     CHECK(m.failures == c.failed_nak + c.failed_timeout + c.failed_disconnect);
     CHECK(m.core.held() == 0);
     for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
+    CHECK(m.core.counters().dead_lettered == m.dead_letters_stored);
+    dead_letters += m.dead_letters_stored;
   }
+  CHECK(dead_letters > 0);  // the runs did exercise dead letters
 }
 
 TEST_CASE("the deadline queue stays bounded by the deliveries in flight, however many pass", "[unit]") {

@@ -40,6 +40,10 @@ commands:
                                             print messages as they arrive (those whose key matches
                                             PATTERN), and where they went; never slows jetfan
   reload (--config FILE | --control PATH)   reload the config (as SIGHUP does); exit 78 if refused
+  pause --handler NAME (--config FILE | --control PATH)
+                                            the handler gets nothing new; its messages are held
+  resume --handler NAME (--config FILE | --control PATH)
+                                            it gets them again
   exec --handler NAME ... -- CMD ARGS...    run CMD once per message, as handler NAME
                                             (jetfan exec --help says more)
   version, --version                        print the version
@@ -59,6 +63,7 @@ struct Arguments {
   std::string log_level;
   std::string control;  // the control socket, instead of reading it from --config
   std::string operand;  // tail's PATTERN
+  std::string handler;  // pause's and resume's --handler
   bool json = false;
   std::string error;
 };
@@ -83,6 +88,8 @@ Arguments parse_arguments(int argc, char** argv) {
       value(args.log_level);
     } else if (word == "--control") {
       value(args.control);
+    } else if (word == "--handler") {
+      value(args.handler);
     } else if (word == "--json") {
       args.json = true;
     } else if (word == "--version" || word == "--help" || word == "-h") {
@@ -133,7 +140,12 @@ int serve(const Arguments& args) {
   return status;
 }
 
-// status, tail, reload: talk to a running jetfan on its control socket.
+int control_pause_command(const std::string& path, const Arguments& args) {
+  if (args.handler.empty()) return usage_error(args.command + " needs --handler NAME");
+  return control_pause(path, args.handler, args.command == "pause");
+}
+
+// status, tail, reload, pause, resume: talk to a running jetfan on its control socket.
 int control(const Arguments& args) {
   std::string path = args.control;
   if (path.empty()) {
@@ -152,6 +164,7 @@ int control(const Arguments& args) {
   }
   if (args.command == "status") return control_status(path, args.json);
   if (args.command == "reload") return control_reload(path);
+  if (args.command == "pause" || args.command == "resume") return control_pause_command(path, args);
   return control_tail(path, args.operand);
 }
 
@@ -177,7 +190,10 @@ int run_cli(int argc, char** argv) {
       std::printf("%s", kUsage);
       return kExitOk;
     }
-    if (args.command == "status" || args.command == "tail" || args.command == "reload") return control(args);
+    if (args.command == "status" || args.command == "tail" || args.command == "reload" || args.command == "pause" ||
+        args.command == "resume") {
+      return control(args);
+    }
     if (args.command != "serve" && args.command != "check") {
       return usage_error(args.command.empty() ? "no command given" : "unknown command \"" + args.command + "\"");
     }

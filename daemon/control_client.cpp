@@ -114,4 +114,11 @@ int control_tail(const std::string& path, const std::string& pattern) {
   return first.rfind("ERR", 0) == 0 ? kExitUsage : kExitOk;
 }
 
+int control_pause(const std::string& path, const std::string& handler, bool pause) {
+  std::string first;
+  const int status = run(path, std::string(pause ? "PAUSE " : "RESUME ") + handler, first);
+  if (status != kExitOk) return status;
+  return first.rfind("OK", 0) == 0 ? kExitOk : kExitUsage;
+}
+
 }  // namespace jetfan

@@ -14,5 +14,7 @@ int control_reload(const std::string& path);
 // TAIL [PATTERN], until jetfan closes the connection or the process is interrupted. 0, 64 (bad
 // pattern), 69 unreachable.
 int control_tail(const std::string& path, const std::string& pattern);
+// jetfan pause / resume --handler NAME: prints the answer; 0 if done, 64 if no such handler.
+int control_pause(const std::string& path, const std::string& handler, bool pause);
 
 }  // namespace jetfan

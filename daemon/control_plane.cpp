@@ -126,6 +126,8 @@ void ControlPlane::on_control_command(const std::shared_ptr<ControlSession>& ses
     session->reply_and_close(metrics_text());
   } else if (verb == "TAIL") {
     tail(session, std::string(rest));
+  } else if ((verb == "PAUSE" || verb == "RESUME") && !rest.empty()) {
+    pause(session, std::string(rest), verb == "PAUSE");
   } else if (verb == "RELOAD" && rest.empty()) {
     const ReloadResult result = reload_();
     // "OK <what happened>" or "REFUSED <why>", then one indented line per detail.
@@ -134,8 +136,25 @@ void ControlPlane::on_control_command(const std::shared_ptr<ControlSession>& ses
     session->reply_and_close(reply + "\n");
   } else {
     session->reply_and_close("ERR unknown command \"" + std::string(line.substr(0, 64)) +
-                             "\"; send one of STATUS, STATUS JSON, METRICS, TAIL [PATTERN], RELOAD\n");
+                             "\"; send one of STATUS, STATUS JSON, METRICS, TAIL [PATTERN], RELOAD, PAUSE HANDLER, "
+                             "RESUME HANDLER\n");
   }
+}
+
+void ControlPlane::pause(const std::shared_ptr<ControlSession>& session, const std::string& handler, bool paused) {
+  if (!dispatcher_) {
+    session->reply_and_close("ERR not serving yet\n");
+    return;
+  }
+  const auto done = dispatcher_->set_paused(handler, paused);
+  if (!done) {
+    std::string names;
+    for (const auto& name : names_) names += (names.empty() ? "" : ", ") + name;
+    session->reply_and_close("ERR no handler \"" + handler.substr(0, 64) + "\" is declared (there are: " + names +
+                             ")\n");
+    return;
+  }
+  session->reply_and_close("OK " + *done + "\n");
 }
 
 void ControlPlane::tail(const std::shared_ptr<ControlSession>& session, std::string pattern) {

@@ -75,6 +75,7 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
   void status(const std::shared_ptr<ControlSession>& session, bool json);
   void finish_status(std::uint64_t id, std::optional<ServerConsumerView> view, std::string error);
   void tail(const std::shared_ptr<ControlSession>& session, std::string pattern);
+  void pause(const std::shared_ptr<ControlSession>& session, const std::string& handler, bool paused);
   StatusSnapshot snapshot() const;
   void sample_rates();
   void refresh_names();

@@ -40,6 +40,7 @@ int Daemon::run() {
     return kExitOk;
   }
   const ConsumerFacts facts = reader_.bind_consumer();
+  reader_.check_dead_letter_subjects();
   ServeSettingsResult derived = derive_serve_settings(config_, facts);
   if (!derived.settings) throw StartupError(kExitConfig, "nats: " + derived.error);
   for (const auto& warning : derived.settings->warnings)

@@ -113,6 +113,8 @@ void Dispatcher::on_reconnected() {
   const TimePoint now = batch_now();
   // The server forgets pull requests when it restarts, and cnats does not re-send them.
   ++reconnects_;
+  // Answers to dead letters published before are lost with the connection: try them again.
+  for (const std::uint64_t id : publishes_.take_all()) publish_failed(id, "the connection to the server was lost");
   if (ledger_.outstanding() > 0)
     spdlog::info("nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
   ledger_.on_reconnect(now);
@@ -126,10 +128,6 @@ void Dispatcher::on_probe_answer(bool answered) {
                  unsure_since_ ? std::chrono::duration_cast<Duration>(now - *unsure_since_).count() : 0);
     unsure_since_.reset();
   }
-}
-
-void Dispatcher::on_published(std::uint64_t, const PublishResult&) {
-  // Nothing publishes yet; the seam carries the answer for what will.
 }
 
 void Dispatcher::on_batch_end() {
@@ -181,9 +179,10 @@ void Dispatcher::on_message(InboundMessage&& message) {
   }
   last_arrived_seq_ = message.stream_seq;
   const std::uint64_t size = message.bytes->size();
-  const auto placed =
-      stored_.emplace(handle, Stored{std::move(message.bytes), message.key, message.stream_seq, message.deliveries})
-          .first;
+  const auto placed = stored_
+                          .emplace(handle, Stored{std::move(message.bytes), message.key, message.stream_seq,
+                                                  message.deliveries, message.published_ns})
+                          .first;
   const HandlerMask recipients = matcher_.match(message.key);
   if (observer_) observe(placed->second, recipients);
   Arrival arrival{handle, message.stream_seq, message.deliveries, recipients, false};
@@ -303,9 +302,16 @@ void Dispatcher::apply_effects() {
       case Effect::Kind::kFailed:
         report_failure(effect, stored->second);
         break;
+      case Effect::Kind::kDeadLetter:
+        publish_dead_letter(effect, stored->second);
+        break;
+      case Effect::Kind::kGaveUp:
+        report_gave_up(effect, stored->second);
+        break;
     }
   }
   effects.clear();
+  fail_unsent_publishes();
   if (kept_alive > 0) spdlog::debug("kept {} held message(s) alive at the server (+WPI)", kept_alive);
   // A flush can close a session (max_output_buffer), and the close applies effects again, which
   // may add to and flush dirty_: walk a list of our own.
@@ -391,6 +397,7 @@ void Dispatcher::notice_stall(TimePoint now) {
 void Dispatcher::housekeeping() {
   const TimePoint now = time_.now();
   notice_stall(now);
+  fail_overdue_publishes(now);
   notifier_.status(status_line());
   if (state_ == State::kDraining) {
     const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(drain_deadline_ - now));

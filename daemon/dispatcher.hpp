@@ -30,6 +30,7 @@
 
 #include "arrival_observer.hpp"
 #include "config.hpp"
+#include "dead_letters.hpp"
 #include "dispatch_core.hpp"
 #include "dispatcher_tap.hpp"
 #include "full_policy.hpp"
@@ -94,6 +95,10 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   // Applies a reload: `config` (the one given at construction) already holds the new config, and
   // `settings` were derived from it. Precondition: serving. Returns lines for the log and reply.
   std::vector<std::string> apply_reload(const ReloadPlan& plan, ServeSettings settings);
+  // Pauses or resumes the handler named so (jetfan pause / resume). nullopt: no such handler;
+  // else what was done, in words. Lasts until a reload sets handlers[].paused again, or a restart.
+  std::optional<std::string> set_paused(const std::string& handler, bool paused);
+  bool paused(std::size_t handler) const { return core_.paused(handler); }
   // The stream sequence of the last message that arrived; routing by a reload starts after it.
   std::uint64_t last_arrived_seq() const { return last_arrived_seq_; }
 
@@ -110,6 +115,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
     std::string_view key;  // points into message's subject
     std::uint64_t stream_seq = 0;
     std::uint64_t deliveries = 0;
+    std::uint64_t published_ns = 0;  // when the stream stored it; 0: not known
   };
   enum class State { kServing, kDraining, kDone };
 
@@ -137,6 +143,14 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   void after_input();
   void apply_effects();
   void report_failure(const Effect& effect, const Stored& stored);
+  // dispatcher_dead_letters.cpp: publishing dead letters and hearing how it went. A publish that
+  // could not go out is answered as failed once the effects are applied (the core is not called
+  // while its effects are walked).
+  void publish_dead_letter(const Effect& effect, const Stored& stored);
+  void report_gave_up(const Effect& effect, const Stored& stored);
+  void publish_failed(std::uint64_t id, std::string_view why);
+  void fail_unsent_publishes();
+  void fail_overdue_publishes(TimePoint now);
   // Logs a warning unless too many like it came lately (they are counted and reported later).
   template <typename... Args>
   void warn_limited(const std::string& kind, std::string_view event, LogFields fields,
@@ -209,6 +223,8 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   std::unordered_map<ConnectionId, std::int64_t> admitted_unix_ms_;
   // Per handler: messages delivered unordered to an ordered handler for want of an order key.
   std::vector<std::uint64_t> without_order_key_;
+  PendingPublishes publishes_;                   // dead letters sent, waiting for JetStream's answer
+  std::vector<std::uint64_t> unsent_publishes_;  // could not go out; failed once effects are applied
 };
 
 }  // namespace jetfan

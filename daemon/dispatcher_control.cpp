@@ -84,6 +84,9 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
     if (waits[h].oldest) view.order_oldest_wait_seconds = age(*waits[h].oldest);
     view.without_order_key = without_order_key_.at(h);
     view.stats = core_.handler_stats(h);
+    view.paused = paused(h);
+    view.max_attempts = config_.handlers[h].retry ? config_.handlers[h].retry->max_attempts : 0;
+    view.dead_letter_subject = config_.handlers[h].dead_letter_subject;
     view.rates = rates.rates(view.name, view.stats, now);
     s.handlers.push_back(std::move(view));
   }
@@ -139,6 +142,24 @@ std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeS
   }
   after_input();
   return lines;
+}
+
+std::optional<std::string> Dispatcher::set_paused(const std::string& name, bool pause) {
+  JETFAN_ON_IO_THREAD(thread_);
+  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+    if (config_.handlers[h].name != name) continue;
+    const bool was = core_.paused(h);
+    core_.set_paused(h, pause, time_.now());
+    settings_.core.handlers[h].paused = pause;
+    const std::size_t owed = core_.loads()[h].owed;
+    std::string what = "handler \"" + name + "\" " + (was == pause ? "was already " : "") +
+                       (pause ? "paused: it gets nothing new; " + std::to_string(owed) + " held message(s) wait for it"
+                              : "resumed: " + std::to_string(owed) + " held message(s) it owes go to it now");
+    spdlog::info("{}", what);
+    after_input();
+    return what;
+  }
+  return std::nullopt;
 }
 
 }  // namespace jetfan

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstring>
@@ -342,6 +343,60 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   facts.filter = server.FilterSubject ? server.FilterSubject : "";
   facts.num_pending = info->NumPending;
   return facts;
+}
+
+void JetStreamReader::check_dead_letter_subjects() {
+  JETFAN_ON_IO_THREAD(thread_);
+  for (const auto& handler : config_.handlers) {
+    const std::string& subject = handler.dead_letter_subject;
+    if (subject.empty()) continue;
+    const std::string request = nlohmann::json{{"subject", subject}}.dump();
+    natsMsg* raw_reply = nullptr;
+    natsStatus status = NATS_OK;
+    std::string why;
+    const auto call = [&] {
+      status = natsConnection_RequestString(&raw_reply, connection_.get(), "$JS.API.STREAM.NAMES", request.c_str(),
+                                            config_.nats.connect_timeout.count());
+      if (status != NATS_OK) why = last_error(status);
+    };
+    wait_off_thread(call, Duration(0));
+    NatsMsgPtr reply(raw_reply);
+    const std::string where = config_.file + ": handlers." + handler.name + ".dead_letter.subject";
+    if (status != NATS_OK) {
+      spdlog::warn(
+          "{}: cannot ask the server which stream captures \"{}\" ({}); dead letters that no stream takes "
+          "are held and tried again",
+          where, subject, why);
+      continue;
+    }
+    const std::string_view body(natsMsg_GetData(raw_reply), static_cast<std::size_t>(natsMsg_GetDataLength(raw_reply)));
+    const auto json = nlohmann::json::parse(body, nullptr, false);
+    if (!json.is_object() || json.contains("error")) {
+      spdlog::warn("{}: the server did not say which stream captures \"{}\": {}", where, subject,
+                   std::string(body.substr(0, 200)));
+      continue;
+    }
+    std::vector<std::string> streams;
+    if (json.contains("streams") && json["streams"].is_array()) {
+      for (const auto& name : json["streams"]) {
+        if (name.is_string()) streams.push_back(name.get<std::string>());
+      }
+    }
+    if (streams.empty()) {
+      throw StartupError(kExitConfig, where + ": no stream captures \"" + subject +
+                                          "\", so the dead letters of handler " + handler.name +
+                                          " could not be stored. jetfan never creates streams: have the controller "
+                                          "make one whose subjects take it, or change the subject.");
+    }
+    if (std::find(streams.begin(), streams.end(), config_.consumer.stream) != streams.end()) {
+      spdlog::warn(
+          "{}: \"{}\" is captured by stream \"{}\", the one jetfan reads: its dead letters would come back "
+          "to it",
+          where, subject, config_.consumer.stream);
+    }
+    spdlog::info("handler \"{}\": dead letters go to \"{}\", stored by stream \"{}\"", handler.name, subject,
+                 streams.front());
+  }
 }
 
 void JetStreamReader::subscribe() {

@@ -64,6 +64,12 @@ class JetStreamReader final : public Upstream {
   // does not exist, or when it is a push consumer. Facts stay empty when info cannot be read.
   ConsumerFacts bind_consumer();
 
+  // Asks the server ($JS.API.STREAM.NAMES with a subject filter) which stream captures each
+  // handler's dead_letter subject. Throws StartupError (kExitConfig) naming handler and subject
+  // when none does: jetfan never creates streams. Warns, and goes on, when the server cannot be
+  // asked (no permission, no answer), or when the consumer's own stream captures it.
+  void check_dead_letter_subjects();
+
   // Subscribes the private inbox (once connected, before the first pull).
   void subscribe();
 

@@ -42,15 +42,21 @@ MeshController::MeshController(const std::string& url, const ControllerAuth& aut
   js_.reset(js);
 }
 
-void MeshController::create_stream(const std::string& stream, const std::vector<std::string>& subjects) {
+void MeshController::create_stream(const std::string& stream, const std::vector<std::string>& subjects,
+                                   std::int64_t max_msgs) {
   jsStreamConfig config;
   jsStreamConfig_Init(&config);
   config.Name = stream.c_str();
   std::vector<const char*> names;
+  names.reserve(subjects.size());
   for (const auto& s : subjects) names.push_back(s.c_str());
   config.Subjects = names.data();
   config.SubjectsLen = static_cast<int>(names.size());
   config.Storage = js_FileStorage;
+  if (max_msgs > 0) {
+    config.MaxMsgs = max_msgs;
+    config.Discard = js_DiscardNew;
+  }
   jsStreamInfo* info = nullptr;
   jsErrCode code;
   const natsStatus status = js_AddStream(&info, js_.get(), &config, nullptr, &code);
@@ -102,6 +108,44 @@ ConsumerState MeshController::state(const std::string& stream, const std::string
   check(status, "consumer info " + durable);
   return ConsumerState{info->NumPending, info->NumAckPending, info->NumRedelivered, info->Delivered.Stream,
                        info->AckFloor.Stream};
+}
+
+MeshController::StoredMessage MeshController::get_message(const std::string& stream, std::uint64_t seq) {
+  natsMsg* raw = nullptr;
+  jsErrCode code;
+  check(js_GetMsg(&raw, js_.get(), stream.c_str(), seq, nullptr, &code), "get message " + std::to_string(seq));
+  NatsMsgPtr message(raw);
+  StoredMessage out;
+  out.subject = natsMsg_GetSubject(raw);
+  out.payload.assign(natsMsg_GetData(raw), static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
+  const char** keys = nullptr;
+  int count = 0;
+  if (natsMsgHeader_Keys(raw, &keys, &count) == NATS_OK) {
+    for (int k = 0; k < count; ++k) {
+      const char** values = nullptr;
+      int value_count = 0;
+      if (natsMsgHeader_Values(raw, keys[k], &values, &value_count) == NATS_OK) {
+        for (int v = 0; v < value_count; ++v) out.headers.emplace_back(keys[k], values[v]);
+        free(values);  // cnats hands out the array, not the strings
+      }
+    }
+    free(keys);
+  }
+  return out;
+}
+
+void MeshController::delete_message(const std::string& stream, std::uint64_t seq) {
+  jsErrCode code;
+  check(js_DeleteMsg(js_.get(), stream.c_str(), seq, nullptr, &code), "delete message " + std::to_string(seq));
+}
+
+std::uint64_t MeshController::stream_messages(const std::string& stream) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode code;
+  const natsStatus status = js_GetStreamInfo(&info, js_.get(), stream.c_str(), nullptr, &code);
+  std::unique_ptr<jsStreamInfo, NatsDeleter<jsStreamInfo, jsStreamInfo_Destroy>> owned(info);
+  check(status, "stream info " + stream);
+  return info->State.Msgs;
 }
 
 std::vector<std::string> MeshController::consumers(const std::string& stream) {

@@ -46,13 +46,24 @@ class MeshController {
   explicit MeshController(const std::string& url, const std::string& token = "");
   MeshController(const std::string& url, const ControllerAuth& auth);
 
-  void create_stream(const std::string& stream, const std::vector<std::string>& subjects);
+  // max_msgs > 0: the stream keeps at most that many and refuses more (discard new), as a
+  // dead-letter stream with a quota might.
+  void create_stream(const std::string& stream, const std::vector<std::string>& subjects, std::int64_t max_msgs = 0);
   void delete_stream(const std::string& stream);  // no error if there is none
   void create_consumer(const std::string& stream, const ConsumerSpec& spec);
   // Publishes to JetStream and waits for the stream's ack. Returns the stream sequence.
   std::uint64_t publish(const std::string& subject, const std::string& payload,
                         const std::vector<std::pair<std::string, std::string>>& headers = {});
   ConsumerState state(const std::string& stream, const std::string& durable);
+  // One message of a stream, read by sequence; its headers (in no set order). Throws if there is none.
+  struct StoredMessage {
+    std::string subject;
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string payload;
+  };
+  StoredMessage get_message(const std::string& stream, std::uint64_t seq);
+  void delete_message(const std::string& stream, std::uint64_t seq);
+  std::uint64_t stream_messages(const std::string& stream);  // how many it holds now
   // The names of the stream's consumers, to show none was added.
   std::vector<std::string> consumers(const std::string& stream);
   // Subscribes to `subject` (plain NATS); watched() counts what has arrived since.

@@ -226,3 +226,31 @@ TEST_CASE("format helpers", "[unit]") {
   CHECK(format::bytes(64 << 20) == "64 MiB");
   CHECK(format::bytes(1536ull << 20) == "1.5 GiB");
 }
+
+TEST_CASE("retry figures and pause are shown in status, status json and metrics", "[unit]") {
+  StatusSnapshot s = example();
+  HandlerView& builder = s.handlers.at(0);
+  builder.paused = true;
+  builder.max_attempts = 5;
+  builder.dead_letter_subject = "dlq.builder";
+  builder.stats.attempts.observe(1);
+  builder.stats.attempts.observe(5);
+  builder.stats.dead_lettered_used_up = 1;
+  builder.stats.dead_letter_failures = 2;
+  const std::string text = render_prometheus(s);
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_paused{handler=\"builder\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_attempts_bucket{handler=\"builder\",le=\"1\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_attempts_bucket{handler=\"builder\",le=\"3\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_attempts_bucket{handler=\"builder\",le=\"5\"} 2\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_attempts_sum{handler=\"builder\"} 6\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_dead_letters_total{handler=\"builder\",reason=\"used_up\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_dead_letter_publish_failures_total{handler=\"builder\"} 2\n"));
+  const auto doc = nlohmann::json::parse(render_status_json(s));
+  CHECK(doc["handlers"][0]["paused"] == true);
+  CHECK(doc["handlers"][0]["retry"]["max_attempts"] == 5);
+  CHECK(doc["handlers"][0]["retry"]["attempts"]["buckets"]["5"] == 1);
+  CHECK(doc["handlers"][0]["retry"]["dead_letters"]["used_up"] == 1);
+  const std::string status = render_status_text(s);
+  CHECK_THAT(status, Catch::Contains("PAUSED"));
+  CHECK_THAT(status, Catch::Contains("dead letters to dlq.builder"));
+}

@@ -23,6 +23,17 @@ class Writer {
     if (!labels.empty()) out_.append("{").append(labels).append("}");
     out_.append(" ").append(std::to_string(value)).append("\n");
   }
+  void attempts(const std::string& labels, const AttemptsHistogram& h) {
+    const std::string name = "jetfan_handler_attempts";
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < AttemptsHistogram::kBounds.size(); ++i) {
+      cumulative += h.bucket(i);
+      sample(name + "_bucket", labels + ",le=\"" + std::to_string(AttemptsHistogram::kBounds[i]) + "\"", cumulative);
+    }
+    sample(name + "_bucket", labels + ",le=\"+Inf\"", h.count());
+    sample(name + "_sum", labels, h.sum());
+    sample(name + "_count", labels, h.count());
+  }
   // One series of a histogram family: cumulative buckets, sum and count.
   void histogram(const std::string& name, const std::string& labels, const LatencyHistogram& h) {
     const std::string prefix = labels.empty() ? "" : labels + ",";
@@ -166,6 +177,23 @@ std::string render_prometheus(const StatusSnapshot& s) {
   for (const auto& h : s.handlers) {
     w.histogram("jetfan_handler_confirmation_latency_seconds", handler_label(h), h.stats.confirmation_latency);
   }
+  each_handler({"jetfan_handler_paused", "gauge", "1 while the handler is paused: it gets nothing new."},
+               [](const HandlerView& h) { return static_cast<std::uint64_t>(h.paused ? 1 : 0); });
+  w.family("jetfan_handler_attempts", "histogram",
+           "Deliveries the handler needed per message it settled (ACK, TERM, dead letter, or given up).");
+  for (const auto& h : s.handlers) w.attempts(handler_label(h), h.stats.attempts);
+  w.family("jetfan_handler_dead_letters_total", "counter",
+           "Messages the handler gave up, by reason: used_up (max_attempts, dead letter stored), term (its TERM, "
+           "dead letter stored), gave_up (max_attempts without a dead_letter subject: a TERM for it).");
+  for (const auto& h : s.handlers) {
+    w.sample("jetfan_handler_dead_letters_total", handler_label(h) + ",reason=\"used_up\"",
+             h.stats.dead_lettered_used_up);
+    w.sample("jetfan_handler_dead_letters_total", handler_label(h) + ",reason=\"term\"", h.stats.dead_lettered_term);
+    w.sample("jetfan_handler_dead_letters_total", handler_label(h) + ",reason=\"gave_up\"", h.stats.gave_up);
+  }
+  each_handler({"jetfan_handler_dead_letter_publish_failures_total", "counter",
+                "Dead-letter publishes of the handler's messages that failed; each is tried again."},
+               [](const HandlerView& h) { return h.stats.dead_letter_failures; });
   w.family("jetfan_message_publish_age_seconds", "histogram",
            "Time from a message's publication (its JetStream timestamp) to its arrival at jetfan.");
   w.histogram("jetfan_message_publish_age_seconds", "", s.publish_age);

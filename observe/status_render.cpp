@@ -36,6 +36,17 @@ std::string count_and_rate(const char* name, std::uint64_t count, double rate) {
 
 json optional_seconds(const std::optional<double>& seconds) { return seconds ? json(*seconds) : json(nullptr); }
 
+// Buckets by upper bound ("1", "2", ..., "+Inf"), not cumulative, with count and sum.
+json attempts_json(const AttemptsHistogram& h) {
+  json buckets = json::object();
+  for (std::size_t i = 0; i < AttemptsHistogram::kBuckets; ++i) {
+    const std::string bound =
+        i < AttemptsHistogram::kBounds.size() ? std::to_string(AttemptsHistogram::kBounds[i]) : std::string("+Inf");
+    buckets[bound] = h.bucket(i);
+  }
+  return {{"count", h.count()}, {"sum", h.sum()}, {"buckets", buckets}};
+}
+
 }  // namespace
 
 std::vector<std::string> status_problems(const StatusSnapshot& s) {
@@ -131,6 +142,16 @@ std::string render_status_text(const StatusSnapshot& s) {
     line("  latency: delivery to confirmation p50 " + quantile(c.confirmation_latency, 0.5) + ", p99 " +
          quantile(c.confirmation_latency, 0.99) + " (" + std::to_string(c.confirmation_latency.count()) +
          " confirmed)");
+    if (h.paused)
+      line("  PAUSED: gets nothing new; its messages are held for it (jetfan resume --handler " + h.name + ")");
+    if (h.max_attempts > 0 || !h.dead_letter_subject.empty()) {
+      line("  retry:   max_attempts " +
+           (h.max_attempts > 0 ? std::to_string(h.max_attempts) : std::string("unlimited")) + ", dead letters to " +
+           (h.dead_letter_subject.empty() ? std::string("none (TERM)") : h.dead_letter_subject) + "; dead-lettered " +
+           std::to_string(c.dead_lettered_used_up) + " used up, " + std::to_string(c.dead_lettered_term) +
+           " TERM; given up without dead letter " + std::to_string(c.gave_up) + "; publish failures " +
+           std::to_string(c.dead_letter_failures));
+    }
   }
   line("");
   line("publish to arrival: p50 " + quantile(s.publish_age, 0.5) + ", p99 " + quantile(s.publish_age, 0.99));
@@ -243,7 +264,15 @@ std::string render_status_json(const StatusSnapshot& s) {
            {"failed_timeout", r.failed_timeout},
            {"failed_disconnect", r.failed_disconnect}}},
          {"confirmation_latency",
-          {{"count", c.confirmation_latency.count()}, {"sum_seconds", c.confirmation_latency.sum_seconds()}}}});
+          {{"count", c.confirmation_latency.count()}, {"sum_seconds", c.confirmation_latency.sum_seconds()}}},
+         {"paused", h.paused},
+         {"retry",
+          {{"max_attempts", h.max_attempts},
+           {"dead_letter_subject", h.dead_letter_subject},
+           {"attempts", attempts_json(c.attempts)},
+           {"dead_letters", {{"used_up", c.dead_lettered_used_up}, {"term", c.dead_lettered_term}}},
+           {"gave_up", c.gave_up},
+           {"dead_letter_publish_failures", c.dead_letter_failures}}}});
   }
   doc["handlers"] = handlers;
   json tails = json::array();

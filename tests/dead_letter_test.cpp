@@ -1,0 +1,121 @@
+// Integration tests: a per-handler retry budget and dead letters, against a real nats-server with
+// a dead-letter stream made as a controller would make it.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "mesh.hpp"
+
+using namespace jetfan::testing;
+
+namespace {
+
+// builder NAKs what asks it to, for ever, with a budget of 3 and dead letters; audit takes all.
+std::string budget_handlers(const std::string& dead_letter_subject = "dlq.node1_builder.builder") {
+  return "  - name: builder\n    patterns: [\"a.*\"]\n"
+         "    retry: {max_attempts: 3, backoff: 10ms, backoff_max: 40ms}\n"
+         "    dead_letter: {subject: " +
+         dead_letter_subject +
+         "}\n"
+         "  - name: audit\n    patterns: [\"#\"]\n";
+}
+
+std::string header(const jetfan::example::MeshController::StoredMessage& m, const std::string& name) {
+  for (const auto& [key, value] : m.headers) {
+    if (key == name) return value;
+  }
+  return "(none)";
+}
+
+std::size_t count_seq(const std::vector<Seen>& seen, std::uint64_t seq) {
+  return static_cast<std::size_t>(
+      std::count_if(seen.begin(), seen.end(), [&](const Seen& s) { return s.stream_seq == seq; }));
+}
+
+}  // namespace
+
+TEST_CASE("a handler that fails a message for ever gets max_attempts deliveries, then one dead letter",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("DLQ", {"dlq.>"});
+  mesh.start_jetfan(mesh.config(budget_handlers()));
+  mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  // Bytes a text path would mangle, and headers of the publisher's own.
+  const std::string payload = std::string("\x01\x02\xfe\xff\x00 nak@builder\t\x7f end", 24);
+  const std::uint64_t seq =
+      mesh.controller().publish("events.a.one", payload, {{"Trace-Id", "abc-123"}, {"X-Two", "two: words"}});
+  REQUIRE(wait_until([&] { return mesh.controller().stream_messages("DLQ") == 1; }));
+  REQUIRE(mesh.wait_settled());
+  CHECK(count_seq(mesh.seen("builder"), seq) == 3);
+  CHECK(count_seq(mesh.seen("audit"), seq) == 1);
+
+  const auto dead = mesh.controller().get_message("DLQ", 1);
+  CHECK(dead.subject == "dlq.node1_builder.builder");
+  CHECK(dead.payload == payload);
+  CHECK(header(dead, "Trace-Id") == "abc-123");
+  CHECK(header(dead, "X-Two") == "two: words");
+  CHECK(header(dead, "Jetfan-Handler") == "builder");
+  CHECK(header(dead, "Jetfan-Reason") == "max_attempts 3 used up; last: nak");
+  CHECK(header(dead, "Jetfan-Attempts") == "3");
+  CHECK(header(dead, "Jetfan-Subject") == "events.a.one");
+  CHECK(header(dead, "Jetfan-Stream") == "EVENTS");
+  CHECK(header(dead, "Jetfan-Sequence") == std::to_string(seq));
+  CHECK(header(dead, "Jetfan-Consumer") == "node1_builder");
+  CHECK(header(dead, "Jetfan-Deliveries") == "3");
+  CHECK(header(dead, "Jetfan-Time").size() == std::string("2026-01-01T00:00:00.000000000Z").size());
+  CHECK(mesh.controller().stream_messages("DLQ") == 1);  // exactly one
+  CHECK(mesh.state().ack_floor_stream_seq == seq);
+}
+
+TEST_CASE("a TERM from a handler with dead letters is dead-lettered with the reason TERM", "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("DLQ", {"dlq.>"});
+  mesh.start_jetfan(mesh.config(budget_handlers()));
+  mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  const std::uint64_t seq = mesh.publish("a.two", "term@builder");
+  REQUIRE(wait_until([&] { return mesh.controller().stream_messages("DLQ") == 1; }));
+  REQUIRE(mesh.wait_settled());
+  const auto dead = mesh.controller().get_message("DLQ", 1);
+  CHECK(header(dead, "Jetfan-Reason") == "TERM");
+  CHECK(header(dead, "Jetfan-Sequence") == std::to_string(seq));
+  CHECK(count_seq(mesh.seen("builder"), seq) == 1);
+}
+
+TEST_CASE("a dead_letter subject that no stream captures stops jetfan with status 78, naming handler and subject",
+          "[integration]") {
+  Mesh mesh;
+  auto& jetfan = mesh.start_jetfan(mesh.config(budget_handlers("nowhere.builder")), false);
+  REQUIRE(jetfan.wait(20s) == 78);
+  const std::string log = mesh.jetfan_log();
+  CHECK(log.find("no stream captures \"nowhere.builder\"") != std::string::npos);
+  CHECK(log.find("handler builder") != std::string::npos);
+}
+
+TEST_CASE("a full dead-letter stream holds the message and loses nothing, then takes it once there is room",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("DLQ", {"dlq.>"}, 1);
+  mesh.controller().publish("dlq.filler", "taking the only room");
+  mesh.start_jetfan(mesh.config(budget_handlers()));
+  mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  const std::uint64_t seq = mesh.publish("a.three", "nak@builder");
+  // The budget is used up and the publish refused: held, tried again, never acked meanwhile.
+  REQUIRE(mesh.wait_for_log("was not stored", 20s, 2));
+  CHECK(mesh.state().ack_floor_stream_seq < seq);
+  CHECK(mesh.state().num_ack_pending == 1);
+  CHECK(count_seq(mesh.seen("builder"), seq) == 3);
+  CHECK(count_seq(mesh.seen("audit"), seq) == 1);
+  // Room is made: the next try is stored, and the message settles.
+  mesh.controller().delete_message("DLQ", 1);
+  REQUIRE(wait_until([&] { return mesh.controller().stream_messages("DLQ") == 1; }));
+  REQUIRE(mesh.wait_settled());
+  const auto dead = mesh.controller().get_message("DLQ", 2);
+  CHECK(header(dead, "Jetfan-Sequence") == std::to_string(seq));
+  CHECK(dead.payload == "nak@builder");
+  CHECK(count_seq(mesh.seen("builder"), seq) == 3);  // held for it meanwhile, not redelivered
+}
