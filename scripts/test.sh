@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, checks the code's format, builds, runs every
-# test (the fault suite's short run and its regressions among them); runs the benchmark harness in
+# test (the fault suite's short run and its regressions among them) against Debian 12's nats-server,
+# and the integration suite again against the newest one Debian ships; runs the benchmark harness in
 # smoke mode (it must work; no timing is asserted); runs clang-tidy; runs each fuzz target for a
 # short while (any finding fails); then builds again with AddressSanitizer and
 # UndefinedBehaviorSanitizer and runs every test once more but the slow ones (the fault runs and the
@@ -16,6 +17,14 @@ scripts/lint.sh --format-only
 echo "== build and test (build/)"
 scripts/build.sh
 ctest --test-dir build -j "$jobs" --output-on-failure
+
+echo "== the integration suite against the newest nats-server Debian ships (scripts/nats_servers.sh)"
+# Beside Debian 12's 2.9.10 above; scripts/compat.sh adds Debian 13's 2.10 and the fault runs.
+newest=$(scripts/nats_servers.sh forky | awk '{print $3}')
+if [ -n "$newest" ]; then
+  echo "nats-server: $("$newest" --version) ($newest)"
+  JETFAN_NATS_SERVER=$newest ctest --test-dir build -j "$jobs" --output-on-failure -L integration -LE slow
+fi
 
 echo "== benchmark harness, smoke mode"
 bench/run.sh --smoke
