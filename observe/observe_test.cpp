@@ -176,6 +176,32 @@ TEST_CASE("consumer info: the server's answer, its error, or garbage", "[unit]")
   }
 }
 
+TEST_CASE("consumer info: priority groups and pause, as servers since 2.11 say them", "[unit]") {
+  ConsumerFacts facts;
+  CHECK(read_newer_consumer_features(
+            R"({"config":{"durable_name":"d","priority_policy":"overflow","priority_groups":["jobs","more"],
+                "pause_until":"2100-01-01T00:00:00Z"},"paused":true,"pause_remaining":99})",
+            facts)
+            .empty());
+  CHECK(facts.priority_policy == "overflow");
+  CHECK(facts.priority_groups == std::vector<std::string>{"jobs", "more"});
+  CHECK(facts.paused);
+  CHECK(facts.pause_until == "2100-01-01T00:00:00Z");
+
+  ConsumerFacts old_server;
+  CHECK(read_newer_consumer_features(R"({"config":{"durable_name":"d","ack_policy":"explicit"}})", old_server).empty());
+  CHECK(old_server.priority_policy.empty());
+  CHECK(old_server.priority_groups.empty());
+  CHECK_FALSE(old_server.paused);
+
+  ConsumerFacts odd;
+  CHECK(read_newer_consumer_features(R"({"config":{"priority_groups":"jobs","paused":1}})", odd).empty());
+  CHECK(odd.priority_groups.empty());
+  CHECK_THAT(read_newer_consumer_features(R"({"error":{"code":404,"description":"consumer not found"}})", odd),
+             Catch::Contains("consumer not found"));
+  CHECK_FALSE(read_newer_consumer_features("[", odd).empty());
+}
+
 TEST_CASE("rates: per second over the window, by handler name", "[unit]") {
   RateWindow window(Duration(60'000));
   const TimePoint t0{};
