@@ -5,9 +5,17 @@
 # fault suite's short run. A release that cannot be fetched is skipped with a line saying so.
 #   scripts/compat.sh                  all of it
 #   scripts/compat.sh --quick          the integration suite only, no fault run
+#   scripts/compat.sh --print-exclusions   the tests scripts/test.sh skips against the newest
 # JETFAN_BUILD_DIR picks the build directory (default build/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# What the test command leaves out against the newest server (scripts/test.sh): tests of the
+# clients, examples, packages and containers, which talk to the server as the C++ tests do.
+exclusions='^(node_client|client-install|python-client|demo-scenario|example-.*|systemd-boot|docker-rootfs|debian-package)$'
+if [ "${1:-}" = --print-exclusions ]; then
+  echo "$exclusions"
+  exit 0
+fi
 quick=0
 [ "${1:-}" = --quick ] && quick=1
 scripts/deps.sh
