@@ -14,7 +14,24 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
                    "; set it to the consumer's policy (explicit, all or none)";
     return result;
   }
+  if (!facts.priority_groups.empty() || (!facts.priority_policy.empty() && facts.priority_policy != "none")) {
+    std::string groups;
+    for (const auto& group : facts.priority_groups) groups += (groups.empty() ? "\"" : ", \"") + group + "\"";
+    result.error = named + " has priority groups (policy " +
+                   (facts.priority_policy.empty() ? std::string("unset") : facts.priority_policy) + ", groups " +
+                   (groups.empty() ? std::string("none") : groups) +
+                   "): a pull must then name a group and the server pins or overflows between its readers, while "
+                   "jetfan is the consumer's only reader and its pulls name no group. Remove the priority groups "
+                   "from the consumer (priority_policy none), or give jetfan a consumer of its own";
+    return result;
+  }
   ServeSettings s;
+  if (facts.paused) {
+    s.warnings.push_back(named + " is paused until " +
+                         (facts.pause_until.empty() ? "further notice" : facts.pause_until) +
+                         ": the server delivers nothing until then; jetfan binds and waits, and messages flow "
+                         "once the consumer resumes");
+  }
   if (policy.config_disagrees) {
     s.warnings.push_back(config.file + ": consumer.ack_policy says " + to_string(*config.consumer.ack_policy) +
                          ", but the server says " + to_string(*policy.policy) + "; using the server's");

@@ -7,6 +7,9 @@
 //     defaults::kMinKeepalive; AckWait is defaults::kAckWaitUnknown when info cannot be read.
 //   - max_held: `consumer.max_held`, else the consumer's MaxAckPending (the server would not send
 //     more anyway), else defaults::kMaxHeldUnlimited.
+//   - a consumer with priority groups (nats-server 2.11+) is refused: its pulls must name a group,
+//     jetfan's do not, and jetfan is its only reader. A paused one is served (with a warning): the
+//     server holds the pulls until it resumes.
 
 #include <optional>
 #include <string>

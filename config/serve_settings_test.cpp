@@ -122,3 +122,28 @@ delivery: {nak_delay: 2s, nak_delay_max: 10s}
   for (const auto& w : result.settings->warnings) warned = warned || w.find("handler b: retry.max_attempts 9") == 0;
   CHECK(warned);
 }
+
+TEST_CASE("serve settings: a consumer with priority groups is refused, saying which", "[unit]") {
+  ConsumerFacts facts = from_server(AckPolicy::kExplicit, milliseconds(30000), 100);
+  facts.priority_policy = "pinned_client";
+  facts.priority_groups = {"jobs"};
+  const auto result = derive_serve_settings(config_with(), facts);
+  REQUIRE_FALSE(result.settings);
+  CHECK_THAT(result.error, Catch::Contains("consumer \"d\" of stream \"EVENTS\" has priority groups"));
+  CHECK_THAT(result.error, Catch::Contains("policy pinned_client, groups \"jobs\""));
+  CHECK_THAT(result.error, Catch::Contains("priority_policy none"));
+
+  ConsumerFacts none = from_server(AckPolicy::kExplicit, milliseconds(30000), 100);
+  none.priority_policy = "none";
+  CHECK(derive_serve_settings(config_with(), none).settings);
+}
+
+TEST_CASE("serve settings: a paused consumer is served, with a warning naming its resume time", "[unit]") {
+  ConsumerFacts facts = from_server(AckPolicy::kExplicit, milliseconds(30000), 100);
+  facts.paused = true;
+  facts.pause_until = "2100-01-01T00:00:00Z";
+  const auto result = derive_serve_settings(config_with(), facts);
+  REQUIRE(result.settings);
+  REQUIRE_FALSE(result.settings->warnings.empty());
+  CHECK_THAT(result.settings->warnings.front(), Catch::Contains("is paused until 2100-01-01T00:00:00Z"));
+}

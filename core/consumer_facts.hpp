@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ack_policy.hpp"
 #include "time.hpp"
@@ -19,6 +20,11 @@ struct ConsumerFacts {
   std::int64_t max_ack_pending = -1;  // -1: unlimited
   std::string filter;                 // the consumer's filter subject, empty for the whole stream
   std::uint64_t num_pending = 0;
+  // Features of nats-server 2.11 and later; older servers say nothing of them (empty, false).
+  std::string priority_policy;               // "pinned_client", "overflow", ...; empty or "none": none
+  std::vector<std::string> priority_groups;  // a pull must name one of these when there are any
+  bool paused = false;                       // the server delivers nothing until pause_until
+  std::string pause_until;                   // RFC 3339, as the server said it
   bool from_server = false;
 };
 

@@ -27,8 +27,9 @@
 //     So the ledger probes: it asks for consumer info every kProbeInterval until the server
 //     answers, then drops every request and pulls anew at once.
 //   - A message handed back (nak'd) while one of jetfan's requests still waits at the server would
-//     be delivered straight back into it, to a reader that no longer reads (nats-server 2.9 does not
-//     check). handback_delay() is the shortest delay that outlasts every request that may still be
+//     be delivered straight back into it, to a reader that no longer reads (seen with nats-server
+//     2.9.10, which does not check; applied on every version, as no later one is known to check).
+//     handback_delay() is the shortest delay that outlasts every request that may still be
 //     waiting, including those dropped but not known to be finished.
 //
 // Thread: one owner (the daemon's io_context thread). Not thread-safe.

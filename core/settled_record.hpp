@@ -2,8 +2,9 @@
 // SettledRecord: the stream sequences jetfan recently settled at the server, and how (acked or
 // terminated). Pure, bounded.
 //
-// Why: acks are not stored at once by nats-server 2.9. After the server restarts it can deliver
-// again a message jetfan already acked. With this record jetfan answers such a copy itself, with
+// Why: acks are not stored at once by nats-server (2.9.10 and 2.15.1 alike: after a SIGKILL both
+// redeliver acked messages in the fault suite's acked-redelivered case). After the server restarts
+// it can deliver again a message jetfan already acked. With this record jetfan answers such a copy itself, with
 // the verb it used before, and no handler sees the message a second time.
 //
 // Sequences are kept as ranges. The highest range is kept apart, so that settling in order (the

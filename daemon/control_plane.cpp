@@ -1,11 +1,14 @@
 #include "control_plane.hpp"
 
+#include <nats/nats.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 
 #include "consumer_info.hpp"
@@ -27,6 +30,18 @@ constexpr Duration kRateSpan{60000};     // rates are over the last minute
 constexpr Duration kServerAnswer{2000};  // how long `status` waits for the server's consumer info
 constexpr std::size_t kMaxTails = 16;    // tails at once; each may hold 512 KiB of output
 constexpr std::size_t kUnroutableSubjects = 16;
+// Consumer info for the metrics: one request at a time, answered on the reader's inbox, so the io
+// thread never waits for it. A view older than kConsumerPollStale is not shown.
+constexpr Duration kConsumerPoll{5000};
+constexpr Duration kConsumerPollStale{3 * kConsumerPoll};
+
+#if defined(__clang__)
+constexpr const char* kCompiler = "clang " __clang_version__;
+#elif defined(__GNUC__)
+constexpr const char* kCompiler = "gcc " __VERSION__;
+#else
+constexpr const char* kCompiler = "unknown";
+#endif
 
 std::int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -38,6 +53,31 @@ std::uint64_t resident_bytes() {
   std::uint64_t size = 0, resident = 0;
   statm >> size >> resident;
   return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+std::int64_t open_fds() {
+  std::error_code error;
+  std::int64_t count = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", error), end; !error && it != end; it.increment(error)) {
+    ++count;
+  }
+  // The iterator's own descriptor is among those it lists.
+  return error ? -1 : count - 1;
+}
+
+std::int64_t max_fds() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return -1;
+  return static_cast<std::int64_t>(limit.rlim_cur);
+}
+
+double cpu_seconds() {
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 std::string upper(std::string_view word) {
@@ -54,6 +94,7 @@ ControlPlane::ControlPlane(asio::io_context& io, const Config& config, ReloadFun
       reload_(std::move(reload)),
       control_(io, config.control, *this),
       sampler_(io),
+      poller_(io),
       rates_(kRateSpan),
       started_(Clock::now()),
       started_unix_ms_(unix_ms()) {
@@ -86,13 +127,34 @@ void ControlPlane::attach(Dispatcher& dispatcher, JetStreamReader& reader) {
   dispatcher.set_observer(this);
   reader.on_consumer_info([this](std::uint64_t id, std::string_view json) {
     auto parsed = parse_consumer_info(json);
-    if (auto* view = std::get_if<ServerConsumerView>(&parsed)) {
+    auto* view = std::get_if<ServerConsumerView>(&parsed);
+    if (view) {
+      polled_ = *view;
+      polled_at_ = Clock::now();
+    }
+    if (id == poll_id_) {
+      poll_id_ = 0;
+      return;
+    }
+    if (view) {
       finish_status(id, *view, {});
     } else {
       finish_status(id, std::nullopt, std::get<std::string>(parsed));
     }
   });
   refresh_names();
+  poll_consumer();
+}
+
+void ControlPlane::poll_consumer() {
+  // An unanswered request is given up when the next one is due: the answer, if it comes late,
+  // still updates the view.
+  poll_id_ = next_status_++;
+  if (!reader_ || !reader_->request_consumer_info(poll_id_)) poll_id_ = 0;
+  poller_.expires_after(kConsumerPoll);
+  poller_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) poll_consumer();
+  });
 }
 
 void ControlPlane::note_reload(bool applied) {
@@ -271,6 +333,15 @@ StatusSnapshot ControlPlane::snapshot() const {
   s.reloads_applied = reloads_applied_;
   s.reloads_refused = reloads_refused_;
   s.resident_memory_bytes = resident_bytes();
+  s.open_fds = open_fds();
+  s.max_fds = max_fds();
+  s.cpu_seconds = cpu_seconds();
+  s.cnats_version = nats_GetVersion();
+  s.compiler = kCompiler;
+  if (polled_ && now - polled_at_ <= kConsumerPollStale) {
+    s.polled = polled_;
+    s.polled_age_seconds = std::chrono::duration<double>(now - polled_at_).count();
+  }
   return s;
 }
 

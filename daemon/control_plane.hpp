@@ -3,7 +3,7 @@
 // control socket (STATUS, STATUS JSON, METRICS, TAIL, RELOAD; daemon/CONTROL.md) and, when
 // configured, the HTTP endpoint for Prometheus and probes. It builds the StatusSnapshot the
 // renderers in observe/ turn into text, JSON and the Prometheus format, asking the server for its
-// view of the consumer without blocking.
+// view of the consumer without blocking: for status on demand, for the metrics every few seconds.
 //
 // It exists before the consumer is bound (status says "starting", /live answers, /ready does not)
 // and is attached to the Dispatcher once jetfan serves. Tails are fed by the Dispatcher through
@@ -78,6 +78,7 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
   void pause(const std::shared_ptr<ControlSession>& session, const std::string& handler, bool paused);
   StatusSnapshot snapshot() const;
   void sample_rates();
+  void poll_consumer();  // the consumer info for the metrics, every kConsumerPoll
   void refresh_names();
 
   boost::asio::io_context& io_;
@@ -89,6 +90,7 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
   ControlServer control_;
   std::unique_ptr<MetricsServer> metrics_;
   boost::asio::steady_timer sampler_;
+  boost::asio::steady_timer poller_;
   RateWindow rates_;
   std::chrono::steady_clock::time_point started_;
   std::int64_t started_unix_ms_ = 0;
@@ -102,6 +104,9 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
   std::vector<SubjectCount> unroutable_;  // at most kUnroutableSubjects distinct subjects
   std::map<std::uint64_t, PendingStatus> pending_;
   std::uint64_t next_status_ = 1;
+  std::uint64_t poll_id_ = 0;  // of the periodic consumer info request outstanding; 0: none
+  std::optional<ServerConsumerView> polled_;
+  std::chrono::steady_clock::time_point polled_at_;
   std::uint64_t reloads_applied_ = 0, reloads_refused_ = 0;
 };
 

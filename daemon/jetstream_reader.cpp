@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "consumer_info.hpp"
 #include "jetstream_subject.hpp"
 #include "logging.hpp"
 #include "nats_auth.hpp"
@@ -342,6 +343,7 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   facts.max_ack_pending = server.MaxAckPending;
   facts.filter = server.FilterSubject ? server.FilterSubject : "";
   facts.num_pending = info->NumPending;
+  read_newer_features(facts, named);
   return facts;
 }
 
@@ -396,6 +398,29 @@ void JetStreamReader::check_dead_letter_subjects() {
     }
     spdlog::info("handler \"{}\": dead letters go to \"{}\", stored by stream \"{}\"", handler.name, subject,
                  streams.front());
+  }
+}
+
+void JetStreamReader::read_newer_features(ConsumerFacts& facts, const std::string& named) {
+  // cnats 3.4 predates priority groups and pausing (nats-server 2.11) and drops what the server
+  // says of them: the same info, asked for again as JSON.
+  constexpr std::int64_t kTimeoutMs = 5000;
+  natsMsg* raw_reply = nullptr;
+  natsStatus status = NATS_OK;
+  std::string why;
+  const auto call = [&] {
+    status = natsConnection_Request(&raw_reply, connection_.get(), info_subject_.c_str(), "", 0, kTimeoutMs);
+    if (status != NATS_OK) why = last_error(status);
+  };
+  wait_off_thread(call, Duration(kTimeoutMs));
+  NatsMsgPtr reply(raw_reply);
+  if (status == NATS_OK && reply) {
+    why = read_newer_consumer_features(
+        std::string_view(natsMsg_GetData(reply.get()), static_cast<std::size_t>(natsMsg_GetDataLength(reply.get()))),
+        facts);
+  }
+  if (!why.empty()) {
+    spdlog::warn("nats: cannot read the priority groups and pause of {}: {}; serving as if it had neither", named, why);
   }
 }
 

@@ -102,6 +102,9 @@ class JetStreamReader final : public Upstream {
   void take_info_reply(std::string_view token, natsMsg* message);
   // Runs `call` (which waits for the server) on a short-lived thread while this one feeds cnats.
   void wait_off_thread(const std::function<void()>& call, Duration timeout);
+  // bind_consumer's second look: what cnats does not read (priority groups, pause), logged and
+  // left empty when it cannot be had.
+  void read_newer_features(ConsumerFacts& facts, const std::string& named);
   void reply(const MessageBytes& message, const char* body, std::size_t length);
 
   boost::asio::io_context& io_;

@@ -87,9 +87,10 @@ struct ConnectVerdict {
 // `tls_closed_before`: the previous attempt ended with tls_closed.
 //
 //   77  the server refused the credentials (Authorization Violation, Permissions Violation); or
-//       it closed a TLS connection before answering, twice in a row, which is how nats-server 2.9
-//       refuses a client certificate under TLS 1.3 (the client has finished its side of the
-//       handshake by then, so cnats sees only "Expected 'PONG', got ''" or "SSL_write error").
+//       it closed a TLS connection before answering, twice in a row, which is how nats-server
+//       refuses a client certificate under TLS 1.3, 2.9.10, 2.10.27 and 2.15.1 alike (the client
+//       has finished its side of the handshake by then, so cnats sees only "Expected 'PONG', got
+//       ''" or "SSL_write error").
 //       Once may be a server going down: that is retried.
 //   78  TLS cannot work as configured: jetfan does not trust the server's certificate or the
 //       handshake failed (SSL error), or one side wants TLS and the other does not offer it.

@@ -59,7 +59,7 @@ node "$jetfan_node_dir/node_modules/typescript/bin/tsc" -p "$ts"
 echo "node $(node --version): $ts/handler.js"
 
 say "nats-server with JetStream in $dir (random port)"
-nats-server -js -sd "$dir/jetstream" -a 127.0.0.1 -p -1 > "$dir/nats.log" 2>&1 &
+"${JETFAN_NATS_SERVER:-nats-server}" -js -sd "$dir/jetstream" -a 127.0.0.1 -p -1 > "$dir/nats.log" 2>&1 &
 pids+=($!) names+=(nats-server)
 wait_for "nats-server" 10 grep -qs "Listening for client connections" "$dir/nats.log"
 port=$(sed -n 's/.*Listening for client connections on 127.0.0.1:\([0-9]*\).*/\1/p' "$dir/nats.log")

@@ -158,6 +158,15 @@ std::vector<std::string> MeshController::consumers(const std::string& stream) {
   return std::vector<std::string>(list->List, list->List + list->Count);
 }
 
+std::string MeshController::request(const std::string& subject, const std::string& body) {
+  natsMsg* reply = nullptr;
+  check(natsConnection_Request(&reply, connection_.get(), subject.c_str(), body.data(), static_cast<int>(body.size()),
+                               5000),
+        "request " + subject);
+  NatsMsgPtr owned(reply);
+  return std::string(natsMsg_GetData(reply), static_cast<std::size_t>(natsMsg_GetDataLength(reply)));
+}
+
 void MeshController::watch(const std::string& subject) {
   natsSubscription* sub = nullptr;
   check(natsConnection_SubscribeSync(&sub, connection_.get(), subject.c_str()), "subscribe " + subject);

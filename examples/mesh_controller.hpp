@@ -66,6 +66,8 @@ class MeshController {
   std::uint64_t stream_messages(const std::string& stream);  // how many it holds now
   // The names of the stream's consumers, to show none was added.
   std::vector<std::string> consumers(const std::string& stream);
+  // A plain request (e.g. to the JetStream API, for what cnats has no call for); the reply's text.
+  std::string request(const std::string& subject, const std::string& body);
   // Subscribes to `subject` (plain NATS); watched() counts what has arrived since.
   void watch(const std::string& subject);
   int watched();

@@ -38,4 +38,30 @@ std::variant<ServerConsumerView, std::string> parse_consumer_info(std::string_vi
   }
 }
 
+std::string read_newer_consumer_features(std::string_view json_text, ConsumerFacts& facts) {
+  using nlohmann::json;
+  const json doc = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return "the server's consumer info is not a JSON object";
+  if (const auto error = doc.find("error"); error != doc.end() && error->is_object()) {
+    return "the server says: " + error->value("description", std::string("error"));
+  }
+  const auto config = doc.find("config");
+  if (config == doc.end() || !config->is_object()) return "the server's consumer info has no config";
+  if (const auto policy = config->find("priority_policy"); policy != config->end() && policy->is_string()) {
+    facts.priority_policy = policy->get<std::string>();
+  }
+  if (const auto groups = config->find("priority_groups"); groups != config->end() && groups->is_array()) {
+    for (const auto& group : *groups) {
+      if (group.is_string()) facts.priority_groups.push_back(group.get<std::string>());
+    }
+  }
+  if (const auto paused = doc.find("paused"); paused != doc.end() && paused->is_boolean()) {
+    facts.paused = paused->get<bool>();
+  }
+  if (const auto until = config->find("pause_until"); until != config->end() && until->is_string()) {
+    facts.pause_until = until->get<std::string>();
+  }
+  return {};
+}
+
 }  // namespace jetfan

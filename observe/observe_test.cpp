@@ -123,8 +123,8 @@ TEST_CASE("Prometheus text: counters, per-handler series, cumulative histogram b
   CHECK_THAT(text, Catch::Contains("# TYPE jetfan_messages_acked_total counter\njetfan_messages_acked_total 7\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_messages_held 3\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_messages_held_bytes 4608\n"));
-  CHECK_THAT(text, Catch::Contains("jetfan_messages_held_limit{unit=\"messages\"} 20000\n"));
-  CHECK_THAT(text, Catch::Contains("jetfan_messages_held_limit{unit=\"bytes\"} 67108864\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_messages_held_limit 20000\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_messages_held_limit_bytes 67108864\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_messages_handed_back_for_room_total 2\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_handler_queued{handler=\"audit\"} 3\n"));
   CHECK_THAT(text,
@@ -147,6 +147,44 @@ TEST_CASE("Prometheus text: counters, per-handler series, cumulative histogram b
   for (std::size_t at = text.find("# HELP "); at != std::string::npos; at = text.find("# HELP ", at + 1)) ++helps;
   CHECK(types == helps);
   CHECK(types >= 25);
+}
+
+TEST_CASE("Prometheus text: label values escaped, build info, the process, the server's consumer view", "[unit]") {
+  CHECK(escape_label_value("plain-name_1") == "plain-name_1");
+  CHECK(escape_label_value("a\\b\"c\nd") == "a\\\\b\\\"c\\nd");
+  auto s = example();
+  s.stream = "EV\"EN\\TS\n";
+  s.cnats_version = "3.4.1";
+  s.compiler = "gcc 12.2.0";
+  s.open_fds = 12;
+  s.max_fds = 1024;
+  s.cpu_seconds = 1.5;
+  std::string text = render_prometheus(s);
+  CHECK_THAT(text, Catch::Contains(",stream=\"EV\\\"EN\\\\TS\\n\","));
+  CHECK_THAT(text, Catch::Contains("jetfan_build_info{version=\"" + s.version +
+                                   "\",cnats=\"3.4.1\",compiler=\"gcc 12.2.0\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("process_open_fds 12\n"));
+  CHECK_THAT(text, Catch::Contains("process_max_fds 1024\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n"));
+  CHECK_THAT(text, Catch::Contains("process_start_time_seconds "));
+  CHECK_THAT(text, !Catch::Contains("jetfan_consumer_num_pending"));  // no answer yet: no series
+  s.polled = ServerConsumerView{};
+  s.polled->num_pending = 40;
+  s.polled->num_ack_pending = 3;
+  s.polled_age_seconds = 2;
+  text = render_prometheus(s);
+  CHECK_THAT(text, Catch::Contains("jetfan_consumer_num_pending 40\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_consumer_num_ack_pending 3\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_consumer_info_age_seconds 2\n"));
+  // Every line is a comment or a sample whose value follows the labels; no line is broken by a value.
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end - start);
+    INFO(line);
+    CHECK((line.rfind("# ", 0) == 0 || line.rfind("jetfan_", 0) == 0 || line.rfind("process_", 0) == 0));
+    start = end + 1;
+  }
 }
 
 TEST_CASE("consumer info: the server's answer, its error, or garbage", "[unit]") {
@@ -174,6 +212,32 @@ TEST_CASE("consumer info: the server's answer, its error, or garbage", "[unit]")
     INFO(bad);
     CHECK(std::holds_alternative<std::string>(parse_consumer_info(bad)));
   }
+}
+
+TEST_CASE("consumer info: priority groups and pause, as servers since 2.11 say them", "[unit]") {
+  ConsumerFacts facts;
+  CHECK(read_newer_consumer_features(
+            R"({"config":{"durable_name":"d","priority_policy":"overflow","priority_groups":["jobs","more"],
+                "pause_until":"2100-01-01T00:00:00Z"},"paused":true,"pause_remaining":99})",
+            facts)
+            .empty());
+  CHECK(facts.priority_policy == "overflow");
+  CHECK(facts.priority_groups == std::vector<std::string>{"jobs", "more"});
+  CHECK(facts.paused);
+  CHECK(facts.pause_until == "2100-01-01T00:00:00Z");
+
+  ConsumerFacts old_server;
+  CHECK(read_newer_consumer_features(R"({"config":{"durable_name":"d","ack_policy":"explicit"}})", old_server).empty());
+  CHECK(old_server.priority_policy.empty());
+  CHECK(old_server.priority_groups.empty());
+  CHECK_FALSE(old_server.paused);
+
+  ConsumerFacts odd;
+  CHECK(read_newer_consumer_features(R"({"config":{"priority_groups":"jobs","paused":1}})", odd).empty());
+  CHECK(odd.priority_groups.empty());
+  CHECK_THAT(read_newer_consumer_features(R"({"error":{"code":404,"description":"consumer not found"}})", odd),
+             Catch::Contains("consumer not found"));
+  CHECK_FALSE(read_newer_consumer_features("[", odd).empty());
 }
 
 TEST_CASE("rates: per second over the window, by handler name", "[unit]") {

@@ -52,10 +52,30 @@ class Writer {
   std::string& out_;
 };
 
-// Handler names are letters, digits, '_' and '-' (config.cpp), so they need no escaping.
-std::string handler_label(const HandlerView& h) { return "handler=\"" + h.name + "\""; }
+std::string label(std::string_view name, std::string_view value) {
+  return std::string(name) + "=\"" + escape_label_value(value) + "\"";
+}
+
+std::string handler_label(const HandlerView& h) { return label("handler", h.name); }
 
 }  // namespace
+
+std::string escape_label_value(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 std::string render_prometheus(const StatusSnapshot& s) {
   std::string out;
@@ -64,7 +84,12 @@ std::string render_prometheus(const StatusSnapshot& s) {
   const auto& t = s.totals;
 
   w.family("jetfan_info", "gauge", "Always 1; the labels say which jetfan serves which consumer.");
-  w.sample("jetfan_info", "version=\"" + s.version + "\",stream=\"" + s.stream + "\",durable=\"" + s.durable + "\"",
+  w.sample("jetfan_info",
+           label("version", s.version) + "," + label("stream", s.stream) + "," + label("durable", s.durable),
+           std::uint64_t{1});
+  w.family("jetfan_build_info", "gauge", "Always 1; the labels say how this jetfan was built.");
+  w.sample("jetfan_build_info",
+           label("version", s.version) + "," + label("cnats", s.cnats_version) + "," + label("compiler", s.compiler),
            std::uint64_t{1});
   w.family("jetfan_ready", "gauge", "1 while the consumer is bound and the handler socket listens, else 0.");
   w.sample("jetfan_ready", "", std::uint64_t{s.ready ? 1u : 0u});
@@ -115,10 +140,11 @@ std::string render_prometheus(const StatusSnapshot& s) {
   w.family("jetfan_messages_held_bytes", "gauge",
            "Bytes of the messages jetfan keeps alive: held, in flight, queued for handlers' sockets.");
   w.sample("jetfan_messages_held_bytes", "", s.held_bytes);
-  w.family("jetfan_messages_held_limit", "gauge",
-           "What jetfan holds at most: consumer.max_held (messages) and consumer.max_held_bytes (bytes; 0: none).");
-  w.sample("jetfan_messages_held_limit", "unit=\"messages\"", static_cast<std::uint64_t>(s.max_held));
-  w.sample("jetfan_messages_held_limit", "unit=\"bytes\"", s.max_held_bytes);
+  w.family("jetfan_messages_held_limit", "gauge", "Messages jetfan holds at most: consumer.max_held.");
+  w.sample("jetfan_messages_held_limit", "", static_cast<std::uint64_t>(s.max_held));
+  w.family("jetfan_messages_held_limit_bytes", "gauge",
+           "Bytes of messages jetfan keeps alive at most: consumer.max_held_bytes; 0: no bound.");
+  w.sample("jetfan_messages_held_limit_bytes", "", s.max_held_bytes);
   w.family("jetfan_messages_oldest_held_age_seconds", "gauge", "Age of the oldest message held; 0 when none is.");
   w.sample("jetfan_messages_oldest_held_age_seconds", "", s.oldest_held_seconds.value_or(0));
   w.family("jetfan_deliveries_in_flight", "gauge", "Deliveries sent to handlers and not yet confirmed.");
@@ -198,6 +224,27 @@ std::string render_prometheus(const StatusSnapshot& s) {
            "Time from a message's publication (its JetStream timestamp) to its arrival at jetfan.");
   w.histogram("jetfan_message_publish_age_seconds", "", s.publish_age);
 
+  if (s.polled) {
+    w.family("jetfan_consumer_num_pending", "gauge",
+             "Messages of the stream the server has not yet delivered to the consumer (its consumer info).");
+    w.sample("jetfan_consumer_num_pending", "", s.polled->num_pending);
+    w.family("jetfan_consumer_num_ack_pending", "gauge",
+             "Messages the server delivered to the consumer and awaits an ack for (its consumer info).");
+    w.sample("jetfan_consumer_num_ack_pending", "", s.polled->num_ack_pending);
+    w.family("jetfan_consumer_info_age_seconds", "gauge", "Age of the consumer info the two above come from.");
+    w.sample("jetfan_consumer_info_age_seconds", "", s.polled_age_seconds);
+  }
+
+  w.family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+  w.sample("process_cpu_seconds_total", "", s.cpu_seconds);
+  if (s.open_fds >= 0) {
+    w.family("process_open_fds", "gauge", "Number of open file descriptors.");
+    w.sample("process_open_fds", "", static_cast<std::uint64_t>(s.open_fds));
+  }
+  if (s.max_fds >= 0) {
+    w.family("process_max_fds", "gauge", "Maximum number of open file descriptors.");
+    w.sample("process_max_fds", "", static_cast<std::uint64_t>(s.max_fds));
+  }
   w.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
   w.sample("process_resident_memory_bytes", "", s.resident_memory_bytes);
   w.family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds.");

@@ -110,6 +110,16 @@ struct StatusSnapshot {
   std::uint64_t tail_dropped = 0;  // by every tail, ever
   std::uint64_t reloads_applied = 0, reloads_refused = 0;
   std::uint64_t resident_memory_bytes = 0;
+  // The process, as Prometheus's client libraries name it; -1 where it could not be read.
+  std::int64_t open_fds = -1;
+  std::int64_t max_fds = -1;  // the soft limit, RLIMIT_NOFILE
+  double cpu_seconds = 0;     // user and system
+  std::string cnats_version;  // of the library jetfan runs with
+  std::string compiler;       // that built jetfan
+  // The server's consumer view of the last periodic consumer info (metrics), and how old it is;
+  // absent before the first answer or when the last one is too old to show.
+  std::optional<ServerConsumerView> polled;
+  double polled_age_seconds = 0;
 };
 
 // The problems an operator should see first, one line each: a declared handler with no instance

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, checks the code's format, builds, runs every
-# test (the fault suite's short run and its regressions among them); runs the benchmark harness in
+# test (the fault suite's short run and its regressions among them) against Debian 12's nats-server,
+# and the integration suite again against the newest one Debian ships; runs the benchmark harness in
 # smoke mode (it must work; no timing is asserted); runs clang-tidy; runs each fuzz target for a
 # short while (any finding fails); then builds again with AddressSanitizer and
 # UndefinedBehaviorSanitizer and runs every test once more but the slow ones (the fault runs and the
@@ -16,6 +17,17 @@ scripts/lint.sh --format-only
 echo "== build and test (build/)"
 scripts/build.sh
 ctest --test-dir build -j "$jobs" --output-on-failure
+
+echo "== the C++ integration tests against the newest nats-server Debian ships (scripts/nats_servers.sh)"
+# Beside Debian 12's 2.9.10 above; scripts/compat.sh runs the whole integration suite and the fault
+# short run against each release. Left out here, for time (about 6 of the suite's 8 minutes of
+# test time): the clients' and examples' suites, the demo, and the package, container and boot checks.
+newest=$(scripts/nats_servers.sh forky | awk '{print $3}')
+if [ -n "$newest" ]; then
+  echo "nats-server: $("$newest" --version) ($newest)"
+  JETFAN_NATS_SERVER=$newest ctest --test-dir build -j "$jobs" --output-on-failure -L integration -LE slow \
+    -E "$(scripts/compat.sh --print-exclusions)"
+fi
 
 echo "== benchmark harness, smoke mode"
 bench/run.sh --smoke

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 
@@ -54,8 +55,8 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
   CHECK(hanging.at("jetfan_handler_in_flight{handler=\"builder\"}") == 1);
   CHECK(hanging.at("jetfan_messages_held") == 1);
   CHECK(hanging.at("jetfan_messages_held_bytes") >= 20);  // "hang1@builder": its body at least, and headers
-  CHECK(hanging.at("jetfan_messages_held_limit{unit=\"messages\"}") > 0);
-  CHECK(hanging.at("jetfan_messages_held_limit{unit=\"bytes\"}") == 32 << 20);  // the default
+  CHECK(hanging.at("jetfan_messages_held_limit") > 0);
+  CHECK(hanging.at("jetfan_messages_held_limit_bytes") == 32 << 20);  // the default
   CHECK(hanging.at("jetfan_deliveries_in_flight") == 1);
   REQUIRE(mesh.wait_seen("builder", 2));  // timed out after 300ms and redelivered
   REQUIRE(mesh.wait_settled());
@@ -97,6 +98,15 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
   CHECK(after.at("jetfan_handler_oldest_unconfirmed_age_seconds{handler=\"builder\"}") == 0);
   CHECK(after.at("jetfan_pull_requests_outstanding") >= 1);
   CHECK(after.at("process_resident_memory_bytes") > 0);
+  CHECK(after.at("process_open_fds") > 3);
+  CHECK(after.at("process_max_fds") >= after.at("process_open_fds"));
+  CHECK(after.at("process_cpu_seconds_total") > 0);
+  CHECK(after.at("process_start_time_seconds") > 1.6e9);
+  const auto build = std::find_if(after.begin(), after.end(),
+                                  [](const auto& series) { return series.first.rfind("jetfan_build_info{", 0) == 0; });
+  REQUIRE(build != after.end());
+  CHECK_THAT(build->first, Catch::Contains("cnats=\"3."));
+  CHECK(build->second == 1);
 
   // The same text passes Prometheus's own linter, where it is installed.
   if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
@@ -109,6 +119,35 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
   const int status = std::system(("promtool check metrics < " + file + " > " + out + " 2>&1").c_str());
   INFO(read_file(out));
   CHECK(status == 0);
+}
+
+TEST_CASE("the server's view of the consumer's lag is scraped: pending and awaiting ack", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kHandlers, kMetrics));
+  const int port = metrics_port(mesh.jetfan_log());
+  REQUIRE(port > 0);
+  // No handler yet: jetfan holds what arrives, so the server awaits acks for it.
+  for (int i = 0; i < 3; ++i) mesh.publish("a.ok");
+  const auto wait_for = [&](const std::string& series, double value) {
+    std::map<std::string, double> last;
+    const bool seen = wait_until(
+        [&] {
+          last = scrape(port);
+          const auto found = last.find(series);
+          return found != last.end() && found->second == value;
+        },
+        30s);
+    INFO(series << " never became " << value << "; last " << (last.count(series) ? last.at(series) : -1));
+    CHECK(seen);
+    return last;
+  };
+  const auto held = wait_for("jetfan_consumer_num_ack_pending", 3);
+  CHECK(held.at("jetfan_consumer_num_pending") == 0);
+  CHECK(held.at("jetfan_consumer_info_age_seconds") < 60);
+  mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  REQUIRE(mesh.wait_settled());
+  wait_for("jetfan_consumer_num_ack_pending", 0);
 }
 
 TEST_CASE("/live answers from the start, /ready only while bound and serving, not while draining", "[integration]") {

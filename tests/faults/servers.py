@@ -14,6 +14,12 @@ STREAM = "EVENTS"
 DURABLE = "faults"
 
 
+def nats_server_binary():
+    """The nats-server a run starts: $JETFAN_NATS_SERVER when set (scripts/compat.sh points it at
+    another release), otherwise nats-server on PATH."""
+    return os.environ.get("JETFAN_NATS_SERVER") or "nats-server"
+
+
 class Node:
     def __init__(self, name, workdir, port, cluster_port=None, routes=()):
         self.name = name
@@ -32,7 +38,7 @@ class Node:
 
     def start(self, wait=True):
         before = read_text(self.log).count("Server is ready")
-        self.proc = Proc(["nats-server", "-c", self.conf], self.log, name=self.name)
+        self.proc = Proc([nats_server_binary(), "-c", self.conf], self.log, name=self.name)
         if wait and not wait_until(lambda: read_text(self.log).count("Server is ready") > before, 30):
             raise RuntimeError(f"nats-server {self.name} did not start; see {self.log}")
 

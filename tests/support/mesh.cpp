@@ -43,12 +43,18 @@ Mesh::~Mesh() {
   if (!std::getenv("JETFAN_KEEP_TEST_DIRS")) std::filesystem::remove_all(dir_, ignored);
 }
 
+std::string nats_server_binary() {
+  const char* chosen = std::getenv("JETFAN_NATS_SERVER");
+  return chosen != nullptr && *chosen != '\0' ? chosen : "nats-server";
+}
+
 std::string Mesh::url() const { return options_.scheme + "://127.0.0.1:" + std::to_string(port_); }
 
 void Mesh::start_server() {
   // The first start lets the server choose a free port (-p -1), so tests running side by side never
   // race for one; restarts reuse it.
-  std::vector<std::string> argv = {"nats-server", "-a", "127.0.0.1", "-p", port_ == 0 ? "-1" : std::to_string(port_)};
+  std::vector<std::string> argv = {nats_server_binary(), "-a", "127.0.0.1", "-p",
+                                   port_ == 0 ? "-1" : std::to_string(port_)};
   if (options_.jetstream) {
     for (const char* word : {"-js", "-sd"}) argv.push_back(word);
     argv.push_back(dir_ + "/jetstream");

@@ -1,7 +1,8 @@
 #pragma once
 // Test support: a whole mesh for one test, made of real parts.
 //   - a temp dir, removed afterwards;
-//   - a real nats-server with JetStream and file storage in it, on a port it chose (-p -1), restartable
+//   - a real nats-server (nats_server_binary()) with JetStream and file storage in it, on a port it chose (-p -1),
+//   restartable
 //     on that port;
 //   - stream EVENTS on events.> and durable pull consumer node1_builder, made as a controller would;
 //   - the real jetfan binary, and real handler processes (tests/test_handler) on the real socket.
@@ -18,6 +19,10 @@
 namespace jetfan::testing {
 
 using namespace std::chrono_literals;
+
+// The nats-server binary tests start: $JETFAN_NATS_SERVER when set (scripts/compat.sh points it at
+// another release), otherwise "nats-server" on PATH, Debian's.
+std::string nats_server_binary();
 
 struct MeshOptions {
   std::string ack_policy = "explicit";

@@ -40,7 +40,7 @@ mesh_start() {  # BUILD_DIR
   mesh_bin=$1
   mesh_dir=$(mktemp -d /tmp/jetfan-test.XXXXXX)
   mesh_socket=$mesh_dir/jetfan.sock
-  nats-server -js -sd "$mesh_dir/jetstream" -a 127.0.0.1 -p -1 > "$mesh_dir/nats.log" 2>&1 &
+  "${JETFAN_NATS_SERVER:-nats-server}" -js -sd "$mesh_dir/jetstream" -a 127.0.0.1 -p -1 > "$mesh_dir/nats.log" 2>&1 &
   mesh_pids+=($!)
   mesh_wait_for "$mesh_dir/nats.log" "Listening for client connections"
   mesh_url="nats://127.0.0.1:$(sed -n 's/.*Listening for client connections on 127.0.0.1:\([0-9]*\).*/\1/p' "$mesh_dir/nats.log")"

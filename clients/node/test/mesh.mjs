@@ -55,7 +55,8 @@ export class Mesh {
     const mesh = new Mesh();
     mesh.dir = mkdtempSync(join(tmpdir(), "jetfan-node-"));
     mesh.socketPath = join(mesh.dir, "jetfan.sock");
-    mesh.server = new Child(["nats-server", "-js", "-sd", join(mesh.dir, "js"), "-a", "127.0.0.1", "-p", "-1"]);
+    const binary = process.env.JETFAN_NATS_SERVER || "nats-server"; // scripts/compat.sh sets it
+    mesh.server = new Child([binary, "-js", "-sd", join(mesh.dir, "js"), "-a", "127.0.0.1", "-p", "-1"]);
     await mesh.server.waitOutput("Listening for client connections on 127.0.0.1:");
     const port = /Listening for client connections on 127\.0\.0\.1:(\d+)/.exec(mesh.server.output)[1];
     mesh.url = `nats://127.0.0.1:${port}`;

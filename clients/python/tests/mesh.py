@@ -46,7 +46,8 @@ class Mesh:
         self._procs: list[subprocess.Popen[bytes]] = []
         self.jetfan: Optional[subprocess.Popen[bytes]] = None
         log = self.dir / "nats.log"
-        server = self._start(["nats-server", "-js", "-sd", str(self.dir / "jetstream"), "-a", "127.0.0.1", "-p", "-1"], log)
+        binary = os.environ.get("JETFAN_NATS_SERVER") or "nats-server"  # scripts/compat.sh sets it
+        server = self._start([binary, "-js", "-sd", str(self.dir / "jetstream"), "-a", "127.0.0.1", "-p", "-1"], log)
         pattern = re.compile(r"Listening for client connections on 127\.0\.0\.1:(\d+)")
         if not wait_until(lambda: pattern.search(log.read_text(errors="replace")) is not None):
             raise RuntimeError(f"nats-server did not start: {log.read_text()}")
