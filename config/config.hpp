@@ -136,7 +136,7 @@ struct HandlerSettings {
   AllowSettings allow;              // empty: any peer that can open the socket
   std::uint32_t max_instances = 0;  // 0: no limit
   WhenFull when_full = WhenFull::kHold;
-  OrderBy order_by;  // absent: unordered
+  OrderBy order_by;                    // absent: unordered
   std::optional<RetrySettings> retry;  // none: for ever, with delivery.nak_delay and nak_delay_max
   std::string dead_letter_subject;     // empty: no dead letters; a used-up budget is a TERM for it
   bool paused = false;                 // gets nothing new; its messages are held for it

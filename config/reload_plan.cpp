@@ -113,11 +113,10 @@ std::vector<std::string> restart_keys() {
 
 const std::vector<std::string>& reloadable_keys() {
   static const std::vector<std::string> keys = {
-      "handlers.name",          "handlers.patterns",    "handlers.max_inflight",
-      "handlers.ack_timeout",   "handlers.allow",       "handlers.max_instances",
-      "handlers.when_full",     "handlers.order_by",    "handlers.retry",
-      "handlers.dead_letter",   "handlers.paused",      "delivery.nak_delay",
-      "delivery.nak_delay_max", "delivery.drain_timeout", "socket.hello_timeout", "log.level"};
+      "handlers.name",          "handlers.patterns",      "handlers.max_inflight", "handlers.ack_timeout",
+      "handlers.allow",         "handlers.max_instances", "handlers.when_full",    "handlers.order_by",
+      "handlers.retry",         "handlers.dead_letter",   "handlers.paused",       "delivery.nak_delay",
+      "delivery.nak_delay_max", "delivery.drain_timeout", "socket.hello_timeout",  "log.level"};
   return keys;
 }
 

@@ -55,9 +55,9 @@ struct HandlerView {
   std::size_t order_waiting = 0;       // messages waiting so
   std::optional<double> order_oldest_wait_seconds;
   std::uint64_t without_order_key = 0;  // delivered unordered: no order key (header or token missing)
-  bool paused = false;              // gets nothing new (jetfan pause, or handlers[].paused)
-  std::uint32_t max_attempts = 0;   // its retry budget; 0: no limit
-  std::string dead_letter_subject;  // empty: none
+  bool paused = false;                  // gets nothing new (jetfan pause, or handlers[].paused)
+  std::uint32_t max_attempts = 0;       // its retry budget; 0: no limit
+  std::string dead_letter_subject;      // empty: none
   HandlerStats stats;
   HandlerRates rates;
 };
