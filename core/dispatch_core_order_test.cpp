@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core_test_support.hpp"
 #include "dispatch_core.hpp"
 
 using namespace jetfan;
@@ -10,15 +11,7 @@ namespace {
 
 const TimePoint kStart{};
 
-CoreSettings settings(std::size_t handlers) {
-  CoreSettings s;
-  s.handlers.assign(handlers, HandlerLimits{8, milliseconds(1000)});
-  s.nak_delay = milliseconds(100);
-  s.nak_delay_max = milliseconds(1000);
-  s.keepalive = milliseconds(500);
-  s.remember = 100000;
-  return s;
-}
+CoreSettings settings(std::size_t handlers) { return testing::core_settings(handlers, 8); }
 
 // Handler 0 is ordered by the key given, handler 1 (when a recipient) is not.
 Arrival ordered(std::uint64_t seq, const std::string& key, HandlerMask recipients = 0b01,
@@ -26,17 +19,9 @@ Arrival ordered(std::uint64_t seq, const std::string& key, HandlerMask recipient
   return Arrival{seq * 100 + deliveries, seq, deliveries, recipients, false, {OrderKey{0, key}}};
 }
 
-std::vector<Effect> take(DispatchCore& core, Kind kind) {
-  std::vector<Effect> out;
-  for (const auto& e : core.effects()) {
-    if (e.kind == kind) out.push_back(e);
-  }
-  return out;
-}
+std::vector<Effect> take(DispatchCore& core, Kind kind) { return testing::effects_of(core.effects(), kind); }
 std::vector<Effect> take_all(DispatchCore& core, Kind kind) {
-  auto out = take(core, kind);
-  core.effects().clear();
-  return out;
+  return testing::effects_of(testing::take_effects(core), kind);
 }
 // The stream sequences of the MSGs since the last take.
 std::vector<std::uint64_t> delivered(DispatchCore& core) {

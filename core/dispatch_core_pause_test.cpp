@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core_test_support.hpp"
 #include "dispatch_core.hpp"
 
 using namespace jetfan;
@@ -10,23 +11,10 @@ namespace {
 
 const TimePoint kStart{};
 
-CoreSettings two_handlers() {
-  CoreSettings s;
-  s.handlers.assign(2, HandlerLimits{4, milliseconds(1000)});
-  s.nak_delay = milliseconds(100);
-  s.nak_delay_max = milliseconds(1000);
-  s.keepalive = milliseconds(500);
-  s.remember = 1000;
-  return s;
-}
+CoreSettings two_handlers() { return testing::core_settings(2); }
 
 std::vector<Effect> take(DispatchCore& core, Kind kind) {
-  std::vector<Effect> out;
-  for (const auto& e : core.effects()) {
-    if (e.kind == kind) out.push_back(e);
-  }
-  core.effects().clear();
-  return out;
+  return testing::effects_of(testing::take_effects(core), kind);
 }
 
 }  // namespace

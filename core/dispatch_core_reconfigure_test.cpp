@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core_test_support.hpp"
 #include "dispatch_core.hpp"
 
 using namespace jetfan;
@@ -10,29 +11,11 @@ namespace {
 
 const TimePoint kStart{};
 
-CoreSettings settings(std::size_t handlers) {
-  CoreSettings s;
-  s.handlers.assign(handlers, HandlerLimits{4, milliseconds(1000)});
-  s.nak_delay = milliseconds(100);
-  s.nak_delay_max = milliseconds(1000);
-  s.keepalive = milliseconds(500);
-  s.remember = 1000;
-  return s;
-}
+CoreSettings settings(std::size_t handlers) { return testing::core_settings(handlers); }
 
-std::vector<Effect> take(DispatchCore& core, Kind kind) {
-  std::vector<Effect> out;
-  for (const auto& e : core.effects()) {
-    if (e.kind == kind) out.push_back(e);
-  }
-  return out;
-}
+std::vector<Effect> take(DispatchCore& core, Kind kind) { return testing::effects_of(core.effects(), kind); }
 
-std::vector<Effect> drain(DispatchCore& core) {
-  auto all = std::move(core.effects());
-  core.effects().clear();
-  return all;
-}
+std::vector<Effect> drain(DispatchCore& core) { return testing::take_effects(core); }
 
 std::size_t count(const std::vector<Effect>& effects, Kind kind) {
   return static_cast<std::size_t>(

@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "core_test_support.hpp"
 #include "dispatch_core.hpp"
 
 using namespace jetfan;
@@ -17,27 +18,14 @@ namespace {
 const TimePoint kStart{};
 
 CoreSettings settings(std::size_t handlers, AckPolicy policy = AckPolicy::kExplicit) {
-  CoreSettings s;
-  s.handlers.assign(handlers, HandlerLimits{4, milliseconds(1000)});
-  s.ack_policy = policy;
-  s.nak_delay = milliseconds(100);
-  s.nak_delay_max = milliseconds(1000);
-  s.keepalive = milliseconds(500);
-  s.remember = 100000;
-  return s;
+  return testing::core_settings(handlers, 4, policy);
 }
 
 // Takes the core's effects and makes them easy to assert on.
 struct Taken {
   std::vector<Effect> all;
-  explicit Taken(DispatchCore& core) : all(std::move(core.effects())) { core.effects().clear(); }
-  std::vector<Effect> of(Kind kind) const {
-    std::vector<Effect> out;
-    for (const auto& e : all) {
-      if (e.kind == kind) out.push_back(e);
-    }
-    return out;
-  }
+  explicit Taken(DispatchCore& core) : all(testing::take_effects(core)) {}
+  std::vector<Effect> of(Kind kind) const { return testing::effects_of(all, kind); }
   std::size_t count(Kind kind) const { return of(kind).size(); }
 };
 

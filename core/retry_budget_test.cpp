@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core_test_support.hpp"
 #include "dispatch_core.hpp"
 #include "retry_budget.hpp"
 
@@ -13,29 +14,14 @@ const TimePoint kStart{};
 
 // Handler 0 may fail a message `max_attempts` times; handler 1 retries for ever.
 CoreSettings budget_settings(std::uint32_t max_attempts, bool dead_letter) {
-  CoreSettings s;
-  s.handlers.assign(2, HandlerLimits{4, milliseconds(1000)});
+  CoreSettings s = testing::core_settings(2);
   s.handlers[0].retry = RetryPolicy{max_attempts, milliseconds(10), milliseconds(40), dead_letter};
-  s.nak_delay = milliseconds(100);
-  s.nak_delay_max = milliseconds(1000);
-  s.keepalive = milliseconds(500);
-  s.remember = 1000;
   return s;
 }
 
-std::vector<Effect> take(DispatchCore& core) {
-  std::vector<Effect> all = std::move(core.effects());
-  core.effects().clear();
-  return all;
-}
+std::vector<Effect> take(DispatchCore& core) { return testing::take_effects(core); }
 
-std::vector<Effect> of(const std::vector<Effect>& all, Kind kind) {
-  std::vector<Effect> out;
-  for (const auto& e : all) {
-    if (e.kind == kind) out.push_back(e);
-  }
-  return out;
-}
+std::vector<Effect> of(const std::vector<Effect>& all, Kind kind) { return testing::effects_of(all, kind); }
 
 // Delivers seq to connection 1 (handler 0) until it has failed `times` by NAK, redelivering from
 // the server after each hand-back. Returns the effects of the last NAK.
