@@ -52,7 +52,7 @@ sweep_section() {  # RESULTS_DIR: the "Cost curve" section of bench.md
   echo
   echo "What jetfan costs as its handlers and the payload grow: msg/s end to end, jetfan's CPU seconds per million"
   echo "messages (user + system) and its peak RSS. Every handler matches every message (\`#\`) and acks it at once;"
-  echo "A is the direct cnats reader on the same messages. Each point is the median of $reps runs over the same"
+  echo "A is the direct cnats reader on the same messages, G the nats.go reader (Fetch(2048), +ACK each). Each point is the median of $reps runs over the same"
   echo "messages (the consumer rewound between runs; msg/s of the slowest and fastest run in brackets), each timed"
   echo "from jetfan's start (A: its ready_ns) until nothing is pending or unacked."
   if [ "$steady" = 1 ]; then
@@ -66,24 +66,24 @@ sweep_section() {  # RESULTS_DIR: the "Cost curve" section of bench.md
   echo
   echo "By handlers, $(size_label "$hsize"), $(awk -F, '$1 == "handlers" {print $5; exit}' "$csv") messages a run:"
   echo
-  echo "| handlers | msg/s | MiB/s | C/A | jetfan CPU s per 1M msgs | jetfan peak RSS MiB |"
-  echo "|---|---:|---:|---:|---:|---:|"
-  awk -F, '$1 == "handlers" {printf "| %s | %s (%s-%s) | %s | %s | %s | %s |\n", ($2 == "A" ? "A (direct reader)" : $3),
-    $9, $10, $11, $12, $13, $14, $15}' "$csv"
+  echo "| handlers | msg/s | MiB/s | C/A | C/G | jetfan CPU s per 1M msgs | jetfan peak RSS MiB |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+  awk -F, '$1 == "handlers" {printf "| %s | %s (%s-%s) | %s | %s | %s | %s | %s |\n",
+    ($2 == "A" ? "A (direct cnats reader)" : $2 == "G" ? "G (nats.go reader)" : $3), $9, $10, $11, $12, $13, $16, $14, $15}' "$csv"
   echo
   echo "By payload:"
   echo
-  echo "| size | messages | max_held | stack | msg/s | MiB/s | C/A | jetfan CPU s per 1M msgs | jetfan peak RSS MiB |"
-  echo "|---|---:|---:|---|---:|---:|---:|---:|---:|"
-  awk -F, '$1 == "payload" {print}' "$csv" | while IFS=, read -r _ stack handlers size messages held _ _ rate lo hi mib ca cpu rss; do
-    echo "| $(size_label "$size") | $messages | $held | $([ "$stack" = A ] && echo "A" || echo "C $handlers h") | $rate ($lo-$hi) | $mib | $ca | $cpu | $rss |"
+  echo "| size | messages | max_held | stack | msg/s | MiB/s | C/A | C/G | jetfan CPU s per 1M msgs | jetfan peak RSS MiB |"
+  echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+  awk -F, '$1 == "payload" {print}' "$csv" | while IFS=, read -r _ stack handlers size messages held _ _ rate lo hi mib ca cpu rss cg; do
+    echo "| $(size_label "$size") | $messages | $held | $([ "$stack" = C ] && echo "C $handlers h" || echo "$stack") | $rate ($lo-$hi) | $mib | $ca | $cg | $cpu | $rss |"
   done
   echo
   echo "![cost curve](../bench/results/sweep.png)"
 }
 
 sweep_plot() {  # RESULTS_DIR: sweep.png from sweep.csv
-  local dir=$1 csv=$1/sweep.csv tmp a_rate hsize h hmin hmax smin smax xt_h xt_s cpu_log=1 rate_plot="" ca_plot="" cpu_plot="" rss_plot=""
+  local dir=$1 csv=$1/sweep.csv tmp a_rate g_rate hsize h hmin hmax smin smax xt_h xt_s cpu_log=1 rate_plot="" ca_plot="" cpu_plot="" rss_plot=""
   local -a fan
   tmp=$(mktemp -d)
   # handlers.dat: handlers msgs/s cpu rss c/a min max; A.dat: size msgs/s min max; C<h>.dat as handlers.dat by size
@@ -92,6 +92,8 @@ sweep_plot() {  # RESULTS_DIR: sweep.png from sweep.csv
     $1 == "payload" && $2 == "A" {print $4, $9, $10, $11 > (t "/A.dat")}
     $1 == "payload" && $2 == "C" {print $4, $9, $14, $15, $13, $10, $11 > (t "/C" $3 ".dat")}' "$csv"
   a_rate=$(awk -F, '$1 == "handlers" && $2 == "A" {print $9}' "$csv")
+  g_rate=$(awk -F, '$1 == "handlers" && $2 == "G" {print $9}' "$csv")
+  awk -F, -v t="$tmp" '$1 == "payload" && $2 == "G" {print $4, $9, $10, $11 > (t "/G.dat")}' "$csv"
   hsize=$(awk -F, '$1 == "handlers" {print $4; exit}' "$csv")
   read -r hmin hmax < <(awk '{print $1}' "$tmp/handlers.dat" | sort -n | sed -n '1p;$p' | paste -sd' ')
   read -r smin smax < <(awk '{print $1}' "$tmp/A.dat" | sort -n | sed -n '1p;$p' | paste -sd' ')
@@ -121,7 +123,7 @@ set xlabel "handlers, all matching every message ($(size_label "$hsize"))"
 set yrange [0:*]
 set format y "%.0s%c"
 set title "msg/s"
-plot "$tmp/handlers.dat" using 1:2:6:7 with yerrorlines lw 2 lc rgb "#3b6ea8" title "C", $a_rate with lines dashtype 2 lc rgb "#666666" title "A"
+plot "$tmp/handlers.dat" using 1:2:6:7 with yerrorlines lw 2 lc rgb "#3b6ea8" title "C", $a_rate with lines dashtype 2 lc rgb "#666666" title "A"$([ -n "$g_rate" ] && echo ", $g_rate with lines dashtype 3 lc rgb \"#000000\" title \"G\"")
 set format y "%g"
 set title "jetfan CPU s per 1M messages"
 plot "$tmp/handlers.dat" using 1:3 with linespoints lw 2 lc rgb "#3b6ea8" notitle
@@ -139,7 +141,7 @@ set y2range [0:*]
 set y2label "C/A"
 set key bottom left
 set format y "%.0s%c"
-plot "$tmp/A.dat" using 1:2:3:4 with yerrorlines lw 2 lc rgb "#666666" title "A"$rate_plot$ca_plot
+plot "$tmp/A.dat" using 1:2:3:4 with yerrorlines lw 2 lc rgb "#666666" title "A"$([ -s "$tmp/G.dat" ] && echo ", \"$tmp/G.dat\" using 1:2:3:4 with yerrorlines lw 2 lc rgb \"#000000\" title \"G\"")$rate_plot$ca_plot
 unset y2tics
 unset y2label
 set format y "%g"
@@ -177,12 +179,13 @@ fi
 out=$1 held_rss=$2 held_peak=$3 held_n=$4 reps=$5 lat_rate=${6:-10000}
 csv=$out/bench.csv md=$out/bench.md
 
-# C/A and C/B use the A and B rows of the same size from the same run.
+# C/A, C/B and C/G use the A, B and G rows of the same size from the same run (columns 12, 13, 14).
 ratios=$out/ratios.csv
 awk -F, 'NR == 1 {next}
-  $2 == "A" {a[$5] = $8} $2 == "B" && $3 == 1 {b[$5] = $8} {row[NR] = $0; size[NR] = $5; rate[NR] = $8; stack[NR] = $2}
-  END {for (i = 2; i <= NR; i++) printf "%s,%s,%s\n", row[i], (a[size[i]] ? sprintf("%.2f", rate[i] / a[size[i]]) : ""),
-                                                     (b[size[i]] ? sprintf("%.2f", rate[i] / b[size[i]]) : "")}' "$csv" > "$ratios"
+  $2 == "A" {a[$5] = $8} $2 == "G" {g[$5] = $8} $2 == "B" && $3 == 1 {b[$5] = $8} {row[NR] = $0; size[NR] = $5; rate[NR] = $8; stack[NR] = $2}
+  END {for (i = 2; i <= NR; i++) printf "%s,%s,%s,%s\n", row[i], (a[size[i]] ? sprintf("%.2f", rate[i] / a[size[i]]) : ""),
+                                                     (b[size[i]] ? sprintf("%.2f", rate[i] / b[size[i]]) : ""),
+                                                     (g[size[i]] ? sprintf("%.2f", rate[i] / g[size[i]]) : "")}' "$csv" > "$ratios"
 
 lookup() { awk -F, -v c="$1" -v s="$2" -v col="$3" '$1 == c && $5 == s {print $col; exit}' "$ratios"; }
 # rounds.csv (round,size,case,seconds,jetfan_peak_rss_mib,messages): the per-round ratio of CASE to DEN (A,
@@ -208,10 +211,13 @@ peak_rss_all() {
 }
 # met VALUE OP LIMIT: "met" or "missed" (OP: ge or le)
 met() { awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {ok = (op == "ge") ? v + 0 >= l : v + 0 <= l; print (v == "" ? "no figure" : ok ? "met" : "**missed**")}'; }
-ratio_row() {  # LABEL SIZE CASE TARGET
-  local r; r=$(round_ratio "$2" "$3" A)
-  echo "| $1 | ≥ $4× A | ${r}× ($(round_range "$2" "$3" A)) | $(met "$r" ge "$4") |"
+ratio_row() {  # LABEL SIZE CASE TARGET [DEN=A]
+  local den=${5:-A} r; r=$(round_ratio "$2" "$3" "$den")
+  echo "| $1 | ≥ $4× $den | ${r}× ($(round_range "$2" "$3" "$den")) | $(met "$r" ge "$4") |"
 }
+# G: the nats.go reader's rows, if this run had them (bench/go/go_reader.sh skips G where it cannot build it).
+g_present() { awk -F, 'NR > 1 && $3 == "G" {found = 1} END {exit !found}' "$out/rounds.csv"; }
+g_version() { dpkg-query -W -f='${Version}' golang-github-nats-io-go-nats-dev 2>/dev/null || echo "(not installed)"; }
 
 {
   echo "# jetfan benchmark"
@@ -220,17 +226,18 @@ ratio_row() {  # LABEL SIZE CASE TARGET
   echo "$(nats-server --version 2>&1 | head -1) with file storage on the same machine; cnats $(dpkg-query -W -f='${Version}' libnats-dev 2>/dev/null);"
   echo "node $(node --version), npm nats $(node -p 'require("./bench/node/node_modules/nats/package.json").version' 2>/dev/null)."
   echo "End to end: from the moment the reader can read (messages already in the stream) until the server shows"
-  echo "num_pending = 0 and num_ack_pending = 0. A: direct cnats pull reader acking itself. B: Node, consume() and"
+  echo "num_pending = 0 and num_ack_pending = 0. A: direct cnats pull reader acking itself. G: nats.go $(g_version) reader,"
+  echo "PullSubscribe bound to the durable, Fetch(2048) in a loop, +ACK each (bench/go/reader.go)$(g_present || echo "; skipped in this run"). B: Node, consume() and"
   echo "in-process dispatch (the in-process single reader in nats.js, the design jetfan replaces). C: jetfan and"
   echo "handler processes on the C++ client."
   echo "Each throughput row is the median of $reps runs; ratios are within this run. Command: \`bench/run.sh\`."
   echo "Messages a run drains, published once per size (the consumer rewound between runs):"
   echo "$(awk -F, 'NR > 1 && !seen[$5]++ {printf "%s%s B: %s", (n++ ? ", " : ""), $5, $6}' "$csv")."
   echo
-  echo "| case | size | msg/s | MB/s | C/A | C/B | jetfan CPU s per 1M msgs | jetfan peak RSS MiB |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-  awk -F, '{ca = ($2 == "C") ? $12 : ""; cb = ($2 == "C") ? $13 : "";
-    printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $5, $8, $9, ca, cb, $10, $11}' "$ratios"
+  echo "| case | size | msg/s | MB/s | C/A | C/G | C/B | jetfan CPU s per 1M msgs | jetfan peak RSS MiB |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  awk -F, '{ca = ($2 == "C") ? $12 : ""; cb = ($2 == "C") ? $13 : ""; cg = ($2 == "C") ? $14 : "";
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $5, $8, $9, ca, cg, cb, $10, $11}' "$ratios"
   echo
   echo "Publish-to-handler latency, 128 B at the paced rate (µs):"
   echo
@@ -258,6 +265,15 @@ ratio_row() {  # LABEL SIZE CASE TARGET
   ratio_row "128 B, 1 handler, 100 patterns" 128 Cp100 0.90
   ratio_row "16 KiB, 4 all-matching" 16384 C4 0.70
   ratio_row "16 KiB, 8 all-matching" 16384 C8 0.50
+  if g_present; then
+    echo "| G, the nats.go reader, against A (the second ceiling) | — | $(round_ratio 128 G A)× ($(round_range 128 G A)) at 128 B, $(round_ratio 16384 G A)× at 16 KiB | |"
+    ratio_row "128 B, 1 handler" 128 C1 0.95 G
+    ratio_row "128 B, 4 all-matching" 128 C4 0.5 G
+    ratio_row "128 B, 8 all-matching" 128 C8 0.3 G
+    ratio_row "16 KiB, 4 all-matching" 16384 C4 0.5 G
+  else
+    echo "| against G (nats.go reader) | | skipped: G was not built in this run | |"
+  fi
   echo "| peak RSS, every case, default settings | ≤ 64 MiB | $peak MiB ($peak_case) | $(met "$peak" le 64) |"
   echo "| RSS with $held_n × 1 KiB held | ≤ 24 MiB | $held_rss MiB (peak $held_peak) | $(met "$held_rss" le 24) |"
   echo "| added latency at $lat_rate msg/s (C − A, same round) | p50 ≤ 50 µs, p99 ≤ 500 µs | p50 $added_p50 µs, p99 $added_p99 µs | $(met "$added_p50" le 50), $(met "$added_p99" le 500) |"

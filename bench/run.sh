@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The benchmark, in one command: jetfan (C) against the ceiling, a direct cnats reader (A), and the
-# alternative it replaces, an in-process Node dispatcher (B), side by side in one run; and C with its
-# one handler on each client (C++, TypeScript, Python) against the C++ one.
+# The benchmark, in one command: jetfan (C) against the ceilings, a direct cnats reader (A) and a
+# nats.go reader (G, bench/go/reader.go: Fetch(2048) in a loop, built from Debian's Go packages by
+# bench/go/go_reader.sh, skipped with a line saying why if it cannot be), and the alternative it
+# replaces, an in-process Node dispatcher (B), side by side in one run; and C with its one handler on
+# each client (C++, TypeScript, Python) against the C++ one.
 #
 #   bench/run.sh            full run; writes bench/results/{bench.csv,bench.md,bench.png,...} and
 #                           puts bench.md into docs/BENCHMARKS.md
@@ -27,11 +29,11 @@
 # size. sweep.csv has one row per point and curve:
 #   curve                      handlers | payload (a point on both has a row on each; A at 128 B is
 #                              the handlers curve's reference)
-#   stack                      A | C
-#   handlers                   C's handlers, all on "#"; - for A
+#   stack                      A | G | C
+#   handlers                   C's handlers, all on "#"; - for A and G
 #   size                       payload bytes
 #   messages                   messages drained per run (at least 20 × max_held; SWEEP_MESSAGES or smoke: fixed)
-#   max_held                   jetfan's held window at this size, in messages; - for A
+#   max_held                   jetfan's held window at this size, in messages; - for A and G
 #   reps                       runs per point
 #   seconds                    median run time
 #   msgs_per_s                 messages / median seconds
@@ -40,6 +42,7 @@
 #   c_over_a                   msgs_per_s / A's at the same size; empty for A
 #   jetfan_cpu_s_per_million   median over the runs of jetfan's user+system CPU seconds / messages × 1e6
 #   jetfan_peak_rss_mib        median over the runs of jetfan's peak RSS (VmHWM)
+#   c_over_g                   msgs_per_s / G's at the same size; empty for A and G, or if G was skipped
 #
 # The clients' handlers: `jetfan-bench handler` (C++), clients/node/bench/handler.ts (TypeScript, run on
 # node 20 or later as clients/node's tests are) and clients/python/bench_handler.py (Python: $PYTHON, else
@@ -84,6 +87,9 @@ cleanup() {  # also what a failed run left behind: a jetfan without its server w
   rm -rf "$work"
 }
 trap cleanup EXIT
+# shellcheck source=bench/go/go_reader.sh
+source "$root/bench/go/go_reader.sh"
+[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || go_reader_build "$bin/bench"
 
 if [ $only_instructions = 1 ]; then
   cg=(2000 10000)
@@ -351,6 +357,7 @@ echo "== throughput: messages pre-published, then drained; median of $reps runs"
 for size in "${sizes[@]}"; do
   echo "  ($size B: ${count[$size]} messages)"
   measure "A direct cnats" A 1 - $size run_direct $size
+  if [ -n "${go_reader:-}" ]; then measure "G nats.go" G 1 - $size run_go $size; fi
   measure "B in-process node 1 h" B 1 "#" $size run_inprocess $size 1
   measure "C jetfan 1 h all" C 1 1 $size run_jetfan $size 1 all
   for h in "${fanout[@]}"; do
@@ -364,15 +371,16 @@ measure "C jetfan 1 h p100" C 1 100 128 run_jetfan 128 1 p100
 # The targets' ratios: A, B and the C cases of a size run back to back in each round, on the same
 # messages, so drift on a shared machine (disk, page cache, neighbours) hits all of them alike;
 # report.sh takes the median of the per-round ratios to A.
-echo "== ratios, interleaved rounds: at 128 B A, B, C with 1, 4 and 8 all-matching handlers and with 100 patterns;"
-echo "   at 16 KiB A, C with 4 and 8; $rounds rounds"
+echo "== ratios, interleaved rounds: at 128 B A, G (if built), B, C with 1, 4 and 8 all-matching handlers and with 100 patterns;"
+echo "   at 16 KiB A, G, C with 4 and 8; $rounds rounds"
 echo "round,size,case,seconds,jetfan_peak_rss_mib,messages" > "$out/rounds.csv"
-round_cases() {  # SIZE CASE...: one round of the cases, each "A", "B" or "C<handlers>[p100]"
+round_cases() {  # SIZE CASE...: one round of the cases, each "A", "G", "B" or "C<handlers>[p100]"
   local size=$1 c line a=""; shift
   line="  round $r, $size B:"
   for c in "$@"; do
     case $c in
       A) run_direct "$size" ;;
+      G) run_go "$size" ;;
       B) run_inprocess "$size" 1 ;;
       Cp100) run_jetfan "$size" 1 p100 ;;
       C*) run_jetfan "$size" "${c#C}" all ;;
@@ -384,8 +392,9 @@ round_cases() {  # SIZE CASE...: one round of the cases, each "A", "B" or "C<han
   done
   echo "$line (×A)"
 }
-for r in $(seq "$rounds"); do round_cases 128 A B C1 C4 C8 Cp100; done
-for r in $(seq "$rounds"); do round_cases 16384 A C4 C8; done
+g_case=(); [ -n "${go_reader:-}" ] && g_case=(G)
+for r in $(seq "$rounds"); do round_cases 128 A "${g_case[@]}" B C1 C4 C8 Cp100; done
+for r in $(seq "$rounds"); do round_cases 16384 A "${g_case[@]}" C4 C8; done
 
 client_rows
 

@@ -6,7 +6,8 @@
 #                   every message), at 128 B
 #   payload curve:  C with each count of $sweep_fanout all-matching handlers at each size of
 #                   $sweep_sizes
-#   and A (the direct cnats reader) at every size, for C/A.
+#   and A (the direct cnats reader) and G (the nats.go reader, if bench/go/go_reader.sh built it) at
+#   every size, for C/A and C/G.
 #
 # Each point is the median of $sweep_reps runs, each drained end to end as in the throughput table:
 # from jetfan's start (t0; A: its ready_ns) until the server shows nothing pending or unacked.
@@ -45,13 +46,16 @@ sweep_count() {  # size -> messages per run
   if [ -n "${sweep_n:-}" ]; then echo "$sweep_n"; else steady_count "$1"; fi
 }
 
-# One run on the messages already in the stream: STACK (A or C) HANDLERS SIZE N. Appends
+# One run on the messages already in the stream: STACK (A, G or C) HANDLERS SIZE N. Appends
 # "stack handlers size n seconds cpu rss" to $work/sweep.reps.
 sweep_run() {
   local stack=$1 handlers=$2 size=$3 n=$4 spec="" names="" i
   "$tool" rewind "$url" BENCH bench_durable "$sweep_ack_pending"
   if [ "$stack" = A ]; then
     drain_direct "$n" "$size"
+    handlers=-
+  elif [ "$stack" = G ]; then
+    drain_go "$n" "$size"
     handlers=-
   else
     for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:#"; names+=" h$i"; done
@@ -87,17 +91,18 @@ sweep_points() {
 # The rows of sweep.csv of one curve from sweep_points' lines on stdin.
 sweep_rows() {  # CURVE SIZES HANDLERS (space-separated lists)
   awk -v curve="$1" -v sizes=" $2 " -v hs=" $3 " -v bytes="$sweep_held_bytes" -v pending="$sweep_ack_pending" '
-    {rate = $4 / $6; if ($1 == "A") a[$3] = rate; line[NR] = $0}
+    {rate = $4 / $6; if ($1 == "A") a[$3] = rate; if ($1 == "G") g[$3] = rate; line[NR] = $0}
     END {
       for (i = 1; i <= NR; i++) {
         split(line[i], f, " ")
         if (index(sizes, " " f[3] " ") == 0) continue
         if (f[1] == "C" && index(hs, " " f[2] " ") == 0) continue
         rate = f[4] / f[6]; held = int((bytes + f[3] - 1) / f[3]); if (held > pending) held = pending
-        printf "%s,%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.0f,%.0f,%.2f,%s,%s,%s\n", curve, f[1], f[2], f[3], f[4],
-          (f[1] == "A" ? "-" : held), f[5], f[6], rate, f[4] / f[8], f[4] / f[7], rate * f[3] / 1048576,
+        printf "%s,%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.0f,%.0f,%.2f,%s,%s,%s,%s\n", curve, f[1], f[2], f[3], f[4],
+          (f[1] != "C" ? "-" : held), f[5], f[6], rate, f[4] / f[8], f[4] / f[7], rate * f[3] / 1048576,
           (f[1] == "C" && a[f[3]] ? sprintf("%.2f", rate / a[f[3]]) : ""),
-          (f[9] == "-" ? "" : sprintf("%.2f", f[9] / f[4] * 1e6)), (f[10] == "-" ? "" : f[10])
+          (f[9] == "-" ? "" : sprintf("%.2f", f[9] / f[4] * 1e6)), (f[10] == "-" ? "" : f[10]),
+          (f[1] == "C" && g[f[3]] ? sprintf("%.2f", rate / g[f[3]]) : "")
       }
     }'
 }
@@ -118,14 +123,15 @@ sweep() {
     fresh_stream "$sweep_ack_pending"; prepublish "$n" "$size" "$(keys_for 4)"
     for _ in $(seq "$sweep_reps"); do
       sweep_run A 1 "$size" "$n"
+      if [ -n "${go_reader:-}" ]; then sweep_run G 1 "$size" "$n"; fi
       for h in "${hs[@]}"; do sweep_run C "$h" "$size" "$n"; done
     done
-    sweep_points "$size" | awk '{printf "    %-8s %9.0f msg/s (%.0f-%.0f)%s\n", ($1 == "A" ? "A" : "C " $2 " h"), $4 / $6, $4 / $8, $4 / $7,
-      ($1 == "A" ? "" : sprintf("  %.2f CPU s per 1M  %s MiB peak", $9 / $4 * 1e6, $10))}'
+    sweep_points "$size" | awk '{printf "    %-8s %9.0f msg/s (%.0f-%.0f)%s\n", ($1 != "C" ? $1 : "C " $2 " h"), $4 / $6, $4 / $8, $4 / $7,
+      ($1 != "C" ? "" : sprintf("  %.2f CPU s per 1M  %s MiB peak", $9 / $4 * 1e6, $10))}'
   done
 
   points=$(sweep_points)
-  echo "curve,stack,handlers,size,messages,max_held,reps,seconds,msgs_per_s,msgs_per_s_min,msgs_per_s_max,mb_per_s,c_over_a,jetfan_cpu_s_per_million,jetfan_peak_rss_mib" > "$out/sweep.csv"
+  echo "curve,stack,handlers,size,messages,max_held,reps,seconds,msgs_per_s,msgs_per_s_min,msgs_per_s_max,mb_per_s,c_over_a,jetfan_cpu_s_per_million,jetfan_peak_rss_mib,c_over_g" > "$out/sweep.csv"
   sweep_rows handlers "$sweep_size" "${sweep_handlers[*]}" <<< "$points" >> "$out/sweep.csv"
   sweep_rows payload "${sweep_sizes[*]}" "${sweep_fanout[*]}" <<< "$points" >> "$out/sweep.csv"
 }

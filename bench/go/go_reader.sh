@@ -1,0 +1,49 @@
+# shellcheck shell=bash disable=SC2154,SC2034  # tool, url, work ... are run.sh's; sec, cpu, rss are for it
+# G, the nats.go reader (bench/go/reader.go), sourced by bench/run.sh: built from Debian 12's packages,
+# golang-go and golang-github-nats-io-go-nats-dev (nats.go 1.22.1), offline in GOPATH mode from
+# /usr/share/gocode. go_reader_build installs them if they are missing and it may (root), builds the
+# reader and sets go_reader to its path; if it cannot, it says why on one line and leaves go_reader
+# empty, and every G case of the run is skipped.
+
+go_reader_packages=(golang-go golang-github-nats-io-go-nats-dev)
+go_reader_batch=2048  # what one Fetch asks for
+
+go_reader_build() {  # OUT_DIR: sets go_reader
+  local dir=$1 missing=() p
+  go_reader=""
+  for p in "${go_reader_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ] || ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" > "$work/go-install.log" 2>&1; then
+      echo "== G (nats.go reader) skipped: ${missing[*]} not installed and not installable here$([ "$(id -u)" -ne 0 ] && echo " (needs root)")"
+      return 0
+    fi
+  fi
+  mkdir -p "$dir"
+  # GOPATH mode, offline: the Debian packages' sources are the whole GOPATH; nothing is fetched.
+  if ! (cd "$root/bench/go" && GO111MODULE=off GOPATH=/usr/share/gocode GOPROXY=off GOFLAGS='' \
+        GOCACHE="$dir/go-cache" go build -o "$dir/jetfan-bench-go" reader.go) > "$work/go-build.log" 2>&1; then
+    echo "== G (nats.go reader) skipped: it did not build: $(head -c 300 "$work/go-build.log" | tr '\n' ' ')"
+    return 0
+  fi
+  go_reader=$dir/jetfan-bench-go
+}
+
+go_reader_version() {  # the nats.go package's Debian version, for the report
+  dpkg-query -W -f='${Version}' golang-github-nats-io-go-nats-dev 2>/dev/null
+}
+
+drain_go() {  # N SIZE: G reads the N messages waiting for the consumer; sets sec (from its ready_ns), cpu, rss (-)
+  "$go_reader" "$url" BENCH bench_durable "$1" "$work/go.lat" "$go_reader_batch" > "$work/go.out" &
+  local pid=$!
+  wait_file "$work/go.out" ready_ns
+  "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
+  sec=$(elapsed "$(value ready_ns "$work/go.out")" "$(value settled_ns "$work/watch.out")"); cpu=-; rss=-
+  stop_all $pid
+}
+
+run_go() {  # size
+  messages_ready "$1"
+  drain_go "${count[$1]}" "$1"
+}
