@@ -3,6 +3,8 @@
 # copies bench.md into docs/BENCHMARKS.md, so its links to the plots are relative to docs/.
 #   bench/report.sh RESULTS_DIR HELD_RSS_MIB HELD_PEAK_MIB HELD_N REPS [LATENCY_RATE]
 #   bench/report.sh --clients RESULTS_DIR     only the clients' table (clients.csv), on stdout
+#   bench/report.sh --delivery RESULTS_DIR    only the per-delivery costs (delivery.csv and
+#                                             delivery_syscalls.csv): draws delivery.png, prints the section
 #   bench/report.sh --sweep RESULTS_DIR       only the cost curve (sweep.csv): draws sweep.png, puts
 #                                             its section into RESULTS_DIR/bench.md if there is one,
 #                                             and prints the section
@@ -113,7 +115,7 @@ sweep_plot() {  # RESULTS_DIR: sweep.png from sweep.csv
   gnuplot <<GP
 set terminal pngcairo size 1500,900 font "sans,10"
 set output "$dir/sweep.png"
-set multiplot layout 2,3 title "jetfan cost curve: C (jetfan and handler processes) against A (direct cnats reader); median of runs, range as bars"
+set multiplot layout 2,3 title "jetfan cost curve: C (jetfan and handler processes) against A (direct cnats reader) and G (nats.go reader); median of runs, range as bars"
 set grid
 set key top right
 set logscale x 2
@@ -158,6 +160,76 @@ unset multiplot
 GP
   rm -rf "$tmp"
 }
+
+# The per-delivery costs (bench/per_delivery.sh says how each figure is taken).
+delivery_section() {  # RESULTS_DIR
+  local dir=$1
+  echo "## Per delivery"
+  echo
+  echo "jetfan with 1 to 16 handlers, all matching every message (\`#\`) and acking it at once, $(awk -F, 'NR == 2 {print $3}' "$dir/delivery.csv") B,"
+  echo "$(awk -F, 'NR == 2 {print $4}' "$dir/delivery.csv") messages a run (the consumer rewound between runs), jetfan's pull batch $(awk -F, 'NR == 2 {print $6}' "$dir/delivery.csv")."
+  echo "CPU is user + system from /proc: jetfan's per delivery (messages × handlers) with the C++ handlers; the"
+  echo "handlers' from their ready_ns on, per message each handled; the nats-server's per message (in 10 ms clock"
+  echo "ticks: a run resolves 10 ms over its messages). System calls:"
+  echo "strace on jetfan in a separate run with the C++ handlers; it slows jetfan many times, which lets more"
+  echo "pile up per call, so MSGs per writev (deliveries over writes to handler sockets) and ACKs per read"
+  echo "(deliveries over reads of them) are upper bounds, and no time is taken from that run."
+  echo "Command: \`bench/run.sh --delivery [N]\` (part of \`bench/run.sh\`)."
+  echo
+  echo "| handlers | jetfan CPU µs per delivery | C++ handler CPU µs per message | TypeScript | Python | nats-server CPU µs per message | pull batch | system calls per delivery | MSGs per writev | ACKs per read | +ACKs per server write |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  awk -F, 'FNR == 1 {file++; next}
+    file == 1 {h[$2] = 1; batch[$2] = $6; hc[$1, $2] = $9; if ($1 == "cpp") {j[$2] = $8; sv[$2] = $10}}
+    file == 2 {sc[$1] = $9; mw[$1] = $10; ar[$1] = $11; as[$1] = $12}
+    END {n = 0; for (k in h) list[++n] = k + 0
+      for (a = 2; a <= n; a++) for (b = a; b > 1 && list[b - 1] > list[b]; b--) {t = list[b]; list[b] = list[b - 1]; list[b - 1] = t}
+      for (a = 1; a <= n; a++) {k = list[a]
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", k, j[k], hc["cpp", k], hc["ts", k], hc["python", k], sv[k], batch[k], sc[k], mw[k], ar[k], as[k]}}' \
+    "$dir/delivery.csv" "$dir/delivery_syscalls.csv"
+  echo
+  echo "![per delivery](../bench/results/delivery.png)"
+}
+
+delivery_plot() {  # RESULTS_DIR: delivery.png from delivery.csv and delivery_syscalls.csv
+  local dir=$1 tmp xt
+  tmp=$(mktemp -d)
+  # cpu.dat: handlers jetfan cpp ts python server; calls.dat: handlers syscalls/delivery msgs/writev acks/read
+  awk -F, 'NR > 1 {h[$2] = 1; v[$1, $2] = $9; if ($1 == "cpp") {j[$2] = $8; s[$2] = $10}}
+    END {for (k in h) printf "%s %s %s %s %s %s\n", k, j[k], (("cpp", k) in v ? v["cpp", k] : "NaN"),
+      (("ts", k) in v ? v["ts", k] : "NaN"), (("python", k) in v ? v["python", k] : "NaN"), s[k]}' "$dir/delivery.csv" | sort -n > "$tmp/cpu.dat"
+  awk -F, 'NR > 1 {printf "%s %s %s %s\n", $1, ($9 == "" ? "NaN" : $9), ($10 == "" ? "NaN" : $10), ($11 == "" ? "NaN" : $11)}' "$dir/delivery_syscalls.csv" | sort -n > "$tmp/calls.dat"
+  [ -s "$tmp/calls.dat" ] || echo "1 NaN NaN NaN" > "$tmp/calls.dat"
+  xt=$(awk '{printf "%s\"%s\" %s", (NR > 1 ? ", " : ""), $1, $1}' "$tmp/cpu.dat")
+  gnuplot <<GP
+set terminal pngcairo size 1300,520 font "sans,10"
+set output "$dir/delivery.png"
+set multiplot layout 1,2 title "jetfan per delivery: all-matching handlers, $(awk -F, 'NR == 2 {print $3}' "$dir/delivery.csv") B"
+set grid
+set logscale x 2
+set xtics ($xt)
+set xlabel "handlers, all matching every message"
+set yrange [0:*]
+set key top left
+set title "CPU µs (user + system)"
+plot "$tmp/cpu.dat" using 1:2 with linespoints lw 2 title "jetfan, per delivery", \
+     "" using 1:3 with linespoints lw 2 title "C++ handler, per message", \
+     "" using 1:4 with linespoints lw 2 title "TypeScript handler", \
+     "" using 1:5 with linespoints lw 2 title "Python handler", \
+     "" using 1:6 with linespoints dashtype 2 lw 2 title "nats-server, per message"
+set title "jetfan's system calls (strace, a separate run)"
+plot "$tmp/calls.dat" using 1:2 with linespoints lw 2 title "system calls per delivery", \
+     "" using 1:3 with linespoints lw 2 title "MSGs per writev", \
+     "" using 1:4 with linespoints lw 2 title "ACKs per read"
+unset multiplot
+GP
+  rm -rf "$tmp"
+}
+
+if [ "${1:-}" = "--delivery" ]; then
+  delivery_plot "$2"
+  delivery_section "$2"
+  exit 0
+fi
 
 if [ "${1:-}" = "--sweep" ]; then
   sweep_plot "$2"
@@ -283,6 +355,7 @@ g_version() { dpkg-query -W -f='${Version}' golang-github-nats-io-go-nats-dev 2>
   echo
   echo "![msg/s by case, 128 B](../bench/results/bench.png)"
   if [ -f "$out/sweep.csv" ]; then echo; sweep_section "$out"; fi
+  if [ -f "$out/delivery.csv" ]; then echo; delivery_section "$out"; fi
 } > "$md"
 
 # The plot: msg/s per case at 128 B.
@@ -302,4 +375,5 @@ unset key
 plot "$out/plot.dat" using 2:xtic(1) linecolor rgb "#3b6ea8"
 GP
 if [ -f "$out/sweep.csv" ]; then sweep_plot "$out"; fi
+if [ -f "$out/delivery.csv" ]; then delivery_plot "$out"; fi
 cat "$md"

@@ -17,6 +17,10 @@
 #                           the server carries (perf counts its send calls), one handler, 128 B
 #   bench/run.sh --clients [N=300000] [ROUNDS=5]
 #                           only the client rows, N messages per run, in a temp dir; prints their table
+#   bench/run.sh --delivery [N=100000]
+#                           only the per-delivery costs (bench/per_delivery.sh): 1, 4, 8 and 16
+#                           all-matching handlers at 128 B on each client, N messages a run, in a temp
+#                           dir; prints their table. PER_DELIVERY_HANDLERS (space-separated) narrows it
 #   bench/run.sh --sweep [REPS=3]
 #                           only the cost curve (bench/sweep.sh), REPS runs per point; writes
 #                           bench/results/sweep.{csv,png} and its section of bench.md and docs/BENCHMARKS.md.
@@ -63,15 +67,18 @@ only_sweep=0
 only_acks=0
 [ "${1:-}" = "--acks" ] && only_acks=1 && smoke=1
 [ "${1:-}" = "--sweep" ] && only_sweep=1
+only_delivery=0
+[ "${1:-}" = "--delivery" ] && only_delivery=1 && smoke=1
 
 scripts/deps.sh
 need=()
 command -v node > /dev/null || need+=(nodejs npm)
 command -v gnuplot > /dev/null || need+=(gnuplot-nox)
 command -v valgrind > /dev/null || need+=(valgrind)
+command -v strace > /dev/null || need+=(strace)  # bench/per_delivery.sh: jetfan's system calls
 if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q --no-install-recommends "${need[@]}"; fi
 scripts/build.sh > /dev/null
-[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
+[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || [ $only_delivery = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
 [ $only_instructions = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || node20=$(clients/node/bench/build.sh)  # the TypeScript client's handler
 python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past any launcher shim
 
@@ -89,7 +96,7 @@ cleanup() {  # also what a failed run left behind: a jetfan without its server w
 trap cleanup EXIT
 # shellcheck source=bench/go/go_reader.sh
 source "$root/bench/go/go_reader.sh"
-[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || go_reader_build "$bin/bench"
+[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_delivery = 1 ] || go_reader_build "$bin/bench"
 
 if [ $only_instructions = 1 ]; then
   cg=(2000 10000)
@@ -97,15 +104,21 @@ elif [ $only_acks = 1 ]; then
   ack_n=${2:-100000}
 elif [ $only_clients = 1 ]; then
   declare -A count=([128]=${2:-300000}); rounds=${3:-5}
+elif [ $only_delivery = 1 ]; then
+  pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=${2:-100000}
 elif [ $smoke = 1 ]; then
   declare -A count=([128]=300 [16384]=100); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
   sweep_handlers=(1 2); sweep_sizes=(128 16384); sweep_fanout=(1 2); sweep_n=300; sweep_reps=1
+  pd_handlers=(1 2); pd_clients=(cpp ts python); pd_n=300
 else
   declare -A count=(); steady=1; sizes=(128 1024 16384); fanout=(2 4 8)  # count: at least 20 × max_held, below
   lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000); reps=3; rounds=5
   sweep_handlers=(1 2 4 8 16 32); sweep_sizes=(128 1024 4096 16384 65536 262144); sweep_fanout=(1 4); sweep_n=""
   sweep_reps=$reps; [ $only_sweep = 1 ] && sweep_reps=${2:-3}
+  pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=100000
 fi
+[[ ${pd_n:-1} =~ ^[1-9][0-9]*$ ]] || { echo "bench: --delivery N is a count of messages, not '$pd_n'" >&2; exit 64; }
+[ -n "${PER_DELIVERY_HANDLERS:-}" ] && read -ra pd_handlers <<< "$PER_DELIVERY_HANDLERS"
 [[ ${sweep_reps:-1} =~ ^[1-9][0-9]*$ ]] || { echo "bench: --sweep REPS is a count of runs, not '$sweep_reps'" >&2; exit 64; }
 [ -n "${SWEEP_HANDLERS:-}" ] && read -ra sweep_handlers <<< "$SWEEP_HANDLERS"
 [ -n "${SWEEP_SIZES:-}" ] && read -ra sweep_sizes <<< "$SWEEP_SIZES"
@@ -332,6 +345,8 @@ benchmarks_from() {  # BENCH_MD
 
 # shellcheck source=bench/sweep.sh
 source "$root/bench/sweep.sh"
+# shellcheck source=bench/per_delivery.sh
+source "$root/bench/per_delivery.sh"
 # Steady state: a full run drains at least 20 × max_held messages of a size (steady_count, as the
 # sweep's: max_held is the consumer's MaxAckPending or what fits in 32 MiB), so the held window's
 # fill at the start and drain at the end are a small part of every run.
@@ -342,6 +357,12 @@ if [ $only_sweep = 1 ]; then
   bash bench/report.sh --sweep "$out"
   if [ -f "$out/bench.md" ]; then benchmarks_from "$out/bench.md"; fi
   echo "== results in $out"
+  exit 0
+fi
+
+if [ $only_delivery = 1 ]; then
+  per_delivery
+  bash bench/report.sh --delivery "$out"
   exit 0
 fi
 
@@ -439,6 +460,7 @@ if [ $smoke = 0 ]; then
 fi
 
 sweep
+per_delivery
 fi
 
 echo "== instructions per message inside jetfan (callgrind, ${cg[0]} vs ${cg[1]} messages of 128 B)"
@@ -480,7 +502,7 @@ bash bench/report.sh "$out" "$held_rss" "$held_peak" "$held_n" "$reps" "$lat_rat
 if [ $smoke = 0 ]; then benchmarks_from "$out/bench.md"; fi
 echo "== results in $out"
 if [ $smoke = 1 ]; then
-  for png in bench.png sweep.png; do  # drawn, not only asked for
+  for png in bench.png sweep.png delivery.png; do  # drawn, not only asked for
     head -c 4 "$out/$png" 2>/dev/null | grep -q PNG || { echo "bench: $out/$png was not drawn" >&2; exit 1; }
   done
   echo "bench: smoke run OK"
