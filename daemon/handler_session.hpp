@@ -108,6 +108,10 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   // The peer is gone (a read failed): reads what it sent before it went, which may still be in
   // the socket's buffer, then closes. Its last confirmations count.
   void close_after_peer_left();
+  // Writes what is left of the batch being written, until the socket's buffer is full (then waits
+  // until it can take more) or all is written; then write_done runs, posted.
+  void write_batch();
+  void write_done(const boost::system::error_code& error);
   // A write failed: nothing more is written, and the read side, which sees the end after the
   // peer's last bytes, closes the session (or the linger timer does).
   void on_write_failed();

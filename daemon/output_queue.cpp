@@ -36,6 +36,7 @@ const std::vector<boost::asio::const_buffer>& OutputQueue::take_batch() {
   std::swap(queued_, writing_);
   queued_.clear();
   buffers_.clear();
+  next_buffer_ = next_offset_ = 0;
   for (const auto& piece : writing_.pieces) {
     if (!piece.body) {
       buffers_.emplace_back(writing_.owned.data() + piece.offset, piece.length);
@@ -49,9 +50,35 @@ const std::vector<boost::asio::const_buffer>& OutputQueue::take_batch() {
   return buffers_;
 }
 
+std::span<const iovec> OutputQueue::unwritten(std::size_t max) {
+  iovecs_.clear();
+  for (std::size_t i = next_buffer_; i < buffers_.size() && iovecs_.size() < max; ++i) {
+    const std::size_t skip = i == next_buffer_ ? next_offset_ : 0;
+    // iovec's base is not const; sendmsg only reads through it.
+    iovecs_.push_back(
+        iovec{const_cast<char*>(static_cast<const char*>(buffers_[i].data())) + skip, buffers_[i].size() - skip});
+  }
+  return iovecs_;
+}
+
+bool OutputQueue::written(std::size_t bytes) {
+  while (next_buffer_ < buffers_.size()) {
+    const std::size_t left = buffers_[next_buffer_].size() - next_offset_;
+    if (bytes < left) {
+      next_offset_ += bytes;
+      return false;
+    }
+    bytes -= left;
+    ++next_buffer_;
+    next_offset_ = 0;
+  }
+  return true;
+}
+
 void OutputQueue::done_writing() {
   writing_.clear();
   buffers_.clear();
+  next_buffer_ = next_offset_ = 0;
 }
 
 }  // namespace jetfan

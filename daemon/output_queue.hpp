@@ -4,13 +4,17 @@
 // body is referenced where it already is (MessageBytes), shared with its other recipients.
 //
 // Double-buffered: take_batch() hands what was queued to a write and starts a new queue, so frames
-// appended during a write go in the next one. The buffers it returns stay valid until the next
-// take_batch() or done_writing().
+// appended during a write go in the next one. The batch's bytes stay valid until the next
+// take_batch() or done_writing(). unwritten() and written() walk it for a gather write that may
+// take several system calls.
 //
 // Thread: the io_context thread (its owner's).
 
+#include <sys/uio.h>
+
 #include <boost/asio/buffer.hpp>
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +39,11 @@ class OutputQueue {
 
   // The queued frames as buffers for one gather write; the queue starts afresh.
   const std::vector<boost::asio::const_buffer>& take_batch();
+  // What of the batch is not written yet, as at most `max` (> 0) iovecs for one sendmsg; empty once
+  // all of it is. Valid until the next call of any member.
+  std::span<const iovec> unwritten(std::size_t max);
+  // `bytes` more of the batch were written (no more than unwritten() offered). True when all was.
+  bool written(std::size_t bytes);
   // The write of the last batch finished: its bytes and references go.
   void done_writing();
 
@@ -54,6 +63,9 @@ class OutputQueue {
 
   Batch queued_, writing_;
   std::vector<boost::asio::const_buffer> buffers_;
+  std::size_t next_buffer_ = 0;  // the first of buffers_ not written whole
+  std::size_t next_offset_ = 0;  // bytes of it written
+  std::vector<iovec> iovecs_;
 };
 
 }  // namespace jetfan
