@@ -5,8 +5,11 @@
 #   session_fuzz  whole handler sessions against the real Dispatcher, checking the core's rules after
 #                 every input (fuzz/session_fuzz.cpp), seeds in fuzz/corpus/session_fuzz/
 #
-#   scripts/fuzz.sh [--short] [SECONDS] [TARGET...]
+#   scripts/fuzz.sh [--short] [--with-tests] [SECONDS] [TARGET...]
 #     SECONDS per target: 600 by default (or $JETFAN_FUZZ_SECONDS); --short: 25, as scripts/test.sh runs it.
+#     --with-tests: build every test too, so that the same instrumented build (clang, AddressSanitizer,
+#                   UndefinedBehaviorSanitizer, the debug checks) runs the test suite after the fuzzers
+#                   (`ctest --test-dir build-fuzz`); scripts/test.sh does, and so builds once for both.
 #     TARGET: some of the targets above; all of them by default.
 #
 # The committed seeds are only read. What a run finds worth keeping goes to build-fuzz/corpus/<target>/
@@ -21,14 +24,16 @@ cd "$(dirname "$0")/.."
 
 seconds=${JETFAN_FUZZ_SECONDS:-600}
 short=
+with_tests=OFF
 targets=()
 for arg in "$@"; do
   case "$arg" in
     --short) seconds=25 short=1 ;;
+    --with-tests) with_tests=ON ;;
     [0-9]*) seconds=$arg ;;
     parser_fuzz | config_fuzz | session_fuzz) targets+=("$arg") ;;
     *)
-      echo "usage: scripts/fuzz.sh [--short] [SECONDS] [parser_fuzz|config_fuzz|session_fuzz ...]" >&2
+      echo "usage: scripts/fuzz.sh [--short] [--with-tests] [SECONDS] [parser_fuzz|config_fuzz|session_fuzz ...]" >&2
       exit 2
       ;;
   esac
@@ -38,8 +43,12 @@ done
 scripts/deps.sh
 build=build-fuzz
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$(command -v clang++-14)" -DJETFAN_FUZZ=ON \
-      -DBUILD_TESTING=OFF > /dev/null
-cmake --build "$build" -j "${JETFAN_JOBS:-$(nproc)}" --target "${targets[@]}"
+      -DBUILD_TESTING=$with_tests > /dev/null
+if [ "$with_tests" = ON ]; then
+  cmake --build "$build" -j "${JETFAN_JOBS:-$(nproc)}"
+else
+  cmake --build "$build" -j "${JETFAN_JOBS:-$(nproc)}" --target "${targets[@]}"
+fi
 
 # Undefined behaviour is a finding too, not a line in the log.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

@@ -137,6 +137,8 @@ def main():
     parser.add_argument("--out", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the directories of passing runs too")
     parser.add_argument("--no-soak", action="store_true", help="--short or --full without the soak")
+    parser.add_argument("--no-regressions", action="store_true",
+                        help="--short without the regression cases (ctest runs each as a test of its own)")
     parser.add_argument("--only", help="--short or --full: only these classes (comma-separated)")
     args = parser.parse_args()
     args.out = args.out or os.path.join(args.build, "faults")
@@ -158,7 +160,7 @@ def main():
         if args.short:
             for name in classes:
                 suite.run_class(name, args.runs or 1, args.duration or 20)
-            for name in (regressions.CASES if not args.only else []):
+            for name in (regressions.CASES if not args.only and not args.no_regressions else []):
                 suite.run_regression(name)
             if not args.no_soak:
                 suite.run_soak(60, soak_rate)
