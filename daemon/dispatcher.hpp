@@ -161,7 +161,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   void fail_unsent_publishes();
   void fail_overdue_publishes(TimePoint now);
   // dispatcher_redrive.cpp: the steps of dead-letter jobs. Each has one api request out at a time.
-  void ask(std::uint64_t run, DeadLetterRun& state, std::string subject, const std::string& body);
+  void ask(std::uint64_t run, DeadLetterRun& state, const std::string& subject, const std::string& body);
   void read_next(std::uint64_t run, DeadLetterRun& state);
   void on_letter(std::uint64_t run, DeadLetterRun& state, StoredLetter letter);
   void begin_redrive(std::uint64_t run, DeadLetterRun& state);

@@ -52,6 +52,10 @@ std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob
     return "handler \"" + job.handler + "\" has no dead_letter subject: it has no dead letters";
   }
   if (job.kind == DeadLetterJob::Kind::kRedrive && !job.dry_run) {
+    // Its dead letters would wait for an instance, and the redrive with them.
+    if (instances_.at(static_cast<std::size_t>(found - config_.handlers.begin())) == 0) {
+      return "handler \"" + job.handler + "\" has no connected instance to redrive to";
+    }
     for (const auto& [id, run] : runs_) {
       if (run.job.kind == DeadLetterJob::Kind::kRedrive && !run.job.dry_run && run.job.handler == job.handler) {
         return "a redrive of handler \"" + job.handler + "\" is under way already";
@@ -74,7 +78,7 @@ std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob
   return std::nullopt;
 }
 
-void Dispatcher::ask(std::uint64_t id, DeadLetterRun& run, std::string subject, const std::string& body) {
+void Dispatcher::ask(std::uint64_t id, DeadLetterRun& run, const std::string& subject, const std::string& body) {
   run.awaiting = next_api_++;
   run.asked = time_.now();
   if (!upstream_.api_request(run.awaiting, subject, body)) {

@@ -749,5 +749,11 @@ TEST_CASE("dispatcher: a dead-letter job is refused for a handler without dead l
   CHECK(h.dispatcher().start_dead_letter_job(job, JobLog().output()));
   job.handler = "nobody";
   CHECK(h.dispatcher().start_dead_letter_job(job, JobLog().output()));
+  job.handler = "builder";
+  job.kind = DeadLetterJob::Kind::kRedrive;
+  job.all = true;
+  const auto refused = h.dispatcher().start_dead_letter_job(job, JobLog().output());
+  REQUIRE(refused);
+  CHECK(refused->find("no connected instance") != std::string::npos);
   CHECK(h.upstream.api_requests.empty());
 }
