@@ -208,6 +208,9 @@ std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
     }
     case Kind::kWip:
       return "";
+    case Kind::kRedriveSettled:
+    case Kind::kRedriveDropped:
+      return "a redrive's end, for a message of the stream" + seq_text(seq);
     case Kind::kRelease:
       released_.insert(effect.message);
       if (s.live == effect.message) s.live = 0;

@@ -325,6 +325,10 @@ void DispatchCore::maybe_finish(std::uint64_t seq, TimePoint now) {
   auto found = messages_.find(seq);
   Message& message = found->second;
   if (message.in_flight != 0 || budget_.publishing(seq)) return;
+  if (is_redrive(seq)) {
+    finish_redrive(seq, message, now);
+    return;
+  }
   // Recipients waiting for room on a connected instance get the message soon: wait for them. One
   // waiting for an instance at all may wait for ever, so a failure elsewhere does not wait for it.
   if (message.queued != 0 && !draining_ && (message.failed == 0 || !waits_for_an_instance(message.queued))) return;
@@ -434,7 +438,7 @@ std::size_t DispatchCore::hand_back_oldest(std::size_t handler, std::size_t keep
   std::size_t owed = 0;
   std::vector<std::uint64_t> idle;  // owed, and nothing in flight for it anywhere
   for (const auto& [seq, message] : messages_) {
-    if (!((message.recipients & ~message.settled) & bit)) continue;
+    if (!((message.recipients & ~message.settled) & bit) || is_redrive(seq)) continue;  // redrives: not the stream's
     ++owed;
     if (message.in_flight == 0 && !budget_.publishing(seq)) idle.push_back(seq);
   }
@@ -487,7 +491,7 @@ void DispatchCore::tick(TimePoint now) {
     if (to_server()) {
       const TimePoint stale = now - settings_.keepalive;
       for (auto& [seq, message] : messages_) {
-        if (message.touched <= stale) {
+        if (message.touched <= stale && !is_redrive(seq)) {
           emit(Effect::Kind::kWip, message.handle);
           message.touched = now;
         }

@@ -63,6 +63,15 @@
 //     stalled time back.
 //   - A paused handler (set_paused, or HandlerLimits::paused from a reload) gets nothing new: its
 //     messages are held for it as for a handler with no connected instance.
+//   - A redrive (redrive(), dispatch_core_redrive.cpp) is a dead letter given back to one handler: a
+//     message of its own, not of the consumer, with that one recipient. It goes to the handler with
+//     its usual policy (max_inflight, ack_timeout, pause, its order key after the messages of the
+//     key already held); its failures count against a budget of its own and are retried inside the
+//     core after the handler's backoff (nothing goes to the server for it, not even +WPI). Once the
+//     handler ACKs it, or its budget is used up (or it says TERM) and the new dead letter is stored,
+//     the core emits kRedriveSettled: the caller may delete the old dead letter. A drain, a reload
+//     that removes the handler or takes its dead letters away, emit kRedriveDropped instead: the
+//     old dead letter must stay.
 //   - Draining (shutdown): nothing new is dispatched; each message is handed back (nak'd) as soon as
 //     nothing is in flight for it, and abandon_all() hands back whatever is left. A hand-back waits
 //     the `handback_delay` given to begin_drain, counted from then: long enough that no pull request
@@ -87,6 +96,7 @@
 #include <optional>
 #include <queue>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -166,15 +176,17 @@ struct ReindexOutcome {
 
 struct Effect {
   enum class Kind {
-    kDeliver,     // send message to connection as delivery
-    kAck,         // +ACK message at the server
-    kNak,         // -NAK message at the server, redeliver after delay
-    kTerm,        // +TERM message at the server
-    kWip,         // +WPI message at the server
-    kRelease,     // the core no longer refers to message; its bytes may go
-    kFailed,      // a fact, to report: delivery of message on connection failed for cause
-    kDeadLetter,  // publish message as a dead letter of handler, as publish; answer with dead_letter_*()
-    kGaveUp,      // a fact, to report: handler used up its max_attempts, no dead letter: a TERM for it
+    kDeliver,         // send message to connection as delivery
+    kAck,             // +ACK message at the server
+    kNak,             // -NAK message at the server, redeliver after delay
+    kTerm,            // +TERM message at the server
+    kWip,             // +WPI message at the server
+    kRelease,         // the core no longer refers to message; its bytes may go
+    kFailed,          // a fact, to report: delivery of message on connection failed for cause
+    kDeadLetter,      // publish message as a dead letter of handler, as publish; answer with dead_letter_*()
+    kGaveUp,          // a fact, to report: handler used up its max_attempts, no dead letter: a TERM for it
+    kRedriveSettled,  // redrive `redrive` is settled by handler (ACK, or dead-lettered again): delete the old one
+    kRedriveDropped,  // redrive `redrive` is over unsettled (drain, reload): keep the dead letter
   };
   Kind kind;
   MessageHandle message = 0;
@@ -185,6 +197,16 @@ struct Effect {
   std::size_t handler = 0;            // kDeadLetter, kGaveUp
   std::uint64_t publish = 0;          // kDeadLetter: names this try of the publish
   GiveUpReason reason{};              // kDeadLetter, kGaveUp
+  std::uint64_t redrive = 0;          // kRedriveSettled, kRedriveDropped: Redrive::id
+  bool again = false;                 // kRedriveSettled: not ACKed; its new dead letter is stored
+};
+
+// A dead letter given back to one handler (DispatchCore::redrive).
+struct Redrive {
+  MessageHandle message = 0;
+  std::uint64_t id = 0;  // the caller's name for it (the dead letter's sequence in its stream); > 0
+  std::size_t handler = 0;
+  std::optional<std::string> order_key;  // for an ordered handler: the message's key
 };
 
 struct Arrival {
@@ -251,6 +273,12 @@ class DispatchCore {
   // publish is pending (answered before, or dropped by a drain or a reload).
   bool dead_letter_stored(std::uint64_t publish, TimePoint now);
   bool dead_letter_failed(std::uint64_t publish, TimePoint now);
+
+  // Gives a dead letter back to its handler (dispatch_core_redrive.cpp; rules above). False, and
+  // nothing changes (no effect; the caller keeps the message's bytes): draining, no such handler,
+  // or redrive `id` is held already.
+  bool redrive(const Redrive& redrive, TimePoint now);
+  std::size_t redrives_held() const { return redrives_.size(); }
 
   // Fails deliveries whose ack_timeout passed and touches held messages that are due.
   void tick(TimePoint now);
@@ -414,6 +442,12 @@ class DispatchCore {
   std::optional<TimePoint> order_next_wakeup() const;
   void order_reindex(const HandlerReindex& reindex);
   bool to_server() const { return settings_.ack_policy != AckPolicy::kNone; }
+  // Redrives (dispatch_core_redrive.cpp) are held in messages_ under a key no stream sequence
+  // reaches, so the message path serves them; these are the few places they differ.
+  static constexpr std::uint64_t kRedriveKey = std::uint64_t{1} << 63;
+  static bool is_redrive(std::uint64_t key) { return (key & kRedriveKey) != 0; }
+  void finish_redrive(std::uint64_t key, Message& message, TimePoint now);
+  void redrive_dead_lettered(std::uint64_t key);
 
   // The nodes every held message needs (its entry in messages_, a flight per delivery, AckPolicy
   // all's sets) come from a free list rather than malloc. Declared first: it outlives every
@@ -447,6 +481,11 @@ class DispatchCore {
   std::multimap<TimePoint, std::pair<std::size_t, std::uint64_t>> retries_;
   // Handed back while an ordered handler owed them: how long their keys wait for them.
   std::map<std::uint64_t, TimePoint> away_;
+  struct RedriveState {
+    std::uint64_t id = 0;
+    bool again = false;  // dead-lettered again
+  };
+  std::unordered_map<std::uint64_t, RedriveState> redrives_;  // by key in messages_
 };
 
 }  // namespace jetfan

@@ -792,6 +792,10 @@ struct Model {
         case Kind::kWip:
         case Kind::kRelease:
           break;
+        case Kind::kRedriveSettled:
+        case Kind::kRedriveDropped:
+          FAIL("the end of a redrive, though nothing was redriven");
+          break;
       }
       if (e.kind == Kind::kRelease) REQUIRE(released.insert(e.message).second);
     }

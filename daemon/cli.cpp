@@ -11,6 +11,7 @@
 #include "config.hpp"
 #include "control_client.hpp"
 #include "daemon.hpp"
+#include "dlq_commands.hpp"
 #include "exec_handler.hpp"
 #include "jetfan/version.hpp"
 #include "logging.hpp"
@@ -44,6 +45,12 @@ commands:
                                             the handler gets nothing new; its messages are held
   resume --handler NAME (--config FILE | --control PATH)
                                             it gets them again
+  dlq list --handler NAME [--seq A[-B]] [--json] (--config FILE | --control PATH)
+                                            the handler's dead letters: sequence, subject,
+                                            attempts, time, reason
+  redrive --handler NAME (--all | --seq A[-B]) [--dry-run] (--config FILE | --control PATH)
+                                            deliver them to that handler alone; each is deleted
+                                            once it confirmed it; exit 1 unless all went through
   exec --handler NAME ... -- CMD ARGS...    run CMD once per message, as handler NAME
                                             (jetfan exec --help says more)
   version, --version                        print the version
@@ -168,6 +175,52 @@ int control(const Arguments& args) {
   return control_tail(path, args.operand);
 }
 
+// dlq list and redrive: their options (the work is in dlq_commands.cpp). words[0] is the command.
+int dead_letter_command(const std::vector<std::string>& words) {
+  DeadLetterArguments args;
+  args.list = words[0] == "dlq";
+  std::size_t i = 1;
+  if (args.list && (words.size() < 2 || words[1] != "list")) return usage_error("dlq needs a subcommand: dlq list");
+  if (args.list) i = 2;
+  std::string config, control_path;
+  for (; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    std::string* value = nullptr;
+    if (word == "--handler") {
+      value = &args.handler;
+    } else if (word == "--config" || word == "-c") {
+      value = &config;
+    } else if (word == "--control") {
+      value = &control_path;
+    } else if (word == "--seq") {
+      value = &args.seq;
+    } else if (word == "--json" && args.list) {
+      args.json = true;
+    } else if (word == "--all" && !args.list) {
+      args.all = true;
+    } else if (word == "--dry-run" && !args.list) {
+      args.dry_run = true;
+    } else {
+      return usage_error("unexpected argument \"" + word + "\"");
+    }
+    if (value && i + 1 >= words.size()) return usage_error(word + " needs a value");
+    if (value) *value = words[++i];
+  }
+  const std::string command = args.list ? "dlq list" : "redrive";
+  if (args.handler.empty()) return usage_error(command + " needs --handler NAME");
+  if (!args.list && args.all == !args.seq.empty()) return usage_error("redrive needs either --all or --seq A[-B]");
+  if (const char* from_environment = std::getenv("JETFAN_CONFIG"); config.empty() && from_environment) {
+    config = from_environment;
+  }
+  if (control_path.empty()) {
+    if (config.empty()) return usage_error(command + " needs --config FILE or --control PATH");
+    const auto loaded = load(config);
+    if (!loaded) return kExitConfig;
+    control_path = loaded->control.path;
+  }
+  return run_dead_letter_command(control_path, args);
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -175,6 +228,9 @@ int run_cli(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "exec") == 0) return run_exec(std::vector<std::string>(argv + 2, argv + argc));
   try {
     setup_logging(LogFormat::kText, "info", stderr_is_journal());
+    if (argc >= 2 && (std::strcmp(argv[1], "dlq") == 0 || std::strcmp(argv[1], "redrive") == 0)) {
+      return dead_letter_command(std::vector<std::string>(argv + 1, argv + argc));
+    }
     Arguments args = parse_arguments(argc, argv);
     if (!args.error.empty()) return usage_error(args.error);
     // A container image sets it, so that `docker run IMAGE check` (or status) needs no flags.

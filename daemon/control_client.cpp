@@ -81,6 +81,34 @@ int run(const std::string& path, const std::string& command, std::string& reply,
 
 }  // namespace
 
+int control_command(const std::string& path, const std::string& command, std::string& last_line) {
+  auto fd = connect_control(path);
+  if (!fd) return kExitUnavailable;
+  if (!send_line(fd->get(), command + "\n")) {
+    std::fprintf(stderr, "jetfan: control socket %s closed before the command was sent\n", path.c_str());
+    return kExitUnavailable;
+  }
+  std::string line;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd->get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    std::fwrite(buffer, 1, static_cast<std::size_t>(n), stdout);
+    std::fflush(stdout);
+    for (const char c : std::string_view(buffer, static_cast<std::size_t>(n))) {
+      if (c != '\n') {
+        line.push_back(c);
+      } else if (!line.empty()) {
+        last_line = std::move(line);
+        line.clear();
+      }
+    }
+  }
+  if (!line.empty()) last_line = std::move(line);
+  return kExitOk;
+}
+
 int control_status(const std::string& path, bool json) {
   std::string reply;
   const int status = run(path, json ? "STATUS JSON" : "STATUS", reply, true);

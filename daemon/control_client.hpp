@@ -17,4 +17,8 @@ int control_tail(const std::string& path, const std::string& pattern);
 // jetfan pause / resume --handler NAME: prints the answer; 0 if done, 64 if no such handler.
 int control_pause(const std::string& path, const std::string& handler, bool pause);
 
+// Sends `command`, copies the reply to stdout as it comes, and keeps its last line in `last_line`.
+// 0 once jetfan closed the connection, 69 unreachable.
+int control_command(const std::string& path, const std::string& command, std::string& last_line);
+
 }  // namespace jetfan

@@ -190,6 +190,8 @@ void ControlPlane::on_control_command(const std::shared_ptr<ControlSession>& ses
     tail(session, std::string(rest));
   } else if ((verb == "PAUSE" || verb == "RESUME") && !rest.empty()) {
     pause(session, std::string(rest), verb == "PAUSE");
+  } else if (verb == "DLQ" || verb == "REDRIVE") {
+    dead_letters(session, rest, verb == "REDRIVE");
   } else if (verb == "RELOAD" && rest.empty()) {
     const ReloadResult result = reload_();
     // "OK <what happened>" or "REFUSED <why>", then one indented line per detail.
@@ -199,7 +201,7 @@ void ControlPlane::on_control_command(const std::shared_ptr<ControlSession>& ses
   } else {
     session->reply_and_close("ERR unknown command \"" + std::string(line.substr(0, 64)) +
                              "\"; send one of STATUS, STATUS JSON, METRICS, TAIL [PATTERN], RELOAD, PAUSE HANDLER, "
-                             "RESUME HANDLER\n");
+                             "RESUME HANDLER, DLQ HANDLER, REDRIVE HANDLER ...\n");
   }
 }
 

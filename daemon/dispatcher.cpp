@@ -308,6 +308,10 @@ void Dispatcher::apply_effects() {
       case Effect::Kind::kGaveUp:
         report_gave_up(effect, stored->second);
         break;
+      case Effect::Kind::kRedriveSettled:
+      case Effect::Kind::kRedriveDropped:
+        redrive_ended(effect);
+        break;
     }
   }
   effects.clear();
@@ -357,10 +361,13 @@ void Dispatcher::report_failure(const Effect& effect, const Stored& stored) {
                 {"reason", to_string(effect.cause)}},
                "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. {}", who, effect.delivery,
                stored.stream_seq, stored.message->subject(), to_string(effect.cause),
-               ordered ? "The handler is ordered: jetfan keeps the message and gives it to the handler again after "
-                         "a growing delay, before any later message of its order key."
-                       : "It goes back to the server for redelivery to this handler (NAK with a growing delay) once "
-                         "no other handler has it in flight.");
+               stored.message->reply().empty()
+                   ? "It is a redriven dead letter: jetfan gives it to the handler again after its backoff, "
+                     "until its retry budget is used up (then it is dead-lettered anew)."
+               : ordered ? "The handler is ordered: jetfan keeps the message and gives it to the handler again after "
+                           "a growing delay, before any later message of its order key."
+                         : "It goes back to the server for redelivery to this handler (NAK with a growing delay) once "
+                           "no other handler has it in flight.");
 }
 
 void Dispatcher::arm_wakeup() {
@@ -398,6 +405,7 @@ void Dispatcher::housekeeping() {
   const TimePoint now = time_.now();
   notice_stall(now);
   fail_overdue_publishes(now);
+  time_out_runs(now);
   notifier_.status(status_line());
   if (state_ == State::kDraining) {
     const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(drain_deadline_ - now));
@@ -687,6 +695,7 @@ void Dispatcher::finish() {
   core_.abandon_all(time_.now());
   if (tap_) tap_->abandoned_all();
   apply_effects();
+  end_all_runs("jetfan stopped");
   const auto& c = core_.counters();
   spdlog::info(
       "stopped: {} messages arrived, {} acked, {} nak'd, {} terminated, {} with no recipient, {} unroutable; "

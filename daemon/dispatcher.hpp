@@ -21,6 +21,7 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <memory_resource>
 #include <optional>
@@ -30,6 +31,7 @@
 
 #include "arrival_observer.hpp"
 #include "config.hpp"
+#include "dead_letter_run.hpp"
 #include "dead_letters.hpp"
 #include "dispatch_core.hpp"
 #include "dispatcher_tap.hpp"
@@ -99,6 +101,12 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   // else what was done, in words. Lasts until a reload sets handlers[].paused again, or a restart.
   std::optional<std::string> set_paused(const std::string& handler, bool paused);
   bool paused(std::size_t handler) const { return core_.paused(handler); }
+  // jetfan dlq list / redrive (dispatcher_redrive.cpp): starts a job for `job.handler`, which
+  // reports through `out` as it goes. A refusal (no such handler, no dead_letter, not serving, a
+  // redrive of it under way) is returned in words, and `out` is never called.
+  std::optional<std::string> start_dead_letter_job(const DeadLetterJob& job, DeadLetterJobOutput out);
+  // Per handler name: its redrives since start.
+  const std::map<std::string, RedriveCounts>& redrive_counts() const { return redrive_counts_; }
   // The stream sequence of the last message that arrived; routing by a reload starts after it.
   std::uint64_t last_arrived_seq() const { return last_arrived_seq_; }
 
@@ -133,6 +141,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   void on_pull_status(const PullStatus& status) override;
   void on_probe_answer(bool answered) override;
   void on_published(std::uint64_t id, const PublishResult& result) override;
+  void on_api_reply(std::uint64_t id, const ApiReply& reply) override;
   void on_batch_end() override;
   // The time of the batch from upstream under way (read once per batch).
   TimePoint batch_now();
@@ -151,6 +160,15 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   void publish_failed(std::uint64_t id, std::string_view why);
   void fail_unsent_publishes();
   void fail_overdue_publishes(TimePoint now);
+  // dispatcher_redrive.cpp: the steps of dead-letter jobs. Each has one api request out at a time.
+  void ask(std::uint64_t run, DeadLetterRun& state, const std::string& subject, const std::string& body);
+  void read_next(std::uint64_t run, DeadLetterRun& state);
+  void on_letter(std::uint64_t run, DeadLetterRun& state, StoredLetter letter);
+  void begin_redrive(std::uint64_t run, DeadLetterRun& state);
+  void redrive_ended(const Effect& effect);
+  void end_run(std::uint64_t run, bool ok, const std::string& why);
+  void time_out_runs(TimePoint now);
+  void end_all_runs(const std::string& why);
   // Logs a warning unless too many like it came lately (they are counted and reported later).
   template <typename... Args>
   void warn_limited(const std::string& kind, std::string_view event, LogFields fields,
@@ -225,6 +243,10 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   std::vector<std::uint64_t> without_order_key_;
   PendingPublishes publishes_;                   // dead letters sent, waiting for JetStream's answer
   std::vector<std::uint64_t> unsent_publishes_;  // could not go out; failed once effects are applied
+  std::map<std::uint64_t, DeadLetterRun> runs_;  // dead-letter jobs under way, by id
+  std::uint64_t next_run_ = 1;
+  std::uint64_t next_api_ = 1;
+  std::map<std::string, RedriveCounts> redrive_counts_;
 };
 
 }  // namespace jetfan

@@ -87,6 +87,12 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
     view.paused = paused(h);
     view.max_attempts = config_.handlers[h].retry ? config_.handlers[h].retry->max_attempts : 0;
     view.dead_letter_subject = config_.handlers[h].dead_letter_subject;
+    if (const auto redrives = redrive_counts_.find(view.name); redrives != redrive_counts_.end()) {
+      view.redrive_running = redrives->second.running;
+      view.redrive_confirmed = redrives->second.confirmed;
+      view.redrive_again = redrives->second.again;
+      view.redrive_kept = redrives->second.kept;
+    }
     view.rates = rates.rates(view.name, view.stats, now);
     s.handlers.push_back(std::move(view));
   }

@@ -13,6 +13,9 @@ namespace {
 // away between the publish and its answer) and is tried again.
 constexpr Duration kPublishTimeout{5000};
 
+// The core names a redrive's dead letter by the redrive's id with this bit set (dispatch_core.hpp).
+constexpr std::uint64_t kRedriveKey = std::uint64_t{1} << 63;
+
 // As Dispatcher::warn_limited, whose template lives in dispatcher.cpp.
 void warn_rate_limited(LogRateLimiter& limiter, const std::string& kind, TimePoint now, std::string line) {
   const auto verdict = limiter.allow(kind, now);
@@ -67,7 +70,11 @@ void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
     return;
   }
   const auto published = core_.budget().find(id);
-  if (published) {
+  if (published && published->seq >= kRedriveKey) {
+    spdlog::info("handler \"{}\": redriven dead letter {} dead-lettered anew ({}): stored in stream \"{}\" at seq {}",
+                 config_.handlers.at(published->handler).name, published->seq - kRedriveKey,
+                 jetfan::describe(published->reason), result.stream, result.stream_seq);
+  } else if (published) {
     spdlog::info("handler \"{}\": stream seq {} dead-lettered ({}): stored in stream \"{}\" at seq {}",
                  config_.handlers.at(published->handler).name, published->seq, jetfan::describe(published->reason),
                  result.stream, result.stream_seq);

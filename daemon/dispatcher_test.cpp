@@ -536,3 +536,224 @@ TEST_CASE("dispatcher: a drain hands back an ordered handler's waiting messages,
   CHECK(h.finished);
   CHECK(h.broken.empty());
 }
+
+namespace {
+
+std::string base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const auto n = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+                   static_cast<unsigned char>(bytes[i + 2]);
+    for (int shift = 18; shift >= 0; shift -= 6) out.push_back(kAlphabet[(n >> shift) & 63]);
+  }
+  if (i < bytes.size()) {
+    const bool two = i + 1 < bytes.size();
+    const auto n =
+        (static_cast<unsigned char>(bytes[i]) << 16) | (two ? static_cast<unsigned char>(bytes[i + 1]) << 8 : 0);
+    out.push_back(kAlphabet[(n >> 18) & 63]);
+    out.push_back(kAlphabet[(n >> 12) & 63]);
+    out.push_back(two ? kAlphabet[(n >> 6) & 63] : '=');
+    out.push_back('=');
+  }
+  return out;
+}
+
+// A dead letter of `handler` as MSG.GET returns it, at `seq` of its stream.
+std::string stored_letter(std::uint64_t seq, const std::string& handler, std::uint64_t original) {
+  const std::string headers = "NATS/1.0\r\nTrace: t1\r\nJetfan-Handler: " + handler +
+                              "\r\nJetfan-Reason: TERM\r\nJetfan-Attempts: 2\r\nJetfan-Subject: ev.a.x\r\n"
+                              "Jetfan-Sequence: " +
+                              std::to_string(original) + "\r\n\r\n";
+  return "{\"type\":\"io.nats.jetstream.api.v1.stream_msg_get_response\",\"message\":{\"subject\":\"dlq.builder\","
+         "\"seq\":" +
+         std::to_string(seq) + ",\"hdrs\":\"" + base64(headers) + "\",\"data\":\"" + base64("the payload") +
+         "\",\"time\":\"2026-12-01T10:00:00Z\"}}";
+}
+
+const char* kNotFound = R"({"error":{"code":404,"err_code":10037,"description":"no message found"}})";
+
+struct JobLog {
+  std::vector<std::string> lines;
+  std::optional<bool> ok;
+  std::string last;
+  DeadLetterJobOutput output() {
+    return DeadLetterJobOutput{[this](const std::string& line) {
+                                 lines.push_back(line);
+                                 return true;
+                               },
+                               [this](bool done_ok, const std::string& line) {
+                                 ok = done_ok;
+                                 last = line;
+                               }};
+  }
+};
+
+Config redrive_config() {
+  auto builder = handler("builder", {"a.*"});
+  builder.dead_letter_subject = "dlq.builder";
+  builder.retry = RetrySettings{2, milliseconds(100), milliseconds(100)};
+  return config({builder, handler("audit", {"a.*"})});
+}
+
+// The last api request, answered with `json`.
+const FakeUpstream::ApiRequest& answer_last(Harness& h, const std::string& json) {
+  REQUIRE_FALSE(h.upstream.api_requests.empty());
+  const auto& request = h.upstream.api_requests.back();
+  h.upstream.api_answer(request.id, json);
+  h.pump();
+  return request;
+}
+
+}  // namespace
+
+TEST_CASE("dispatcher: a redrive delivers each dead letter to its handler alone, and deletes it once confirmed",
+          "[unit]") {
+  Harness h(redrive_config());
+  h.checking = false;  // the checker models messages of the stream only
+  const auto builder = h.hello("builder");
+  const auto audit = h.hello("audit");
+  JobLog log;
+  DeadLetterJob job;
+  job.kind = DeadLetterJob::Kind::kRedrive;
+  job.handler = "builder";
+  job.all = true;
+  REQUIRE_FALSE(h.dispatcher().start_dead_letter_job(job, log.output()));
+  REQUIRE(h.upstream.api_requests.size() == 1);
+  CHECK(h.upstream.api_requests[0].subject == "$JS.API.STREAM.NAMES");
+  answer_last(h, R"({"streams":["DLQ"]})");
+  CHECK(h.upstream.api_requests.back().body == R"({"last_by_subj":"dlq.builder"})");
+  answer_last(h, stored_letter(5, "builder", 17));
+  CHECK(h.upstream.api_requests.back().subject == "$JS.API.STREAM.MSG.GET.DLQ");
+  CHECK(h.upstream.api_requests.back().body == R"({"next_by_subj":"dlq.builder","seq":1})");
+  answer_last(h, stored_letter(3, "builder", 17));
+  const auto sent = h.msgs(builder);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].key == "a.x");
+  CHECK(sent[0].stream_seq == 17);
+  CHECK(sent[0].payload == "the payload");
+  CHECK(h.msgs(audit).empty());
+  const std::size_t before = h.upstream.api_requests.size();
+  h.send(builder, "ACK " + std::to_string(sent[0].id) + "\r\n");
+  CHECK(h.upstream.replies.empty());  // nothing to the module's consumer
+  REQUIRE(h.upstream.api_requests.size() == before + 1);
+  CHECK(h.upstream.api_requests.back().subject == "$JS.API.STREAM.MSG.DELETE.DLQ");
+  CHECK(h.upstream.api_requests.back().body == R"({"seq":3})");
+  CHECK_FALSE(log.ok);
+  answer_last(h, R"({"success":true})");
+  CHECK(h.upstream.api_requests.back().body == R"({"next_by_subj":"dlq.builder","seq":4})");
+  answer_last(h, stored_letter(5, "builder", 18));  // its last: where --all ends
+  const auto second = h.msgs(builder);
+  REQUIRE(second.size() == 1);
+  h.send(builder, "ACK " + std::to_string(second[0].id) + "\r\n");
+  answer_last(h, R"({"success":true})");
+  REQUIRE(log.ok);
+  CHECK(*log.ok);
+  CHECK(log.last.find("2 confirmed and deleted") != std::string::npos);
+  CHECK(h.dispatcher().redrive_counts().at("builder").confirmed == 2);
+  CHECK(h.upstream.replies.empty());
+}
+
+TEST_CASE("dispatcher: a redriven dead letter the handler fails again is dead-lettered anew, then deleted", "[unit]") {
+  Harness h(redrive_config());
+  h.checking = false;
+  const auto builder = h.hello("builder");
+  JobLog log;
+  DeadLetterJob job;
+  job.kind = DeadLetterJob::Kind::kRedrive;
+  job.handler = "builder";
+  job.from = 3;
+  job.to = 3;
+  REQUIRE_FALSE(h.dispatcher().start_dead_letter_job(job, log.output()));
+  answer_last(h, R"({"streams":["DLQ"]})");
+  answer_last(h, stored_letter(3, "builder", 17));
+  auto sent = h.msgs(builder);
+  REQUIRE(sent.size() == 1);
+  h.send(builder, "NAK " + std::to_string(sent[0].id) + "\r\n");
+  h.advance(milliseconds(100));
+  sent = h.msgs(builder);
+  REQUIRE(sent.size() == 1);
+  const std::size_t before = h.upstream.api_requests.size();
+  h.send(builder, "NAK " + std::to_string(sent[0].id) + "\r\n");
+  REQUIRE(h.upstream.published.size() == 1);  // its new dead letter
+  CHECK(h.upstream.published[0].subject == "dlq.builder");
+  CHECK(h.upstream.published[0].payload == "the payload");
+  CHECK(h.upstream.published[0].headers.find("Trace: t1\r\n") != std::string::npos);
+  CHECK(h.upstream.published[0].headers.find("Jetfan-Sequence: 17\r\n") != std::string::npos);
+  CHECK(h.upstream.api_requests.size() == before);  // not deleted before the new one is stored
+  h.upstream.publish_answer(h.upstream.published[0].id, PublishResult{true, 9, "DLQ", {}});
+  h.pump();
+  REQUIRE(h.upstream.api_requests.size() == before + 1);
+  CHECK(h.upstream.api_requests.back().body == R"({"seq":3})");
+  answer_last(h, R"({"success":true})");
+  REQUIRE(log.ok);
+  CHECK_FALSE(*log.ok);  // not all went through
+  CHECK(log.last.find("1 failed again") != std::string::npos);
+  CHECK(h.upstream.replies.empty());
+}
+
+TEST_CASE("dispatcher: dlq list reads the handler's dead letters only, and a dry run redrives nothing", "[unit]") {
+  Harness h(redrive_config());
+  h.checking = false;
+  const auto builder = h.hello("builder");
+  for (const bool dry_run : {false, true}) {
+    JobLog log;
+    DeadLetterJob job;
+    job.kind = dry_run ? DeadLetterJob::Kind::kRedrive : DeadLetterJob::Kind::kList;
+    job.handler = "builder";
+    job.dry_run = dry_run;
+    job.from = 1;
+    REQUIRE_FALSE(h.dispatcher().start_dead_letter_job(job, log.output()));
+    answer_last(h, R"({"streams":["DLQ"]})");
+    answer_last(h, stored_letter(2, "other", 11));  // another handler's, on a shared subject
+    answer_last(h, stored_letter(4, "builder", 12));
+    answer_last(h, kNotFound);
+    REQUIRE(log.ok);
+    CHECK(*log.ok);
+    REQUIRE(log.lines.size() == 1);
+    CHECK(log.lines[0].find("seq 4") == 0);
+    CHECK(log.last.find("OK 1 dead letter(s)") == 0);
+  }
+  CHECK(h.msgs(builder).empty());
+  for (const auto& request : h.upstream.api_requests) CHECK(request.subject.find("DELETE") == std::string::npos);
+}
+
+TEST_CASE("dispatcher: a drain cuts a redrive short without deleting the dead letter", "[unit]") {
+  Harness h(redrive_config());
+  h.checking = false;
+  const auto builder = h.hello("builder");
+  JobLog log;
+  DeadLetterJob job;
+  job.kind = DeadLetterJob::Kind::kRedrive;
+  job.handler = "builder";
+  job.from = 3;
+  job.to = 3;
+  REQUIRE_FALSE(h.dispatcher().start_dead_letter_job(job, log.output()));
+  CHECK(h.dispatcher().start_dead_letter_job(job, JobLog().output()));  // one redrive per handler at a time
+  answer_last(h, R"({"streams":["DLQ"]})");
+  answer_last(h, stored_letter(3, "builder", 17));
+  REQUIRE(h.msgs(builder).size() == 1);
+  h.dispatcher().begin_drain();
+  h.advance(milliseconds(6000));  // past drain_timeout: what is in flight is abandoned
+  REQUIRE(log.ok);
+  CHECK_FALSE(*log.ok);
+  for (const auto& request : h.upstream.api_requests) CHECK(request.subject.find("DELETE") == std::string::npos);
+  CHECK(h.dispatcher().redrive_counts().at("builder").kept == 1);
+}
+
+TEST_CASE("dispatcher: a dead-letter job is refused for a handler without dead letters or unknown", "[unit]") {
+  Harness h(redrive_config());
+  DeadLetterJob job;
+  job.handler = "audit";
+  CHECK(h.dispatcher().start_dead_letter_job(job, JobLog().output()));
+  job.handler = "nobody";
+  CHECK(h.dispatcher().start_dead_letter_job(job, JobLog().output()));
+  job.handler = "builder";
+  job.kind = DeadLetterJob::Kind::kRedrive;
+  job.all = true;
+  const auto refused = h.dispatcher().start_dead_letter_job(job, JobLog().output());
+  REQUIRE(refused);
+  CHECK(refused->find("no connected instance") != std::string::npos);
+  CHECK(h.upstream.api_requests.empty());
+}

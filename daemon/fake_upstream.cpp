@@ -49,6 +49,12 @@ bool FakeUpstream::publish(std::uint64_t id, std::string_view subject, std::stri
   return true;
 }
 
+bool FakeUpstream::api_request(std::uint64_t id, std::string_view subject, std::string_view body) {
+  if (closed) return false;
+  api_requests.push_back(ApiRequest{id, std::string(subject), std::string(body)});
+  return true;
+}
+
 void FakeUpstream::close(Duration) {
   closed = true;
   listener_ = nullptr;
@@ -103,6 +109,12 @@ void FakeUpstream::reconnect() {
 void FakeUpstream::publish_answer(std::uint64_t id, const PublishResult& result) {
   if (!listener_) return;
   listener_->on_published(id, result);
+  batch_end();
+}
+
+void FakeUpstream::api_answer(std::uint64_t id, std::string_view json, std::string_view error) {
+  if (!listener_) return;
+  listener_->on_api_reply(id, ApiReply{json, error});
   batch_end();
 }
 

@@ -35,6 +35,10 @@ class FakeUpstream final : public Upstream {
     std::uint64_t id = 0;
     std::string subject, headers, payload;
   };
+  struct ApiRequest {
+    std::uint64_t id = 0;
+    std::string subject, body;
+  };
   struct Message {
     std::uint64_t stream_seq = 0;
     std::string subject;
@@ -57,6 +61,7 @@ class FakeUpstream final : public Upstream {
   void term(const MessageBytes& message) override { record(Reply::Kind::kTerm, message, Duration(0)); }
   void wip(const MessageBytes& message) override { record(Reply::Kind::kWip, message, Duration(0)); }
   bool publish(std::uint64_t id, std::string_view subject, std::string_view headers, std::string_view payload) override;
+  bool api_request(std::uint64_t id, std::string_view subject, std::string_view body) override;
   void close(Duration timeout) override;
 
   // What a server sends, each as one batch (ended by on_batch_end). Nothing happens when nobody
@@ -66,6 +71,7 @@ class FakeUpstream final : public Upstream {
   void probe_answer(bool answered);
   void reconnect();
   void publish_answer(std::uint64_t id, const PublishResult& result);
+  void api_answer(std::uint64_t id, std::string_view json, std::string_view error = {});
   // Between begin() and end(), the calls above make one batch together.
   void begin() { batching_ = true; }
   void end();
@@ -75,6 +81,7 @@ class FakeUpstream final : public Upstream {
   std::vector<std::uint64_t> probes;
   std::vector<Reply> replies;
   std::vector<Published> published;
+  std::vector<ApiRequest> api_requests;
   bool closed = false;
 
   bool listening() const { return listener_ != nullptr; }

@@ -40,9 +40,19 @@ struct JetStreamReader::CnatsCallbacks : std::enable_shared_from_this<CnatsCallb
     reconnected = true;
     post_locked();
   }
+  struct Api {
+    std::uint64_t id = 0;
+    std::string json;
+    std::string error;
+  };
   void push_published(Published answer) {
     std::lock_guard lock(mutex);
     published.push_back(std::move(answer));
+    post_locked();
+  }
+  void push_api(Api answer) {
+    std::lock_guard lock(mutex);
+    api.push_back(std::move(answer));
     post_locked();
   }
   void post_locked() {
@@ -56,6 +66,7 @@ struct JetStreamReader::CnatsCallbacks : std::enable_shared_from_this<CnatsCallb
   std::mutex mutex;
   bool reconnected = false;
   std::vector<Published> published;
+  std::vector<Api> api;
   bool posted = false;
   std::atomic<bool> closing{false};                    // set before an intended close, read by cnats threads
   JetStreamReader* reader = nullptr;                   // read and cleared on the io thread only
@@ -160,10 +171,22 @@ void on_publish_answer(natsConnection*, natsSubscription*, natsMsg* raw, void* c
   CnatsCallbacks::Published answer;
   const std::string_view subject = natsMsg_GetSubject(raw);
   const std::string_view token = subject.substr(subject.rfind('.') + 1);
-  std::from_chars(token.data(), token.data() + token.size(), answer.id);
   const char* code = nullptr;
   natsMsgHeader_Get(raw, "Status", &code);
   const std::string_view body(natsMsg_GetData(raw), static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
+  if (!token.empty() && token.front() == 'a') {  // an api_request's answer
+    CnatsCallbacks::Api api;
+    std::from_chars(token.data() + 1, token.data() + token.size(), api.id);
+    if (code != nullptr) {
+      api.error = std::string_view(code) == "503" ? std::string("no responders (is JetStream enabled?)")
+                                                  : "status " + std::string(code);
+    } else {
+      api.json = std::string(body);
+    }
+    callbacks->push_api(std::move(api));
+    return;
+  }
+  std::from_chars(token.data(), token.data() + token.size(), answer.id);
   if (code != nullptr) {
     const char* description = nullptr;
     natsMsgHeader_Get(raw, "Description", &description);
@@ -471,17 +494,23 @@ void JetStreamReader::on_callbacks() {
   JETFAN_ON_IO_THREAD(thread_);
   bool reconnected = false;
   std::vector<CnatsCallbacks::Published> published;
+  std::vector<CnatsCallbacks::Api> api;
   {
     std::lock_guard lock(callbacks_->mutex);
     reconnected = std::exchange(callbacks_->reconnected, false);
     published.swap(callbacks_->published);
+    api.swap(callbacks_->api);
     callbacks_->posted = false;
   }
-  if (!listener_ || (!reconnected && published.empty())) return;
+  if (!listener_ || (!reconnected && published.empty() && api.empty())) return;
   if (reconnected) listener_->on_reconnected();
   for (const auto& answer : published) {
     if (!listener_) return;
     listener_->on_published(answer.id, PublishResult{answer.stored, answer.stream_seq, answer.stream, answer.error});
+  }
+  for (const auto& answer : api) {
+    if (!listener_) return;
+    listener_->on_api_reply(answer.id, ApiReply{answer.json, answer.error});
   }
   if (listener_) listener_->on_batch_end();
 }
@@ -633,23 +662,7 @@ void JetStreamReader::nak(const MessageBytes& message, Duration delay) {
 bool JetStreamReader::publish(std::uint64_t id, std::string_view subject, std::string_view headers,
                               std::string_view payload) {
   JETFAN_ON_IO_THREAD(thread_);
-  if (!connection_) return false;
-  if (!publish_subscription_) {
-    natsInbox* raw_inbox = nullptr;
-    if (natsInbox_Create(&raw_inbox) != NATS_OK) return false;
-    NatsInboxPtr inbox(raw_inbox);
-    publish_inbox_ = std::string(inbox.get()) + ".";
-    natsSubscription* raw = nullptr;
-    const std::string wildcard = publish_inbox_ + "*";
-    if (natsConnection_Subscribe(&raw, connection_.get(), wildcard.c_str(), on_publish_answer, callbacks_.get()) !=
-        NATS_OK) {
-      const std::string why = last_error(NATS_ERR);
-      log_warn("nats.subscribe_failed", {{"reason", why}}, "nats: cannot subscribe for publish acknowledgements: {}",
-               why);
-      return false;
-    }
-    publish_subscription_.reset(raw);
-  }
+  if (!answer_subscription()) return false;
   const std::string reply = publish_inbox_ + std::to_string(id);
   natsMsg* raw = nullptr;
   if (natsMsg_Create(&raw, std::string(subject).c_str(), reply.c_str(), payload.data(),
@@ -662,6 +675,41 @@ bool JetStreamReader::publish(std::uint64_t id, std::string_view subject, std::s
   if (status != NATS_OK) {
     const std::string why = last_error(status);
     log_warn("nats.publish_failed", {{"subject", subject}, {"reason", why}}, "nats: could not publish to {}: {}",
+             subject, why);
+    return false;
+  }
+  return true;
+}
+
+bool JetStreamReader::answer_subscription() {
+  if (!connection_) return false;
+  if (publish_subscription_) return true;
+  natsInbox* raw_inbox = nullptr;
+  if (natsInbox_Create(&raw_inbox) != NATS_OK) return false;
+  NatsInboxPtr inbox(raw_inbox);
+  publish_inbox_ = std::string(inbox.get()) + ".";
+  natsSubscription* raw = nullptr;
+  const std::string wildcard = publish_inbox_ + "*";
+  if (natsConnection_Subscribe(&raw, connection_.get(), wildcard.c_str(), on_publish_answer, callbacks_.get()) !=
+      NATS_OK) {
+    const std::string why = last_error(NATS_ERR);
+    log_warn("nats.subscribe_failed", {{"reason", why}}, "nats: cannot subscribe for publish acknowledgements: {}",
+             why);
+    return false;
+  }
+  publish_subscription_.reset(raw);
+  return true;
+}
+
+bool JetStreamReader::api_request(std::uint64_t id, std::string_view subject, std::string_view body) {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (!answer_subscription()) return false;
+  const std::string reply = publish_inbox_ + "a" + std::to_string(id);
+  const natsStatus status = natsConnection_PublishRequest(connection_.get(), std::string(subject).c_str(),
+                                                          reply.c_str(), body.data(), static_cast<int>(body.size()));
+  if (status != NATS_OK) {
+    const std::string why = last_error(status);
+    log_warn("nats.request_failed", {{"subject", subject}, {"reason", why}}, "nats: could not send a request to {}: {}",
              subject, why);
     return false;
   }

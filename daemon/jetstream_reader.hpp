@@ -82,6 +82,7 @@ class JetStreamReader final : public Upstream {
   void term(const MessageBytes& message) override;
   void wip(const MessageBytes& message) override;
   bool publish(std::uint64_t id, std::string_view subject, std::string_view headers, std::string_view payload) override;
+  bool api_request(std::uint64_t id, std::string_view subject, std::string_view body) override;  // on <pinbox>.a<id>
   void close(Duration timeout) override;
 
   // Asks the server for the consumer's info ($JS.API.CONSUMER.INFO), without waiting: the answer
@@ -106,6 +107,8 @@ class JetStreamReader final : public Upstream {
   // left empty when it cannot be had.
   void read_newer_features(ConsumerFacts& facts, const std::string& named);
   void reply(const MessageBytes& message, const char* body, std::size_t length);
+  // The subscription publish() and api_request() are answered on, made on first use.
+  bool answer_subscription();
 
   boost::asio::io_context& io_;
   const Config& config_;

@@ -48,6 +48,12 @@ struct PublishResult {
   std::string_view error;        // when not stored: the server's description, "no responders", ...
 };
 
+// The answer to an api_request(): the JSON JetStream sent, or why there is none.
+struct ApiReply {
+  std::string_view json;   // empty when there is no answer
+  std::string_view error;  // when json is empty: "no responders", a status line, ...
+};
+
 class UpstreamListener {
  public:
   // The connection to the server was made again: the server has forgotten every pull request.
@@ -57,6 +63,7 @@ class UpstreamListener {
   // The answer to probe `id`: `answered` when the consumer's info came back (not an error).
   virtual void on_probe_answer(bool answered) = 0;
   virtual void on_published(std::uint64_t id, const PublishResult& result) = 0;
+  virtual void on_api_reply(std::uint64_t id, const ApiReply& reply) = 0;
   // The end of what one read of the server brought (any of the above before it): act on it together.
   virtual void on_batch_end() = 0;
 
@@ -82,6 +89,10 @@ class Upstream {
   // answer then never comes).
   virtual bool publish(std::uint64_t id, std::string_view subject, std::string_view headers,
                        std::string_view payload) = 0;
+  // Sends a JetStream API request (`body` to `subject`, e.g. $JS.API.STREAM.MSG.GET.<stream>),
+  // answered by on_api_reply(id, ...). False when it could not go out (the answer then never
+  // comes). No answer at all is possible (the connection went): the caller times it out.
+  virtual bool api_request(std::uint64_t id, std::string_view subject, std::string_view body) = 0;
   // Sends whatever is buffered, waiting at most `timeout`, then closes. Nothing comes in after.
   virtual void close(Duration timeout) = 0;
 

@@ -318,3 +318,21 @@ TEST_CASE("retry figures and pause are shown in status, status json and metrics"
   CHECK_THAT(status, Catch::Contains("PAUSED"));
   CHECK_THAT(status, Catch::Contains("dead letters to dlq.builder"));
 }
+
+TEST_CASE("redrive progress is shown in status, status json and metrics", "[unit]") {
+  StatusSnapshot s = example();
+  HandlerView& builder = s.handlers.at(0);
+  builder.redrive_running = 1;
+  builder.redrive_confirmed = 4;
+  builder.redrive_again = 1;
+  const std::string text = render_prometheus(s);
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_redrive_running{handler=\"builder\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_redrives_total{handler=\"builder\",outcome=\"confirmed\"} 4\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_redrives_total{handler=\"builder\",outcome=\"again\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_redrives_total{handler=\"builder\",outcome=\"kept\"} 0\n"));
+  const auto doc = nlohmann::json::parse(render_status_json(s));
+  CHECK(doc["handlers"][0]["redrive"]["running"] == true);
+  CHECK(doc["handlers"][0]["redrive"]["confirmed"] == 4);
+  CHECK(doc["handlers"][1]["redrive"]["running"] == false);
+  CHECK_THAT(render_status_text(s), Catch::Contains("redrive: RUNNING; 4 confirmed and deleted, 1 failed again"));
+}

@@ -205,6 +205,16 @@ std::string render_prometheus(const StatusSnapshot& s) {
   }
   each_handler({"jetfan_handler_paused", "gauge", "1 while the handler is paused: it gets nothing new."},
                [](const HandlerView& h) { return static_cast<std::uint64_t>(h.paused ? 1 : 0); });
+  each_handler({"jetfan_handler_redrive_running", "gauge", "1 while a redrive of the handler's dead letters runs."},
+               [](const HandlerView& h) { return h.redrive_running; });
+  w.family("jetfan_handler_redrives_total", "counter",
+           "Dead letters redriven to the handler, by outcome: confirmed (ACKed, deleted), again (failed again: "
+           "dead-lettered anew, the old one deleted), kept (not settled or not deleted: it stays).");
+  for (const auto& h : s.handlers) {
+    w.sample("jetfan_handler_redrives_total", handler_label(h) + ",outcome=\"confirmed\"", h.redrive_confirmed);
+    w.sample("jetfan_handler_redrives_total", handler_label(h) + ",outcome=\"again\"", h.redrive_again);
+    w.sample("jetfan_handler_redrives_total", handler_label(h) + ",outcome=\"kept\"", h.redrive_kept);
+  }
   w.family("jetfan_handler_attempts", "histogram",
            "Deliveries the handler needed per message it settled (ACK, TERM, dead letter, or given up).");
   for (const auto& h : s.handlers) w.attempts(handler_label(h), h.stats.attempts);

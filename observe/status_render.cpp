@@ -152,6 +152,11 @@ std::string render_status_text(const StatusSnapshot& s) {
            " TERM; given up without dead letter " + std::to_string(c.gave_up) + "; publish failures " +
            std::to_string(c.dead_letter_failures));
     }
+    if (h.redrive_running + h.redrive_confirmed + h.redrive_again + h.redrive_kept > 0) {
+      line(std::string("  redrive: ") + (h.redrive_running > 0 ? "RUNNING; " : "") +
+           std::to_string(h.redrive_confirmed) + " confirmed and deleted, " + std::to_string(h.redrive_again) +
+           " failed again (dead-lettered anew), " + std::to_string(h.redrive_kept) + " kept");
+    }
   }
   line("");
   line("publish to arrival: p50 " + quantile(s.publish_age, 0.5) + ", p99 " + quantile(s.publish_age, 0.99));
@@ -272,7 +277,12 @@ std::string render_status_json(const StatusSnapshot& s) {
            {"attempts", attempts_json(c.attempts)},
            {"dead_letters", {{"used_up", c.dead_lettered_used_up}, {"term", c.dead_lettered_term}}},
            {"gave_up", c.gave_up},
-           {"dead_letter_publish_failures", c.dead_letter_failures}}}});
+           {"dead_letter_publish_failures", c.dead_letter_failures}}},
+         {"redrive",
+          {{"running", h.redrive_running > 0},
+           {"confirmed", h.redrive_confirmed},
+           {"again", h.redrive_again},
+           {"kept", h.redrive_kept}}}});
   }
   doc["handlers"] = handlers;
   json tails = json::array();

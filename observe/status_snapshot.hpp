@@ -58,6 +58,10 @@ struct HandlerView {
   bool paused = false;                  // gets nothing new (jetfan pause, or handlers[].paused)
   std::uint32_t max_attempts = 0;       // its retry budget; 0: no limit
   std::string dead_letter_subject;      // empty: none
+  // Its redrives (jetfan redrive) since jetfan started: under way now (0 or 1); dead letters
+  // confirmed and deleted; failed again (dead-lettered anew, the old one deleted); kept (not settled,
+  // or not deleted).
+  std::uint64_t redrive_running = 0, redrive_confirmed = 0, redrive_again = 0, redrive_kept = 0;
   HandlerStats stats;
   HandlerRates rates;
 };

@@ -1,10 +1,10 @@
 // test_handler: a real handler process for the integration tests, on the C++ client.
 //
-//   test_handler SOCKET NAME SEEN_FILE [--default ACTION]
+//   test_handler SOCKET NAME SEEN_FILE [--default ACTION] [--only ACTION]
 //
 // For every message it appends "<stream-seq> <key> <deliveries> <payload>" to SEEN_FILE, then
 // answers. The payload may carry directives "<action>@<name>"; the one naming this handler wins,
-// else --default (ack). Actions:
+// else --default (ack); --only ACTION answers every message so, whatever it says. Actions:
 //   ack, term, nak          answer so
 //   nak1                    nak on the first delivery, ack later ones
 //   wip<ms>, sleep<ms>      see below
@@ -44,8 +44,10 @@ int main(int argc, char** argv) {
   }
   const std::string name = argv[2];
   std::string fallback = "ack";
+  std::string only;
   for (int i = 4; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--default") fallback = argv[i + 1];
+    if (std::string(argv[i]) == "--only") only = argv[i + 1];
   }
   try {
     // Exits when jetfan goes, so a test that starts a new jetfan decides which handlers it gets.
@@ -57,7 +59,7 @@ int main(int argc, char** argv) {
       seen << message->stream_seq << ' ' << message->key << ' ' << message->deliveries << ' ' << message->payload
            << '\n'
            << std::flush;
-      std::string action = action_for(message->payload, name, fallback);
+      std::string action = only.empty() ? action_for(message->payload, name, fallback) : only;
       if (action.size() > 1 && action.back() == '1') {
         // First delivery only; later ones are acked.
         action = message->deliveries == 1 ? action.substr(0, action.size() - 1) : "ack";

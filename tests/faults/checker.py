@@ -31,6 +31,7 @@ import json
 import os
 from collections import defaultdict
 
+import dead_letter_rule
 import records
 from progress import load_monitor, progress_figures
 
@@ -194,6 +195,7 @@ def check(workdir):
         return any(r.kind == 1 and t0 - 5e8 <= r.t <= t1 for r in answers_by_seq.get(seq, ()))
 
     # --- per handler ---
+    dead_letters = dead_letter_rule.load_dead_letters(os.path.join(workdir, "dead_letters.txt"))
     result_handlers = {}
     unconfirmed = set()
     total_dups = 0
@@ -305,6 +307,10 @@ def check(workdir):
             "ghost": bool(h.get("ghost")),
         }
         result_handlers[name] = entry
+        if h.get("dead_letter"):  # a retry budget with dead letters: dead_letter_rule.py
+            entry["dead_letter_rule"] = dead_letter_rule.check_dead_letters(
+                wants, received, dead_letters.get(name, {}), h["max_attempts"], generation)
+            findings += [f"DEAD LETTERS: handler {name}: {w}" for w in dead_letter_rule.broken(entry["dead_letter_rule"])]
         if lost:
             findings.append(f"LOST: handler {name} never received {len(lost)} message(s) it matches, e.g. ids "
                             f"{sorted(lost)[:5]}")

@@ -267,5 +267,56 @@ class PatternTest(unittest.TestCase):
         self.assertFalse(matches("*.y", "c.y.z"))
 
 
+class DeadLetterRuleTest(unittest.TestCase):
+    """The dead-letter rule (dead_letter_rule.py) on made-up deliveries of one handler with
+    max_attempts 2: generation 1 before t=100, 2 from then on."""
+
+    @staticmethod
+    def gen(t):
+        return 1 if t < 100 else 2
+
+    @staticmethod
+    def d(t, answer):
+        return {"t": t, "answer": answer}
+
+    def verdict(self, received, dead, wants=None):
+        import dead_letter_rule
+        wants = set(received) if wants is None else wants
+        return dead_letter_rule.check_dead_letters(wants, received, dead, 2, self.gen)
+
+    def test_confirmed_or_dead_lettered_once_passes(self):
+        v = self.verdict({1: [self.d(1, "ack")], 2: [self.d(1, "nak"), self.d(2, "nak")]}, {2: 1})
+        import dead_letter_rule
+        self.assertEqual(dead_letter_rule.broken(v), [])
+        self.assertEqual(v["dead_lettered"], 1)
+
+    def test_neither_confirmed_nor_dead_lettered_fails(self):
+        v = self.verdict({2: [self.d(1, "nak"), self.d(2, "nak")]}, {})
+        self.assertEqual(v["unsettled"], 1)
+        self.assertEqual(v["unsettled_sample"], [2])
+
+    def test_a_message_never_received_and_not_dead_lettered_fails(self):
+        v = self.verdict({}, {}, wants={7})
+        self.assertEqual(v["unsettled"], 1)
+
+    def test_dead_lettered_though_confirmed_fails(self):
+        v = self.verdict({1: [self.d(1, "ack")]}, {1: 1})
+        self.assertEqual(v["dead_but_confirmed"], 1)
+
+    def test_two_dead_letters_for_one_used_up_budget_fail(self):
+        v = self.verdict({2: [self.d(1, "nak"), self.d(2, "drop")]}, {2: 2})
+        self.assertEqual(v["too_many_dead_letters"], 1)
+
+    def test_a_budget_used_up_in_each_generation_allows_one_dead_letter_each(self):
+        ds = [self.d(1, "nak"), self.d(2, None), self.d(150, "nak"), self.d(160, "nak")]
+        v = self.verdict({2: ds}, {2: 2})
+        import dead_letter_rule
+        self.assertEqual(dead_letter_rule.broken(v), [])
+
+    def test_a_budget_cut_short_by_a_restart_allows_no_dead_letter(self):
+        v = self.verdict({2: [self.d(1, "nak"), self.d(150, "nak")]}, {2: 1})
+        self.assertEqual(v["too_many_dead_letters"], 1)
+
+
 if __name__ == "__main__":
     unittest.main()

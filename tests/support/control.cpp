@@ -60,11 +60,11 @@ std::string control_request(const std::string& path, const std::string& command,
   return read_to_end(fd.get(), timeout);
 }
 
-TailStream::TailStream(const std::string& path, const std::string& pattern) : fd_(connect_unix(path)) {
-  send_all(fd_.get(), pattern.empty() ? "TAIL\n" : "TAIL " + pattern + "\n");
+ControlStream::ControlStream(const std::string& path, const std::string& command) : fd_(connect_unix(path)) {
+  send_all(fd_.get(), command + "\n");
 }
 
-std::optional<std::string> TailStream::line(std::chrono::milliseconds timeout) {
+std::optional<std::string> ControlStream::line(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     if (const auto end = buffer_.find('\n'); end != std::string::npos) {

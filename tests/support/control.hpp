@@ -16,16 +16,24 @@ namespace jetfan::testing {
 std::string control_request(const std::string& path, const std::string& command,
                             std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
-// A TAIL connection. It reads only when asked, so a test can let it fall behind.
-class TailStream {
+// A command whose reply comes line by line (TAIL, REDRIVE). It reads only when asked, so a test
+// can let it fall behind.
+class ControlStream {
  public:
-  TailStream(const std::string& path, const std::string& pattern);
+  ControlStream(const std::string& path, const std::string& command);
   // The next line (without its newline), or nullopt if none came within `timeout`.
   std::optional<std::string> line(std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
  private:
   UniqueFd fd_;
   std::string buffer_;
+};
+
+// A TAIL connection.
+class TailStream : public ControlStream {
+ public:
+  TailStream(const std::string& path, const std::string& pattern)
+      : ControlStream(path, pattern.empty() ? "TAIL" : "TAIL " + pattern) {}
 };
 
 struct HttpReply {
