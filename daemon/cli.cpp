@@ -14,6 +14,7 @@
 #include "exec_options.hpp"
 #include "jetfan/version.hpp"
 #include "logging.hpp"
+#include "nats_auth.hpp"
 #include "nats_handles.hpp"
 #include "startup_error.hpp"
 
@@ -168,6 +169,16 @@ class JetfanCommandLine : public CommandLine {
     if (file.empty()) return usage_error("check needs --config FILE");
     const auto config = load(file);
     if (!config) return kExitConfig;
+    // The secret files as serve reads them before its first connect: one that others may read is
+    // a warning, one that cannot be used an error, in serve's words.
+    for (const auto& warning : exposed_secret_file_warnings(config->nats, config->file)) {
+      std::fprintf(stderr, "jetfan: warning: %s\n", warning.c_str());
+    }
+    if (auto problem = check_credential_files(config->nats)) {
+      std::fprintf(stderr, "%s: %s\njetfan: 1 error(s) in %s\n", config->file.c_str(), problem->c_str(),
+                   config->file.c_str());
+      return kExitConfig;
+    }
     std::printf("%s: OK: consumer \"%s\" of stream \"%s\", %zu handler(s), socket %s\n", config->file.c_str(),
                 config->consumer.durable.c_str(), config->consumer.stream.c_str(), config->handlers.size(),
                 config->socket.path.c_str());
