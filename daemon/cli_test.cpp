@@ -35,7 +35,7 @@ struct Command {
   }
 };
 
-void collect(const CLI::App& app, std::vector<std::string> path, std::vector<Command>& out) {
+void collect(const CLI::App& app, const std::vector<std::string>& path, std::vector<Command>& out) {
   Command command{path, {}, {}, {}};
   for (const CLI::Option* option : app.get_options([](const CLI::Option* o) { return o->nonpositional(); })) {
     for (const auto& name : option->get_lnames()) {
@@ -61,7 +61,7 @@ std::vector<Command> all_commands() {
   return commands;
 }
 
-int run(std::vector<std::string> words) { return make_jetfan_command_line()->run(words); }
+int run(const std::vector<std::string>& words) { return make_jetfan_command_line()->run(words); }
 
 std::string file_text(const std::string& path) {
   std::ifstream in(path);
