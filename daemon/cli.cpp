@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -13,8 +12,10 @@
 #include "daemon.hpp"
 #include "dlq_commands.hpp"
 #include "exec_handler.hpp"
+#include "exec_options.hpp"
 #include "jetfan/version.hpp"
 #include "logging.hpp"
+#include "nats_auth.hpp"
 #include "nats_handles.hpp"
 #include "startup_error.hpp"
 
@@ -24,98 +25,34 @@ namespace {
 // How long exiting waits for cnats's threads to finish; they have nothing left to do by then.
 constexpr std::int64_t kCnatsShutdownWaitMs = 2000;
 
-const char* kUsage = R"(usage: jetfan <command> [options]
-
-jetfan is the one reader of a module's durable JetStream consumer. It dispatches each message over a
+const char* kDescription =
+    R"(jetfan is the one reader of a module's durable JetStream consumer. It dispatches each message over a
 Unix socket to every handler whose patterns match the message's key, and acknowledges it to JetStream
-only when every one of them has confirmed it.
+only when every one of them has confirmed it. `jetfan COMMAND --help` says more of each command.)";
 
-commands:
-  serve --config FILE [--log-level LEVEL]   run the daemon
-  check --config FILE                       check a config file; print every error; exit 0 if good
-  status [--json] (--config FILE | --control PATH)
-                                            what a running jetfan does now: problems first, the
-                                            consumer, each handler; --json for scripts; exit 0
-                                            only while it serves (75 while starting or draining)
-  tail [PATTERN] (--config FILE | --control PATH)
-                                            print messages as they arrive (those whose key matches
-                                            PATTERN), and where they went; never slows jetfan
-  reload (--config FILE | --control PATH)   reload the config (as SIGHUP does); exit 78 if refused
-  pause --handler NAME (--config FILE | --control PATH)
-                                            the handler gets nothing new; its messages are held
-  resume --handler NAME (--config FILE | --control PATH)
-                                            it gets them again
-  dlq list --handler NAME [--seq A[-B]] [--json] (--config FILE | --control PATH)
-                                            the handler's dead letters: sequence, subject,
-                                            attempts, time, reason
-  redrive --handler NAME (--all | --seq A[-B]) [--dry-run] (--config FILE | --control PATH)
-                                            deliver them to that handler alone; each is deleted
-                                            once it confirmed it; exit 1 unless all went through
-  exec --handler NAME ... -- CMD ARGS...    run CMD once per message, as handler NAME
-                                            (jetfan exec --help says more)
-  version, --version                        print the version
-  help, --help                              print this help
-
---config FILE may be left out when $JETFAN_CONFIG names the file (as in jetfan's container image).
+const char* kFooter =
+    R"(--config FILE may be left out when $JETFAN_CONFIG names the file (as in jetfan's container image).
 
 exit status: 0 ok, 64 bad command line, 69 a resource is unavailable (socket in use),
              70 an internal error (a bug), 75 JetStream does not answer (try again later),
-             77 the NATS server refused the credentials, 78 bad config or missing consumer.
-The handler protocol is described in proto/PROTOCOL.md, the control socket in daemon/CONTROL.md.
-)";
+             77 the NATS server refused the credentials, 78 bad config or missing consumer;
+             jetfan exec also 76 jetfan refused the handler, 126 CMD cannot be run, 127 CMD not found.
+The handler protocol is described in proto/PROTOCOL.md, the control socket in daemon/CONTROL.md.)";
 
-struct Arguments {
-  std::string command;
+// What the flags say; each command's action reads the ones it declared.
+struct Values {
   std::string config;
   std::string log_level;
   std::string control;  // the control socket, instead of reading it from --config
-  std::string operand;  // tail's PATTERN
-  std::string handler;  // pause's and resume's --handler
+  std::string pattern;  // tail's PATTERN
+  std::string handler;  // pause's, resume's, dlq list's and redrive's --handler
   bool json = false;
-  std::string error;
+  std::string seq;  // dlq list's and redrive's --seq A[-B]
+  bool all = false;
+  bool dry_run = false;
+  ExecFlags exec;                // declared for help and completions; run_exec parses exec's words
+  std::vector<std::string> cmd;  // likewise
 };
-
-Arguments parse_arguments(int argc, char** argv) {
-  Arguments args;
-  std::vector<std::string> words(argv + 1, argv + argc);
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    const std::string& word = words[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= words.size()) {
-        args.error = word + " needs a value";
-      } else {
-        out = words[++i];
-      }
-    };
-    if (word == "--config" || word == "-c") {
-      value(args.config);
-    } else if (word.rfind("--config=", 0) == 0) {
-      args.config = word.substr(9);
-    } else if (word == "--log-level") {
-      value(args.log_level);
-    } else if (word == "--control") {
-      value(args.control);
-    } else if (word == "--handler") {
-      value(args.handler);
-    } else if (word == "--json") {
-      args.json = true;
-    } else if (word == "--version" || word == "--help" || word == "-h") {
-      args.command = word == "--version" ? "version" : "help";
-    } else if (args.command.empty() && !word.empty() && word[0] != '-') {
-      args.command = word;
-    } else if (args.command == "tail" && args.operand.empty() && !word.empty() && word[0] != '-') {
-      args.operand = word;
-    } else {
-      args.error = "unexpected argument \"" + word + "\"";
-    }
-  }
-  return args;
-}
-
-int usage_error(const std::string& why) {
-  std::fprintf(stderr, "jetfan: %s\n\n%s", why.c_str(), kUsage);
-  return kExitUsage;
-}
 
 // Loads the config, printing every error. nullopt: it is not usable.
 std::optional<Config> load(const std::string& path) {
@@ -127,146 +64,208 @@ std::optional<Config> load(const std::string& path) {
   return std::move(result.config);
 }
 
-int serve(const Arguments& args) {
-  auto config = load(args.config);
-  if (!config) return kExitConfig;
-  const std::string level = args.log_level.empty() ? config->log_level : args.log_level;
-  setup_logging(config->log_format, level, stderr_is_journal());
-  log_info("starting", {{"version", kVersion}, {"file", config->file}}, "jetfan {} starting with {}", kVersion,
-           config->file);
-  int status = kExitOk;
-  try {
-    Daemon daemon(std::move(*config), !args.log_level.empty());
-    status = daemon.run();
-  } catch (const StartupError& e) {
-    log_critical("startup.failed", {{"exit_status", e.exit_code()}}, "{}", e.what());
-    status = e.exit_code();
+class JetfanCommandLine : public CommandLine {
+ public:
+  JetfanCommandLine() : CommandLine("jetfan", kDescription, kFooter) {
+    add_flag_action("--version", "print the version and exit", [] { return version(); });
+
+    auto& serve = add_command("serve", "run the daemon", [this] { return serve_command(); });
+    add_config_flag(serve);
+    serve.add_option("--log-level", values_.log_level, "trace, debug, info, warn or error; overrides log.level")
+        ->type_name("LEVEL");
+
+    auto& check = add_command("check", "check a config file; print every error; exit 0 if good",
+                              [this] { return check_command(); });
+    add_config_flag(check);
+
+    auto& status = add_command("status",
+                               "what a running jetfan does now: problems first, the consumer, each handler; exit 0 "
+                               "only while it serves (75 while starting or draining)",
+                               [this] { return control_command("status"); });
+    status.add_flag("--json", values_.json, "print it as JSON (schema jetfan.status/1), for scripts");
+    add_control_flags(status);
+
+    auto& tail = add_command("tail",
+                             "print messages as they arrive (those whose key matches PATTERN), and where they went; "
+                             "never slows jetfan",
+                             [this] { return control_command("tail"); });
+    tail.add_option("PATTERN", values_.pattern, "a topic pattern, as in a handler's patterns (default: all)");
+    add_control_flags(tail);
+
+    add_control_flags(add_command("reload", "reload the config (as SIGHUP does); exit 78 if refused",
+                                  [this] { return control_command("reload"); }));
+
+    for (const char* name : {"pause", "resume"}) {
+      auto& command = add_command(name,
+                                  name == std::string("pause") ? "the handler gets nothing new; its messages are held"
+                                                               : "a paused handler gets its messages again",
+                                  [this, name] { return control_command(name); });
+      add_handler_flag(command);
+      add_control_flags(command);
+    }
+
+    auto& dlq = add_command("dlq", "the dead letters of a handler (jetfan dlq list --help)", {});
+    auto& list = add_command(
+        "list", "the handler's dead letters: sequence, subject, attempts, time, reason",
+        [this] { return dead_letter_command(true); }, &dlq);
+    add_handler_flag(list);
+    list.add_option("--seq", values_.seq, "only these sequences of the dead-letter stream")->type_name("A[-B]");
+    list.add_flag("--json", values_.json, "one JSON object a line, for scripts");
+    add_control_flags(list);
+
+    auto& redrive = add_command("redrive",
+                                "deliver a handler's dead letters to it alone; each is deleted once it confirmed "
+                                "it; exit 1 unless all went through",
+                                [this] { return dead_letter_command(false); });
+    add_handler_flag(redrive);
+    auto* all = redrive.add_flag("--all", values_.all, "every dead letter stored when it begins");
+    redrive.add_option("--seq", values_.seq, "these sequences of the dead-letter stream")
+        ->type_name("A[-B]")
+        ->excludes(all);
+    redrive.add_flag("--dry-run", values_.dry_run, "say what would be redriven; change nothing");
+    add_control_flags(redrive);
+
+    auto& exec = add_command("exec", "run CMD once per message, as a handler (jetfan exec --help says more)",
+                             // run_cli hands exec's words to run_exec before parsing: exec has its own help.
+                             [] { return kExitSoftware; });
+    declare_exec_flags(exec, values_.exec);
+    exec.add_option("CMD", values_.cmd, "the command and its arguments, after \"--\"");
+
+    add_command("version", "print the version", [] { return version(); });
+    add_command("help", "print this help", [this] {
+      std::fputs(app().help().c_str(), stdout);
+      return kExitOk;
+    });
   }
-  // cnats may still run a callback on one of its threads; wait for them all before exiting.
-  nats_CloseAndWait(kCnatsShutdownWaitMs);
-  return status;
-}
 
-int control_pause_command(const std::string& path, const Arguments& args) {
-  if (args.handler.empty()) return usage_error(args.command + " needs --handler NAME");
-  return control_pause(path, args.handler, args.command == "pause");
-}
+ private:
+  static int version() {
+    std::printf("jetfan %s\n", kVersion);
+    return kExitOk;
+  }
 
-// status, tail, reload, pause, resume: talk to a running jetfan on its control socket.
-int control(const Arguments& args) {
-  std::string path = args.control;
-  if (path.empty()) {
-    if (args.config.empty()) return usage_error(args.command + " needs --config FILE or --control PATH");
-    const auto config = load(args.config);
-    if (!config) {
-      // The running jetfan would refuse this file for the same errors; say so, for the journal
-      // when systemd runs this as ExecReload=.
-      if (args.command == "reload") {
-        std::fprintf(stderr, "jetfan: reload refused: %s has errors; the running jetfan keeps its config\n",
-                     args.config.c_str());
-      }
+  void add_handler_flag(CLI::App& command) {
+    command.add_option("--handler", values_.handler, "the handler's name in the config")
+        ->type_name("NAME")
+        ->required();
+  }
+  void add_config_flag(CLI::App& command) {
+    command.add_option("-c,--config", values_.config, "the YAML config file (default: $JETFAN_CONFIG)")
+        ->type_name("FILE");
+  }
+  void add_control_flags(CLI::App& command) {
+    add_config_flag(command);
+    command.add_option("--control", values_.control, "the control socket, instead of the one --config names")
+        ->type_name("PATH");
+  }
+
+  // A container image sets $JETFAN_CONFIG, so that `docker run IMAGE check` (or status) needs no flags.
+  std::string config_file() const {
+    const char* from_environment = std::getenv("JETFAN_CONFIG");
+    if (values_.config.empty() && from_environment != nullptr) return from_environment;
+    return values_.config;
+  }
+
+  int serve_command() {
+    const std::string file = config_file();
+    if (file.empty()) return usage_error("serve needs --config FILE");
+    const std::string& level_flag = values_.log_level;
+    if (!level_flag.empty() && spdlog::level::from_str(level_flag) == spdlog::level::off && level_flag != "off") {
+      return usage_error("--log-level must be trace, debug, info, warn or error");
+    }
+    auto config = load(file);
+    if (!config) return kExitConfig;
+    const std::string level = level_flag.empty() ? config->log_level : level_flag;
+    setup_logging(config->log_format, level, stderr_is_journal());
+    log_info("starting", {{"version", kVersion}, {"file", config->file}}, "jetfan {} starting with {}", kVersion,
+             config->file);
+    int status = kExitOk;
+    try {
+      Daemon daemon(std::move(*config), !level_flag.empty());
+      status = daemon.run();
+    } catch (const StartupError& e) {
+      log_critical("startup.failed", {{"exit_status", e.exit_code()}}, "{}", e.what());
+      status = e.exit_code();
+    }
+    // cnats may still run a callback on one of its threads; wait for them all before exiting.
+    nats_CloseAndWait(kCnatsShutdownWaitMs);
+    return status;
+  }
+
+  int check_command() {
+    const std::string file = config_file();
+    if (file.empty()) return usage_error("check needs --config FILE");
+    const auto config = load(file);
+    if (!config) return kExitConfig;
+    // The secret files as serve reads them before its first connect: one that others may read is
+    // a warning, one that cannot be used an error, in serve's words.
+    for (const auto& warning : exposed_secret_file_warnings(config->nats, config->file)) {
+      std::fprintf(stderr, "jetfan: warning: %s\n", warning.c_str());
+    }
+    if (auto problem = check_credential_files(config->nats)) {
+      std::fprintf(stderr, "%s: %s\njetfan: 1 error(s) in %s\n", config->file.c_str(), problem->c_str(),
+                   config->file.c_str());
       return kExitConfig;
     }
-    path = config->control.path;
+    std::printf("%s: OK: consumer \"%s\" of stream \"%s\", %zu handler(s), socket %s\n", config->file.c_str(),
+                config->consumer.durable.c_str(), config->consumer.stream.c_str(), config->handlers.size(),
+                config->socket.path.c_str());
+    return kExitOk;
   }
-  if (args.command == "status") return control_status(path, args.json);
-  if (args.command == "reload") return control_reload(path);
-  if (args.command == "pause" || args.command == "resume") return control_pause_command(path, args);
-  return control_tail(path, args.operand);
-}
 
-// dlq list and redrive: their options (the work is in dlq_commands.cpp). words[0] is the command.
-int dead_letter_command(const std::vector<std::string>& words) {
-  DeadLetterArguments args;
-  args.list = words[0] == "dlq";
-  std::size_t i = 1;
-  if (args.list && (words.size() < 2 || words[1] != "list")) return usage_error("dlq needs a subcommand: dlq list");
-  if (args.list) i = 2;
-  std::string config, control_path;
-  for (; i < words.size(); ++i) {
-    const std::string& word = words[i];
-    std::string* value = nullptr;
-    if (word == "--handler") {
-      value = &args.handler;
-    } else if (word == "--config" || word == "-c") {
-      value = &config;
-    } else if (word == "--control") {
-      value = &control_path;
-    } else if (word == "--seq") {
-      value = &args.seq;
-    } else if (word == "--json" && args.list) {
-      args.json = true;
-    } else if (word == "--all" && !args.list) {
-      args.all = true;
-    } else if (word == "--dry-run" && !args.list) {
-      args.dry_run = true;
-    } else {
-      return usage_error("unexpected argument \"" + word + "\"");
+  // dlq list and redrive (the work is in dlq_commands.cpp).
+  int dead_letter_command(bool list) {
+    if (!list && !values_.all && values_.seq.empty()) return usage_error("redrive needs either --all or --seq A[-B]");
+    DeadLetterArguments args;
+    args.list = list;
+    args.handler = values_.handler;
+    args.seq = values_.seq;
+    args.all = values_.all;
+    args.dry_run = values_.dry_run;
+    args.json = values_.json;
+    return control_command(list ? "dlq list" : "redrive", &args);
+  }
+
+  // status, tail, reload, pause, resume, dlq list, redrive: talk to a running jetfan on its
+  // control socket.
+  int control_command(const std::string& command, const DeadLetterArguments* dead_letters = nullptr) {
+    std::string path = values_.control;
+    if (path.empty()) {
+      const std::string file = config_file();
+      if (file.empty()) return usage_error(command + " needs --config FILE or --control PATH");
+      const auto config = load(file);
+      if (!config) {
+        // The running jetfan would refuse this file for the same errors; say so, for the journal
+        // when systemd runs this as ExecReload=.
+        if (command == "reload") {
+          std::fprintf(stderr, "jetfan: reload refused: %s has errors; the running jetfan keeps its config\n",
+                       file.c_str());
+        }
+        return kExitConfig;
+      }
+      path = config->control.path;
     }
-    if (value && i + 1 >= words.size()) return usage_error(word + " needs a value");
-    if (value) *value = words[++i];
+    if (dead_letters != nullptr) return run_dead_letter_command(path, *dead_letters);
+    if (command == "status") return control_status(path, values_.json);
+    if (command == "reload") return control_reload(path);
+    if (command == "pause" || command == "resume") return control_pause(path, values_.handler, command == "pause");
+    return control_tail(path, values_.pattern);
   }
-  const std::string command = args.list ? "dlq list" : "redrive";
-  if (args.handler.empty()) return usage_error(command + " needs --handler NAME");
-  if (!args.list && args.all == !args.seq.empty()) return usage_error("redrive needs either --all or --seq A[-B]");
-  if (const char* from_environment = std::getenv("JETFAN_CONFIG"); config.empty() && from_environment) {
-    config = from_environment;
-  }
-  if (control_path.empty()) {
-    if (config.empty()) return usage_error(command + " needs --config FILE or --control PATH");
-    const auto loaded = load(config);
-    if (!loaded) return kExitConfig;
-    control_path = loaded->control.path;
-  }
-  return run_dead_letter_command(control_path, args);
-}
+
+  Values values_;
+};
 
 }  // namespace
 
+std::unique_ptr<CommandLine> make_jetfan_command_line() { return std::make_unique<JetfanCommandLine>(); }
+
 int run_cli(int argc, char** argv) {
+  const std::vector<std::string> words(argv + 1, argv + argc);
   // `exec` is a handler, not the daemon: its words are its own.
-  if (argc >= 2 && std::strcmp(argv[1], "exec") == 0) return run_exec(std::vector<std::string>(argv + 2, argv + argc));
+  if (!words.empty() && words.front() == "exec") return run_exec(std::span(words).subspan(1));
   try {
     setup_logging(LogFormat::kText, "info", stderr_is_journal());
-    if (argc >= 2 && (std::strcmp(argv[1], "dlq") == 0 || std::strcmp(argv[1], "redrive") == 0)) {
-      return dead_letter_command(std::vector<std::string>(argv + 1, argv + argc));
-    }
-    Arguments args = parse_arguments(argc, argv);
-    if (!args.error.empty()) return usage_error(args.error);
-    // A container image sets it, so that `docker run IMAGE check` (or status) needs no flags.
-    if (const char* from_environment = std::getenv("JETFAN_CONFIG");
-        args.config.empty() && from_environment != nullptr && *from_environment != '\0') {
-      args.config = from_environment;
-    }
-    if (args.command == "version") {
-      std::printf("jetfan %s\n", kVersion);
-      return kExitOk;
-    }
-    if (args.command == "help") {
-      std::printf("%s", kUsage);
-      return kExitOk;
-    }
-    if (args.command == "status" || args.command == "tail" || args.command == "reload" || args.command == "pause" ||
-        args.command == "resume") {
-      return control(args);
-    }
-    if (args.command != "serve" && args.command != "check") {
-      return usage_error(args.command.empty() ? "no command given" : "unknown command \"" + args.command + "\"");
-    }
-    if (args.config.empty()) return usage_error(args.command + " needs --config FILE");
-    if (!args.log_level.empty() && spdlog::level::from_str(args.log_level) == spdlog::level::off &&
-        args.log_level != "off") {
-      return usage_error("--log-level must be trace, debug, info, warn or error");
-    }
-    if (args.command == "check") {
-      const auto config = load(args.config);
-      if (!config) return kExitConfig;
-      std::printf("%s: OK: consumer \"%s\" of stream \"%s\", %zu handler(s), socket %s\n", config->file.c_str(),
-                  config->consumer.durable.c_str(), config->consumer.stream.c_str(), config->handlers.size(),
-                  config->socket.path.c_str());
-      return kExitOk;
-    }
-    return serve(args);
+    return make_jetfan_command_line()->run(words);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "jetfan: internal error: %s\n", e.what());
     return kExitSoftware;

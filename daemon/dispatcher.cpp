@@ -59,16 +59,17 @@ Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& u
   const std::size_t budget =
       connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
   if (budget < connection_limits_.max_connections) {
-    spdlog::warn(
-        "socket.max_connections is {}, but the file descriptor limit leaves room for {} handler "
-        "connections; serving at most {} (raise LimitNOFILE= to allow more)",
-        connection_limits_.max_connections, budget, budget);
+    log_warn("socket.connections_limited", {{"max_connections", connection_limits_.max_connections}, {"room", budget}},
+             "socket.max_connections is {}, but the file descriptor limit leaves room for {} handler "
+             "connections; serving at most {} (raise LimitNOFILE= to allow more)",
+             connection_limits_.max_connections, budget, budget);
     connection_limits_.max_connections = budget;
   }
   for (const auto& handler : config_.handlers) {
     if (handler.allow.empty()) {
-      spdlog::info("handler \"{}\" has no allow list: any process that can open {} may be it", handler.name,
-                   config_.socket.path);
+      log_info("handler.unrestricted", {{"handler", handler.name}, {"socket", config_.socket.path}},
+               "handler \"{}\" has no allow list: any process that can open {} may be it", handler.name,
+               config_.socket.path);
     }
   }
 }
@@ -116,7 +117,8 @@ void Dispatcher::on_reconnected() {
   // Answers to dead letters published before are lost with the connection: try them again.
   for (const std::uint64_t id : publishes_.take_all()) publish_failed(id, "the connection to the server was lost");
   if (ledger_.outstanding() > 0)
-    spdlog::info("nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
+    log_info("nats.pulls_dropped", {{"pulls", ledger_.outstanding()}, {"reason", "reconnected"}},
+             "nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
   ledger_.on_reconnect(now);
   leader_unsure(now);
 }
@@ -124,8 +126,9 @@ void Dispatcher::on_reconnected() {
 void Dispatcher::on_probe_answer(bool answered) {
   const TimePoint now = batch_now();
   if (ledger_.on_probe_answer(answered, now)) {
-    spdlog::info("nats: the consumer answers again ({}ms after it may have changed leader); pulling anew",
-                 unsure_since_ ? std::chrono::duration_cast<Duration>(now - *unsure_since_).count() : 0);
+    const auto unsure_ms = unsure_since_ ? std::chrono::duration_cast<Duration>(now - *unsure_since_).count() : 0;
+    log_info("nats.consumer_answers", {{"unsure_ms", unsure_ms}},
+             "nats: the consumer answers again ({}ms after it may have changed leader); pulling anew", unsure_ms);
     unsure_since_.reset();
   }
 }
@@ -145,14 +148,15 @@ void Dispatcher::on_pull_status(const PullStatus& status) {
   if (outcome != PullLedger::StatusOutcome::kUnexpected && outcome != PullLedger::StatusOutcome::kConsumerDeleted) {
     return;
   }
-  spdlog::warn("nats: pull request {} answered with status {} ({}); pulling anew once the consumer answers",
-               status.pull, status.code, status.description);
+  log_warn("nats.pull_status", {{"pull", status.pull}, {"status", status.code}, {"reason", status.description}},
+           "nats: pull request {} answered with status {} ({}); pulling anew once the consumer answers", status.pull,
+           status.code, status.description);
   leader_unsure(now);
   if (outcome == PullLedger::StatusOutcome::kConsumerDeleted) {
-    spdlog::error(
-        "nats: consumer \"{}\" of stream \"{}\" was deleted; jetfan keeps pulling in case its controller "
-        "makes it anew, and forgets what it remembered of the old one's sequences",
-        config_.consumer.durable, config_.consumer.stream);
+    log_error("nats.consumer_deleted", {{"stream", config_.consumer.stream}, {"consumer", config_.consumer.durable}},
+              "nats: consumer \"{}\" of stream \"{}\" was deleted; jetfan keeps pulling in case its controller "
+              "makes it anew, and forgets what it remembered of the old one's sequences",
+              config_.consumer.durable, config_.consumer.stream);
     core_.forget_history();
   }
 }
@@ -164,11 +168,12 @@ void Dispatcher::on_message(InboundMessage&& message) {
     publish_age_.observe(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(message.published_ns)));
   }
   if (!message.routable) {
-    spdlog::error(
-        "message on subject \"{}\" (stream seq {}) has no key: it does not start with key.strip_prefix "
-        "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
-        message.bytes->subject(), message.stream_seq ? std::to_string(message.stream_seq) : "?",
-        config_.key.strip_prefix);
+    log_error("message.unroutable",
+              {{"subject", message.bytes->subject()}, {"seq", message.stream_seq}, {"reason", "no key"}},
+              "message on subject \"{}\" (stream seq {}) has no key: it does not start with key.strip_prefix "
+              "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
+              message.bytes->subject(), message.stream_seq ? std::to_string(message.stream_seq) : "?",
+              config_.key.strip_prefix);
     if (observer_) observe_unroutable(message);
     const Arrival arrival{handle, message.stream_seq, message.deliveries, 0, true};
     stored_.emplace(handle, Stored{std::move(message.bytes), {}, message.stream_seq, 0});
@@ -225,7 +230,8 @@ void Dispatcher::on_alarm(Alarm alarm) {
       return;
     case Alarm::kDrain:
       if (state_ != State::kDraining) return;
-      spdlog::warn("drain_timeout reached with {} deliveries still in flight; handing them back", core_.in_flight());
+      log_warn("drain.timed_out", {{"in_flight", core_.in_flight()}},
+               "drain_timeout reached with {} deliveries still in flight; handing them back", core_.in_flight());
       finish();
       return;
     case Alarm::kProbe:
@@ -316,7 +322,10 @@ void Dispatcher::apply_effects() {
   }
   effects.clear();
   fail_unsent_publishes();
-  if (kept_alive > 0) spdlog::debug("kept {} held message(s) alive at the server (+WPI)", kept_alive);
+  if (kept_alive > 0) {
+    log_debug("held.kept_alive", {{"messages", kept_alive}}, "kept {} held message(s) alive at the server (+WPI)",
+              kept_alive);
+  }
   // A flush can close a session (max_output_buffer), and the close applies effects again, which
   // may add to and flush dirty_: walk a list of our own.
   std::vector<std::shared_ptr<HandlerSession>> dirty;
@@ -412,12 +421,14 @@ void Dispatcher::housekeeping() {
     notifier_.extend_timeout(left + kFinalFlush + kStopMargin);
   }
   for (const auto& [kind, count] : warnings_.take_expired(now)) {
-    spdlog::warn("{} more like the last warning were not logged in the last {}s: {}", count,
-                 kWarningWindow.count() / 1000, kind);
+    log_warn("log.suppressed", {{"count", count}, {"kind", kind}},
+             "{} more like the last warning were not logged in the last {}s: {}", count, kWarningWindow.count() / 1000,
+             kind);
   }
   if (ledger_.check_liveness(now) == PullLedger::Liveness::kSilent) {
-    spdlog::info("nats: dropped the outstanding pull requests: no heartbeat from the server for {} heartbeats",
-                 PullLedger::kMissedHeartbeats);
+    log_info("nats.pulls_dropped", {{"reason", "no heartbeat"}},
+             "nats: dropped the outstanding pull requests: no heartbeat from the server for {} heartbeats",
+             PullLedger::kMissedHeartbeats);
     leader_unsure(now);
   }
   if (state_ == State::kServing) {
@@ -440,7 +451,8 @@ void Dispatcher::warn_blocked_keys(TimePoint now) {
     if (!waits[h].oldest || now - *waits[h].oldest < kBlockedKeyAckTimeouts * handler.ack_timeout) continue;
     const auto verdict = order_warnings_.allow(handler.name, now);
     if (!verdict.log) continue;
-    spdlog::warn(
+    log_warn(
+        "order.key_blocked", {{"handler", handler.name}, {"key", waits[h].key}, {"seq", waits[h].waits_for}},
         "handler \"{}\" (order_by {}): a message of order key \"{}\" has waited {}s for stream seq {}, the oldest of "
         "that key it owes, to be settled by it; {} key(s) are blocked so, {} message(s) wait behind them. Other "
         "keys and handlers go on.",
@@ -476,8 +488,9 @@ void Dispatcher::act_when_full(TimePoint now) {
   const std::uint64_t settled = c.acked + c.terminated + c.nakked + c.no_recipient;
   const auto verdict = stall_.look(full, settled, handed_back > 0, loads, now);
   if (verdict.kind == StallWatch::Verdict::Kind::kRecovered) {
-    spdlog::info("holding {} messages of {} bytes, below max_held ({}) and max_held_bytes ({}) again: pulling again",
-                 core_.held(), arena_.bytes, max_held, settings_.pull.max_held_bytes);
+    log_info("pull.resumed", {{"held", core_.held()}, {"held_bytes", arena_.bytes}},
+             "holding {} messages of {} bytes, below max_held ({}) and max_held_bytes ({}) again: pulling again",
+             core_.held(), arena_.bytes, max_held, settings_.pull.max_held_bytes);
   }
   if (verdict.kind != StallWatch::Verdict::Kind::kStalled) return;
   if (!full_warnings_.allow("full", now).log && !verdict.first) return;
@@ -487,14 +500,19 @@ void Dispatcher::act_when_full(TimePoint now) {
   const std::string limit = core_.held() >= max_held
                                 ? "max_held (" + std::to_string(max_held) + ")"
                                 : "max_held_bytes (" + std::to_string(settings_.pull.max_held_bytes) + ")";
-  spdlog::warn(
-      "jetfan holds {} messages ({} bytes), all that {} allows, and none has settled for {}s, so it pulls "
-      "no more: handler \"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) "
-      "connected. Every other handler waits with it. Start or unstick it, or set when_full: hand_back for "
-      "it to hand its backlog back to the server.",
-      core_.held(), arena_.bytes, limit,
-      std::chrono::duration_cast<std::chrono::seconds>(now - *stall_.full_since()).count(),
-      config_.handlers[verdict.handler].name, b.owed, b.in_flight, age, b.connections);
+  log_warn("pull.stalled",
+           {{"handler", config_.handlers[verdict.handler].name},
+            {"held", core_.held()},
+            {"owed", b.owed},
+            {"in_flight", b.in_flight},
+            {"connections", b.connections}},
+           "jetfan holds {} messages ({} bytes), all that {} allows, and none has settled for {}s, so it pulls "
+           "no more: handler \"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) "
+           "connected. Every other handler waits with it. Start or unstick it, or set when_full: hand_back for "
+           "it to hand its backlog back to the server.",
+           core_.held(), arena_.bytes, limit,
+           std::chrono::duration_cast<std::chrono::seconds>(now - *stall_.full_since()).count(),
+           config_.handlers[verdict.handler].name, b.owed, b.in_flight, age, b.connections);
 }
 
 std::string Dispatcher::describe(const HandlerSession& session) const {
@@ -627,8 +645,13 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
   }
   if (tap_) tap_->answered(session.id(), command, known);
   if (!known) {
-    spdlog::debug("handler {}: {} {} names no delivery in flight on this connection (late, after a timeout?); ignored",
-                  describe(session), proto::to_string(command.verb), command.id);
+    log_debug("answer.unknown",
+              {{"handler", session.handler_name()},
+               {"connection", session.id()},
+               {"pid", session.credentials().pid},
+               {"delivery", command.id}},
+              "handler {}: {} {} names no delivery in flight on this connection (late, after a timeout?); ignored",
+              describe(session), proto::to_string(command.verb), command.id);
   }
 }
 
@@ -675,11 +698,15 @@ void Dispatcher::begin_drain() {
   if (hooks_.stop_accepting) hooks_.stop_accepting();
   const Duration handback = ledger_.handback_delay(now);
   const std::size_t in_flight = core_.in_flight();
-  spdlog::info(
-      "draining: {} deliveries in flight may finish within {}ms; {} other held message(s) handed back now, "
-      "redelivered in {}ms (once jetfan's pull requests at the server have expired)",
-      in_flight, config_.delivery.drain_timeout.count(), core_.held() - std::min(core_.held(), in_flight),
-      handback.count());
+  const std::size_t handed_back = core_.held() - std::min(core_.held(), in_flight);
+  log_info("draining",
+           {{"in_flight", in_flight},
+            {"drain_timeout_ms", config_.delivery.drain_timeout.count()},
+            {"handed_back", handed_back},
+            {"redelivered_in_ms", handback.count()}},
+           "draining: {} deliveries in flight may finish within {}ms; {} other held message(s) handed back now, "
+           "redelivered in {}ms (once jetfan's pull requests at the server have expired)",
+           in_flight, config_.delivery.drain_timeout.count(), handed_back, handback.count());
   core_.begin_drain(now, handback);
   if (tap_) tap_->began_drain(now, handback);
   time_.set(Alarm::kDrain, drain_deadline_);
@@ -697,10 +724,17 @@ void Dispatcher::finish() {
   apply_effects();
   end_all_runs("jetfan stopped");
   const auto& c = core_.counters();
-  spdlog::info(
-      "stopped: {} messages arrived, {} acked, {} nak'd, {} terminated, {} with no recipient, {} unroutable; "
-      "{} deliveries to handlers",
-      c.arrived, c.acked, c.nakked, c.terminated, c.no_recipient, c.unroutable, c.deliveries);
+  log_info("stopped",
+           {{"arrived", c.arrived},
+            {"acked", c.acked},
+            {"nakked", c.nakked},
+            {"terminated", c.terminated},
+            {"no_recipient", c.no_recipient},
+            {"unroutable", c.unroutable},
+            {"deliveries", c.deliveries}},
+           "stopped: {} messages arrived, {} acked, {} nak'd, {} terminated, {} with no recipient, {} unroutable; "
+           "{} deliveries to handlers",
+           c.arrived, c.acked, c.nakked, c.terminated, c.no_recipient, c.unroutable, c.deliveries);
   upstream_.close(kFinalFlush);
   auto sessions = std::move(sessions_);
   for (auto& [id, session] : sessions) session->close();

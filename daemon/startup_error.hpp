@@ -16,6 +16,9 @@ inline constexpr int kExitSoftware = 70;     // EX_SOFTWARE: a bug
 inline constexpr int kExitTempFail = 75;     // EX_TEMPFAIL: worth trying again later (JetStream not answering)
 inline constexpr int kExitNoPerm = 77;       // EX_NOPERM: the NATS server refused our credentials
 inline constexpr int kExitConfig = 78;       // EX_CONFIG: the config, or the consumer it names, is wrong
+// Every status jetfan (but `jetfan exec`, exec_handler.hpp) exits with; its man page lists them all.
+inline constexpr int kExitStatuses[] = {kExitOk,       kExitUsage,  kExitUnavailable, kExitSoftware,
+                                        kExitTempFail, kExitNoPerm, kExitConfig};
 
 class StartupError : public std::runtime_error {
  public:

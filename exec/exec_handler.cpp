@@ -24,7 +24,6 @@ extern char** environ;
 namespace jetfan {
 namespace {
 
-constexpr int kExitUsage = 64, kExitUnavailable = 69, kExitProtocol = 76, kExitConfig = 78;
 constexpr int kTermStatus = 100;
 
 // Whole lines to one descriptor from many threads, each line in one write() so none interleave.
@@ -49,22 +48,37 @@ class LineLog {
   int fd_;
 };
 
-// Finds a command as posix_spawnp will: a path with "/" as is, else in $PATH.
-bool command_exists(const std::string& command) {
-  auto runnable = [](const std::string& path) {
+// Finds a command as posix_spawnp will: a path with "/" as is, else in $PATH. Like a shell, it tells
+// a command that is nowhere (127) from one that is there but cannot be run (126).
+struct CommandLookup {
+  int exit_status = 0;  // 0: found and runnable
+  std::string problem;  // else what is wrong, for a person
+};
+
+CommandLookup look_up_command(const std::string& command) {
+  std::string unrunnable;  // the first file found that cannot be run, as a shell reports it
+  auto runnable = [&](const std::string& path) {
     struct stat info {};
-    return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
+    if (::stat(path.c_str(), &info) != 0) return false;
+    if (S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0) return true;
+    if (unrunnable.empty()) unrunnable = path + (S_ISDIR(info.st_mode) ? " is a directory" : " is not executable");
+    return false;
   };
-  if (command.find('/') != std::string::npos) return runnable(command);
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    const auto colon = dirs.find(':');
-    const std::string dir(dirs.substr(0, colon));
-    if (runnable((dir.empty() ? "." : dir) + "/" + command)) return true;
-    if (colon == std::string_view::npos) return false;
-    dirs.remove_prefix(colon + 1);
+  const bool with_path = command.find('/') != std::string::npos;
+  if (with_path && runnable(command)) return {};
+  if (!with_path) {
+    const char* path = std::getenv("PATH");
+    std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    while (true) {
+      const auto colon = dirs.find(':');
+      const std::string dir(dirs.substr(0, colon));
+      if (runnable((dir.empty() ? "." : dir) + "/" + command)) return {};
+      if (colon == std::string_view::npos) break;
+      dirs.remove_prefix(colon + 1);
+    }
   }
+  if (!unrunnable.empty()) return {kExecCannotRun, "cannot run \"" + command + "\": " + unrunnable};
+  return {kExecNotFound, "cannot run \"" + command + "\": no such executable file" + (with_path ? "" : " in $PATH")};
 }
 
 // SIGTERM and SIGINT, blocked and read from a signalfd for as long as it lives; SIGPIPE ignored.
@@ -131,14 +145,14 @@ int run_exec(std::span<const std::string> args) {
   }
   if (!parsed.options) {
     std::fprintf(stderr, "jetfan exec: %s\n\n%s", parsed.error.c_str(), exec_usage());
-    return kExitUsage;
+    return kExecUsage;
   }
   ExecOptions options = *parsed.options;
   std::optional<std::chrono::milliseconds> ack_timeout = options.ack_timeout;
   if (!options.config.empty()) {
     auto loaded = load_config_file(options.config);
     for (const auto& error : loaded.errors) std::fprintf(stderr, "%s\n", error.c_str());
-    if (!loaded.config) return kExitConfig;
+    if (!loaded.config) return kExecConfig;
     std::string declared;
     const HandlerSettings* handler = nullptr;
     for (const auto& h : loaded.config->handlers) {
@@ -148,15 +162,14 @@ int run_exec(std::span<const std::string> args) {
     if (!handler) {
       std::fprintf(stderr, "jetfan exec: %s declares no handler \"%s\" (it declares: %s)\n", options.config.c_str(),
                    options.handler.c_str(), declared.c_str());
-      return kExitConfig;
+      return kExecConfig;
     }
     options.socket = loaded.config->socket.path;
     ack_timeout = handler->ack_timeout;
   }
-  if (!command_exists(options.command[0])) {
-    std::fprintf(stderr, "jetfan exec: cannot run \"%s\": no such executable file%s\n", options.command[0].c_str(),
-                 options.command[0].find('/') == std::string::npos ? " in $PATH" : "");
-    return kExitUsage;
+  if (const auto lookup = look_up_command(options.command[0]); lookup.exit_status != 0) {
+    std::fprintf(stderr, "jetfan exec: %s\n", lookup.problem.c_str());
+    return lookup.exit_status;
   }
 
   const std::string me = "jetfan exec [" + options.handler + "]: ";
@@ -170,7 +183,7 @@ int run_exec(std::span<const std::string> args) {
                    ClientOptions{.log = [&](std::string_view line) { err.write(me, line); }});
   } catch (const ClientError& e) {
     err.write(me, e.what());
-    return e.kind() == ClientError::Kind::kRefused ? kExitProtocol : kExitUnavailable;
+    return e.kind() == ClientError::Kind::kRefused ? kExecRefused : kExecUnavailable;
   }
   const auto limit = client->ready().max_unconfirmed;
   std::string command_line;
@@ -233,7 +246,7 @@ int run_exec(std::span<const std::string> args) {
     err.write(me, "stopped");
   } catch (const ClientError& e) {
     err.write(me, e.what());
-    status = e.kind() == ClientError::Kind::kIo ? kExitUnavailable : kExitProtocol;
+    status = e.kind() == ClientError::Kind::kIo ? kExecUnavailable : kExecRefused;
   }
   notify(finished.get());
   watcher.join();

@@ -13,6 +13,17 @@
 
 namespace jetfan {
 
+// run_exec's exit statuses (sysexits.h where one fits; a shell's for a command it cannot start).
+inline constexpr int kExecStopped = 0;       // stopped by SIGTERM or SIGINT
+inline constexpr int kExecUsage = 64;        // bad command line
+inline constexpr int kExecUnavailable = 69;  // jetfan unreachable, or the connection lost
+inline constexpr int kExecRefused = 76;      // jetfan refused the handler (ERR)
+inline constexpr int kExecConfig = 78;       // bad --config, or it declares no such handler
+inline constexpr int kExecCannotRun = 126;   // CMD is there but cannot be run
+inline constexpr int kExecNotFound = 127;    // CMD is nowhere
+inline constexpr int kExecExitStatuses[] = {kExecStopped, kExecUsage,     kExecUnavailable, kExecRefused,
+                                            kExecConfig,  kExecCannotRun, kExecNotFound};
+
 int run_exec(std::span<const std::string> args);
 
 }  // namespace jetfan

@@ -1,6 +1,9 @@
 #include "exec_options.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
+#include <tuple>
 
 #include "duration.hpp"
 
@@ -30,56 +33,72 @@ not time it out. CMD's stdout and stderr go to jetfan exec's stdout and stderr, 
 --socket PATH is jetfan's socket; --config FILE is jetfan's config, for its socket and the
 handler's ack_timeout. SIGTERM or SIGINT: no new messages; running commands finish (a second
 signal kills them) and are confirmed; exit 0.
-exit status: 0 stopped by a signal, 64 bad command line or CMD not found, 69 jetfan unreachable,
-             76 jetfan refused the handler (ERR), 78 bad config.
+Each flag takes "--flag VALUE" or "--flag=VALUE".
+exit status: 0 stopped by a signal, 64 bad command line, 69 jetfan unreachable, 76 jetfan refused
+             the handler (ERR), 78 bad config, 126 CMD cannot be run, 127 CMD not found (as shells do).
 )";
+}
+
+void declare_exec_flags(CLI::App& app, ExecFlags& flags) {
+  app.add_option("--handler", flags.handler, "the handler's name (required)")->type_name("NAME");
+  app.add_option("--socket", flags.socket, "jetfan's socket")->type_name("PATH");
+  app.add_option("-c,--config", flags.config, "jetfan's config, for its socket and the handler's ack_timeout")
+      ->type_name("FILE");
+  app.add_option("--concurrency", flags.concurrency, "how many commands may run at once, 1 to 4096 (default 1)")
+      ->type_name("N");
+  app.add_option("--timeout", flags.timeout, "kill a command running longer, e.g. 30s or 5m (default: none)")
+      ->type_name("D");
+  app.add_option("--ack-timeout", flags.ack_timeout, "the handler's ack_timeout, without --config")->type_name("D");
 }
 
 ParsedExecArgs parse_exec_args(std::span<const std::string> args) {
   ParsedExecArgs parsed;
-  ExecOptions options;
   auto fail = [&](std::string why) {
     parsed.error = std::move(why);
     return parsed;
   };
-  std::size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& word = args[i];
-    if (word == "--") {
-      ++i;
-      break;
-    }
-    if (word == "--help" || word == "-h") {
-      parsed.help = true;
-      return parsed;
-    }
-    const bool takes_value = word == "--handler" || word == "--socket" || word == "--config" || word == "-c" ||
-                             word == "--concurrency" || word == "--timeout" || word == "--ack-timeout";
-    if (!takes_value) return fail("unexpected argument \"" + word + "\" (the command goes after \"--\")");
-    if (i + 1 >= args.size()) return fail(word + " needs a value");
-    const std::string& value = args[++i];
-    if (word == "--handler") {
-      options.handler = value;
-    } else if (word == "--socket") {
-      options.socket = value;
-    } else if (word == "--config" || word == "-c") {
-      options.config = value;
-    } else if (word == "--concurrency") {
-      unsigned n = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 4096) {
-        return fail("--concurrency: \"" + value + "\" is not a whole number from 1 to 4096");
-      }
-      options.concurrency = n;
-    } else {
-      const auto duration = parse_duration(value);
-      if (!duration || duration->count() == 0) {
-        return fail(word + ": \"" + value + "\" is not a duration such as 500ms, 30s, 5m or 1h");
-      }
-      (word == "--timeout" ? options.timeout : options.ack_timeout) = *duration;
-    }
+  const auto separator = std::find(args.begin(), args.end(), std::string("--"));
+  ExecFlags flags;
+  CLI::App app("", "jetfan exec");
+  app.set_help_flag("-h,--help");
+  app.allow_extras();  // named below, with where the command goes
+  declare_exec_flags(app, flags);
+  std::vector<std::string> reversed(std::make_reverse_iterator(separator), std::make_reverse_iterator(args.begin()));
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    parsed.help = true;
+    return parsed;
+  } catch (const CLI::ParseError& e) {
+    return fail(e.what());
   }
-  options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (const auto extra = app.remaining(); !extra.empty()) {
+    return fail("unexpected argument \"" + extra.front() + "\" (the command goes after \"--\")");
+  }
+
+  ExecOptions options;
+  options.handler = flags.handler;
+  options.socket = flags.socket;
+  options.config = flags.config;
+  if (!flags.concurrency.empty()) {
+    const std::string& value = flags.concurrency;
+    unsigned n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 4096) {
+      return fail("--concurrency: \"" + value + "\" is not a whole number from 1 to 4096");
+    }
+    options.concurrency = n;
+  }
+  for (auto [flag, value, out] : {std::tuple{"--timeout", &flags.timeout, &options.timeout},
+                                  std::tuple{"--ack-timeout", &flags.ack_timeout, &options.ack_timeout}}) {
+    if (value->empty()) continue;
+    const auto duration = parse_duration(*value);
+    if (!duration || duration->count() == 0) {
+      return fail(std::string(flag) + ": \"" + *value + "\" is not a duration such as 500ms, 30s, 5m or 1h");
+    }
+    *out = *duration;
+  }
+  if (separator != args.end()) options.command.assign(separator + 1, args.end());
   if (options.handler.empty()) return fail("--handler NAME is required");
   if (options.socket.empty() == options.config.empty()) return fail("give one of --socket PATH and --config FILE");
   if (!options.config.empty() && options.ack_timeout) return fail("--ack-timeout is read from --config; give only one");

@@ -1,8 +1,10 @@
 #pragma once
-// The command line of `jetfan exec`, parsed. Pure; no I/O.
+// The command line of `jetfan exec`, parsed (on CLI11). Pure; no I/O.
 //
 //   jetfan exec --handler NAME (--socket PATH | --config FILE) [--concurrency N] [--timeout D]
 //               [--ack-timeout D] -- CMD [ARG...]
+
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <optional>
@@ -30,7 +32,16 @@ struct ParsedExecArgs {
   bool help = false;                   // --help: print exec_usage()
 };
 
-// `args` are the words after "exec".
+// The flags as given, before they are checked.
+struct ExecFlags {
+  std::string handler, socket, config, concurrency, timeout, ack_timeout;
+};
+// Declares exec's flags on `app`, parsed into `flags` (which must outlive the parse). The jetfan
+// command line declares them too, so that its help and shell completions know them.
+void declare_exec_flags(CLI::App& app, ExecFlags& flags);
+
+// `args` are the words after "exec"; those after the first "--" are the command. Each flag
+// takes "--flag VALUE" and "--flag=VALUE".
 ParsedExecArgs parse_exec_args(std::span<const std::string> args);
 const char* exec_usage();
 

@@ -21,6 +21,22 @@ TEST_CASE("exec args: everything given", "[unit]") {
   CHECK(o.command == std::vector<std::string>{"sh", "-c", "cat --x"});
 }
 
+TEST_CASE("exec args: every flag also as --flag=value", "[unit]") {
+  const auto parsed = parse({"--handler=builder", "--socket=/run/j.sock", "--concurrency=8", "--timeout=30s",
+                             "--ack-timeout=1m", "--", "sh", "-c", "cat --x=1"});
+  REQUIRE(parsed.options);
+  const auto& o = *parsed.options;
+  CHECK(o.handler == "builder");
+  CHECK(o.socket == "/run/j.sock");
+  CHECK(o.concurrency == 8);
+  CHECK(o.timeout == std::chrono::seconds(30));
+  CHECK(o.ack_timeout == std::chrono::minutes(1));
+  CHECK(o.command == std::vector<std::string>{"sh", "-c", "cat --x=1"});
+  const auto config = parse({"--config=/etc/jetfan/b.yaml", "--handler=b", "--", "true"});
+  REQUIRE(config.options);
+  CHECK(config.options->config == "/etc/jetfan/b.yaml");
+}
+
 TEST_CASE("exec args: defaults, and --config instead of --socket", "[unit]") {
   const auto parsed = parse({"--config", "/etc/jetfan/b.yaml", "--handler", "b", "--", "true"});
   REQUIRE(parsed.options);
@@ -45,7 +61,9 @@ TEST_CASE("exec args: each mistake is named", "[unit]") {
              }),
              Catch::Contains("no command"));
   CHECK_THAT(error({"--handler", "h", "--socket", "s", "true"}), Catch::Contains("unexpected argument \"true\""));
-  CHECK_THAT(error({"--handler"}), Catch::Contains("--handler needs a value"));
+  CHECK_THAT(error({"--handler"}), Catch::Contains("--handler"));
+  CHECK_THAT(error({"--handler", "h", "--socket", "s", "--bogus", "--", "x"}),
+             Catch::Contains("unexpected argument \"--bogus\""));
   CHECK_THAT(error({"--handler", "h", "--socket", "s", "--concurrency", "0", "--", "x"}), Catch::Contains("1 to 4096"));
   CHECK_THAT(error({"--handler", "h", "--socket", "s", "--concurrency", "2x", "--", "x"}), Catch::Contains("2x"));
   CHECK_THAT(error({"--handler", "h", "--socket", "s", "--timeout", "10", "--", "x"}),

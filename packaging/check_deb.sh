@@ -4,7 +4,7 @@
 # - cpack -G DEB makes jetfan_VERSION_amd64.deb and libjetfan-client-dev_VERSION_amd64.deb;
 # - jetfan: its control fields (library Depends from dpkg-shlibdeps, conffiles, maintainer
 #   scripts) and exactly the expected files; the packaged binary runs and accepts the packaged
-#   example config;
+#   example config; its shell completions load;
 # - libjetfan-client-dev: a handler compiled and linked with nothing but the unpacked package and
 #   its pkg-config file;
 # - both: the copyright file says Apache-2.0; jetfan has a Homepage;
@@ -84,10 +84,12 @@ expected="./etc/jetfan/example.yaml
 ./usr/bin/jetfan
 ./usr/lib/sysusers.d/jetfan.conf
 ./usr/lib/tmpfiles.d/jetfan.conf
+./usr/share/bash-completion/completions/jetfan
 ./usr/share/doc/jetfan/changelog.gz
 ./usr/share/doc/jetfan/copyright
 ./usr/share/jetfan/jetfan.schema.json
-./usr/share/man/man1/jetfan.1.gz"
+./usr/share/man/man1/jetfan.1.gz
+./usr/share/zsh/vendor-completions/_jetfan"
 actual=$(dpkg-deb -c "$daemon_deb" | awk '$1 !~ /^d/ {print $6}' | sort)
 [ "$actual" = "$expected" ] || { diff <(echo "$expected") <(echo "$actual") || true; fail "jetfan's files differ (- expected, + packaged)"; }
 dpkg-deb -c "$daemon_deb" | awk '$2 != "root/root" {bad = 1; print} END {exit bad}' || fail "files not owned by root"
@@ -99,6 +101,10 @@ dpkg-deb -x "$daemon_deb" "$root"
 readelf -S "$root/usr/bin/jetfan" | grep '\.debug_info' > /dev/null && fail "the packaged binary is not stripped"
 "$root/usr/bin/jetfan" check --config "$root/etc/jetfan/example.yaml" > /dev/null ||
   fail "the packaged example config does not pass jetfan check"
+bash --norc --noprofile -c "source '$root/usr/share/bash-completion/completions/jetfan' && complete -p jetfan" |
+  grep -x "complete -F _jetfan jetfan" > /dev/null || fail "the packaged bash completion does not complete jetfan"
+head -1 "$root/usr/share/zsh/vendor-completions/_jetfan" | grep -x "#compdef jetfan" > /dev/null ||
+  fail "the packaged zsh completion does not start with #compdef jetfan"
 zcat "$root/usr/share/man/man1/jetfan.1.gz" | grep "^\.TH JETFAN 1 .*jetfan $version" > /dev/null || fail "jetfan.1 does not name version $version"
 
 # --- libjetfan-client-dev: a handler builds from the package alone

@@ -5,11 +5,12 @@ set -euo pipefail
 # CMakeLists.txt files, tests included). docker/Dockerfile's build stage installs exactly these
 # (docker/check_packages.sh checks that the two lists agree).
 build_packages=(g++ cmake ninja-build pkg-config python3 libnats-dev libboost-dev libspdlog-dev
-                libyaml-cpp-dev nlohmann-json3-dev libsystemd-dev catch2)
+                libyaml-cpp-dev nlohmann-json3-dev libsystemd-dev libcli11-dev catch2)
 # What the tests and the demo need besides.
 packages=("${build_packages[@]}" nats-server python3-venv
           prometheus  # promtool checks the /metrics text in the tests
           dpkg-dev lintian man-db python3-yaml systemd-container  # packaging, docker/ and systemd/ checks
+          zsh  # daemon/cli_test.cpp parses the zsh completion with zsh -n
           mmdebstrap iproute2  # docker/rootfs_test.sh: the images' root file systems; their network
           openssl  # tests/auth: keys, certificates and JWTs made by the test
           clang-14 libclang-rt-14-dev)  # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes

@@ -182,6 +182,37 @@ TEST_CASE("token_file and password_file: secrets read from files, as systemd cre
   check_secret_absent(token_mesh.jetfan_log(), {token});
 }
 
+TEST_CASE("jetfan check reads token_file and password_file as serve does: missing, unreadable, empty, too open",
+          "[integration]") {
+  Mesh mesh({.start_server = false});
+  const std::string dir = mesh.dir();
+  std::string output;
+  auto check = [&](const std::string& nats_extra) {
+    const std::string file = dir + "/check.yaml";
+    std::ofstream(file) << mesh.config(kBuilder, "", nats_extra);
+    return run_jetfan({"check", "--config", file}, dir, output);
+  };
+  CHECK(check("  token_file: " + dir + "/absent\n") == 78);
+  CHECK_THAT(output, Catch::Contains("nats.token_file " + dir + "/absent: cannot be read"));
+  // Unreadable even for root, who runs the tests: a directory.
+  std::filesystem::create_directory(dir + "/a-directory");
+  CHECK(check("  user: builder\n  password_file: " + dir + "/a-directory\n") == 78);
+  CHECK_THAT(output, Catch::Contains("nats.password_file " + dir + "/a-directory: cannot be read"));
+  std::ofstream(dir + "/empty") << "\n";
+  ::chmod((dir + "/empty").c_str(), 0600);
+  CHECK(check("  token_file: " + dir + "/empty\n") == 78);
+  CHECK_THAT(output, Catch::Contains("nats.token_file " + dir + "/empty: is empty"));
+  // Others may read it: the warning serve logs, and the file is good.
+  std::ofstream(dir + "/token") << random_secret("tok-") << "\n";
+  ::chmod((dir + "/token").c_str(), 0644);
+  CHECK(check("  token_file: " + dir + "/token\n") == 0);
+  CHECK_THAT(output, Catch::Contains("warning: nats.token_file " + dir + "/token has mode 0644") &&
+                         Catch::Contains("chmod 600 " + dir + "/token"));
+  ::chmod((dir + "/token").c_str(), 0600);
+  CHECK(check("  token_file: " + dir + "/token\n") == 0);
+  CHECK_THAT(output, !Catch::Contains("has mode") && Catch::Contains(": OK: "));
+}
+
 TEST_CASE(
     "NKey: the listed key delivers and an unknown or mismatched key exits 77 naming the seed file but not the seed",
     "[integration]") {

@@ -115,7 +115,7 @@ TEST_CASE("exec: a command past --timeout is killed with its whole process group
   mesh.start_jetfan(mesh.config(builder(), kFastRetry));
   const std::string dir = mesh.dir();
   // The first delivery: a command and a grandchild that both ignore SIGTERM, so SIGKILL is needed.
-  auto exec = start_exec(mesh, {"--timeout", "300ms"},
+  auto exec = start_exec(mesh, {"--timeout=300ms"},
                          sh("[ \"$JETFAN_DELIVERIES\" -ge 2 ] && exit 0; trap '' TERM; "
                             "sh -c 'trap \"\" TERM; echo $$ > " +
                             dir +
@@ -153,7 +153,7 @@ TEST_CASE("exec: --concurrency N runs N commands at once", "[integration]") {
   mesh.start_jetfan(mesh.config(builder()));
   const std::string dir = mesh.dir();
   // Each command waits (20 s at most) for the test to let it go.
-  auto exec = start_exec(mesh, {"--concurrency", "3"},
+  auto exec = start_exec(mesh, {"--concurrency=3"},
                          sh("touch " + dir +
                             "/started.$JETFAN_SEQ; i=0; "
                             "while [ ! -e " +
@@ -190,7 +190,7 @@ TEST_CASE("exec: SIGTERM lets running commands finish and confirms them, then ex
   CHECK(mesh.wait_settled());
 }
 
-TEST_CASE("exec: a bad command line, a missing command, an undeclared handler", "[integration]") {
+TEST_CASE("exec: a bad command line, a missing or unrunnable command, an undeclared handler", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(builder()));
   const std::string dir = mesh.dir();
@@ -200,11 +200,17 @@ TEST_CASE("exec: a bad command line, a missing command, an undeclared handler", 
     return p.wait(20s);
   };
   CHECK(run({"--socket", mesh.socket_path(), "--", "true"}) == 64);
-  CHECK(run({"--handler", "builder", "--socket", mesh.socket_path(), "--", "no-such-command-here"}) == 64);
+  // As a shell does: 127 for a command that is nowhere, 126 for one that is there but cannot be run.
+  CHECK(run({"--handler", "builder", "--socket", mesh.socket_path(), "--", "no-such-command-here"}) == 127);
+  CHECK(run({"--handler", "builder", "--socket", mesh.socket_path(), "--", dir + "/jetfan.yaml"}) == 126);
+  CHECK(run({"--handler", "builder", "--socket", mesh.socket_path(), "--", dir}) == 126);
+  CHECK(run({"--handler", "builder", "--no-such-flag", "--socket", mesh.socket_path(), "--", "true"}) == 64);
   CHECK(run({"--handler", "nobody", "--socket", mesh.socket_path(), "--", "true"}) == 76);
   CHECK(run({"--handler", "nobody", "--config", dir + "/jetfan.yaml", "--", "true"}) == 78);
   const auto out = read_file(dir + "/bad.out");
   CHECK_THAT(out,
              Catch::Contains("--handler NAME is required") && Catch::Contains("no such executable file in $PATH") &&
+                 Catch::Contains("jetfan.yaml is not executable") && Catch::Contains(" is a directory") &&
+                 Catch::Contains("unexpected argument \"--no-such-flag\"") &&
                  Catch::Contains("unknown handler \"nobody\"") && Catch::Contains("declares no handler \"nobody\""));
 }

@@ -5,6 +5,7 @@
 // /ready and /live on the port metrics.listen names. Also the container image's way of finding its
 // config without --config ($JETFAN_CONFIG), which the image's CMD relies on.
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <catch2/catch.hpp>
@@ -169,9 +170,30 @@ TEST_CASE("kubernetes manifests: jetfan is a native sidecar whose arguments the 
   wrong.emplace_back("--help");
   CHECK(run_jetfan(wrong, dir.path, output) == 64);
 
-  // The same command line as check, on the ConfigMap's file in place of the mounted one.
+  // The same command line as check, on the ConfigMap's file in place of the mounted one. check
+  // reads the credentials as serve does: the Secret's nats.creds, with what its comment says to put
+  // in in place of the placeholders (a JWT, and a throwaway NKey seed no server trusts).
   const std::string config = dir.path + "/builder.yaml";
-  std::ofstream(config) << manifest.configmap_file(jetfan, manifest.jetfan_config_path());
+  std::string config_text = manifest.configmap_file(jetfan, manifest.jetfan_config_path());
+  const auto creds_path = manifest.jetfan_config()["nats"]["creds"].as<std::string>();
+  const auto creds_mount = Manifest::mount_of(jetfan, creds_path);
+  REQUIRE(creds_mount);
+  const auto secret_volume = manifest.volume((*creds_mount)["name"].as<std::string>());
+  REQUIRE(secret_volume["secret"]);
+  const auto secret = manifest.find("Secret", secret_volume["secret"]["secretName"].as<std::string>());
+  std::string creds = secret["stringData"][creds_path.substr(creds_path.rfind('/') + 1)].as<std::string>();
+  for (const auto& [placeholder, value] :
+       {std::pair<std::string, std::string>{"REPLACE-WITH-THE-MODULE-USER-JWT", "eyJhbGciOiJlZDI1NTE5In0.e30.c2ln"},
+        std::pair<std::string, std::string>{"REPLACE-WITH-THE-MODULE-USER-SEED",
+                                            "SUALRYWDBE53UDHUV4ZKIV3H2UYVXZY4D4ZESVMTTDRW4ZEPWGYSUENMHI"}}) {
+    REQUIRE(creds.find(placeholder) != std::string::npos);
+    creds.replace(creds.find(placeholder), placeholder.size(), value);
+  }
+  std::ofstream(dir.path + "/nats.creds") << creds;
+  ::chmod((dir.path + "/nats.creds").c_str(), 0600);
+  REQUIRE(config_text.find(creds_path) != std::string::npos);
+  config_text.replace(config_text.find(creds_path), creds_path.size(), dir.path + "/nats.creds");
+  std::ofstream(config) << config_text;
   auto check = args;
   check.front() = "check";
   for (auto& arg : check) {

@@ -283,6 +283,17 @@ TEST_CASE("log.format json writes one JSON object a line", "[integration]") {
   CHECK(failed["deliveries"] == 1);
   CHECK(failed["reason"].is_string());
   CHECK_THAT(failed["message"].get<std::string>(), Catch::Contains("handler \"builder\""));
+  // The dispatcher's own events, from start to stop, carry their facts too.
+  REQUIRE(by_event.count("handler.unrestricted"));
+  CHECK(by_event["handler.unrestricted"]["handler"] == "builder");
+  CHECK(by_event["handler.unrestricted"]["socket"] == mesh.socket_path());
+  REQUIRE(by_event.count("draining"));
+  CHECK(by_event["draining"]["in_flight"].is_number_unsigned());
+  CHECK(by_event["draining"]["drain_timeout_ms"].is_number());
+  REQUIRE(by_event.count("stopped"));
+  CHECK(by_event["stopped"]["arrived"].get<std::uint64_t>() >= 1);
+  CHECK(by_event["stopped"]["nakked"].get<std::uint64_t>() >= 1);
+  CHECK(by_event["stopped"]["deliveries"].get<std::uint64_t>() >= 1);
 }
 
 TEST_CASE("text log lines say their time zone", "[integration]") {

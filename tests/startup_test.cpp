@@ -96,6 +96,33 @@ TEST_CASE("jetfan check reports every error, and exits 0 on a good file", "[inte
   CHECK_THAT(output, Catch::Contains("missing.yaml:0: (file): cannot be read"));
 }
 
+TEST_CASE("the command line: --flag=value, per-command --help, usage errors exit 64, exec's 127", "[integration]") {
+  Mesh mesh({.start_server = false});
+  const std::string good = mesh.dir() + "/good.yaml";
+  std::ofstream(good) << mesh.config(kBuilder);
+  std::string output;
+  CHECK(run_jetfan({"check", "--config=" + good}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::Contains(": OK: "));
+  CHECK(run_jetfan({"check", "-c", good}, mesh.dir(), output) == 0);
+  CHECK(run_jetfan({"check", "--help"}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::StartsWith("usage: jetfan check") && Catch::Contains("--config"));
+  CHECK(run_jetfan({"status", "--help"}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::StartsWith("usage: jetfan status") && Catch::Contains("--json"));
+  // Short, on stderr, and 64.
+  CHECK(run_jetfan({"check", "--config=" + good, "--no-such-flag"}, mesh.dir(), output) == 64);
+  CHECK_THAT(output, Catch::Contains("--no-such-flag"));
+  CHECK(count_lines_containing(output, "") < 5);
+  CHECK(run_jetfan({"no-such-command"}, mesh.dir(), output) == 64);
+  CHECK_THAT(output, Catch::Contains("no-such-command"));
+  CHECK(run_jetfan({}, mesh.dir(), output) == 64);
+  CHECK(run_jetfan({"version"}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::StartsWith("jetfan "));
+  // As a shell would: 127 for a command that is nowhere; jetfan exec looks before it connects.
+  CHECK(run_jetfan({"exec", "--handler=builder", "--socket=" + mesh.dir() + "/none.sock", "--", "no-such-command-here"},
+                   mesh.dir(), output) == 127);
+  CHECK_THAT(output, Catch::Contains("no such executable file in $PATH"));
+}
+
 namespace {
 // jetfan's user may pull, ack and publish, but not read consumer info.
 const char* kNoConsumerInfo = R"(
