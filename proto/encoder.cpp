@@ -28,10 +28,10 @@ void append_one_line(std::string& out, std::string_view text) {
 
 }  // namespace
 
-void append_ready(std::string& out, std::string_view handler, std::uint32_t max_unconfirmed,
+void append_ready(std::string& out, std::uint32_t version, std::string_view handler, std::uint32_t max_unconfirmed,
                   const std::vector<std::string>& patterns) {
   out.append("READY ");
-  append_number(out, kVersion);
+  append_number(out, version);
   out.push_back(' ');
   out.append(handler);
   out.push_back(' ');
@@ -45,8 +45,8 @@ void append_ready(std::string& out, std::string_view handler, std::uint32_t max_
 
 std::size_t ready_line_length(std::string_view handler, std::uint32_t max_unconfirmed,
                               const std::vector<std::string>& patterns) {
-  std::size_t length = std::string_view("READY ").size() + std::to_string(kVersion).size() + 1 + handler.size() + 1 +
-                       std::to_string(max_unconfirmed).size() + 2;
+  std::size_t length = std::string_view("READY ").size() + std::to_string(kLatestVersion).size() + 1 + handler.size() +
+                       1 + std::to_string(max_unconfirmed).size() + 2;
   for (const auto& pattern : patterns) length += 1 + pattern.size();
   return length;
 }
@@ -71,11 +71,37 @@ void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, s
   out.append(tail, static_cast<std::size_t>(at - tail));
 }
 
+void append_msg2_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
+                      std::uint64_t published_ns, std::string_view subject) {
+  append_msg_line(out, id, key, stream_seq, deliveries, header_bytes, total_bytes);
+  // Version 2 is version 1's line with two more words: write that, then put them before its end.
+  out.resize(out.size() - 2);
+  char published[1 + 20 + 1] = {' '};
+  char* at = std::to_chars(published + 1, std::end(published) - 1, published_ns).ptr;
+  *at++ = ' ';
+  out.append(published, static_cast<std::size_t>(at - published));
+  out.append(subject);
+  out.append("\r\n");
+}
+
 void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                 std::uint64_t deliveries, std::string_view headers, std::string_view payload) {
   append_msg_line(out, id, key, stream_seq, deliveries, headers.size(), headers.size() + payload.size());
   out.append(headers);
   out.append(payload);
+  out.append("\r\n");
+}
+
+void append_msg(std::string& out, std::uint32_t version, const Delivery& d) {
+  const std::size_t total = d.headers.size() + d.payload.size();
+  if (version >= kVersion2) {
+    append_msg2_line(out, d.id, d.key, d.stream_seq, d.deliveries, d.headers.size(), total, d.published_ns, d.subject);
+  } else {
+    append_msg_line(out, d.id, d.key, d.stream_seq, d.deliveries, d.headers.size(), total);
+  }
+  out.append(d.headers);
+  out.append(d.payload);
   out.append("\r\n");
 }
 
@@ -88,11 +114,11 @@ void append_err(std::string& out, std::string_view reason) {
 void append_ping(std::string& out) { out.append("PING\r\n"); }
 void append_pong(std::string& out) { out.append("PONG\r\n"); }
 
-void append_hello(std::string& out, std::string_view handler) {
+void append_hello(std::string& out, std::string_view handler, std::uint32_t version) {
   out.append("HELLO ");
   out.append(handler);
   out.push_back(' ');
-  append_number(out, kVersion);
+  append_number(out, version);
   out.append("\r\n");
 }
 
