@@ -51,38 +51,50 @@ std::size_t ready_line_length(std::string_view handler, std::uint32_t max_unconf
   return length;
 }
 
-void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
-                     std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes) {
-  // One MSG line per recipient of every message: the numbers go into a buffer on the stack and
-  // the line into `out` in three appends, not thirteen.
+namespace {
+
+// "MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes>", then in version 2 (a
+// publish time given) " <published> <subject>", then "\r\n". One MSG line per recipient of every message: the numbers
+// go into buffers on the stack and the line into `out` in a few appends, not a dozen.
+void append_msg_words(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
+                      const std::uint64_t* published_ns, std::string_view subject) {
   char head[4 + 20 + 1] = {'M', 'S', 'G', ' '};
   char* at = std::to_chars(head + 4, std::end(head) - 1, id).ptr;
   *at++ = ' ';
   out.append(head, static_cast<std::size_t>(at - head));
   out.append(key);
-  char tail[4 * 21 + 2];
+  char tail[5 * 21 + 2];
   at = tail;
   for (const std::uint64_t number : {stream_seq, deliveries, std::uint64_t{header_bytes}, std::uint64_t{total_bytes}}) {
     *at++ = ' ';
     at = std::to_chars(at, std::end(tail), number).ptr;
   }
-  *at++ = '\r';
-  *at++ = '\n';
+  if (published_ns == nullptr) {
+    *at++ = '\r';
+    *at++ = '\n';
+    out.append(tail, static_cast<std::size_t>(at - tail));
+    return;
+  }
+  *at++ = ' ';
+  at = std::to_chars(at, std::end(tail), *published_ns).ptr;
+  *at++ = ' ';
   out.append(tail, static_cast<std::size_t>(at - tail));
+  out.append(subject);
+  out.append("\r\n");
+}
+
+}  // namespace
+
+void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                     std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes) {
+  append_msg_words(out, id, key, stream_seq, deliveries, header_bytes, total_bytes, nullptr, {});
 }
 
 void append_msg2_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                       std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
                       std::uint64_t published_ns, std::string_view subject) {
-  append_msg_line(out, id, key, stream_seq, deliveries, header_bytes, total_bytes);
-  // Version 2 is version 1's line with two more words: write that, then put them before its end.
-  out.resize(out.size() - 2);
-  char published[1 + 20 + 1] = {' '};
-  char* at = std::to_chars(published + 1, std::end(published) - 1, published_ns).ptr;
-  *at++ = ' ';
-  out.append(published, static_cast<std::size_t>(at - published));
-  out.append(subject);
-  out.append("\r\n");
+  append_msg_words(out, id, key, stream_seq, deliveries, header_bytes, total_bytes, &published_ns, subject);
 }
 
 void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
