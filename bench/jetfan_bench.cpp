@@ -232,7 +232,11 @@ int direct(const std::vector<std::string>& a) {
 
 int handler(const std::vector<std::string>& a) {
   // Ends when jetfan goes: the harness stops jetfan, then reads the latencies this writes.
-  jetfan::HandlerClient client(a[0], a[1], {.reconnect = false});
+  // JETFAN_BENCH_PROTOCOL=1 measures the protocol version 1 path of a jetfan that speaks 2.
+  const char* protocol = std::getenv("JETFAN_BENCH_PROTOCOL");
+  const auto version = protocol != nullptr && std::string_view(protocol) == "1" ? jetfan::proto::kVersion1
+                                                                                : jetfan::proto::kLatestVersion;
+  jetfan::HandlerClient client(a[0], a[1], {.reconnect = false, .protocol_version = version});
   Latencies latencies;
   std::printf("ready_ns=%llu\n", static_cast<unsigned long long>(now_ns()));
   std::fflush(stdout);

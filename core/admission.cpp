@@ -22,9 +22,8 @@ Admission admit(std::span<const AdmissionRule> rules, const Hello& hello, const 
     out.detail = out.refusal;
     return out;
   }
-  if (hello.version != version) {
-    out.refusal = "protocol version " + std::to_string(hello.version) +
-                  " is not supported; this jetfan speaks version " + std::to_string(version);
+  if (hello.version == 0) {
+    out.refusal = "protocol version 0 is not supported; this jetfan speaks versions 1 to " + std::to_string(version);
     out.detail = out.refusal;
     return out;
   }
@@ -48,6 +47,7 @@ Admission admit(std::span<const AdmissionRule> rules, const Hello& hello, const 
     return out;
   }
   out.handler = index;
+  out.version = std::min(hello.version, version);
   return out;
 }
 

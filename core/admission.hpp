@@ -43,16 +43,19 @@ struct AdmissionRule {
 
 struct Hello {
   std::string_view handler;
-  std::uint32_t version = 0;
+  std::uint32_t version = 0;  // the highest protocol version the handler speaks
 };
 
 struct Admission {
   std::optional<std::size_t> handler;  // set when admitted: the index of the rule
+  std::uint32_t version = 0;           // when admitted: the protocol version the connection speaks
   std::string refusal;                 // to the peer, when refused
   std::string detail;                  // for the log, when refused
 };
 
-// `instances[i]` is how many instances of rule i are connected now.
+// `instances[i]` is how many instances of rule i are connected now. jetfan speaks every protocol
+// version from 1 to `version`; the connection speaks the highest one both sides speak, and a HELLO
+// naming version 0 is refused.
 Admission admit(std::span<const AdmissionRule> rules, const Hello& hello, const PeerCredentials& peer,
                 std::span<const std::size_t> instances, bool serving, std::uint32_t version);
 

@@ -20,7 +20,7 @@ std::vector<AdmissionRule> rules() {
 Admission admit_as(std::string_view name, const PeerCredentials& peer = {},
                    std::vector<std::size_t> instances = {0, 0, 0}, bool serving = true, std::uint32_t version = 1) {
   const auto r = rules();
-  return admit(r, Hello{name, version}, peer, instances, serving, 1);
+  return admit(r, Hello{name, version}, peer, instances, serving, 2);
 }
 
 }  // namespace
@@ -37,11 +37,18 @@ TEST_CASE("admission: an undeclared handler is refused without naming the others
   CHECK_THAT(refused.refusal, !Catch::Contains("builder") && !Catch::Contains("audit") && !Catch::Contains(".yaml"));
 }
 
-TEST_CASE("admission: nothing is admitted while not serving, nor in another protocol version", "[unit]") {
+TEST_CASE("admission: nothing is admitted while not serving, nor in protocol version 0", "[unit]") {
   CHECK_FALSE(admit_as("builder", {}, {0, 0, 0}, false).handler);
-  const auto old = admit_as("builder", {}, {0, 0, 0}, true, 2);
-  CHECK_FALSE(old.handler);
-  CHECK_THAT(old.refusal, Catch::Contains("version 2"));
+  const auto none = admit_as("builder", {}, {0, 0, 0}, true, 0);
+  CHECK_FALSE(none.handler);
+  CHECK_THAT(none.refusal, Catch::Contains("protocol version 0 is not supported"));
+}
+
+TEST_CASE("admission: the connection speaks the highest protocol version both sides speak", "[unit]") {
+  CHECK(admit_as("builder", {}, {0, 0, 0}, true, 1).version == 1u);
+  CHECK(admit_as("builder", {}, {0, 0, 0}, true, 2).version == 2u);
+  CHECK(admit_as("builder", {}, {0, 0, 0}, true, 3).version == 2u);  // a newer handler gets what jetfan has
+  CHECK(admit_as("builder", {}, {0, 0, 0}, true, 1000000).version == 2u);
 }
 
 TEST_CASE("admission: an allow list admits listed uids, gids and supplementary groups only", "[unit]") {

@@ -285,7 +285,7 @@ void Dispatcher::apply_effects() {
         auto session = sessions_.find(effect.connection);
         if (session == sessions_.end()) break;
         const auto& s = stored->second;
-        session->second->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.message);
+        session->second->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.published_ns, s.message);
         if (dirty_.empty() || dirty_.back() != session->second) dirty_.push_back(session->second);
         break;
       }
@@ -571,7 +571,7 @@ bool Dispatcher::busy(const HandlerSession& session) const { return core_.in_fli
 std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const proto::Command& hello) {
   JETFAN_ON_IO_THREAD(thread_);
   const Admission admission = admit(settings_.admission, Hello{hello.handler, hello.version}, session.credentials(),
-                                    instances_, state_ == State::kServing, proto::kVersion);
+                                    instances_, state_ == State::kServing, proto::kLatestVersion);
   if (!admission.handler) {
     log_warn("handler.refused",
              {{"handler", hello.handler},
@@ -584,7 +584,7 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   }
   const std::size_t index = *admission.handler;
   const auto& handler = config_.handlers[index];
-  session.admit(index, handler.name);
+  session.admit(index, handler.name, admission.version);
   unidentified_.erase(session.id());
   prune_unidentified_order();
   ++instances_[index];

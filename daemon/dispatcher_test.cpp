@@ -101,14 +101,15 @@ class Harness : private DispatcherTap {
     pump();
     return peers_.size() - 1;
   }
-  // A connection that said HELLO as `name` and read its READY.
-  std::size_t hello(const std::string& name) {
+  // A connection that said HELLO as `name` in protocol `version` and read its READY.
+  std::size_t hello(const std::string& name, std::uint32_t version = 1) {
     const auto peer = connect();
     REQUIRE(peer);
-    send(*peer, "HELLO " + name + " 1\r\n");
+    send(*peer, "HELLO " + name + " " + std::to_string(version) + "\r\n");
     auto frames = read(*peer);
     REQUIRE(frames.size() >= 1);
     REQUIRE(frames[0].kind == proto::Frame::Kind::kReady);
+    REQUIRE(frames[0].ready.version == proto::negotiated_version(version));
     peers_[*peer].unread.assign(frames.begin() + 1, frames.end());  // MSGs that came right after
     return *peer;
   }
@@ -235,12 +236,38 @@ TEST_CASE("dispatcher: pulls at start, admits a HELLO with READY, routes by patt
   CHECK(h.broken.empty());
 }
 
-TEST_CASE("dispatcher: a HELLO is refused with ERR for an undeclared handler, another version, and past max_instances",
+TEST_CASE("dispatcher: one message reaches a version 1 and a version 2 handler, each in its own MSG layout", "[unit]") {
+  Harness h(config({handler("old", {"a.*"}), handler("new", {"a.*"})}));
+  const auto old_peer = h.hello("old", 1);
+  const auto new_peer = h.hello("new", 2);
+  constexpr std::uint64_t kPublished = 1'700'000'000'123'456'789;
+  h.upstream.deliver(FakeUpstream::Message{7, "ev.a.b", "payload", "NATS/1.0\r\nX: 1\r\n\r\n", 1, kPublished});
+  h.pump();
+  const auto old_msgs = h.msgs(old_peer);
+  const auto new_msgs = h.msgs(new_peer);
+  REQUIRE(old_msgs.size() == 1);
+  REQUIRE(new_msgs.size() == 1);
+  for (const auto& d : {old_msgs[0], new_msgs[0]}) {
+    CHECK(d.key == "a.b");
+    CHECK(d.stream_seq == 7);
+    CHECK(d.headers == "NATS/1.0\r\nX: 1\r\n\r\n");
+    CHECK(d.payload == "payload");
+  }
+  CHECK(old_msgs[0].published_ns == 0);
+  CHECK(old_msgs[0].subject.empty());
+  CHECK(new_msgs[0].published_ns == kPublished);
+  CHECK(new_msgs[0].subject == "ev.a.b");
+  // A handler newer than jetfan gets the newest version jetfan has (hello() checks its READY).
+  h.hello("new", 9);
+  CHECK(h.dispatcher().instances(1) == 2);
+}
+
+TEST_CASE("dispatcher: a HELLO is refused with ERR for an undeclared handler, version 0, and past max_instances",
           "[unit]") {
   auto c = config({handler("audit", {"a.*"})});
   c.handlers[0].max_instances = 1;
   Harness h(std::move(c));
-  for (const std::string hello : {"HELLO nobody 1\r\n", "HELLO audit 99\r\n"}) {
+  for (const std::string hello : {"HELLO nobody 1\r\n", "HELLO audit 0\r\n"}) {
     INFO(hello);
     const auto peer = h.connect();
     REQUIRE(peer);

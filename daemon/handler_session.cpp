@@ -58,10 +58,11 @@ void HandlerSession::start() {
   read();
 }
 
-void HandlerSession::admit(std::size_t handler, std::string name) {
+void HandlerSession::admit(std::size_t handler, std::string name, std::uint32_t version) {
   JETFAN_ON_IO_THREAD(thread_);
   handler_ = handler;
   handler_name_ = std::move(name);
+  version_ = version;
 }
 
 void HandlerSession::read() {
@@ -156,16 +157,22 @@ void HandlerSession::on_idle() {
 
 void HandlerSession::send_ready(std::uint32_t max_inflight, const std::vector<std::string>& patterns) {
   JETFAN_ON_IO_THREAD(thread_);
-  proto::append_ready(out_.owned(), handler_name_, max_inflight, patterns);
+  proto::append_ready(out_.owned(), version_, handler_name_, max_inflight, patterns);
   out_.appended();
 }
 
 void HandlerSession::send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
-                              const MessageBytesPtr& message) {
+                              std::uint64_t published_ns, const MessageBytesPtr& message) {
   JETFAN_ON_IO_THREAD(thread_);
   const std::size_t header_bytes = message->headers().size();
-  proto::append_msg_line(out_.owned(), id, key, stream_seq, deliveries, header_bytes,
-                         header_bytes + message->payload().size());
+  const std::size_t total_bytes = header_bytes + message->payload().size();
+  // Only this line is the connection's own; the body after it is shared by every recipient.
+  if (version_ >= proto::kVersion2) {
+    proto::append_msg2_line(out_.owned(), id, key, stream_seq, deliveries, header_bytes, total_bytes, published_ns,
+                            message->subject());
+  } else {
+    proto::append_msg_line(out_.owned(), id, key, stream_seq, deliveries, header_bytes, total_bytes);
+  }
   out_.appended();
   out_.append_body(message);
   out_.append("\r\n");

@@ -73,18 +73,21 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   // Who is on the other end, for logs: "connection 7, pid 1234, uid 1000".
   const std::string& peer() const { return peer_; }
 
-  // The declared handler this connection is an instance of, once admitted. Set once.
-  void admit(std::size_t handler, std::string name);
+  // The declared handler this connection is an instance of, once admitted, and the protocol
+  // version it speaks (proto::negotiated_version). Set once.
+  void admit(std::size_t handler, std::string name, std::uint32_t version);
+  std::uint32_t version() const { return version_; }
   // A reload moved its handler to another index, or removed it (nullopt: no longer an instance).
   void reassign(std::optional<std::size_t> handler) { handler_ = handler; }
   std::optional<std::size_t> handler() const { return handler_; }
   const std::string& handler_name() const { return handler_name_; }
 
   // Frames to send; they go out at the next flush(). A MSG's body is shared, not copied. READY
-  // announces the handler's max_inflight as its max-unconfirmed.
+  // announces the handler's max_inflight as its max-unconfirmed. A MSG is laid out in the
+  // connection's version: version 2 adds `published_ns` (0: unknown) and the message's subject.
   void send_ready(std::uint32_t max_inflight, const std::vector<std::string>& patterns);
   void send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
-                const MessageBytesPtr& message);
+                std::uint64_t published_ns, const MessageBytesPtr& message);
   void send_pong();
   void flush();
   // Sends ERR with the reason, then closes, lingering so that the ERR reaches a peer that is still
@@ -129,6 +132,7 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   std::string peer_;
   std::optional<std::size_t> handler_;
   std::string handler_name_;
+  std::uint32_t version_ = proto::kVersion1;
   boost::asio::steady_timer timer_;  // HELLO deadline, then idle and PING deadlines, then the last ERR's
   proto::CommandParser parser_;
   std::array<char, 64 * 1024> input_;

@@ -1,5 +1,7 @@
-// libFuzzer target for both parsers. Differential: the same bytes fed whole and fed in two pieces
-// (cut where the first byte says) must give the same frames and the same verdict.
+// libFuzzer target for both parsers and the NATS header lookup. Differential: the same bytes fed
+// whole and fed in two pieces (cut where the first byte says) must give the same frames and the same
+// verdict. The bytes, read as a header block, must give fields that lie inside them, and find_header
+// must agree with the first field of each name.
 // Build with -DJETFAN_FUZZ=ON (clang); run with scripts/fuzz.sh.
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 
 #include "command_parser.hpp"
 #include "delivery_parser.hpp"
+#include "nats_header.hpp"
 
 namespace {
 
@@ -49,6 +52,24 @@ std::string show_frame(const Frame& f) {
   return s;
 }
 
+bool inside(std::string_view part, std::string_view whole) {
+  return part.empty() || (part.data() >= whole.data() && part.data() + part.size() <= whole.data() + whole.size());
+}
+
+void check_headers(std::string_view block) {
+  HeaderFields fields(block);
+  HeaderField field;
+  std::size_t count = 0;
+  while (fields.next(field)) {
+    if (field.name.empty() || !inside(field.name, block) || !inside(field.value, block)) std::abort();
+    const auto found = find_header(block, field.name);
+    if (!found) std::abort();
+    // The first field of this name: the same one, or an earlier one.
+    if (found->data() > field.value.data()) std::abort();
+    if (++count > block.size()) std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -62,5 +83,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto frames_whole = run<DeliveryParser, Frame>(bytes, bytes.size(), DeliveryParser::Result::kFrame, show_frame);
   const auto frames_split = run<DeliveryParser, Frame>(bytes, cut, DeliveryParser::Result::kFrame, show_frame);
   if (frames_whole != frames_split) std::abort();
+  check_headers(bytes);
   return 0;
 }

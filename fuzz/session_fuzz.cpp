@@ -26,6 +26,7 @@
 //   5 a new message: subject and headers, size
 //   6 another copy of a known sequence: pool (nak'd, held, settled), which
 // `cut` splits a write in two at that byte (modulo its length + 1), with the session run between.
+// HELLO's `who`: bits 0-5 pick the name, bit 6 spells the verb in lower case, bit 7 asks for version 2.
 
 #include <dirent.h>
 #include <sys/socket.h>

@@ -177,7 +177,8 @@ void FuzzOwner::on_peer_frame(ConnectionId id, const proto::Frame& frame) {
   require(frame.kind == e.kind, "a peer read a frame other than the next one made for it");
   if (frame.kind == proto::Frame::Kind::kReady) {
     const auto& h = config_.handlers[e.handler];
-    require(frame.ready.version == proto::kVersion && frame.ready.handler == h.name &&
+    require(frame.ready.version >= proto::kVersion1 && frame.ready.version <= proto::kLatestVersion &&
+                frame.ready.handler == h.name &&
                 frame.ready.max_unconfirmed == static_cast<std::uint32_t>(h.max_inflight) &&
                 frame.ready.patterns == h.patterns,
             "READY does not say what was declared");
@@ -188,6 +189,8 @@ void FuzzOwner::on_peer_frame(ConnectionId id, const proto::Frame& frame) {
                 d.key == *key_of(p.subject, kPrefix) && d.payload == p.payload &&
                 d.headers == (p.headers ? kHeaderBlock : ""),
             "a MSG's line or body differs from the delivery the core made");
+    // A version 2 connection also gets the subject (a version 1 one never does).
+    require(d.subject.empty() || d.subject == p.subject, "a version 2 MSG names another subject");
   }
 }
 

@@ -52,7 +52,7 @@ void check_all(const std::vector<Command>& c) {
   REQUIRE(c.size() == 9);
   CHECK(c[0].verb == Verb::kHello);
   CHECK(c[0].handler == "builder");
-  CHECK(c[0].version == 1);
+  CHECK(c[0].version == kLatestVersion);  // a handler names the highest version it speaks
   CHECK((c[1].verb == Verb::kAck && c[1].id == 1));
   CHECK((c[2].verb == Verb::kNak && c[2].id == 2 && !c[2].delay_ms));
   CHECK((c[3].verb == Verb::kNak && c[3].id == 3 && c[3].delay_ms == 1500u));

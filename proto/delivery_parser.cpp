@@ -14,16 +14,20 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
   if (words.empty()) return fail(ErrorCode::kEmptyLine, "empty line");
   const auto verb = words[0];
   if (equals_ignoring_case(verb, "MSG")) {
-    if (words.size() != 7) {
-      return fail(words.size() < 7 ? ErrorCode::kMissingArgument : ErrorCode::kTooManyArguments,
-                  "MSG needs 6 arguments, got " + std::to_string(words.size() - 1));
+    const std::size_t expected = version_ >= kVersion2 ? 9 : 7;
+    if (words.size() != expected) {
+      return fail(words.size() < expected ? ErrorCode::kMissingArgument : ErrorCode::kTooManyArguments,
+                  "MSG needs " + std::to_string(expected - 1) + " arguments in protocol version " +
+                      std::to_string(version_) + ", got " + std::to_string(words.size() - 1));
     }
+    std::optional<std::uint64_t> published = 0;
+    if (expected == 9) published = parse_number(words[7]);
     const auto id = parse_number(words[1]);
     const auto seq = parse_number(words[3]);
     const auto deliveries = parse_number(words[4]);
     const auto header_bytes = parse_number(words[5]);
     const auto total_bytes = parse_number(words[6]);
-    if (!id || !seq || !deliveries || !header_bytes || !total_bytes)
+    if (!id || !seq || !deliveries || !header_bytes || !total_bytes || !published)
       return fail(ErrorCode::kBadNumber, "MSG: malformed number");
     if (*header_bytes > *total_bytes)
       return fail(ErrorCode::kHeaderExceedsTotal, "MSG: header bytes exceed total bytes");
@@ -37,6 +41,10 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     d.key = std::string(words[2]);
     d.stream_seq = *seq;
     d.deliveries = *deliveries;
+    if (expected == 9) {
+      d.published_ns = *published;
+      d.subject = std::string(words[8]);
+    }
     header_bytes_ = *header_bytes;
     body_left_ = *total_bytes + 2;
     d.headers.reserve(*header_bytes);
@@ -59,6 +67,8 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     out.ready.version = static_cast<std::uint32_t>(*version);
     out.ready.handler = std::string(words[2]);
     out.ready.max_unconfirmed = static_cast<std::uint32_t>(*limit);
+    // Version 0 is no version; whatever READY says, the MSGs after it are laid out in that version.
+    if (*version > 0) version_ = static_cast<std::uint32_t>(*version);
     for (std::size_t i = 4; i < words.size(); ++i) out.ready.patterns.emplace_back(words[i]);
     return Result::kFrame;
   }

@@ -1,6 +1,8 @@
 #pragma once
 // Parses what jetfan sends to a handler (PROTOCOL.md, "jetfan -> handler"): incremental, I/O-free.
 // Used by client libraries. After kError the stream is unusable. Not thread-safe.
+// The MSG layout is that of the version the stream's READY announced (version 1 before a READY):
+// version 2's MSG has two more arguments, the publish time and the subject.
 
 #include <string>
 #include <string_view>
@@ -19,6 +21,8 @@ class DeliveryParser {
   // After kError: what was wrong, for people (error()) and as a stable code (code()).
   const std::string& error() const { return error_; }
   ErrorCode code() const { return code_; }
+  // The version whose MSG layout is expected: the last READY's, 1 before any.
+  std::uint32_t version() const { return version_; }
 
  private:
   Result fail(ErrorCode code, std::string why);
@@ -28,6 +32,7 @@ class DeliveryParser {
   std::string error_;
   ErrorCode code_ = ErrorCode::kNone;
   std::vector<std::string_view> words_;
+  std::uint32_t version_ = kVersion1;
   // While a MSG body is being read: the frame so far and how many body bytes (with the final
   // "\r\n") are still to come.
   bool in_body_ = false;

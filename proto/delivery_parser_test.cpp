@@ -41,7 +41,7 @@ const std::string kBinary = std::string("a\r\nMSG 1 x 1 1 0 0\r\n\0\xff", 22);
 
 std::string all_frames() {
   std::string s;
-  append_ready(s, "builder", 64, {"mesh-build-machine.built", "#"});
+  append_ready(s, 1, "builder", 64, {"mesh-build-machine.built", "#"});
   append_msg(s, 1, "mesh-build-machine.built", 42, 1, "", "{\"machine\":3}");
   append_msg(s, 2, "a.b", 43, 2, kHeaders, kBinary);
   append_msg(s, 3, "empty", 44, 1, "", "");
@@ -80,7 +80,7 @@ TEST_CASE("ready_line_length is the length of the line append_ready writes", "[u
   for (const auto& patterns : {std::vector<std::string>{"#"}, std::vector<std::string>{"a.*", "b.>", "c"}}) {
     for (const std::uint32_t limit : {1u, 64u, 65536u}) {
       std::string line;
-      append_ready(line, "builder", limit, patterns);
+      append_ready(line, 1, "builder", limit, patterns);
       CHECK(ready_line_length("builder", limit, patterns) == line.size());
     }
   }
@@ -138,4 +138,65 @@ TEST_CASE("random garbage never crashes either parser and never yields a frame p
     while (commands.parse(command_input, command) == CommandParser::Result::kCommand) {
     }
   }
+}
+
+TEST_CASE("delivery parser: after READY 2, MSG carries the publish time and the subject", "[unit]") {
+  std::string s;
+  append_ready(s, 2, "builder", 8, {"#"});
+  Delivery d;
+  d.id = 5;
+  d.key = "built";
+  d.stream_seq = 42;
+  d.deliveries = 1;
+  d.headers = kHeaders;
+  d.payload = kBinary;
+  d.published_ns = 1'700'000'000'123'456'789;
+  d.subject = "mesh.built";
+  append_msg(s, 2, d);
+  CHECK(s.substr(s.find("MSG")).starts_with("MSG 5 built 42 1 28 50 1700000000123456789 mesh.built\r\n"));
+  for (std::size_t cut = 0; cut <= s.size(); ++cut) {
+    const auto frames = parse_all(s, {cut});
+    REQUIRE(frames.size() == 2);
+    CHECK(frames[0].ready.version == 2);
+    const auto& got = frames[1].delivery;
+    CHECK(got.key == "built");
+    CHECK(got.headers == kHeaders);
+    CHECK(got.payload == kBinary);
+    CHECK(got.published_ns == d.published_ns);
+    CHECK(got.subject == "mesh.built");
+  }
+}
+
+TEST_CASE("delivery parser: each version's MSG has its own argument count", "[unit]") {
+  std::string error;
+  // A version 1 stream: the version 2 layout has too many arguments.
+  CHECK(parse_all("MSG 1 k 1 1 0 0 5 k\r\n\r\n", {}, &error).empty());
+  CHECK(error.find("6 arguments") != std::string::npos);
+  CHECK(parse_all("READY 1 h 1 #\r\nMSG 1 k 1 1 0 0 5 k\r\n\r\n", {}, &error).size() == 1);
+  // A version 2 stream: the version 1 layout misses two; a bad publish time is a bad number.
+  CHECK(parse_all("READY 2 h 1 #\r\nMSG 1 k 1 1 0 0\r\n\r\n", {}, &error).size() == 1);
+  CHECK(error.find("8 arguments") != std::string::npos);
+  CHECK(parse_all("READY 2 h 1 #\r\nMSG 1 k 1 1 0 0 -5 k\r\n\r\n", {}, &error).size() == 1);
+  CHECK(error == "MSG: malformed number");
+  const auto frames = parse_all("READY 2 h 1 #\r\nMSG 1 k 1 1 0 0 0 ev.k\r\n\r\n", {});
+  REQUIRE(frames.size() == 2);
+  CHECK(frames[1].delivery.published_ns == 0);  // unknown
+  CHECK(frames[1].delivery.subject == "ev.k");
+}
+
+TEST_CASE("encoder: a version 1 MSG is the same bytes whichever call writes it", "[unit]") {
+  Delivery d;
+  d.id = 7;
+  d.key = "a.b";
+  d.stream_seq = 42;
+  d.deliveries = 1;
+  d.payload = "{}";
+  d.published_ns = 99;
+  d.subject = "ev.a.b";
+  std::string one;
+  std::string two;
+  append_msg(one, 1, d);
+  append_msg(two, 7, "a.b", 42, 1, "", "{}");
+  CHECK(one == two);
+  CHECK(one == "MSG 7 a.b 42 1 0 2\r\n{}\r\n");
 }

@@ -28,10 +28,10 @@ void append_one_line(std::string& out, std::string_view text) {
 
 }  // namespace
 
-void append_ready(std::string& out, std::string_view handler, std::uint32_t max_unconfirmed,
+void append_ready(std::string& out, std::uint32_t version, std::string_view handler, std::uint32_t max_unconfirmed,
                   const std::vector<std::string>& patterns) {
   out.append("READY ");
-  append_number(out, kVersion);
+  append_number(out, version);
   out.push_back(' ');
   out.append(handler);
   out.push_back(' ');
@@ -45,30 +45,56 @@ void append_ready(std::string& out, std::string_view handler, std::uint32_t max_
 
 std::size_t ready_line_length(std::string_view handler, std::uint32_t max_unconfirmed,
                               const std::vector<std::string>& patterns) {
-  std::size_t length = std::string_view("READY ").size() + std::to_string(kVersion).size() + 1 + handler.size() + 1 +
-                       std::to_string(max_unconfirmed).size() + 2;
+  std::size_t length = std::string_view("READY ").size() + std::to_string(kLatestVersion).size() + 1 + handler.size() +
+                       1 + std::to_string(max_unconfirmed).size() + 2;
   for (const auto& pattern : patterns) length += 1 + pattern.size();
   return length;
 }
 
-void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
-                     std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes) {
-  // One MSG line per recipient of every message: the numbers go into a buffer on the stack and
-  // the line into `out` in three appends, not thirteen.
+namespace {
+
+// "MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes>", then in version 2 (a
+// publish time given) " <published> <subject>", then "\r\n". One MSG line per recipient of every message: the numbers
+// go into buffers on the stack and the line into `out` in a few appends, not a dozen.
+void append_msg_words(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
+                      const std::uint64_t* published_ns, std::string_view subject) {
   char head[4 + 20 + 1] = {'M', 'S', 'G', ' '};
   char* at = std::to_chars(head + 4, std::end(head) - 1, id).ptr;
   *at++ = ' ';
   out.append(head, static_cast<std::size_t>(at - head));
   out.append(key);
-  char tail[4 * 21 + 2];
+  char tail[5 * 21 + 2];
   at = tail;
   for (const std::uint64_t number : {stream_seq, deliveries, std::uint64_t{header_bytes}, std::uint64_t{total_bytes}}) {
     *at++ = ' ';
     at = std::to_chars(at, std::end(tail), number).ptr;
   }
-  *at++ = '\r';
-  *at++ = '\n';
+  if (published_ns == nullptr) {
+    *at++ = '\r';
+    *at++ = '\n';
+    out.append(tail, static_cast<std::size_t>(at - tail));
+    return;
+  }
+  *at++ = ' ';
+  at = std::to_chars(at, std::end(tail), *published_ns).ptr;
+  *at++ = ' ';
   out.append(tail, static_cast<std::size_t>(at - tail));
+  out.append(subject);
+  out.append("\r\n");
+}
+
+}  // namespace
+
+void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                     std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes) {
+  append_msg_words(out, id, key, stream_seq, deliveries, header_bytes, total_bytes, nullptr, {});
+}
+
+void append_msg2_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
+                      std::uint64_t published_ns, std::string_view subject) {
+  append_msg_words(out, id, key, stream_seq, deliveries, header_bytes, total_bytes, &published_ns, subject);
 }
 
 void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
@@ -76,6 +102,18 @@ void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::u
   append_msg_line(out, id, key, stream_seq, deliveries, headers.size(), headers.size() + payload.size());
   out.append(headers);
   out.append(payload);
+  out.append("\r\n");
+}
+
+void append_msg(std::string& out, std::uint32_t version, const Delivery& d) {
+  const std::size_t total = d.headers.size() + d.payload.size();
+  if (version >= kVersion2) {
+    append_msg2_line(out, d.id, d.key, d.stream_seq, d.deliveries, d.headers.size(), total, d.published_ns, d.subject);
+  } else {
+    append_msg_line(out, d.id, d.key, d.stream_seq, d.deliveries, d.headers.size(), total);
+  }
+  out.append(d.headers);
+  out.append(d.payload);
   out.append("\r\n");
 }
 
@@ -88,11 +126,11 @@ void append_err(std::string& out, std::string_view reason) {
 void append_ping(std::string& out) { out.append("PING\r\n"); }
 void append_pong(std::string& out) { out.append("PONG\r\n"); }
 
-void append_hello(std::string& out, std::string_view handler) {
+void append_hello(std::string& out, std::string_view handler, std::uint32_t version) {
   out.append("HELLO ");
   out.append(handler);
   out.push_back(' ');
-  append_number(out, kVersion);
+  append_number(out, version);
   out.append("\r\n");
 }
 

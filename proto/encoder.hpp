@@ -8,20 +8,31 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol.hpp"
+
 namespace jetfan::proto {
 
 // jetfan -> handler
-void append_ready(std::string& out, std::string_view handler, std::uint32_t max_unconfirmed,
+void append_ready(std::string& out, std::uint32_t version, std::string_view handler, std::uint32_t max_unconfirmed,
                   const std::vector<std::string>& patterns);
 // The length of the line append_ready writes, with its line end: it must fit in kMaxDeliveryLine.
+// (With the latest version, whose number is the longest.)
 std::size_t ready_line_length(std::string_view handler, std::uint32_t max_unconfirmed,
                               const std::vector<std::string>& patterns);
+// A whole MSG of version 1.
 void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                 std::uint64_t deliveries, std::string_view headers, std::string_view payload);
+// A whole MSG in the layout of `version`: a version 2 MSG carries d.published_ns and d.subject too.
+void append_msg(std::string& out, std::uint32_t version, const Delivery& d);
 // Only the control line of a MSG ("MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes>\r\n"),
 // for a writer that sends the body from where it already is; the body and a final "\r\n" follow.
 void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes);
+// The same in version 2: "MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes> <published> <subject>\r\n".
+// `subject` is a NATS subject: not empty, no blanks.
+void append_msg2_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
+                      std::uint64_t published_ns, std::string_view subject);
 void append_err(std::string& out, std::string_view reason);
 
 // either way
@@ -29,7 +40,8 @@ void append_ping(std::string& out);
 void append_pong(std::string& out);
 
 // handler -> jetfan
-void append_hello(std::string& out, std::string_view handler);
+// `version` is the highest the handler speaks (HELLO <handler> <version>).
+void append_hello(std::string& out, std::string_view handler, std::uint32_t version = kLatestVersion);
 void append_ack(std::string& out, std::uint64_t id);
 void append_nak(std::string& out, std::uint64_t id, std::optional<std::uint64_t> delay_ms = std::nullopt);
 // Each \r or \n in `reason` becomes a space; a reason too long for the 1024-byte line is cut to fit,

@@ -79,4 +79,6 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
   return true;
 }
 
+std::uint32_t negotiated_version(std::uint32_t asked) { return asked < kLatestVersion ? asked : kLatestVersion; }
+
 }  // namespace jetfan::proto

@@ -1,5 +1,5 @@
 #pragma once
-// The handler protocol, version 1 (PROTOCOL.md): its limits and the frames each side sends.
+// The handler protocol, versions 1 and 2 (PROTOCOL.md): its limits and the frames each side sends.
 // Plain values; no I/O.
 
 #include <cstdint>
@@ -10,7 +10,11 @@
 
 namespace jetfan::proto {
 
-inline constexpr std::uint32_t kVersion = 1;
+// The versions this code speaks: every one from 1 to kLatestVersion. A handler's HELLO names the
+// highest it speaks; jetfan answers in READY with the highest both speak (negotiated_version).
+inline constexpr std::uint32_t kVersion1 = 1;
+inline constexpr std::uint32_t kVersion2 = 2;  // MSG also carries the publish time and the subject
+inline constexpr std::uint32_t kLatestVersion = kVersion2;
 inline constexpr std::size_t kMaxCommandLine = 1024;       // handler -> jetfan, with the line end
 inline constexpr std::size_t kMaxDeliveryLine = 4096;      // jetfan -> handler, with the line end
 inline constexpr std::size_t kMaxBody = 64 * 1024 * 1024;  // headers + payload of one MSG
@@ -45,6 +49,9 @@ struct Delivery {
   std::uint64_t deliveries = 0;
   std::string headers;  // a NATS/1.0 header block, or empty
   std::string payload;
+  // Version 2 only (0 and empty in version 1):
+  std::uint64_t published_ns = 0;  // when JetStream stored it, in nanoseconds since 1970 (UTC); 0: unknown
+  std::string subject;             // the message's full NATS subject
 };
 
 struct Frame {
@@ -79,5 +86,8 @@ const char* to_string(ErrorCode code);
 void split_words(std::string_view line, std::vector<std::string_view>& words);
 std::optional<std::uint64_t> parse_number(std::string_view word);
 bool equals_ignoring_case(std::string_view a, std::string_view b);
+// The version a connection speaks when the handler's HELLO names `asked`, the highest it speaks:
+// the highest both speak, or 0 when there is none (`asked` is 0).
+std::uint32_t negotiated_version(std::uint32_t asked);
 
 }  // namespace jetfan::proto

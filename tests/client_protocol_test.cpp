@@ -70,10 +70,15 @@ class ScriptedJetfan {
     check(::send(peer_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()), "send");
   }
   void close_peer() { peer_.reset(); }
-  // Accepts and answers HELLO with READY.
+  // Accepts and answers HELLO as a jetfan that speaks only protocol version 1 does: the client's
+  // HELLO 2 is refused, and the client comes again at once with HELLO 1.
   void greet(int max_unconfirmed) {
     accept();
-    check(line() == "HELLO builder 1", "expected HELLO builder 1");
+    check(line() == "HELLO builder 2", "expected HELLO builder 2");
+    send("ERR protocol version 2 is not supported; this jetfan speaks version 1\r\n");
+    close_peer();
+    accept();
+    check(line() == "HELLO builder 1", "expected HELLO builder 1 after the refusal");
     send("READY 1 builder " + std::to_string(max_unconfirmed) + " #\r\n");
   }
 
@@ -91,6 +96,25 @@ std::string msg(int id, const std::string& payload) {
 const auto kQuiet = [](std::string_view) {};
 
 }  // namespace
+
+TEST_CASE("C++ client: against a jetfan that speaks only version 1, it falls back to version 1", "[integration]") {
+  Mesh mesh({.start_server = false});
+  ScriptedJetfan jetfan(mesh.socket_path());
+  Background greeter([&] { jetfan.greet(4); });
+  HandlerClient client(mesh.socket_path(), "builder", {.log = kQuiet});
+  greeter.join();
+  CHECK(client.ready().version == 1);
+  CHECK(client.connections() == 1);
+  jetfan.send(msg(1, "old"));
+  const auto delivery = client.next();
+  REQUIRE(delivery);
+  CHECK(delivery->payload == "old");
+  CHECK_FALSE(delivery->published);
+  CHECK(delivery->subject.empty());
+  client.ack(*delivery);
+  client.flush();
+  CHECK(jetfan.line() == "ACK 1");
+}
 
 TEST_CASE("C++ client: run() holds no more than max-unconfirmed, even when jetfan sends more, answers PING",
           "[integration]") {

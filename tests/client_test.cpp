@@ -238,7 +238,12 @@ TEST_CASE("C++ client: headers and payload arrive as published", "[integration]"
   mesh.controller().publish("events.h.x", payload, {{"Trace-Id", "abc"}, {"X", "1"}, {"X", "2"}});
   const auto msg = client.next();
   REQUIRE(msg);
+  CHECK(client.ready().version == 2);  // the version it asks for by default
   CHECK(msg->key == "h.x");
+  CHECK(msg->subject == "events.h.x");
+  REQUIRE(msg->published);
+  // JetStream's clock and this one are the same machine's.
+  CHECK(std::chrono::abs(std::chrono::system_clock::now() - *msg->published) < std::chrono::minutes(1));
   CHECK(msg->payload == payload);
   CHECK(msg->header("Trace-Id") == "abc");
   CHECK(msg->header("trace-id") == "abc");  // names match in any case
@@ -246,4 +251,32 @@ TEST_CASE("C++ client: headers and payload arrive as published", "[integration]"
   CHECK(std::count(headers.begin(), headers.end(), std::pair<std::string, std::string>{"X", "1"}) == 1);
   CHECK(std::count(headers.begin(), headers.end(), std::pair<std::string, std::string>{"X", "2"}) == 1);
   client.ack(*msg);
+}
+
+TEST_CASE("C++ client: a version 1 and a version 2 client at once, each gets what its version promises",
+          "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kBuilder + "  - name: audit\n    patterns: [\"#\"]\n"));
+  HandlerClient old_client(mesh.socket_path(), "builder", {.protocol_version = 1});
+  HandlerClient new_client(mesh.socket_path(), "audit");
+  CHECK(old_client.ready().version == 1);
+  CHECK(new_client.ready().version == 2);
+  const auto seq = mesh.publish("v.x", "for both");
+  const auto old_msg = old_client.next();
+  const auto new_msg = new_client.next();
+  REQUIRE(old_msg);
+  REQUIRE(new_msg);
+  CHECK(old_msg->stream_seq == seq);
+  CHECK(new_msg->stream_seq == seq);
+  CHECK(old_msg->payload == "for both");
+  CHECK(new_msg->payload == "for both");
+  CHECK_FALSE(old_msg->published);
+  CHECK(old_msg->subject.empty());
+  CHECK(new_msg->published);
+  CHECK(new_msg->subject == "events.v.x");
+  old_client.ack(*old_msg);
+  new_client.ack(*new_msg);
+  old_client.flush();
+  new_client.flush();
+  CHECK(mesh.wait_settled());
 }

@@ -52,7 +52,7 @@ TEST_CASE("bad peers get ERR and are disconnected, a good handler is unaffected"
   CHECK_THAT(error_for(mesh, "HELLO nobody 1\r\n"), Catch::Contains("unknown handler \"nobody\"") &&
                                                         !Catch::Contains("builder") && !Catch::Contains("audit") &&
                                                         !Catch::Contains(mesh.dir()));
-  CHECK_THAT(error_for(mesh, "HELLO builder 2\r\n"), Catch::Contains("protocol version 2 is not supported"));
+  CHECK_THAT(error_for(mesh, "HELLO builder 0\r\n"), Catch::Contains("protocol version 0 is not supported"));
   CHECK_THAT(error_for(mesh, "ACK 1\r\n"), Catch::Contains("expected HELLO first"));
   CHECK_THAT(error_for(mesh, "HELLO audit 1\r\nHELLO audit 1\r\n"), Catch::Contains("HELLO was already said"));
   CHECK_THAT(error_for(mesh, "HELLO audit 1\r\nFROB 7\r\n"), Catch::Contains("unknown command \"FROB\""));
@@ -160,4 +160,45 @@ TEST_CASE("jetfan answers PING with PONG", "[integration]") {
   peer.send("HELLO builder 1\r\nPING\r\n");
   CHECK(peer.next()->kind == Frame::Kind::kReady);
   CHECK(peer.next()->kind == Frame::Kind::kPong);
+}
+
+TEST_CASE("a version 1 and a version 2 handler at once each get the MSG their version promises", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kHandlers));
+  RawPeer v1(mesh.socket_path());
+  RawPeer v2(mesh.socket_path());
+  v1.send("HELLO builder 1\r\n");
+  v2.send("HELLO audit 2\r\n");
+  const auto ready1 = v1.next();
+  const auto ready2 = v2.next();
+  REQUIRE(ready1->kind == Frame::Kind::kReady);
+  REQUIRE(ready2->kind == Frame::Kind::kReady);
+  CHECK(ready1->ready.version == 1);
+  CHECK(ready2->ready.version == 2);
+  const auto before = std::chrono::system_clock::now();
+  const auto seq = mesh.controller().publish("events.a.b", "for both", {{"Trace-Id", "abc"}});
+  const auto after = std::chrono::system_clock::now();
+  // Each parser reads MSG in its READY's layout: a version 1 peer that got version 2's two extra
+  // words would fail with too-many-arguments, and the other way round with missing-argument.
+  const auto old_msg = next_msg(v1);
+  const auto new_msg = next_msg(v2);
+  for (const auto* d : {&old_msg.delivery, &new_msg.delivery}) {
+    CHECK(d->key == "a.b");
+    CHECK(d->stream_seq == seq);
+    CHECK(d->payload == "for both");
+    CHECK_THAT(d->headers, Catch::Contains("Trace-Id: abc\r\n"));
+  }
+  CHECK(old_msg.delivery.subject.empty());
+  CHECK(old_msg.delivery.published_ns == 0);
+  CHECK(new_msg.delivery.subject == "events.a.b");
+  // JetStream's clock and this one are the same machine's; a second either side allows for rounding.
+  const auto ns = [](std::chrono::system_clock::time_point t) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+  };
+  CHECK(new_msg.delivery.published_ns + 1'000'000'000 >= ns(before));
+  CHECK(new_msg.delivery.published_ns <= ns(after) + 1'000'000'000);
+  v1.send("ACK " + std::to_string(old_msg.delivery.id) + "\r\n");
+  v2.send("ACK " + std::to_string(new_msg.delivery.id) + "\r\n");
+  REQUIRE(mesh.wait_settled());
 }

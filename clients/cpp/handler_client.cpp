@@ -107,7 +107,7 @@ HandlerClient::State::Read HandlerClient::State::read_frame(proto::Frame& frame,
   }
 }
 
-HandlerClient::State::Attempt HandlerClient::State::try_connect() {
+HandlerClient::State::Attempt HandlerClient::State::try_connect(std::uint32_t version) {
   auto connected_fd = unix_socket::connect(socket_path);
   if (!connected_fd.fd) {
     const int e = connected_fd.error;
@@ -119,7 +119,7 @@ HandlerClient::State::Attempt HandlerClient::State::try_connect() {
     out.clear();
     unconfirmed.clear();
     broken = false;
-    proto::append_hello(out, handler);
+    proto::append_hello(out, handler, version);
     write_out_locked();
   }
   parser = proto::DeliveryParser{};
@@ -137,6 +137,12 @@ HandlerClient::State::Attempt HandlerClient::State::try_connect() {
     }
     switch (frame.kind) {
       case proto::Frame::Kind::kReady: {
+        if (frame.ready.version < proto::kVersion1 || frame.ready.version > version) {
+          drop_connection("", false);
+          throw ClientError(ClientError::Kind::kProtocol,
+                            "jetfan at " + socket_path + " answered HELLO in protocol version " +
+                                std::to_string(frame.ready.version) + ", not one up to " + std::to_string(version));
+        }
         std::lock_guard lock(mutex);
         ready = std::move(frame.ready);
         ++connections;
@@ -144,6 +150,11 @@ HandlerClient::State::Attempt HandlerClient::State::try_connect() {
       }
       case proto::Frame::Kind::kErr:
         drop_connection("", false);
+        // A jetfan older than the version asked for refuses it before anything is delivered
+        // (PROTOCOL.md, "Version negotiation"): speak version 1 with it.
+        if (version > proto::kVersion1 && frame.error.find("protocol version") != std::string::npos) {
+          return try_connect(proto::kVersion1);
+        }
         throw ClientError(ClientError::Kind::kRefused,
                           "jetfan at " + socket_path + " refused handler \"" + handler + "\": " + frame.error,
                           frame.error);
@@ -167,7 +178,7 @@ bool HandlerClient::State::connect(bool first) {
   int attempts = 0;
   for (;;) {
     if (stopping) return false;
-    const Attempt attempt = try_connect();
+    const Attempt attempt = try_connect(options.protocol_version);
     ++attempts;
     if (attempt.ok) {
       if (!first) log("reconnected to jetfan at " + socket_path + " after " + std::to_string(attempts) + " attempt(s)");
@@ -239,6 +250,12 @@ std::optional<Delivery> HandlerClient::State::next() {
         auto& wire = frame.delivery;
         Delivery delivery{
             0, std::move(wire.key), wire.stream_seq, wire.deliveries, std::move(wire.headers), std::move(wire.payload)};
+        delivery.subject = std::move(wire.subject);
+        if (wire.published_ns != 0) {
+          delivery.published =
+              std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                  std::chrono::nanoseconds(wire.published_ns)));
+        }
         std::lock_guard lock(mutex);
         delivery.id = next_id++;
         unconfirmed.emplace(delivery.id, wire.id);

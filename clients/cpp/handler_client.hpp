@@ -34,6 +34,10 @@
 //   and stops reading while it holds that many.
 // - Ordered handlers (order_by in jetfan's config) need nothing more: jetfan never sends two
 //   deliveries of one order key at once, so run()'s workers are always busy with different keys.
+// - Protocol version. The client asks for ClientOptions::protocol_version (2 by default) and
+//   speaks what READY answers; a jetfan that speaks only version 1 refuses 2, and the client
+//   connects again at once asking for 1. Each (re)connection negotiates anew. In version 2,
+//   Delivery::published and Delivery::subject are set.
 // - PING from jetfan is answered with PONG whenever the client reads.
 // - Confirmations made on the thread that calls next() are buffered and written together just
 //   before next() waits for input (or by flush()); confirmations made on any other thread, and
@@ -89,6 +93,9 @@ struct Delivery {
   std::uint64_t deliveries = 0;  // 1 the first time, 2 on the first redelivery, ...
   std::string headers;           // the NATS header block as sent ("NATS/1.0\r\n..."), or empty
   std::string payload;
+  // Protocol version 2 (ready().version >= 2) only; nullopt and empty in version 1:
+  std::optional<std::chrono::system_clock::time_point> published;  // when JetStream stored it
+  std::string subject;                                             // the full NATS subject
 
   // Every header as (name, value), in order; a repeated name once per value.
   std::vector<std::pair<std::string, std::string>> header_list() const;
@@ -128,6 +135,9 @@ class Nak : public std::runtime_error {
 
 struct ClientOptions {
   bool reconnect = true;
+  // The highest protocol version to ask for (PROTOCOL.md, "Version negotiation"). With the
+  // default, a jetfan that speaks only version 1 is spoken to in version 1; 1 asks for version 1.
+  std::uint32_t protocol_version = proto::kLatestVersion;
   std::chrono::milliseconds connect_timeout{10000};  // the first connection, in the constructor
   std::chrono::milliseconds backoff_initial{50};     // first wait between reconnect attempts
   std::chrono::milliseconds backoff_max{2000};       // the wait doubles up to this

@@ -72,7 +72,9 @@ struct HandlerClient::State {
     bool permanent = false;  // retrying cannot help (e.g. permission denied)
     std::string error;
   };
-  Attempt try_connect();
+  // Says HELLO asking for protocol `version` (the highest the client speaks); against a jetfan that
+  // refuses it for one that speaks only version 1, connects again asking for 1.
+  Attempt try_connect(std::uint32_t version);
 };
 
 }  // namespace jetfan

@@ -13,7 +13,8 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 // Every "Name: value" line in order, names as sent, values without surrounding blanks; a name that
 // appears more than once appears once per value. The status line and lines without a colon are
-// skipped, so a malformed block gives what can be read and never fails. Empty input: no headers.
+// skipped and the first blank line ends the block (proto::HeaderFields), so a malformed block
+// gives what can be read and never fails. Empty input: no headers.
 HeaderList parse_headers(std::string_view block);
 
 // The first value of `name`, or nullptr. Names match case-insensitively, as in jetfan's other

@@ -1,9 +1,10 @@
-// The jetfan handler protocol, version 1 (proto/PROTOCOL.md): an incremental parser for what jetfan
+// The jetfan handler protocol, versions 1 and 2 (proto/PROTOCOL.md): an incremental parser for what jetfan
 // sends and the encoders for what a handler sends. Pure: no I/O, no timers. The conformance vectors
 // in proto/vectors/ pin its behaviour byte for byte to the C++ codec.
 
+/** The highest protocol version this client speaks (it speaks every one from 1 up). */
+export const PROTOCOL_VERSION = 2;
 /** Limits of the protocol (PROTOCOL.md, "Limits"). */
-export const PROTOCOL_VERSION = 1;
 export const MAX_COMMAND_LINE = 1024; // handler -> jetfan, with the line end
 export const MAX_FRAME_LINE = 4096; // jetfan -> handler, with the line end
 export const MAX_BODY = 64 * 1024 * 1024; // headers + payload of one MSG
@@ -57,6 +58,10 @@ export interface MsgFrame {
   deliveries: U64;
   headers: Buffer;
   payload: Buffer;
+  /** Version 2: when JetStream stored it, in nanoseconds since 1970 (UTC); 0 when unknown and in version 1. */
+  published: U64;
+  /** Version 2: its full NATS subject; "" in version 1. */
+  subject: string;
 }
 
 export interface ErrFrame {
@@ -140,8 +145,10 @@ function shown(verb: string): string {
 /**
  * Parses what jetfan sends to a handler, incrementally: feed it whatever bytes arrived, in any
  * pieces. Not thread-safe (one per connection). After it throws, it throws the same error again.
+ * MSG is read in the layout of the version the last READY announced (version 1 before any).
  */
 export class FrameParser {
+  #version = 1;
   #partial: Buffer[] = []; // the start of a control line whose end has not arrived
   #partialLength = 0;
   #failed: ProtocolError | undefined;
@@ -239,18 +246,19 @@ export class FrameParser {
   #fastMsg(buf: Buffer, start: number, end: number): boolean {
     if (buf[start] !== 0x4d || buf[start + 1] !== 0x53 || buf[start + 2] !== 0x47 || buf[start + 3] !== 0x20) return false;
     const bounds = this.#bounds;
+    const expected = this.#version >= 2 ? 9 : 7;
     let words = 1;
     let i = start + 4;
     for (;;) {
       while (i < end && (buf[i] === 0x20 || buf[i] === 0x09)) ++i;
       if (i >= end) break;
-      if (words === 7) return false;
+      if (words === expected) return false;
       bounds[2 * words] = i;
       while (i < end && buf[i] !== 0x20 && buf[i] !== 0x09) ++i;
       bounds[2 * words + 1] = i;
       ++words;
     }
-    if (words !== 7) return false;
+    if (words !== expected) return false;
     const id = smallNumber(buf, bounds[2]!, bounds[3]!);
     const seq = smallNumber(buf, bounds[6]!, bounds[7]!);
     const deliveries = smallNumber(buf, bounds[8]!, bounds[9]!);
@@ -258,13 +266,22 @@ export class FrameParser {
     const totalBytes = smallNumber(buf, bounds[12]!, bounds[13]!);
     if (id < 0 || seq < 0 || deliveries < 0 || headerBytes < 0 || totalBytes < 0) return false;
     if (headerBytes > totalBytes || totalBytes > MAX_BODY) return false;
+    let published: U64 = 0;
+    let subject = "";
+    if (expected === 9) {
+      // A publish time in nanoseconds is past 2^53: read as the general path reads it.
+      const p = parseU64(buf.toString("latin1", bounds[14]!, bounds[15]!));
+      if (p === undefined) return false;
+      published = p;
+      subject = buf.toString("utf8", bounds[16]!, bounds[17]!);
+    }
     const key = buf.toString("utf8", bounds[4]!, bounds[5]!);
-    this.#msg = { type: "MSG", id, key, seq, deliveries, headers: EMPTY, payload: EMPTY };
+    this.#msg = { type: "MSG", id, key, seq, deliveries, headers: EMPTY, payload: EMPTY, published, subject };
     this.#headerBytes = headerBytes;
     this.#bodyLeft = totalBytes + 2;
     return true;
   }
-  #bounds = new Int32Array(14); // start and end of each word of a MSG line
+  #bounds = new Int32Array(18); // start and end of each word of a MSG line
 
   #parseLine(line: string, out: Frame[]): void {
     const words = splitWords(line);
@@ -272,23 +289,33 @@ export class FrameParser {
     const verb = words[0]!.toUpperCase();
     switch (verb) {
       case "MSG": {
-        if (words.length !== 7) {
+        const expected = this.#version >= 2 ? 9 : 7;
+        if (words.length !== expected) {
           this.#fail(
-            words.length < 7 ? "missing-argument" : "too-many-arguments",
-            `MSG needs 6 arguments, got ${words.length - 1}`,
+            words.length < expected ? "missing-argument" : "too-many-arguments",
+            `MSG needs ${expected - 1} arguments in protocol version ${this.#version}, got ${words.length - 1}`,
           );
         }
+        const published = expected === 9 ? parseU64(words[7]!) : 0;
         const id = parseU64(words[1]!);
         const seq = parseU64(words[3]!);
         const deliveries = parseU64(words[4]!);
         const headerBytes = parseU64(words[5]!);
         const totalBytes = parseU64(words[6]!);
-        if (id === undefined || seq === undefined || deliveries === undefined || headerBytes === undefined || totalBytes === undefined) {
+        if (
+          id === undefined ||
+          seq === undefined ||
+          deliveries === undefined ||
+          headerBytes === undefined ||
+          totalBytes === undefined ||
+          published === undefined
+        ) {
           this.#fail("bad-number", `MSG: malformed number in "${shown(line)}"`);
         }
         if (headerBytes > totalBytes) this.#fail("header-exceeds-total", "MSG: header bytes exceed total bytes");
         if (totalBytes > MAX_BODY) this.#fail("body-too-large", `MSG: body larger than ${MAX_BODY} bytes`);
-        this.#msg = { type: "MSG", id, key: text(words[2]!), seq, deliveries, headers: EMPTY, payload: EMPTY };
+        const subject = expected === 9 ? text(words[8]!) : "";
+        this.#msg = { type: "MSG", id, key: text(words[2]!), seq, deliveries, headers: EMPTY, payload: EMPTY, published, subject };
         this.#headerBytes = Number(headerBytes);
         this.#bodyLeft = Number(totalBytes) + 2;
         return;
@@ -300,6 +327,7 @@ export class FrameParser {
         if (version === undefined || limit === undefined || version > MAX_SMALL_NUMBER || limit > MAX_SMALL_NUMBER) {
           this.#fail("bad-number", "READY: malformed number");
         }
+        if (version > 0) this.#version = Number(version); // the MSGs after it are in this version
         out.push({
           type: "READY",
           version: Number(version),
@@ -340,9 +368,10 @@ function decimal(value: number | bigint, what: string): string {
   return Math.round(value).toString();
 }
 
-export function encodeHello(handler: string): string {
+/** `version` is the highest protocol version the handler speaks. */
+export function encodeHello(handler: string, version: number = PROTOCOL_VERSION): string {
   if (!/^[^\s]+$/.test(handler)) throw new TypeError(`handler name must be one word, got "${handler}"`);
-  return `HELLO ${handler} ${PROTOCOL_VERSION}\r\n`;
+  return `HELLO ${handler} ${decimal(version, "protocol version")}\r\n`;
 }
 
 export function encodeAck(id: U64): string {

@@ -5,7 +5,7 @@
 import { EventEmitter } from "node:events";
 import { connect as netConnect, type Socket } from "node:net";
 
-import { FrameParser, ProtocolError, encodeHello, PONG_LINE, type Frame, type ReadyFrame } from "./codec.js";
+import { FrameParser, ProtocolError, PROTOCOL_VERSION, encodeHello, PONG_LINE, type Frame, type ReadyFrame } from "./codec.js";
 import { JetfanError, Nak, Term } from "./errors.js";
 import { Delivery, type Link, type Message } from "./message.js";
 
@@ -37,6 +37,12 @@ export interface ConnectOptions {
   closeTimeoutMs?: number;
   /** Where reconnects and failed callbacks are reported. Default: a line on stderr. */
   log?: (line: string) => void;
+  /**
+   * The highest protocol version to ask for (PROTOCOL.md, "Version negotiation"). Default 2; a
+   * jetfan that speaks only version 1 is spoken to in version 1 (a second connection at once). 1
+   * asks for version 1. ready.version says which one the connection speaks.
+   */
+  protocolVersion?: number;
 }
 
 export interface ProcessOptions {
@@ -153,6 +159,7 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
       connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
       closeTimeoutMs: options.closeTimeoutMs ?? 10_000,
       log: options.log ?? ((line) => process.stderr.write(`${line}\n`)),
+      protocolVersion: options.protocolVersion ?? PROTOCOL_VERSION,
     };
   }
 
@@ -364,8 +371,10 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
     wake?.();
   }
 
-  // Opens a connection and says HELLO; resolves at READY. Frames after READY go to #onFrame.
-  #dial(signal?: AbortSignal): Promise<Connection> {
+  // Opens a connection and says HELLO asking for `version`; resolves at READY. Frames after READY go
+  // to #onFrame. A jetfan that speaks only version 1 refuses a higher one before anything is
+  // delivered: then it dials again asking for version 1.
+  #dial(signal?: AbortSignal, version = this.#options.protocolVersion): Promise<Connection> {
     return new Promise((resolve, reject) => {
       const socket = netConnect(this.socketPath);
       const conn = new Connection(socket);
@@ -379,7 +388,7 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
       };
-      socket.on("connect", () => socket.write(encodeHello(this.name)));
+      socket.on("connect", () => socket.write(encodeHello(this.name, version)));
       const frames: Frame[] = [];
       socket.on("data", (chunk: Buffer) => {
         try {
@@ -390,6 +399,11 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         }
         for (const frame of frames) {
           if (!conn.ready && frame.type === "READY") {
+            if (frame.version < 1 || frame.version > version) {
+              conn.broken = new ProtocolError("bad-number", `READY in protocol version ${frame.version}, not one up to ${version}`);
+              socket.destroy();
+              break;
+            }
             conn.ready = readyOf(frame);
             handshakeOver();
             resolve(conn);
@@ -404,7 +418,9 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         conn.markClosed();
         if (!conn.ready) {
           handshakeOver();
-          if (conn.refusal !== undefined) reject(new JetfanError(conn.refusal, this.socketPath));
+          if (conn.refusal !== undefined && version > 1 && conn.refusal.includes("protocol version")) {
+            resolve(this.#dial(signal, 1));
+          } else if (conn.refusal !== undefined) reject(new JetfanError(conn.refusal, this.socketPath));
           else if (conn.broken) reject(conn.broken);
           else if (signal?.aborted) reject(signal.reason);
           else reject(conn.lastError ?? new Error("jetfan closed the connection before READY"));

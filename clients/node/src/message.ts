@@ -20,6 +20,13 @@ export interface Message {
   readonly deliveries: number;
   /** Its NATS headers (empty when it has none). */
   readonly headers: MsgHeaders;
+  /**
+   * When JetStream stored it (to the millisecond). Protocol version 2 only: undefined when the
+   * connection speaks version 1 (an older jetfan), or jetfan did not know it.
+   */
+  readonly published: Date | undefined;
+  /** Its full NATS subject (the key with jetfan's prefix). Protocol version 2 only, else undefined. */
+  readonly subject: string | undefined;
   /** Its payload, as bytes. */
   readonly data: Buffer;
   /** The payload parsed as JSON (UTF-8). Throws SyntaxError if it is not JSON. */
@@ -55,6 +62,8 @@ export class Delivery implements Message {
   readonly seq: number;
   readonly deliveries: number;
   readonly data: Buffer;
+  readonly published: Date | undefined;
+  readonly subject: string | undefined;
   readonly #id: U64;
   readonly #rawHeaders: Buffer;
   #headers: MsgHeaders | undefined;
@@ -66,6 +75,8 @@ export class Delivery implements Message {
     this.seq = Number(frame.seq);
     this.deliveries = Number(frame.deliveries);
     this.data = frame.payload;
+    this.published = frame.published === 0 ? undefined : new Date(Number(BigInt(frame.published) / 1_000_000n));
+    this.subject = frame.subject === "" ? undefined : frame.subject;
     this.#id = frame.id;
     this.#rawHeaders = frame.headers;
     this.#link = link;

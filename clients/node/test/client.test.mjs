@@ -43,6 +43,36 @@ it("for await: key, seq, deliveries, headers and data arrive; ack settles the co
   await mesh.waitSettled();
 });
 
+it("a version 1 and a version 2 handler at once: only version 2 has published and subject", async (t) => {
+  const mesh = await meshWith(t, handlerYaml("builder", ["build.*"]) + handlerYaml("audit", ["build.*"]));
+  const old = await connect({ socket: mesh.socketPath, handler: "builder", log: quiet, protocolVersion: 1 });
+  const current = await connect({ socket: mesh.socketPath, handler: "audit", log: quiet });
+  assert.equal(old.ready.version, 1);
+  assert.equal(current.ready.version, 2);
+  const before = Date.now();
+  const seq = await mesh.publish("build.done", "for both");
+  const after = Date.now();
+  const take = async (handler) => {
+    const iterator = handler[Symbol.asyncIterator]();
+    const m = (await iterator.next()).value;
+    m.ack();
+    await iterator.return();
+    return m;
+  };
+  const [o, c] = [await take(old), await take(current)];
+  assert.equal(o.seq, seq);
+  assert.equal(c.seq, seq);
+  assert.equal(o.text(), "for both");
+  assert.equal(c.text(), "for both");
+  assert.equal(o.published, undefined);
+  assert.equal(o.subject, undefined);
+  assert.ok(c.published instanceof Date);
+  // JetStream's clock and this one are the same machine's; a second either side allows for rounding.
+  assert.ok(c.published.getTime() >= before - 1000 && c.published.getTime() <= after + 1000, String(c.published));
+  assert.equal(c.subject, "events.build.done");
+  await mesh.waitSettled();
+});
+
 it("nak with a delay: the message comes back with delivery count 2", async (t) => {
   const mesh = await meshWith(t, handlerYaml("builder", ["#"]));
   const handler = await connect({ socket: mesh.socketPath, handler: "builder", log: quiet });

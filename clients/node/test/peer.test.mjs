@@ -47,7 +47,7 @@ it("PING is answered with PONG while the app is busy with a message", async (t) 
   const jetfan = await scriptedJetfan(t);
   const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
   const peer = await jetfan.helloed(0);
-  assert.equal(peer.text(), "HELLO h 1\r\n");
+  assert.equal(peer.text(), "HELLO h 2\r\n");
   peer.socket.write("READY 1 h 8 #\r\n" + msg(1));
   const handler = await connecting;
   let release;
@@ -139,14 +139,14 @@ it("a clean close reconnects with HELLO; the new connection never sees the old c
   const old = (await iterator.next()).value;
   first.socket.end();
   const second = await jetfan.helloed(1);
-  assert.equal(second.text(), "HELLO h 1\r\n");
+  assert.equal(second.text(), "HELLO h 2\r\n");
   second.socket.write("READY 1 h 8 #\r\n" + msg(1, "y"));
   const fresh = (await iterator.next()).value;
   assert.equal(fresh.text(), "y");
   assert.equal(old.ack(), false);
   assert.equal(fresh.nak(5), true);
   await waitFor(() => second.text().includes("NAK"), "the NAK");
-  assert.equal(second.text(), "HELLO h 1\r\nNAK 1 5\r\n");
+  assert.equal(second.text(), "HELLO h 2\r\nNAK 1 5\r\n");
   await iterator.return();
 });
 
@@ -164,7 +164,7 @@ it("close() waits only for messages handed out and unconfirmed: after an ack it 
   }
   assert.ok(closedFromInside);
   await waitFor(() => peer.socket.readableEnded, "the connection to close");
-  assert.equal(peer.text(), "HELLO h 1\r\nACK 1\r\n");
+  assert.equal(peer.text(), "HELLO h 2\r\nACK 1\r\n");
 });
 
 it("READY and ERR in one write: connect() resolves, then the loop throws JetfanError", async (t) => {
@@ -209,4 +209,53 @@ it("process() with plain and async callbacks: return ACKs, a throw NAKs, Term TE
   await done;
   const lines = peer.text().split("\r\n").filter(Boolean).slice(1).sort();
   assert.deepEqual(lines, [...expected].sort());
+});
+
+it("against a jetfan that speaks only version 1, the client falls back to version 1 at once", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const first = await jetfan.helloed(0);
+  assert.equal(first.text(), "HELLO h 2\r\n");
+  first.socket.end("ERR protocol version 2 is not supported; this jetfan speaks version 1\r\n");
+  const second = await jetfan.helloed(1);
+  assert.equal(second.text(), "HELLO h 1\r\n");
+  second.socket.write("READY 1 h 8 #\r\n" + msg(1));
+  const handler = await connecting;
+  assert.equal(handler.ready.version, 1);
+  const iterator = handler[Symbol.asyncIterator]();
+  const m = (await iterator.next()).value;
+  assert.equal(m.text(), "x");
+  assert.equal(m.published, undefined);
+  assert.equal(m.subject, undefined);
+  m.ack();
+  await waitFor(() => second.text().includes("ACK 1"), "the ACK");
+  await iterator.return();
+});
+
+it("in version 2, a message has its publish time as a Date and its subject", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 2 h 8 #\r\nMSG 1 k 1 1 0 1 1700000000123456789 events.k\r\nx\r\n");
+  const handler = await connecting;
+  assert.equal(handler.ready.version, 2);
+  const iterator = handler[Symbol.asyncIterator]();
+  const m = (await iterator.next()).value;
+  assert.ok(m.published instanceof Date);
+  assert.equal(m.published.toISOString(), "2023-11-14T22:13:20.123Z");
+  assert.equal(m.subject, "events.k");
+  assert.equal(m.key, "k");
+  m.ack();
+  await iterator.return();
+});
+
+it("protocolVersion 1 asks for version 1 only", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet, protocolVersion: 1 });
+  const peer = await jetfan.helloed(0);
+  assert.equal(peer.text(), "HELLO h 1\r\n");
+  peer.socket.write("READY 1 h 8 #\r\n");
+  const handler = await connecting;
+  assert.equal(handler.ready.version, 1);
+  await handler.close();
 });

@@ -37,7 +37,11 @@ function expectedFrame(f) {
     case "READY":
       return { type: "READY", version: f.version, handler: latin1(f.handler), max_unconfirmed: f.max_unconfirmed, patterns: f.patterns.map(latin1) };
     case "MSG":
-      return { type: "MSG", id: f.id, key: latin1(f.key), seq: f.seq, deliveries: f.deliveries, headers: latin1(f.headers), payload: latin1(f.payload) };
+      // published and subject are version 2's; a version 1 MSG has neither.
+      return {
+        type: "MSG", id: f.id, key: latin1(f.key), seq: f.seq, deliveries: f.deliveries, headers: latin1(f.headers), payload: latin1(f.payload),
+        published: f.published ?? "0", subject: f.subject === undefined ? "" : latin1(f.subject),
+      };
     case "ERR":
       return { type: "ERR", reason: latin1(f.reason) };
     default:
@@ -54,6 +58,7 @@ function actualFrame(f) {
       return {
         type: "MSG", id: String(f.id), key: textBytes(f.key), seq: String(f.seq), deliveries: String(f.deliveries),
         headers: f.headers.toString("latin1"), payload: f.payload.toString("latin1"),
+        published: String(f.published), subject: textBytes(f.subject),
       };
     case "ERR":
       return { type: "ERR", reason: textBytes(f.reason) };
@@ -104,7 +109,7 @@ test("vectors: commands encode to the canonical bytes", () => {
     const id = f.id === undefined ? undefined : BigInt(f.id);
     let line;
     switch (f.type) {
-      case "HELLO": line = encodeHello(utf8Text(f.handler)); break;
+      case "HELLO": line = encodeHello(utf8Text(f.handler), f.version); break;
       case "ACK": line = encodeAck(id); break;
       case "NAK": line = encodeNak(id, f.delay_ms === null ? undefined : BigInt(f.delay_ms)); break;
       case "TERM": line = encodeTerm(id, utf8Text(f.reason)); break;
@@ -121,6 +126,11 @@ test("vectors: what jetfan writes for each frame reads back as that frame", () =
   for (const v of filesOfKind("encode-frames")) {
     const expected = expectedFrame(v.frame);
     if (expected.type === "ERR") expected.reason = expected.reason.replace(/[\r\n]/g, " ");
-    assert.deepEqual(feed(bytes(v.bytes), []), { frames: [expected], error: null }, v.name);
+    // Written on a connection of the vector's version: a READY of that version comes first.
+    const version = v.version ?? 1;
+    const ready = { type: "READY", version, handler: "h", max_unconfirmed: 1, patterns: ["#"] };
+    const stream = Buffer.concat([Buffer.from(version === 1 ? "" : `READY ${version} h 1 #\r\n`), bytes(v.bytes)]);
+    const frames = version === 1 ? [expected] : [ready, expected];
+    assert.deepEqual(feed(stream, []), { frames, error: null }, v.name);
   }
 });

@@ -1,4 +1,4 @@
-"""The handler protocol, version 1 (proto/PROTOCOL.md): what jetfan sends parsed incrementally, and
+"""The handler protocol, versions 1 and 2 (proto/PROTOCOL.md): what jetfan sends parsed incrementally, and
 what a handler sends encoded. Pure: no I/O, no clock, no threads."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import NamedTuple, Optional, Union
 
-VERSION = 1
+VERSION = 2  # the highest protocol version this client speaks (it speaks every one from 1 up)
 MAX_COMMAND_LINE = 1024  # handler -> jetfan, line end included
 MAX_DELIVERY_LINE = 4096  # jetfan -> handler, line end included
 MAX_BODY = 64 * 1024 * 1024  # headers and payload of one MSG
@@ -46,6 +46,10 @@ class MsgFrame(NamedTuple):  # a tuple: the cheapest to make, once per message
     deliveries: int
     headers: bytes  # the NATS header block as sent, or b""
     payload: bytes
+    # Version 2 only: when JetStream stored it, in nanoseconds since 1970 UTC (0: unknown, and in
+    # version 1), and its full NATS subject ("" in version 1).
+    published: int = 0
+    subject: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,20 +87,26 @@ def _number(word: bytes, limit: int = _MAX_U64) -> int:
 
 # MSG as jetfan writes it: upper case, single spaces, numbers of at most 20 digits.
 _CANONICAL_MSG = re.compile(rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20})").fullmatch
+_CANONICAL_MSG2 = re.compile(
+    rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) ([^ \t]+)"
+).fullmatch
 
 
 class FrameParser:
     """Cuts what jetfan sends into frames. Feed bytes with feed(), take frames with next(). After a
-    ProtocolError the stream is unusable and every call raises it again. Not thread-safe."""
+    ProtocolError the stream is unusable and every call raises it again. Not thread-safe. MSG is
+    read in the layout of the version the last READY named (version 1 before any)."""
 
-    __slots__ = ("_buf", "_pos", "_msg", "_error")
+    __slots__ = ("_buf", "_pos", "_msg", "_error", "_version")
 
     def __init__(self) -> None:
         self._buf = bytearray()
         self._pos = 0
-        # While a MSG body is awaited: (id, key, seq, deliveries, header_bytes, total_bytes).
-        self._msg: Optional[tuple[int, str, int, int, int, int]] = None
+        # While a MSG body is awaited: (id, key, seq, deliveries, header_bytes, total_bytes,
+        # published, subject).
+        self._msg: Optional[tuple[int, str, int, int, int, int, int, str]] = None
         self._error: Optional[ProtocolError] = None
+        self._version = 1
 
     def feed(self, data: bytes) -> None:
         if self._pos and self._pos == len(self._buf):
@@ -126,7 +136,7 @@ class FrameParser:
         buf, pos = self._buf, self._pos
         while True:
             if self._msg is not None:
-                id_, key, seq, deliveries, header_bytes, total = self._msg
+                id_, key, seq, deliveries, header_bytes, total, published, subject = self._msg
                 end = pos + total
                 if len(buf) < end + 2:
                     return None
@@ -136,7 +146,7 @@ class FrameParser:
                 payload = bytes(buf[pos + header_bytes : end])
                 self._pos = end + 2
                 self._msg = None
-                return MsgFrame(id_, key, seq, deliveries, headers, payload)
+                return MsgFrame(id_, key, seq, deliveries, headers, payload, published, subject)
             newline = buf.find(b"\n", pos, pos + MAX_DELIVERY_LINE)
             if newline < 0:
                 if len(buf) - pos >= MAX_DELIVERY_LINE:
@@ -144,11 +154,21 @@ class FrameParser:
                 return None
             line_end = newline - 1 if newline > pos and buf[newline - 1] == 0x0D else newline
             # The MSG line as jetfan writes it, read in one step; anything else the general way.
-            fast = _CANONICAL_MSG(buf, pos, line_end)
+            v2 = self._version >= 2
+            fast = (_CANONICAL_MSG2 if v2 else _CANONICAL_MSG)(buf, pos, line_end)
             if fast is not None:
-                id_s, key_b, seq_s, deliveries_s, header_s, total_s = fast.groups()
+                groups = fast.groups()
+                id_s, key_b, seq_s, deliveries_s, header_s, total_s = groups[:6]
                 id_, seq, deliveries, header_bytes, total = int(id_s), int(seq_s), int(deliveries_s), int(header_s), int(total_s)
-                if id_ > _MAX_U64 or seq > _MAX_U64 or deliveries > _MAX_U64 or header_bytes > total or total > MAX_BODY:
+                published, subject = (int(groups[6]), groups[7].decode("utf-8", "surrogateescape")) if v2 else (0, "")
+                if (
+                    id_ > _MAX_U64
+                    or seq > _MAX_U64
+                    or deliveries > _MAX_U64
+                    or published > _MAX_U64
+                    or header_bytes > total
+                    or total > MAX_BODY
+                ):
                     fast = None  # out of range: the general way names the error
                 else:
                     pos = self._pos = newline + 1
@@ -157,8 +177,9 @@ class FrameParser:
                     if len(buf) >= end + 2 and buf[end] == 0x0D and buf[end + 1] == 0x0A:  # all here
                         self._pos = end + 2
                         headers = bytes(buf[pos : pos + header_bytes]) if header_bytes else b""
-                        return MsgFrame(id_, key, seq, deliveries, headers, bytes(buf[pos + header_bytes : end]))
-                    self._msg = (id_, key, seq, deliveries, header_bytes, total)
+                        payload = bytes(buf[pos + header_bytes : end])
+                        return MsgFrame(id_, key, seq, deliveries, headers, payload, published, subject)
+                    self._msg = (id_, key, seq, deliveries, header_bytes, total, published, subject)
                     continue
             line = bytes(buf[pos:line_end])
             pos = self._pos = newline + 1
@@ -176,22 +197,29 @@ class FrameParser:
             raise ProtocolError("empty-line", "empty line")
         verb = words[0].upper()
         if verb == b"MSG":
-            if len(words) != 7:
-                code = "missing-argument" if len(words) < 7 else "too-many-arguments"
-                raise ProtocolError(code, f"MSG needs 6 arguments, got {len(words) - 1}")
+            expected = 9 if self._version >= 2 else 7
+            if len(words) != expected:
+                code = "missing-argument" if len(words) < expected else "too-many-arguments"
+                raise ProtocolError(
+                    code,
+                    f"MSG needs {expected - 1} arguments in protocol version {self._version}, got {len(words) - 1}",
+                )
             id_, seq, deliveries = _number(words[1]), _number(words[3]), _number(words[4])
             header_bytes, total = _number(words[5]), _number(words[6])
+            published, subject = (_number(words[7]), _text(words[8])) if expected == 9 else (0, "")
             if header_bytes > total:
                 raise ProtocolError("header-exceeds-total", "MSG: header bytes exceed total bytes")
             if total > MAX_BODY:
                 raise ProtocolError("body-too-large", f"MSG: body larger than {MAX_BODY} bytes")
-            self._msg = (id_, _text(words[2]), seq, deliveries, header_bytes, total)
+            self._msg = (id_, _text(words[2]), seq, deliveries, header_bytes, total, published, subject)
             return None
         if verb == b"READY":
             if len(words) < 5:
                 raise ProtocolError("missing-argument", "READY needs a version, a handler, a limit and patterns")
             version = _number(words[1], MAX_SMALL_NUMBER)
             limit = _number(words[3], MAX_SMALL_NUMBER)
+            if version > 0:
+                self._version = version  # the MSGs after it are in this version
             return Ready(version, _text(words[2]), limit, [_text(w) for w in words[4:]])
         if verb == b"ERR":
             # The reason runs from its first character to the end of the line, blanks and all.
@@ -208,11 +236,12 @@ class FrameParser:
 # --- handler -> jetfan
 
 
-def encode_hello(handler: str) -> bytes:
+def encode_hello(handler: str, version: int = VERSION) -> bytes:
+    """`version` is the highest protocol version the handler speaks."""
     name = handler.encode("utf-8", "surrogateescape")
     if not name or any(c in b" \t\r\n" for c in name):
         raise ValueError(f"a handler name is one word, not {handler!r}")
-    return b"HELLO %s %d\r\n" % (name, VERSION)
+    return b"HELLO %s %d\r\n" % (name, version)
 
 
 def encode_ack(id_: int) -> bytes:

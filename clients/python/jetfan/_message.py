@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json as _json
+from datetime import datetime, timedelta, timezone
 from typing import Any, Optional, Protocol
 
 from ._codec import MsgFrame, encode_ack, encode_nak, encode_term, encode_wip
 from ._headers import Headers
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class Link(Protocol):
@@ -38,10 +41,10 @@ class Message:
     it has closed). jetfan counts a stale message as failed and redelivers it, so the client never
     writes its confirmation to a newer connection."""
 
-    __slots__ = ("key", "seq", "deliveries", "data", "_id", "_raw_headers", "_headers", "_link")
+    __slots__ = ("key", "seq", "deliveries", "data", "_id", "_raw_headers", "_headers", "_link", "_published", "_subject")
 
     def __init__(self, frame: MsgFrame, link: Link) -> None:
-        id_, key, seq, deliveries, headers, payload = frame  # unpacked at once: the fastest way
+        id_, key, seq, deliveries, headers, payload, published, subject = frame  # unpacked at once: the fastest way
         self.key: str = key  # the subject less jetfan's configured prefix
         self.seq: int = seq  # JetStream stream sequence: the same on a redelivery
         self.deliveries: int = deliveries  # 1 the first time
@@ -50,6 +53,27 @@ class Message:
         self._raw_headers = headers
         self._headers: Optional[Headers] = None
         self._link = link
+        self._published = published
+        self._subject = subject
+
+    @property
+    def published(self) -> Optional[datetime]:
+        """When JetStream stored the message, in UTC (to the microsecond). Protocol version 2 only:
+        None when the connection speaks version 1 (an older jetfan), or jetfan did not know it."""
+        if not self._published:
+            return None
+        return _EPOCH + timedelta(microseconds=self._published // 1000)
+
+    @property
+    def published_ns(self) -> Optional[int]:
+        """The same, exactly: nanoseconds since 1970 UTC, or None."""
+        return self._published or None
+
+    @property
+    def subject(self) -> Optional[str]:
+        """The message's full NATS subject (the key with jetfan's prefix). Protocol version 2 only,
+        else None."""
+        return self._subject or None
 
     @property
     def headers(self) -> Headers:

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from ._codec import encode_hello
+from ._codec import VERSION, encode_hello
 
 # Old keyword arguments, and what became of them: a clear TypeError rather than a bare "unexpected
 # keyword argument".
@@ -49,6 +49,10 @@ class Options:
     counts as a failed attempt)."""
     close_timeout: float = 10.0
     """Seconds close() waits for the messages handed out to be finished."""
+    protocol_version: int = VERSION
+    """The highest protocol version to ask for (PROTOCOL.md, "Version negotiation"). With the
+    default, 2, a jetfan that speaks only version 1 is spoken to in version 1 (a second connection
+    at once); 1 asks for version 1. `ready.version` says which one a connection speaks."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:
@@ -57,6 +61,10 @@ class Options:
             raise TypeError(f"handler is a name (str), not {self.handler!r}")
         encode_hello(self.handler)  # a name that cannot be sent is a ValueError now, not later
         check_concurrency(self.concurrency)
+        if isinstance(self.protocol_version, bool) or not isinstance(self.protocol_version, int):
+            raise TypeError(f"protocol_version is an int, not {self.protocol_version!r}")
+        if not 1 <= self.protocol_version <= VERSION:
+            raise ValueError(f"protocol_version is one this client speaks, 1 to {VERSION}, not {self.protocol_version}")
         for name in _DURATIONS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:

@@ -241,7 +241,7 @@ class Handler:
         self.options = options
         self.connections = 0  # how many times it has connected
         self._loop = asyncio.get_running_loop()
-        self._hello = encode_hello(options.handler)
+        self._hello = encode_hello(options.handler, options.protocol_version)
         self._conn: Optional[_Connection] = None
         self._ready: Optional[Ready] = None
         self._waiter: Optional[asyncio.Future[None]] = None
@@ -303,9 +303,19 @@ class Handler:
             delay = min(delay * 2, _MAX_FIRST_RETRY)
 
     async def _dial(self) -> _Connection:
+        try:
+            return await self._dial_with(self._hello)
+        except JetfanError as error:
+            # A jetfan that speaks only version 1 refuses a higher one before delivering anything
+            # (PROTOCOL.md, "Version negotiation"): speak version 1 with it.
+            if self.options.protocol_version <= 1 or "protocol version" not in error.reason:
+                raise
+            return await self._dial_with(encode_hello(self.options.handler, 1))
+
+    async def _dial_with(self, hello: bytes) -> _Connection:
         path, timeout = self.path, self.options.handshake_timeout
         _, conn = await self._loop.create_unix_connection(
-            lambda: _Connection(self._loop, self._hello, path, self._notify, self._on_lost), path
+            lambda: _Connection(self._loop, hello, path, self._notify, self._on_lost), path
         )
         try:
             await asyncio.wait_for(asyncio.shield(conn.handshake), timeout)

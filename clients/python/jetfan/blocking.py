@@ -193,7 +193,7 @@ class BlockingHandler:
     def __init__(self, options: Optional[Options] = None, /, **fields: Any) -> None:
         self.options = Options.of(options, fields)
         self.connections = 0
-        self._hello = encode_hello(self.options.handler)
+        self._hello = encode_hello(self.options.handler, self.options.protocol_version)
         self._reading = _Reading()
         self._closing = False
         self._shut_done = threading.Event()
@@ -255,7 +255,15 @@ class BlockingHandler:
             delay = min(delay * 2, _MAX_FIRST_RETRY)
 
     def _dial(self) -> None:
-        conn = _Connection.open(self.path, self._hello, self.options.handshake_timeout, self._reading)
+        timeout = self.options.handshake_timeout
+        try:
+            conn = _Connection.open(self.path, self._hello, timeout, self._reading)
+        except JetfanError as error:
+            # A jetfan that speaks only version 1 refuses a higher one before delivering anything
+            # (PROTOCOL.md, "Version negotiation"): speak version 1 with it.
+            if self.options.protocol_version <= 1 or "protocol version" not in error.reason:
+                raise
+            conn = _Connection.open(self.path, encode_hello(self.options.handler, 1), timeout, self._reading)
         with self._reading.lock:
             self._conn = conn
             self.connections += 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import unittest
+from datetime import datetime, timedelta, timezone
 
 import jetfan
 
@@ -35,6 +36,30 @@ class BlockingClient(unittest.TestCase):
         self.assertEqual(sorted(seen), [(ok, 1), (again, 1), (again, 2), (poison, 1)])
         self.assertTrue(self.mesh.settled())
         self.assertTrue(self.mesh.wait_log("as poison: bad input"))
+
+    def test_a_version_1_and_a_version_2_handler_at_once(self) -> None:
+        audit = '  - name: audit\n    patterns: ["#"]\n'
+        self.mesh.start_jetfan(self.mesh.config(BUILDER + audit, FAST_RETRY))
+        with jetfan.BlockingHandler(path=self.mesh.socket, handler="builder", protocol_version=1) as old, \
+                jetfan.BlockingHandler(path=self.mesh.socket, handler="audit") as new:
+            self.assertEqual(old.ready.version, 1)
+            self.assertEqual(new.ready.version, 2)
+            before = datetime.now(timezone.utc)
+            seq = self.mesh.publish("a.both", "for both")
+            after = datetime.now(timezone.utc)
+            o, n = next(iter(old)), next(iter(new))
+            self.assertEqual((o.seq, n.seq), (seq, seq))
+            self.assertEqual((o.data, n.data), (b"for both", b"for both"))
+            self.assertIsNone(o.published)
+            self.assertIsNone(o.subject)
+            self.assertEqual(n.subject, "events.a.both")
+            assert n.published is not None
+            # JetStream's clock and this one are the same machine's; a second either side for rounding.
+            self.assertLessEqual(before - timedelta(seconds=1), n.published)
+            self.assertLessEqual(n.published, after + timedelta(seconds=1))
+            o.ack()
+            n.ack()
+        self.assertTrue(self.mesh.settled())
 
     def test_nak_delay_is_in_seconds(self) -> None:
         # As the asyncio one: jetfan's own delay is 50 ms, so a redelivery 0.8 s later is this delay.

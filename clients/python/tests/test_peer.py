@@ -11,6 +11,7 @@ import socket
 import tempfile
 import threading
 import unittest
+from datetime import datetime, timezone
 from pathlib import Path
 
 import jetfan
@@ -37,14 +38,29 @@ class ScriptedJetfan:
         self.listener.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def greet(self, max_unconfirmed: int) -> None:
+    def accept(self) -> None:
         if self.peer:
             self.peer.close()
         self.peer, _ = self.listener.accept()
         self.peer.settimeout(20)
         self.buffer = b""
+
+    def greet(self, max_unconfirmed: int) -> None:
+        """Answers HELLO as a jetfan that speaks only protocol version 1 does: the client's HELLO 2
+        is refused, and the client comes again at once with HELLO 1."""
+        self.accept()
+        assert self.line() == "HELLO builder 2"
+        self.send(b"ERR protocol version 2 is not supported; this jetfan speaks version 1\r\n")
+        self.hang_up()
+        self.accept()
         assert self.line() == "HELLO builder 1"
         self.send(f"READY 1 builder {max_unconfirmed} #\r\n".encode())
+
+    def greet_v2(self, max_unconfirmed: int) -> None:
+        """Answers HELLO 2 as a jetfan that speaks version 2 does."""
+        self.accept()
+        assert self.line() == "HELLO builder 2"
+        self.send(f"READY 2 builder {max_unconfirmed} #\r\n".encode())
 
     def line(self) -> str:
         """The next line from the client without its line end; "" at end of stream."""
@@ -71,6 +87,10 @@ def msg(id_: int, payload: str) -> bytes:
     return f"MSG {id_} a.b {id_} 1 0 {len(payload)}\r\n{payload}\r\n".encode()
 
 
+def msg2(id_: int, payload: str, published: int, subject: str) -> bytes:
+    return f"MSG {id_} a.b {id_} 1 0 {len(payload)} {published} {subject}\r\n{payload}\r\n".encode()
+
+
 FOUR_AND_A_PING = msg(1, "a") + msg(2, "b") + msg(3, "c") + msg(4, "d") + b"PING\r\n"
 
 
@@ -85,6 +105,32 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
         h = await jetfan.connect(path=self.peer.path, handler="builder", **options)
         await greeter
         return h
+
+    async def test_falls_back_to_version_1_against_a_jetfan_that_speaks_only_1(self) -> None:
+        h = await self.connect(4)
+        self.assertEqual(h.ready.version, 1)
+        self.peer.send(msg(1, "old"))
+        m = await h.__anext__()
+        self.assertEqual(m.data, b"old")
+        self.assertIsNone(m.published)
+        self.assertIsNone(m.subject)
+        m.ack()
+        self.assertEqual(await asyncio.to_thread(self.peer.line), "ACK 1")
+        await h.close()
+
+    async def test_version_2_gives_published_and_subject(self) -> None:
+        greeter = asyncio.create_task(asyncio.to_thread(self.peer.greet_v2, 4))
+        h = await jetfan.connect(path=self.peer.path, handler="builder")
+        await greeter
+        self.assertEqual(h.ready.version, 2)
+        self.peer.send(msg2(1, "new", 1_700_000_000_123_456_789, "events.a.b"))
+        m = await h.__anext__()
+        self.assertEqual(m.published, datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=timezone.utc))
+        self.assertEqual(m.published_ns, 1_700_000_000_123_456_789)
+        self.assertEqual(m.subject, "events.a.b")
+        self.assertEqual(m.key, "a.b")
+        m.ack()
+        await h.close()
 
     async def test_buffers_no_more_than_max_unconfirmed_and_answers_ping(self) -> None:
         h = await self.connect(2)
@@ -171,6 +217,27 @@ class BlockingAgainstPeer(unittest.TestCase):
         h = jetfan.BlockingHandler(path=self.peer.path, handler="builder", **options)
         greeter.join()
         return h
+
+    def test_falls_back_to_version_1_and_version_2_gives_published_and_subject(self) -> None:
+        with self.connect(4) as h:
+            self.assertEqual(h.ready.version, 1)
+            self.peer.send(msg(1, "old"))
+            m = next(iter(h))
+            self.assertIsNone(m.published)
+            self.assertIsNone(m.subject)
+            m.ack()
+            h.flush()
+            self.assertEqual(self.peer.line(), "ACK 1")
+        greeter = threading.Thread(target=self.peer.greet_v2, args=(4,))
+        greeter.start()
+        with jetfan.BlockingHandler(path=self.peer.path, handler="builder") as h:
+            greeter.join()
+            self.assertEqual(h.ready.version, 2)
+            self.peer.send(msg2(1, "new", 1_700_000_000_123_456_789, "events.a.b"))
+            m = next(iter(h))
+            self.assertEqual(m.published, datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=timezone.utc))
+            self.assertEqual(m.subject, "events.a.b")
+            m.ack()
 
     def test_process_holds_no_more_than_max_unconfirmed_and_answers_ping(self) -> None:
         h = self.connect(2)
