@@ -343,6 +343,9 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   facts.max_ack_pending = server.MaxAckPending;
   facts.filter = server.FilterSubject ? server.FilterSubject : "";
   facts.num_pending = info->NumPending;
+  facts.ack_floor = info->AckFloor.Stream;
+  facts.delivered = info->Delivered.Stream;
+  facts.ack_pending = static_cast<std::uint64_t>(std::max<std::int64_t>(info->NumAckPending, 0));
   read_newer_features(facts, named);
   return facts;
 }
@@ -422,6 +425,52 @@ void JetStreamReader::read_newer_features(ConsumerFacts& facts, const std::strin
   if (!why.empty()) {
     spdlog::warn("nats: cannot read the priority groups and pause of {}: {}; serving as if it had neither", named, why);
   }
+}
+
+std::optional<std::vector<StreamMessage>> JetStreamReader::read_stream(std::uint64_t after, std::uint64_t through,
+                                                                       std::string_view filter, std::size_t limit) {
+  JETFAN_ON_IO_THREAD(thread_);
+  const std::string subject = "$JS.API.STREAM.MSG.GET." + config_.consumer.stream;
+  const std::int64_t timeout_ms = std::max<std::int64_t>(config_.nats.connect_timeout.count(), 1000);
+  std::vector<StreamMessage> read;
+  std::string why;
+  const auto call = [&] {
+    // One request per message: next_by_subj skips what the consumer's filter leaves out and what
+    // was deleted, so only messages the consumer can have delivered cost a round trip.
+    for (std::uint64_t seq = after + 1; seq <= through;) {
+      if (read.size() >= limit) {
+        why = "more than " + std::to_string(limit) + " messages";
+        return;
+      }
+      const std::string body = stream_message_request(seq, filter);
+      natsMsg* raw_reply = nullptr;
+      const natsStatus status = natsConnection_Request(&raw_reply, connection_.get(), subject.c_str(), body.data(),
+                                                       static_cast<int>(body.size()), timeout_ms);
+      NatsMsgPtr reply(raw_reply);
+      if (status != NATS_OK) {
+        why = last_error(status);
+        return;
+      }
+      auto answer = parse_stream_message(
+          std::string_view(natsMsg_GetData(raw_reply), static_cast<std::size_t>(natsMsg_GetDataLength(raw_reply))));
+      if (std::holds_alternative<NoStreamMessage>(answer)) return;
+      if (auto* error = std::get_if<std::string>(&answer)) {
+        why = std::move(*error);
+        return;
+      }
+      auto& message = std::get<StreamMessage>(answer);
+      if (message.stream_seq > through) return;
+      seq = message.stream_seq + 1;
+      read.push_back(std::move(message));
+    }
+  };
+  wait_off_thread(call, Duration(0));
+  if (!why.empty()) {
+    spdlog::warn("nats: cannot read stream \"{}\" from seq {} to {}: {}", config_.consumer.stream, after + 1, through,
+                 why);
+    return std::nullopt;
+  }
+  return read;
 }
 
 void JetStreamReader::subscribe() {
