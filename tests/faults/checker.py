@@ -505,7 +505,7 @@ def check(workdir):
 
     # --- progress ---
     stored_at = {r.id: r.t for r in pub if r.kind == records.STORED}
-    progress = progress_figures(run, deliveries, handlers, faults, stored_at, load_monitor(workdir))
+    progress = progress_figures(run, deliveries, handlers, faults, stored_at, load_monitor(workdir), gen_starts)
     goal = run["ack_wait_s"] + 5
     if progress["max_resume_s"] is not None and progress["max_resume_s"] > goal:
         findings.append(f"SLOW RESUME: {progress['max_resume_s']:.1f} s without progress after a fault was healed "
