@@ -72,11 +72,12 @@ class JetStreamReader final : public Upstream {
   void check_dead_letter_subjects();
 
   // Reads the messages of the consumer's stream in (after, through] whose subjects match `filter`
-  // (empty: all) straight from the stream ($JS.API.STREAM.MSG.GET), one request each, waiting for
-  // each answer. A read of the stream, not of the consumer: it changes nothing there. Sequences gone
-  // from the stream are skipped. nullopt (logged) when more than `limit` match or one cannot be read.
+  // (empty: all) straight from the stream ($JS.API.STREAM.MSG.GET), one request per message, many
+  // in flight at once, and waits for them; in stream order. A read of the stream, not of the
+  // consumer: it changes nothing there. Sequences gone from the stream are skipped. nullopt (logged)
+  // when more than `limit` match, one cannot be read, or it takes longer than `budget`.
   std::optional<std::vector<StreamMessage>> read_stream(std::uint64_t after, std::uint64_t through,
-                                                        std::string_view filter, std::size_t limit);
+                                                        std::string_view filter, std::size_t limit, Duration budget);
 
   // Subscribes the private inbox (once connected, before the first pull).
   void subscribe();
