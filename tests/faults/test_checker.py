@@ -328,6 +328,27 @@ class OrderCheckTest(unittest.TestCase):
             del HANDLERS[0]["order_by"]
 
 
+class OrderedResumeTest(unittest.TestCase):
+    """progress_figures: an ordered handler's resume after a fault counts from the latest restart."""
+
+    def test_resume_counts_from_the_latest_restart_for_an_ordered_handler_only(self):
+        from progress import progress_figures
+        s = 1_000_000_000
+        run = {"publish_start": 1, "publish_stop": 100 * s}
+        faults = [{"name": "jetfan SIGKILL", "begin": 10 * s, "end": 11 * s},
+                  {"name": "jetfan SIGKILL", "begin": 14 * s, "end": 15 * s}]
+        restarts = [0, 11 * s, 15 * s]
+        # Each gets id 1 at 1 s, then nothing new until 19 s (id 2, stored at 9 s).
+        deliveries = {name: [delivery(1, 1000), delivery(2, 19000)] for name in ("O", "U")}
+        stored_at = {1: 1 * s, 2: 9 * s}
+        handlers = [{"name": "O", "order_by": "key"}, {"name": "U"}]
+        first = progress_figures(run, deliveries, handlers, faults, stored_at, (), restarts)["per_fault"][0]
+        self.assertEqual(first["slowest"], "U")
+        self.assertAlmostEqual(first["resume_s"], 8.0)
+        ordered_only = progress_figures(run, deliveries, handlers[:1], faults, stored_at, (), restarts)
+        self.assertAlmostEqual(ordered_only["per_fault"][0]["resume_s"], 4.0)
+
+
 class PatternTest(unittest.TestCase):
     def test_rules(self):
         self.assertTrue(matches("a.*", "a.x"))
