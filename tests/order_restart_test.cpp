@@ -88,6 +88,7 @@ TEST_CASE("ordered restart: after a nats-server restart, newer messages of keys 
   mesh.start_jetfan(mesh.config(kOrdered, kFastRetry));
   auto peer = hello(mesh);
   std::vector<Frame> in_flight;
+  in_flight.reserve(3);
   std::map<std::string, std::uint64_t> old_seq;
   for (const std::string key : {"e.a", "e.b", "e.c"}) old_seq[key] = mesh.publish(key, "old");
   for (int i = 0; i < 3; ++i) in_flight.push_back(next_msg(*peer));
