@@ -21,6 +21,8 @@
 #                           only the per-delivery costs (bench/per_delivery.sh): 1, 4, 8 and 16
 #                           all-matching handlers at 128 B on each client, N messages a run, in a temp
 #                           dir; prints their table. PER_DELIVERY_HANDLERS (space-separated) narrows it
+#   bench/run.sh --order [N=100000] [ROUNDS=5]
+#                           only the ordered-delivery rows (order_rounds below), in a temp dir
 #   bench/run.sh --sweep [REPS=3]
 #                           only the cost curve (bench/sweep.sh), REPS runs per point; writes
 #                           bench/results/sweep.{csv,png} and its section of bench.md and docs/BENCHMARKS.md.
@@ -69,6 +71,8 @@ only_acks=0
 [ "${1:-}" = "--sweep" ] && only_sweep=1
 only_delivery=0
 [ "${1:-}" = "--delivery" ] && only_delivery=1 && smoke=1
+only_order=0
+[ "${1:-}" = "--order" ] && only_order=1 && smoke=1
 
 scripts/deps.sh
 need=()
@@ -78,8 +82,8 @@ command -v valgrind > /dev/null || need+=(valgrind)
 command -v strace > /dev/null || need+=(strace)  # bench/per_delivery.sh: jetfan's system calls
 if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q --no-install-recommends "${need[@]}"; fi
 scripts/build.sh > /dev/null
-[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || [ $only_delivery = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
-[ $only_instructions = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || node20=$(clients/node/bench/build.sh)  # the TypeScript client's handler
+[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || [ $only_delivery = 1 ] || [ $only_order = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
+[ $only_instructions = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || [ $only_order = 1 ] || node20=$(clients/node/bench/build.sh)  # the TypeScript client's handler
 python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past any launcher shim
 
 bin=$root/${JETFAN_BUILD_DIR:-build}
@@ -96,12 +100,14 @@ cleanup() {  # also what a failed run left behind: a jetfan without its server w
 trap cleanup EXIT
 # shellcheck source=bench/go/go_reader.sh
 source "$root/bench/go/go_reader.sh"
-[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_delivery = 1 ] || go_reader_build "$bin/bench"
+[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_delivery = 1 ] || [ $only_order = 1 ] || go_reader_build "$bin/bench"
 
 if [ $only_instructions = 1 ]; then
   cg=(2000 10000)
 elif [ $only_acks = 1 ]; then
   ack_n=${2:-100000}
+elif [ $only_order = 1 ]; then
+  order_n=${2:-100000}; order_round_count=${3:-5}
 elif [ $only_clients = 1 ]; then
   declare -A count=([128]=${2:-300000}); rounds=${3:-5}
 elif [ $only_delivery = 1 ]; then
@@ -110,9 +116,11 @@ elif [ $smoke = 1 ]; then
   declare -A count=([128]=300 [16384]=100); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
   sweep_handlers=(1 2); sweep_sizes=(128 16384); sweep_fanout=(1 2); sweep_n=300; sweep_reps=1
   pd_handlers=(1 2); pd_clients=(cpp ts python); pd_n=300
+  order_n=2000; order_round_count=1
 else
   declare -A count=(); steady=1; sizes=(128 1024 16384); fanout=(2 4 8)  # count: at least 20 × max_held, below
   lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000); reps=3; rounds=5
+  order_n=100000; order_round_count=5
   sweep_handlers=(1 2 4 8 16 32); sweep_sizes=(128 1024 4096 16384 65536 262144); sweep_fanout=(1 4); sweep_n=""
   sweep_reps=$reps; [ $only_sweep = 1 ] && sweep_reps=${2:-3}
   pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=100000
@@ -153,6 +161,7 @@ jetfan_config() {
       first=1
       for p in "${ps[@]}"; do [ $first = 1 ] || printf ', '; printf '"%s"' "$p"; first=0; done
       printf ']\n'
+      [ -z "${order_by:-}" ] || printf '    order_by: %s\n' "$order_by"  # order_rounds sets it
     done
     printf 'log:\n  level: warn\n'
   } > "$work/jetfan.yaml"
@@ -330,6 +339,43 @@ ack_writes() {
   echo "messages,sends,acks_per_send,handler_gather_writes" > "$out/acks.csv"
   echo "$n,$sends,$(awk -v n="$n" -v s="$sends" 'BEGIN {printf "%.2f", n / s}'),$gathers" >> "$out/acks.csv"
 }
+# Ordered delivery (handlers[].order_by): one handler acking at once, ordered by key over 1,000
+# distinct keys, against the same handler unordered, on the same messages (published once, the
+# consumer rewound before each run), back to back in each round; then the same handler ordered on a
+# single key, which is serial: jetfan gives it the next message of the key only after the ACK of the
+# one before, so its time per message is one round trip (MSG out, ACK in, the next MSG out).
+order_rounds() {  # N ROUNDS
+  local n=$1 order_round_count=$2 r unordered ordered ratios="" single_n
+  echo "== ordered delivery at 128 B, one handler: order_by key on 1000 keys against unordered; $order_round_count rounds of $n messages"
+  echo "round,case,keys,messages,seconds" > "$out/order.csv"
+  fresh_stream; prepublish "$n" 128 "$(keys_for 1000)"
+  for r in $(seq "$order_round_count"); do
+    # Which goes first alternates, so that whatever the first run of a round pays is shared.
+    for which in $( [ $((r % 2)) = 1 ] && echo "unordered ordered" || echo "ordered unordered"); do
+      "$tool" rewind "$url" BENCH bench_durable 20000
+      if [ "$which" = ordered ]; then order_by=key drain_jetfan "h0:#" " h0"; ordered=$sec
+      else order_by="" drain_jetfan "h0:#" " h0"; unordered=$sec; fi
+    done
+    echo "$r,unordered,1000,$n,$unordered" >> "$out/order.csv"
+    echo "$r,ordered,1000,$n,$ordered" >> "$out/order.csv"
+    ratios+="$(awk -v u="$unordered" -v o="$ordered" 'BEGIN {printf "%.3f", u / o}') "
+    echo "  round $r: unordered $(awk -v n="$n" -v s="$unordered" 'BEGIN {printf "%.0f", n / s}') msg/s," \
+      "ordered $(awk -v n="$n" -v s="$ordered" 'BEGIN {printf "%.0f", n / s}') msg/s"
+  done
+  echo "  ordered / unordered, median of the rounds: $(echo "$ratios" | tr ' ' '\n' | sed '/^$/d' | sort -n |
+    awk '{v[NR] = $1} END {printf "%.2f", v[int((NR + 1) / 2)]}')x (target at least 0.8x)"
+  single_n=$(( n / 20 > 100 ? n / 20 : 100 ))
+  fresh_stream; prepublish "$single_n" 128 k0
+  order_by=key drain_jetfan "h0:#" " h0"
+  echo "single,ordered,1,$single_n,$sec" >> "$out/order.csv"
+  echo "  one key, serial: $(awk -v n="$single_n" -v s="$sec" 'BEGIN {printf "%.0f msg/s, one round trip (MSG, ACK, next MSG) %.0f us", n / s, s / n * 1e6}')"
+}
+if [ $only_order = 1 ]; then
+  order_rounds "$order_n" "$order_round_count"
+  echo "== results in $out"
+  exit 0
+fi
+
 if [ $only_acks = 1 ]; then
   echo "== +ACK batching: $ack_n messages of 128 B, one handler"
   ack_writes "$ack_n"
@@ -418,6 +464,8 @@ for r in $(seq "$rounds"); do round_cases 128 A "${g_case[@]}" B C1 C4 C8 Cp100;
 for r in $(seq "$rounds"); do round_cases 16384 A "${g_case[@]}" C4 C8; done
 
 client_rows
+
+order_rounds "$order_n" "$order_round_count"
 
 echo "== latency: $lat_n messages published at $lat_rate msg/s while consumed"
 lat_csv=$out/latency.csv

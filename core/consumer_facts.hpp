@@ -20,6 +20,11 @@ struct ConsumerFacts {
   std::int64_t max_ack_pending = -1;  // -1: unlimited
   std::string filter;                 // the consumer's filter subject, empty for the whole stream
   std::uint64_t num_pending = 0;
+  // What an earlier reader may have left unacked: stream sequences in (ack_floor, delivered], of
+  // which ack_pending are unacked (NumAckPending). Ordered handlers wait for those (dispatch_core.hpp).
+  std::uint64_t ack_floor = 0;
+  std::uint64_t delivered = 0;
+  std::uint64_t ack_pending = 0;
   // Features of nats-server 2.11 and later; older servers say nothing of them (empty, false).
   std::string priority_policy;               // "pinned_client", "overflow", ...; empty or "none": none
   std::vector<std::string> priority_groups;  // a pull must name one of these when there are any

@@ -57,6 +57,14 @@ Duration DispatchCore::handback_delay(TimePoint now) const {
 }
 
 void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
+  // The last of what an earlier reader left outstanding ends the wait only once it is in the gate
+  // itself, so that it still goes before the later messages of its key.
+  const bool last_outstanding = restart_ && restart_arrived(arrival.stream_seq);
+  arrive_one(arrival, now);
+  if (last_outstanding) restart_end(now);
+}
+
+void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
   ++counters_.arrived;
   if (arrival.deliveries > 1) ++counters_.redelivered;
   if (!next_keepalive_) next_keepalive_ = now + settings_.keepalive;

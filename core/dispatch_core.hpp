@@ -51,6 +51,15 @@
 //     may never come back: MaxDeliver reached, deleted from the stream), when the key goes on. A
 //     message no ordered recipient still owes is handed back as above. A reload keeps the order keys
 //     of what is held; new ones apply to new arrivals.
+//   - Ordered handlers after a restart (expect_outstanding, dispatch_core_restart.cpp): what an
+//     earlier reader of the consumer left unacked at the server comes back after AckWait, mixed with
+//     new messages. Each message that may be outstanding is given to the core before the first pull,
+//     with its order keys, as if it had been handed back: a later message of one of its keys waits
+//     until it came back and was settled. The waiting ends for all of them once as many of them came
+//     back as the server said were pending (the rest were acked above the ack floor and never come
+//     back), or at the latest at Outstanding::until, when the rest of each key goes on (counted in
+//     order_gave_up). When they could not all be read (too many), every ordered delivery waits
+//     until then instead.
 //   - Reconfiguring (a reload of the config) may add, remove, reorder and change handlers. Messages
 //     held keep the recipients they had (re-indexed); a removed handler is settled as if it had
 //     confirmed everything it still owed (a TERM it gave still terminates), and its connections are
@@ -236,6 +245,7 @@ struct CoreCounters {
   std::uint64_t handed_back_for_room = 0;  // by hand_back_oldest
   std::uint64_t order_retries = 0;         // failures of messages an ordered handler owes, retried in the core
   std::uint64_t order_gave_up = 0;         // handed back and not back within order_away_hold(): order let go
+  std::uint64_t order_restart_waits = 0;   // messages an earlier reader may have left outstanding, waited for
   std::uint64_t dead_lettered = 0;         // dead letters stored
   std::uint64_t dead_letter_failures = 0;  // dead-letter publishes that failed
   std::uint64_t gave_up = 0;               // used-up budgets without a dead letter
@@ -244,6 +254,21 @@ struct CoreCounters {
 // How long later messages of a key wait for an older one handed back with `delay` to come back,
 // given the core's keepalive (a third of the consumer's AckWait): the delay and two AckWaits.
 Duration order_away_hold(Duration delay, Duration keepalive);
+
+// What an earlier reader of the consumer may have left unacked at the server: the messages in
+// (floor, delivered] of the stream, read at bind (daemon/jetstream_reader.hpp).
+struct Outstanding {
+  struct Entry {
+    std::uint64_t stream_seq = 0;  // floor < stream_seq <= delivered
+    std::vector<OrderKey> order;   // its ordered recipients now, each with its order key
+  };
+  std::vector<Entry> messages;  // those with an ordered recipient; sequences gone from the stream left out
+  bool unread = false;          // they could not all be read: every ordered delivery waits until `until`
+  std::uint64_t floor = 0;      // the consumer's ack floor (stream sequence)
+  std::uint64_t delivered = 0;  // its last delivered stream sequence
+  std::uint64_t pending = 0;    // its NumAckPending: how many of (floor, delivered] come back
+  TimePoint until{};            // the waiting ends by then in any case
+};
 
 // One ordered handler's waiting now; computed on request.
 struct OrderWait {
@@ -259,6 +284,12 @@ class DispatchCore {
 
   // Precondition: stream_seq != 0 unless unroutable.
   void arrive(const Arrival& arrival, TimePoint now);
+  // What an earlier reader may have left outstanding (see the rules above). Call once, before the
+  // first arrival; a later call replaces what is left of the first. Nothing to do when
+  // outstanding.pending is 0.
+  void expect_outstanding(const Outstanding& outstanding, TimePoint now);
+  // Whether ordered handlers still wait for what an earlier reader left outstanding.
+  bool awaiting_outstanding() const { return restart_.has_value(); }
   // Precondition: handler < settings.handlers.size(); connection ids are never reused.
   void connect(ConnectionId connection, std::size_t handler, TimePoint now);
   void disconnect(ConnectionId connection, TimePoint now);
@@ -392,6 +423,7 @@ class DispatchCore {
     std::pmr::unordered_map<DeliveryId, Flight>::iterator flight;
   };
 
+  void arrive_one(const Arrival& arrival, TimePoint now);  // arrive(), less what the restart needs
   void arrive_copy_of_settled(const Arrival& arrival, SettledRecord::Verb verb, TimePoint now);
   // The delivery in flight on a connection; nullopt (counted as unknown) when there is none.
   std::optional<FlightRef> find_flight(ConnectionId connection, DeliveryId delivery);
@@ -441,6 +473,12 @@ class DispatchCore {
   void order_tick(TimePoint now);
   std::optional<TimePoint> order_next_wakeup() const;
   void order_reindex(const HandlerReindex& reindex);
+  // dispatch_core_restart.cpp: an arrival that may be one an earlier reader left outstanding;
+  // true when it is the last of them to come back.
+  bool restart_arrived(std::uint64_t stream_seq);
+  // Whether every ordered delivery waits for what an earlier reader left outstanding.
+  bool restart_holds_all() const { return restart_ && restart_->unread; }
+  void restart_end(TimePoint now);
   bool to_server() const { return settings_.ack_policy != AckPolicy::kNone; }
   // Redrives (dispatch_core_redrive.cpp) are held in messages_ under a key no stream sequence
   // reaches, so the message path serves them; these are the few places they differ.
@@ -486,6 +524,17 @@ class DispatchCore {
     bool again = false;  // dead-lettered again
   };
   std::unordered_map<std::uint64_t, RedriveState> redrives_;  // by key in messages_
+  // What an earlier reader may have left outstanding, while ordered handlers wait for it.
+  struct Restart {
+    std::uint64_t floor = 0;
+    std::uint64_t delivered = 0;
+    std::uint64_t pending = 0;
+    bool unread = false;
+    TimePoint until{};
+    std::set<std::uint64_t> away;  // in the gate, not back yet
+    std::set<std::uint64_t> back;  // of (floor, delivered], come back
+  };
+  std::optional<Restart> restart_;
 };
 
 }  // namespace jetfan

@@ -42,7 +42,7 @@ void DispatchCore::order_arrived(const Arrival& arrival, Message& message, TimeP
 
 bool DispatchCore::order_admits(std::size_t handler, std::uint64_t seq, Message& message) {
   const HandlerMask bit = HandlerMask{1} << handler;
-  if (!(message.ordered & bit) || gate_.may_deliver(handler, seq)) return true;
+  if (!(message.ordered & bit) || (gate_.may_deliver(handler, seq) && !restart_holds_all())) return true;
   message.queued &= ~bit;
   message.gated |= bit;
   return false;
@@ -103,6 +103,10 @@ void DispatchCore::order_handed_back(std::uint64_t seq, const Message& message, 
 }
 
 void DispatchCore::order_tick(TimePoint now) {
+  if (restart_ && restart_->until <= now) {
+    counters_.order_gave_up += restart_->away.size();
+    restart_end(now);
+  }
   std::vector<std::size_t> touched;
   while (!retries_.empty() && retries_.begin()->first <= now) {
     const auto [handler, seq] = retries_.begin()->second;
@@ -142,6 +146,7 @@ void DispatchCore::order_tick(TimePoint now) {
 std::optional<TimePoint> DispatchCore::order_next_wakeup() const {
   std::optional<TimePoint> wake;
   if (!retries_.empty()) wake = retries_.begin()->first;
+  if (restart_ && (!wake || restart_->until < *wake)) wake = restart_->until;
   for (const auto& [seq, until] : away_) {
     if (!wake || until < *wake) wake = until;
   }

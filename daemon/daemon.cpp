@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <chrono>
+
 #include <spdlog/spdlog.h>
 
 #include "logging.hpp"
@@ -65,6 +67,7 @@ int Daemon::run() {
   reader_.subscribe();
   dispatcher_ = std::make_unique<Dispatcher>(config_, std::move(*derived.settings), reader_, time_, notifier_, arena_,
                                              DispatcherHooks{[this] { listener_->stop(); }, [this] { io_.stop(); }});
+  expect_outstanding(facts, s.core.ack_policy, max_held, s.ack_wait);
   dispatcher_->start();
   listener_->start([this](HandlerListener::Socket socket) { dispatcher_->accept(std::move(socket)); });
   control_->attach(*dispatcher_, reader_);
@@ -87,6 +90,28 @@ int Daemon::run() {
   io_.run();
   notifier_.stop_watchdog();
   return kExitOk;
+}
+
+void Daemon::expect_outstanding(const ConsumerFacts& facts, AckPolicy ack_policy, std::size_t max_held,
+                                Duration ack_wait) {
+  bool ordered = false;
+  for (const auto& handler : config_.handlers) ordered = ordered || handler.order_by.kind != OrderBy::Kind::kNone;
+  // Without the consumer's info nothing says what is outstanding; with AckPolicy none nothing is.
+  if (!ordered || !facts.from_server || ack_policy == AckPolicy::kNone || facts.ack_pending == 0 ||
+      facts.delivered <= facts.ack_floor) {
+    return;
+  }
+  const auto began = std::chrono::steady_clock::now();
+  // Reading pays only while it costs less than what it saves: beyond half an AckWait, every ordered
+  // handler waiting about one AckWait for the old messages is the cheaper way.
+  const auto read = reader_.read_stream(facts.ack_floor, facts.delivered, facts.filter, max_held, ack_wait / 2);
+  if (read) {
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
+    log_info("order.restart_read", {{"messages", read->size()}, {"ms", took.count()}},
+             "order: read {} message(s) of stream seqs {} to {} from the stream in {}ms", read->size(),
+             facts.ack_floor + 1, facts.delivered, took.count());
+  }
+  dispatcher_->expect_outstanding(facts, read);
 }
 
 void Daemon::wait_for_signal() {

@@ -34,6 +34,10 @@ class Daemon {
  private:
   void wait_for_signal();
   void on_signal(int signal);
+  // Before the first pull: reads from the stream what an earlier reader may have left unacked, for
+  // the ordered handlers to wait for (at most max_held messages, read within half an AckWait;
+  // beyond, they all wait).
+  void expect_outstanding(const ConsumerFacts& facts, AckPolicy ack_policy, std::size_t max_held, Duration ack_wait);
   // SIGHUP and the control socket's RELOAD.
   ReloadResult reload();
 

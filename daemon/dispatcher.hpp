@@ -47,6 +47,7 @@
 #include "reload_plan.hpp"
 #include "serve_settings.hpp"
 #include "status_snapshot.hpp"
+#include "stream_message.hpp"
 #include "systemd_notifier.hpp"
 #include "timekeeper.hpp"
 #include "topic_pattern.hpp"
@@ -72,6 +73,11 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
 
   // Starts pulling and keeping house.
   void start();
+  // Ordered handlers wait for what an earlier reader of the consumer may have left unacked: the
+  // messages of the stream in (facts.ack_floor, facts.delivered], as `read` from the stream
+  // (JetStreamReader::read_stream), or nullopt when they could not all be read, when every ordered
+  // delivery waits instead (dispatch_core.hpp, "Ordered handlers after a restart"). Before start().
+  void expect_outstanding(const ConsumerFacts& facts, const std::optional<std::vector<StreamMessage>>& read);
   // A new connection on the handler socket: it becomes a session of this dispatcher. Its id, or
   // nullopt when no connection is taken any more (draining; the socket is closed).
   std::optional<ConnectionId> accept(HandlerSession::Socket socket);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -366,6 +367,9 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   facts.max_ack_pending = server.MaxAckPending;
   facts.filter = server.FilterSubject ? server.FilterSubject : "";
   facts.num_pending = info->NumPending;
+  facts.ack_floor = info->AckFloor.Stream;
+  facts.delivered = info->Delivered.Stream;
+  facts.ack_pending = static_cast<std::uint64_t>(std::max<std::int64_t>(info->NumAckPending, 0));
   read_newer_features(facts, named);
   return facts;
 }
@@ -445,6 +449,93 @@ void JetStreamReader::read_newer_features(ConsumerFacts& facts, const std::strin
   if (!why.empty()) {
     spdlog::warn("nats: cannot read the priority groups and pause of {}: {}; serving as if it had neither", named, why);
   }
+}
+
+std::optional<std::vector<StreamMessage>> JetStreamReader::read_stream(std::uint64_t after, std::uint64_t through,
+                                                                       std::string_view filter, std::size_t limit,
+                                                                       Duration budget) {
+  JETFAN_ON_IO_THREAD(thread_);
+  // Requests in flight at once: one round trip each would cost seconds for a few thousand messages.
+  constexpr std::uint64_t kWindow = 256;
+  const std::string subject = "$JS.API.STREAM.MSG.GET." + config_.consumer.stream;
+  const std::int64_t timeout_ms = std::max<std::int64_t>(config_.nats.connect_timeout.count(), 1000);
+  std::map<std::uint64_t, StreamMessage> read;
+  std::string why;
+  const auto call = [&] {
+    natsInbox* raw_inbox = nullptr;
+    if (natsInbox_Create(&raw_inbox) != NATS_OK) {
+      why = "cannot create an inbox";
+      return;
+    }
+    NatsInboxPtr inbox(raw_inbox);
+    const std::string prefix = std::string(inbox.get()) + ".";
+    natsSubscription* raw_subscription = nullptr;
+    if (const natsStatus status =
+            natsConnection_SubscribeSync(&raw_subscription, connection_.get(), (prefix + "*").c_str());
+        status != NATS_OK) {
+      why = last_error(status);
+      return;
+    }
+    NatsSubscriptionPtr subscription(raw_subscription);
+    natsSubscription_SetPendingLimits(raw_subscription, -1, -1);
+    const auto deadline = std::chrono::steady_clock::now() + budget;
+    std::uint64_t next = after + 1;
+    std::uint64_t waiting = 0;
+    while (next <= through || waiting > 0) {
+      // Each asks for the first message at or after its sequence that the filter takes; an answer
+      // beyond what was asked lets the asking skip ahead (deleted or filtered-out sequences).
+      while (next <= through && waiting < kWindow) {
+        const std::string body = stream_message_request(next, filter);
+        const std::string reply = prefix + std::to_string(next);
+        if (const natsStatus status = natsConnection_PublishRequest(connection_.get(), subject.c_str(), reply.c_str(),
+                                                                    body.data(), static_cast<int>(body.size()));
+            status != NATS_OK) {
+          why = last_error(status);
+          return;
+        }
+        ++next;
+        ++waiting;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        why = "reading took longer than " + std::to_string(budget.count()) + "ms";
+        return;
+      }
+      natsMsg* raw_reply = nullptr;
+      if (const natsStatus status = natsSubscription_NextMsg(&raw_reply, raw_subscription, timeout_ms);
+          status != NATS_OK) {
+        why = last_error(status);
+        return;
+      }
+      NatsMsgPtr reply(raw_reply);
+      --waiting;
+      auto answer = parse_stream_message(
+          std::string_view(natsMsg_GetData(raw_reply), static_cast<std::size_t>(natsMsg_GetDataLength(raw_reply))));
+      if (std::holds_alternative<NoStreamMessage>(answer)) continue;
+      if (auto* error = std::get_if<std::string>(&answer)) {
+        why = std::move(*error);
+        return;
+      }
+      auto& message = std::get<StreamMessage>(answer);
+      if (message.stream_seq <= after || message.stream_seq > through) continue;
+      next = std::max(next, message.stream_seq + 1);
+      const std::uint64_t seq = message.stream_seq;
+      read.emplace(seq, std::move(message));
+      if (read.size() > limit) {
+        why = "more than " + std::to_string(limit) + " messages";
+        return;
+      }
+    }
+  };
+  wait_off_thread(call, Duration(0));
+  if (!why.empty()) {
+    spdlog::warn("nats: cannot read stream \"{}\" from seq {} to {}: {}", config_.consumer.stream, after + 1, through,
+                 why);
+    return std::nullopt;
+  }
+  std::vector<StreamMessage> out;
+  out.reserve(read.size());
+  for (auto& [seq, message] : read) out.push_back(std::move(message));
+  return out;
 }
 
 void JetStreamReader::subscribe() {

@@ -43,6 +43,7 @@
 #include "nats_event_loop.hpp"
 #include "nats_handles.hpp"
 #include "pull_ledger.hpp"
+#include "stream_message.hpp"
 #include "upstream.hpp"
 
 namespace jetfan {
@@ -69,6 +70,14 @@ class JetStreamReader final : public Upstream {
   // when none does: jetfan never creates streams. Warns, and goes on, when the server cannot be
   // asked (no permission, no answer), or when the consumer's own stream captures it.
   void check_dead_letter_subjects();
+
+  // Reads the messages of the consumer's stream in (after, through] whose subjects match `filter`
+  // (empty: all) straight from the stream ($JS.API.STREAM.MSG.GET), one request per message, many
+  // in flight at once, and waits for them; in stream order. A read of the stream, not of the
+  // consumer: it changes nothing there. Sequences gone from the stream are skipped. nullopt (logged)
+  // when more than `limit` match, one cannot be read, or it takes longer than `budget`.
+  std::optional<std::vector<StreamMessage>> read_stream(std::uint64_t after, std::uint64_t through,
+                                                        std::string_view filter, std::size_t limit, Duration budget);
 
   // Subscribes the private inbox (once connected, before the first pull).
   void subscribe();

@@ -21,6 +21,9 @@ Terms:
                                        it again while jetfan runs." A finding.
   concurrent   h got a copy of an id while an earlier copy of it was still unanswered on another
                connection of h and within ack_timeout (two copies at once). A finding.
+  order        for a handler with order_by (see check_order): per order key, no two deliveries in
+               flight at once, and no message first arrives before every earlier one of its key
+               (by stream sequence) was confirmed by that handler.
   ack rule     ids some handler never confirms (it NAKs them for ever, or it is gone for good) must
                never be acked at the server: once jetfan is stopped they must all come back to the
                auditor, and nothing else may.
@@ -69,6 +72,82 @@ def derive_stored(attempted, acked_pub, seen_seq):
                    if seq in seen_seq and seen_seq[seq] != i and i not in seen_ids}
     stored = (set(acked_pub) - server_lost) | (seen_ids & attempted)
     return stored, server_lost
+
+
+ORDER_SLACK_NS = 5e8  # a handler records its ACK just after writing it, and may be descheduled between
+
+
+def order_key_of(order_by, key):
+    """The order key of a message key under handlers[].order_by ("key" or "token:N"); None when it
+    has none (the message then goes to the handler unordered)."""
+    if order_by == "key":
+        return key
+    if order_by.startswith("token:"):
+        tokens = key.split(".")
+        n = int(order_by[len("token:"):])
+        return tokens[n - 1] if n <= len(tokens) else None
+    raise ValueError(f"order_by {order_by!r} is not checked here")
+
+
+def check_order(order_by, items, key_of_id, wants, ack_timeout_ns, stale=lambda d: False, exempt=frozenset()):
+    """The order check of one ordered handler, from its deliveries `items` (the dicts check() builds,
+    over all its instances). Two rules, per order key:
+      in_flight  no delivery of the key begins while another of the key is unanswered: a delivery is
+                 in flight from its arrival until its answer, or at most 0.8 ack_timeout (jetfan
+                 fails it by then); one never answered (its instance was killed or cut off) is taken
+                 as ended at once, and so are those `stale` says were read late (an instance
+                 stopped meanwhile);
+      first      a message of `wants` first arrives only once every earlier one of its key in
+                 `wants` (by stream sequence) was ACKed by the handler; those in `exempt` (settled
+                 for it otherwise, e.g. dead-lettered) count as confirmed.
+    Each with ORDER_SLACK_NS of slack. Returns (entry for the result, findings)."""
+    by_key = defaultdict(list)
+    for d in items:
+        k = order_key_of(order_by, key_of_id(d["id"]))
+        if k is not None:
+            by_key[k].append(d)
+    overlaps = []
+    for k, ds in by_key.items():
+        open_until = None  # (end, delivery) of the latest-ending delivery so far
+        for d in sorted(ds, key=lambda x: x["t"]):
+            if open_until is not None and d["t"] + ORDER_SLACK_NS < open_until[0] and d["id"] != open_until[1]["id"]:
+                overlaps.append({"key": k, "first": [open_until[1]["id"], open_until[1]["t"]],
+                                 "second": [d["id"], d["t"]]})
+            if d["answer"] in ("ack", "nak") and not stale(d):
+                end = min(d["answer_t"], d["t"] + ack_timeout_ns * 0.8)
+                if open_until is None or end > open_until[0]:
+                    open_until = (end, d)
+    first_seen, first_ack, seq_of = {}, {}, {}
+    for d in items:
+        first_seen[d["id"]] = min(d["t"], first_seen.get(d["id"], d["t"]))
+        seq_of.setdefault(d["id"], d["seq"])
+        if d["answer"] == "ack":
+            first_ack[d["id"]] = min(d["answer_t"], first_ack.get(d["id"], d["answer_t"]))
+    early = []
+    per_key = defaultdict(list)
+    for i in wants:
+        k = order_key_of(order_by, key_of_id(i))
+        if k is not None and i in seq_of:
+            per_key[k].append(i)
+    for k, ids in per_key.items():
+        latest = None  # (when the earlier ones were all confirmed, the last of them); inf: one never was
+        for i in sorted(ids, key=lambda x: seq_of[x]):
+            if latest is not None and first_seen[i] + ORDER_SLACK_NS < latest[0]:
+                early.append({"key": k, "id": i, "seq": seq_of[i], "arrived_t": first_seen[i],
+                              "before_confirmed": latest[1]})
+            confirmed = 0 if i in exempt else first_ack.get(i, float("inf"))
+            if latest is None or confirmed > latest[0]:
+                latest = (confirmed, i)
+    entry = {"order_by": order_by, "keys": len(by_key), "two_in_flight": len(overlaps),
+             "two_in_flight_sample": overlaps[:SAMPLE], "before_earlier_confirmed": len(early),
+             "before_earlier_confirmed_sample": early[:SAMPLE]}
+    findings = []
+    if overlaps:
+        findings.append(f"ORDER: two messages of one key in flight at once {len(overlaps)} time(s), e.g. {overlaps[:1]}")
+    if early:
+        findings.append(f"ORDER: {len(early)} message(s) arrived before an earlier one of their key was confirmed, "
+                        f"e.g. {early[:1]}")
+    return entry, findings
 
 
 def check(workdir):
@@ -306,6 +385,11 @@ def check(workdir):
             "poison_redeliveries": poison_redeliveries,
             "ghost": bool(h.get("ghost")),
         }
+        if h.get("order_by"):
+            entry["order"], order_found = check_order(
+                h["order_by"], items, lambda i: _key_of(keys, i), wants, ack_timeout_ns[name],
+                stale=lambda d, name=name: read_after_long_stop(name, d))
+            findings += [f"{f} (handler {name})" for f in order_found]
         result_handlers[name] = entry
         if h.get("dead_letter"):  # a retry budget with dead letters: dead_letter_rule.py
             entry["dead_letter_rule"] = dead_letter_rule.check_dead_letters(
@@ -427,7 +511,7 @@ def check(workdir):
 
     # --- progress ---
     stored_at = {r.id: r.t for r in pub if r.kind == records.STORED}
-    progress = progress_figures(run, deliveries, handlers, faults, stored_at, load_monitor(workdir))
+    progress = progress_figures(run, deliveries, handlers, faults, stored_at, load_monitor(workdir), gen_starts)
     goal = run["ack_wait_s"] + 5
     if progress["max_resume_s"] is not None and progress["max_resume_s"] > goal:
         findings.append(f"SLOW RESUME: {progress['max_resume_s']:.1f} s without progress after a fault was healed "
@@ -467,6 +551,8 @@ def check(workdir):
         "lost": sum(h["lost"] for h in result_handlers.values()),
         "after_ack": sum(h["duplicate_causes"].get("after_ack", 0) for h in result_handlers.values()),
         "concurrent": sum(h["concurrent"] for h in result_handlers.values()),
+        "order_violations": sum(h["order"]["two_in_flight"] + h["order"]["before_earlier_confirmed"]
+                                for h in result_handlers.values() if "order" in h),
         "ack_rule": ack_rule,
         "server_answers": {"seen": len(answers), "acked_or_termed": len(settled_at_server),
                            "acked_again_after_redelivery": acked_again, "acked_twice": len(acked_twice),

@@ -28,8 +28,9 @@ def key_of(ident):
 class HandlerSpec:
     """A declared handler: its patterns, and its instances (each a list of faults-handler flags)."""
 
-    def __init__(self, name, patterns, instances=(), poison=None, ghost=False, ack_timeout="5s"):
+    def __init__(self, name, patterns, instances=(), poison=None, ghost=False, ack_timeout="5s", order_by=None):
         self.name = name
+        self.order_by = order_by  # handlers[].order_by, or None: unordered
         self.patterns = list(patterns)
         self.instances = [list(flags) for flags in instances]
         self.poison = poison  # (mod, rem): ids this handler NAKs for ever
@@ -51,6 +52,7 @@ def standard_handlers(reconnect_loop=False, ghost_instance=False):
         HandlerSpec("C", ["#"], [[], ["--slow-us", "300"]]),
         HandlerSpec("D", ["b.#", "*.y"], [["--poison", "101:7"]], poison=(101, 7)),
         HandlerSpec("G", ["g.*"], [[]] if ghost_instance else [], ghost=True),
+        HandlerSpec("O", ["a.*", "c.#"], [[], []], order_by="key"),
     ]
 
 
@@ -167,6 +169,8 @@ class Run:
         for h in self.handlers:
             pats = ", ".join(f'"{p}"' for p in h.patterns)
             lines += [f"  - name: {h.name}", f"    patterns: [{pats}]", f"    ack_timeout: {h.ack_timeout}"]
+            if h.order_by:
+                lines.append(f"    order_by: {h.order_by}")
         lines += ["delivery:", "  nak_delay: 200ms", "  nak_delay_max: 2s",
                   f"  drain_timeout: {int(s.drain_timeout_s * 1000)}ms"]
         self.config_path = os.path.join(self.dir, "jetfan.yaml")

@@ -39,7 +39,13 @@ class Availability:
         return self.times[k] if k < len(self.times) else t
 
 
-def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=()):
+def _latest_before(times, t):
+    """The latest of the sorted `times` at or before t, or 0."""
+    i = bisect.bisect_right(times, t)
+    return times[i - 1] if i else 0
+
+
+def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=(), restarts=()):
     """How long handlers went without progress while they had work.
 
     A handler has work at time t when a message for it is in the stream (the publisher has its
@@ -49,7 +55,11 @@ def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=()):
     of the previous such moment and the time the oldest message still to come was stored.
     Per fault: from the moment it was healed (or the work was stored, if later) until every handler
     with work got something new. Time during which the server could not answer consumer info (the
-    monitor's polls failed: server down, consumer without a leader) is not counted either."""
+    monitor's polls failed: server down, consumer without a leader) is not counted either.
+    An ordered handler (order_by) resumes after a restart of jetfan only once the old jetfan's
+    unacked messages have come back (after AckWait), and each restart begins that wait anew: its
+    resume is counted from the latest restart of jetfan (`restarts`: when each jetfan started)
+    before it got something new."""
     begin, end = run.get("publish_start"), run.get("publish_stop")
     available = Availability(monitor)
     series = {}
@@ -78,6 +88,8 @@ def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=()):
                 if gap > longest:
                     longest, longest_at = gap, (name, (start - begin) / 1e9)
     per_fault = []
+    ordered = {h["name"] for h in handlers if h.get("order_by")}
+    restarts = sorted(restarts)
     for f in faults:
         healed = f["end"]
         if end and healed > end:
@@ -86,7 +98,10 @@ def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=()):
         for name, (times, waiting) in series.items():
             i = bisect.bisect_right(times, healed)
             if i < len(times):
-                waits.append(((times[i] - max(healed, waiting[i], available.since(times[i]))) / 1e9, name))
+                start = max(healed, waiting[i], available.since(times[i]))
+                if name in ordered:
+                    start = max(start, _latest_before(restarts, times[i]))
+                waits.append(((times[i] - start) / 1e9, name))
         if waits:
             wait, slowest = max(waits)
             per_fault.append({"fault": f["name"], "at_s": (f["begin"] - begin) / 1e9 if begin else None,

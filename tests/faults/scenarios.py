@@ -170,6 +170,7 @@ def write_info(run, info):
     info.update(keys=KEYS, ack_wait_s=run.settings.ack_wait_s, rate=run.settings.rate,
                 cluster_size=run.cluster_size,
                 handlers=[{"name": h.name, "patterns": h.patterns, "poison": h.poison, "ghost": h.ghost,
+                           "order_by": h.order_by,
                            "ack_timeout_s": float(h.ack_timeout.rstrip("s")),
                            "record_files": [os.path.basename(p) for p in run.handler_record_files(h.name)]}
                           for h in run.handlers])

@@ -252,6 +252,103 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(r["handlers"]["A"]["lost_sample"], [8])
 
 
+def delivery(ident, t_ms, answer="ack", answer_ms=None, conn=1, seq=None):
+    """One delivery as check() builds them: arrived at t_ms, answered `answer_ms` later (1 ms)."""
+    return {"t": t_ms * MS, "id": ident, "seq": ident if seq is None else seq, "aux": 1, "flags": 0,
+            "file": f"handler-O-0-{conn}.rec", "conn": conn, "answer": answer,
+            "answer_t": None if answer is None else (t_ms + (1 if answer_ms is None else answer_ms)) * MS}
+
+
+class OrderCheckTest(unittest.TestCase):
+    """check_order on made-up deliveries of an ordered handler: ids 1..4 alternate keys a.x / b.y."""
+
+    @staticmethod
+    def order(items, wants=(1, 2, 3, 4), order_by="key", **kw):
+        return checker.check_order(order_by, items, lambda i: KEYS[i % 2], set(wants), 5000 * MS, **kw)
+
+    def test_in_order_one_at_a_time_passes(self):
+        # Keys interleave (2 and 1 at once are of different keys); each key's next comes after the ACK.
+        items = [delivery(2, 0, answer_ms=1000), delivery(1, 10, answer_ms=1000),
+                 delivery(4, 1500), delivery(3, 1600)]
+        entry, findings = self.order(items)
+        self.assertEqual(findings, [])
+        self.assertEqual(entry["keys"], 2)
+
+    def test_two_of_one_key_at_once_fails(self):
+        # 4 arrives on another connection while 2 (same key) is unanswered.
+        items = [delivery(2, 0, answer_ms=3000), delivery(4, 1000, conn=2), delivery(1, 0), delivery(3, 100)]
+        entry, findings = self.order(items)
+        self.assertEqual(entry["two_in_flight"], 1)
+        self.assertTrue(any("in flight at once" in f for f in findings))
+
+    def test_later_before_earlier_confirmed_fails(self):
+        # 4 (seq 4) first arrives before 2 (seq 2, same key) came at all: 2 was NAKed, then retried late.
+        items = [delivery(2, 0, answer="nak"), delivery(4, 1000), delivery(2, 3000), delivery(1, 0), delivery(3, 100)]
+        entry, findings = self.order(items)
+        self.assertEqual(entry["before_earlier_confirmed"], 1)
+        self.assertEqual(entry["before_earlier_confirmed_sample"][0]["id"], 4)
+        self.assertTrue(any("before an earlier one" in f for f in findings))
+
+    def test_earlier_never_confirmed_fails_unless_settled_otherwise(self):
+        items = [delivery(2, 0, answer="nak"), delivery(4, 1000), delivery(1, 0), delivery(3, 100)]
+        self.assertEqual(self.order(items)[0]["before_earlier_confirmed"], 1)
+        self.assertEqual(self.order(items, exempt={2})[1], [])
+
+    def test_unanswered_and_stale_deliveries_are_not_in_flight(self):
+        # 2's instance was killed (no answer): jetfan gave it again at once; 4 follows its ACK.
+        items = [delivery(2, 0, answer=None), delivery(2, 100, conn=2), delivery(4, 200, conn=2),
+                 delivery(1, 0), delivery(3, 100)]
+        self.assertEqual(self.order(items)[1], [])
+        # A copy read late by a stopped instance overlaps; `stale` says so.
+        items = [delivery(2, 0, answer_ms=10), delivery(4, 1000, answer_ms=10), delivery(2, 1005, answer_ms=3000),
+                 delivery(1, 0), delivery(3, 100)]
+        items[2]["aux"] = 2
+        self.assertEqual(self.order(items, stale=lambda d: d["t"] == 1005 * MS)[1], [])
+
+    def test_order_by_token(self):
+        self.assertEqual(checker.order_key_of("token:1", "a.x"), "a")
+        self.assertIsNone(checker.order_key_of("token:3", "a.x"))
+        self.assertEqual(checker.order_key_of("key", "a.x"), "a.x")
+
+    def test_check_reports_order_for_an_ordered_handler(self):
+        HANDLERS[0]["order_by"] = "key"
+        try:
+            w = World()
+            r = w.check()
+            self.assertEqual(r["findings"], [])
+            self.assertEqual(r["handlers"]["A"]["order"]["keys"], 1)
+            # A gets 4 before it confirmed 2.
+            w = World()
+            w.handler["A"] = [x for x in w.handler["A"] if not (x[2] == 2 and x[4] == records.ACKED)]
+            w.deliver("A", 2, 2000 * MS)
+            r = w.check()
+            self.assertTrue(any(f.startswith("ORDER:") for f in r["findings"]))
+            self.assertGreater(r["order_violations"], 0)
+        finally:
+            del HANDLERS[0]["order_by"]
+
+
+class OrderedResumeTest(unittest.TestCase):
+    """progress_figures: an ordered handler's resume after a fault counts from the latest restart."""
+
+    def test_resume_counts_from_the_latest_restart_for_an_ordered_handler_only(self):
+        from progress import progress_figures
+        s = 1_000_000_000
+        run = {"publish_start": 1, "publish_stop": 100 * s}
+        faults = [{"name": "jetfan SIGKILL", "begin": 10 * s, "end": 11 * s},
+                  {"name": "jetfan SIGKILL", "begin": 14 * s, "end": 15 * s}]
+        restarts = [0, 11 * s, 15 * s]
+        # Each gets id 1 at 1 s, then nothing new until 19 s (id 2, stored at 9 s).
+        deliveries = {name: [delivery(1, 1000), delivery(2, 19000)] for name in ("O", "U")}
+        stored_at = {1: 1 * s, 2: 9 * s}
+        handlers = [{"name": "O", "order_by": "key"}, {"name": "U"}]
+        first = progress_figures(run, deliveries, handlers, faults, stored_at, (), restarts)["per_fault"][0]
+        self.assertEqual(first["slowest"], "U")
+        self.assertAlmostEqual(first["resume_s"], 8.0)
+        ordered_only = progress_figures(run, deliveries, handlers[:1], faults, stored_at, (), restarts)
+        self.assertAlmostEqual(ordered_only["per_fault"][0]["resume_s"], 4.0)
+
+
 class PatternTest(unittest.TestCase):
     def test_rules(self):
         self.assertTrue(matches("a.*", "a.x"))

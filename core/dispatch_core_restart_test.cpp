@@ -1,0 +1,134 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "core_test_support.hpp"
+#include "dispatch_core.hpp"
+
+using namespace jetfan;
+using Kind = Effect::Kind;
+using std::chrono::milliseconds;
+
+namespace {
+
+const TimePoint kStart{};
+const TimePoint kUntil = kStart + milliseconds(10000);
+
+CoreSettings settings(std::size_t handlers) { return testing::core_settings(handlers, 8); }
+
+// Handler 0 is ordered by the key given, handler 1 (when a recipient) is not.
+Arrival ordered(std::uint64_t seq, const std::string& key, HandlerMask recipients = 0b01,
+                std::uint64_t deliveries = 1) {
+  return Arrival{seq * 100 + deliveries, seq, deliveries, recipients, false, {OrderKey{0, key}}};
+}
+
+Outstanding::Entry away(std::uint64_t seq, const std::string& key) { return {seq, {OrderKey{0, key}}}; }
+
+// The stream sequences sent to `connection` since the last take, and the deliveries by sequence.
+struct Sent {
+  std::vector<std::uint64_t> seqs;
+  std::map<std::uint64_t, DeliveryId> delivery;
+};
+Sent sent_to(DispatchCore& core, ConnectionId connection) {
+  Sent out;
+  for (const auto& e : testing::effects_of(testing::take_effects(core), Kind::kDeliver)) {
+    if (e.connection != connection) continue;
+    out.seqs.push_back(e.message / 100);
+    out.delivery[e.message / 100] = e.delivery;
+  }
+  std::sort(out.seqs.begin(), out.seqs.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("restart: a later message of a key left outstanding waits until it came back and was settled", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.expect_outstanding(Outstanding{{away(5, "a")}, false, 4, 5, 1, kUntil}, kStart);
+  CHECK(core.awaiting_outstanding());
+  CHECK(core.counters().order_restart_waits == 1);
+  core.arrive(ordered(6, "a", 0b11), kStart);
+  core.arrive(ordered(7, "b", 0b11), kStart);
+  const auto first = testing::take_effects(core);
+  std::vector<std::uint64_t> to_ordered, to_other;
+  for (const auto& e : testing::effects_of(first, Kind::kDeliver))
+    (e.connection == 1 ? to_ordered : to_other).push_back(e.message / 100);
+  CHECK(to_ordered == std::vector<std::uint64_t>{7});
+  CHECK(to_other == std::vector<std::uint64_t>{6, 7});
+  CHECK(core.order_waits()[0].waits_for == 5);
+
+  core.arrive(ordered(5, "a", 0b01, 2), kStart);
+  CHECK_FALSE(core.awaiting_outstanding());
+  Sent back = sent_to(core, 1);
+  REQUIRE(back.seqs == std::vector<std::uint64_t>{5});
+  REQUIRE(core.ack(1, back.delivery[5], kStart));
+  CHECK(sent_to(core, 1).seqs == std::vector<std::uint64_t>{6});
+  CHECK(core.counters().order_gave_up == 0);
+}
+
+TEST_CASE("restart: once as many came back as were pending, keys of those acked above the floor go on", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  // 5 and 6 may be outstanding; the server says one is pending (the other was acked above the floor).
+  core.expect_outstanding(Outstanding{{away(5, "a"), away(6, "b")}, false, 4, 6, 1, kUntil}, kStart);
+  core.arrive(ordered(7, "a"), kStart);
+  core.arrive(ordered(8, "b"), kStart);
+  CHECK(sent_to(core, 1).seqs.empty());
+  core.arrive(ordered(5, "a", 0b01, 2), kStart);
+  CHECK_FALSE(core.awaiting_outstanding());
+  Sent now = sent_to(core, 1);
+  REQUIRE(now.seqs == std::vector<std::uint64_t>{5, 8});
+  REQUIRE(core.ack(1, now.delivery[5], kStart));
+  CHECK(sent_to(core, 1).seqs == std::vector<std::uint64_t>{7});
+}
+
+TEST_CASE("restart: what never comes back lets its key go at the time given, counted", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.expect_outstanding(Outstanding{{away(5, "a")}, false, 4, 5, 1, kUntil}, kStart);
+  core.arrive(ordered(6, "a"), kStart);
+  CHECK(sent_to(core, 1).seqs.empty());
+  REQUIRE(core.next_wakeup());
+  CHECK(*core.next_wakeup() <= kUntil);
+  core.tick(kUntil - milliseconds(1));
+  CHECK(sent_to(core, 1).seqs.empty());
+  core.tick(kUntil);
+  CHECK(sent_to(core, 1).seqs == std::vector<std::uint64_t>{6});
+  CHECK(core.counters().order_gave_up == 1);
+  CHECK_FALSE(core.awaiting_outstanding());
+}
+
+TEST_CASE("restart: with too many to read, every ordered delivery waits until all pending came back", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.expect_outstanding(Outstanding{{}, true, 2, 4, 2, kUntil}, kStart);
+  CHECK(core.awaiting_outstanding());
+  core.arrive(ordered(10, "a", 0b11), kStart);
+  core.arrive(ordered(11, "b", 0b11), kStart);
+  const auto first = testing::take_effects(core);
+  std::vector<std::uint64_t> to_ordered, to_other;
+  for (const auto& e : testing::effects_of(first, Kind::kDeliver))
+    (e.connection == 1 ? to_ordered : to_other).push_back(e.message / 100);
+  CHECK(to_ordered.empty());
+  CHECK(to_other == std::vector<std::uint64_t>{10, 11});
+  core.arrive(ordered(3, "a", 0b01, 2), kStart);
+  CHECK(sent_to(core, 1).seqs.empty());
+  core.arrive(ordered(4, "c", 0b01, 2), kStart);
+  CHECK_FALSE(core.awaiting_outstanding());
+  Sent now = sent_to(core, 1);
+  REQUIRE(now.seqs == std::vector<std::uint64_t>{3, 4, 11});
+  REQUIRE(core.ack(1, now.delivery[3], kStart));
+  CHECK(sent_to(core, 1).seqs == std::vector<std::uint64_t>{10});
+}
+
+TEST_CASE("restart: nothing pending means nothing waits", "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.expect_outstanding(Outstanding{{away(5, "a")}, false, 4, 5, 0, kUntil}, kStart);
+  CHECK_FALSE(core.awaiting_outstanding());
+  core.arrive(ordered(6, "a"), kStart);
+  CHECK(sent_to(core, 1).seqs == std::vector<std::uint64_t>{6});
+}
