@@ -145,9 +145,7 @@ class JetfanCommandLine : public CommandLine {
   }
 
   void add_handler_flag(CLI::App& command) {
-    command.add_option("--handler", values_.handler, "the handler's name in the config")
-        ->type_name("NAME")
-        ->required();
+    command.add_option("--handler", values_.handler, "the handler's name in the config")->type_name("NAME")->required();
   }
   void add_config_flag(CLI::App& command) {
     command.add_option("-c,--config", values_.config, "the YAML config file (default: $JETFAN_CONFIG)")
