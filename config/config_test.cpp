@@ -288,9 +288,9 @@ TEST_CASE("a config file loads with its user and group names resolved on this ma
 }
 
 TEST_CASE("a handler whose READY line would be longer than a client accepts is refused at load", "[unit]") {
-  // 100 patterns of the form p001. followed by 60 x: about 6,700 bytes of READY.
+  // 260 patterns of the form p001. followed by 60 x: about 17,500 bytes of READY.
   std::string patterns;
-  for (int i = 1; i <= 100; ++i) {
+  for (int i = 1; i <= 260; ++i) {
     char name[8];
     std::snprintf(name, sizeof name, "p%03d.", i);
     patterns += std::string(patterns.empty() ? "" : ", ") + "\"" + name + std::string(60, 'x') + "\"";

@@ -15,8 +15,11 @@ namespace jetfan::proto {
 inline constexpr std::uint32_t kVersion1 = 1;
 inline constexpr std::uint32_t kVersion2 = 2;  // MSG also carries the publish time and the subject
 inline constexpr std::uint32_t kLatestVersion = kVersion2;
-inline constexpr std::size_t kMaxCommandLine = 1024;       // handler -> jetfan, with the line end
-inline constexpr std::size_t kMaxDeliveryLine = 4096;      // jetfan -> handler, with the line end
+inline constexpr std::size_t kMaxCommandLine = 1024;  // handler -> jetfan, with the line end
+// jetfan -> handler, with the line end: room for a version 2 MSG line, which holds the subject
+// about twice (as the key and as the subject), for every subject a NATS server takes with its
+// default max_control_line of 4096 bytes.
+inline constexpr std::size_t kMaxDeliveryLine = 16 * 1024;
 inline constexpr std::size_t kMaxBody = 64 * 1024 * 1024;  // headers + payload of one MSG
 // The largest protocol version (HELLO, READY) and READY max-unconfirmed a parser accepts.
 inline constexpr std::uint64_t kMaxSmallNumber = 1'000'000;

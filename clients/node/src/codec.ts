@@ -6,7 +6,7 @@
 export const PROTOCOL_VERSION = 2;
 /** Limits of the protocol (PROTOCOL.md, "Limits"). */
 export const MAX_COMMAND_LINE = 1024; // handler -> jetfan, with the line end
-export const MAX_FRAME_LINE = 4096; // jetfan -> handler, with the line end
+export const MAX_FRAME_LINE = 16384; // jetfan -> handler, with the line end
 export const MAX_BODY = 64 * 1024 * 1024; // headers + payload of one MSG
 const MAX_SMALL_NUMBER = 1_000_000; // READY's version and max-unconfirmed
 

@@ -12,7 +12,7 @@ from typing import NamedTuple, Optional, Union
 
 VERSION = 2  # the highest protocol version this client speaks (it speaks every one from 1 up)
 MAX_COMMAND_LINE = 1024  # handler -> jetfan, line end included
-MAX_DELIVERY_LINE = 4096  # jetfan -> handler, line end included
+MAX_DELIVERY_LINE = 16384  # jetfan -> handler, line end included
 MAX_BODY = 64 * 1024 * 1024  # headers and payload of one MSG
 MAX_SMALL_NUMBER = 1_000_000  # a protocol version, READY's max-unconfirmed
 _MAX_U64 = 2**64 - 1
