@@ -11,6 +11,8 @@ TEST_CASE("exec environment: the delivery's variables, inherited ones kept, stal
   msg.key = "a.b";
   msg.stream_seq = 42;
   msg.deliveries = 2;
+  msg.subject = "module.a.b";
+  msg.published = std::chrono::system_clock::time_point(std::chrono::nanoseconds(1'764'617'017'000'000'042));
   msg.headers = "NATS/1.0\r\nTrace-Id: abc\r\nX-Many: 1\r\nX-Many: 2\r\nx.many: 3\r\n\r\n";
   const char* inherited[] = {"PATH=/bin", "JETFAN_KEY=stale", "JETFAN_HEADER_OLD=stale", "JETFAN_OTHER=kept", nullptr};
   const auto env = delivery_environment(msg, "builder", inherited);
@@ -23,6 +25,8 @@ TEST_CASE("exec environment: the delivery's variables, inherited ones kept, stal
   CHECK(has("JETFAN_KEY=a.b"));
   CHECK(has("JETFAN_SEQ=42"));
   CHECK(has("JETFAN_DELIVERIES=2"));
+  CHECK(has("JETFAN_SUBJECT=module.a.b"));
+  CHECK(has("JETFAN_PUBLISHED=2025-12-01T19:23:37.000000042Z"));
   CHECK(has("JETFAN_HEADERS=Trace-Id: abc\nX-Many: 1\nX-Many: 2\nx.many: 3\n"));
   CHECK(has("JETFAN_HEADER_TRACE_ID=abc"));
   CHECK(has("JETFAN_HEADER_X_MANY=1\n2\n3"));
@@ -32,6 +36,11 @@ TEST_CASE("exec environment: no headers, and header names made variable names", 
   jetfan::Delivery msg;
   const auto env = delivery_environment(msg, "h", nullptr);
   CHECK(std::find(env.begin(), env.end(), "JETFAN_HEADERS=") != env.end());
+  // A jetfan of protocol version 1 sends neither the subject nor the publish time.
+  for (const auto& entry : env) {
+    CHECK(entry.rfind("JETFAN_SUBJECT=", 0) != 0);
+    CHECK(entry.rfind("JETFAN_PUBLISHED=", 0) != 0);
+  }
   CHECK(jetfan::header_variable("Nats-Msg-Id") == "JETFAN_HEADER_NATS_MSG_ID");
   CHECK(jetfan::header_variable("a.b:c 9") == "JETFAN_HEADER_A_B_C_9");
 }

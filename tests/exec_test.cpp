@@ -57,8 +57,10 @@ bool alive(const std::string& pid) {
 
 }  // namespace
 
-TEST_CASE("exec: exit 0 ACKs, payload on stdin, delivery in JETFAN_*, output lines prefixed with the seq",
-          "[integration]") {
+TEST_CASE(
+    "exec: exit 0 ACKs, payload on stdin, delivery and its subject and time in JETFAN_*, output lines prefixed with "
+    "the seq",
+    "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(builder()));
   const std::string dir = mesh.dir();
@@ -66,7 +68,8 @@ TEST_CASE("exec: exit 0 ACKs, payload on stdin, delivery in JETFAN_*, output lin
                          sh("cat > " + dir +
                             "/payload; printf '%s|' \"$JETFAN_HANDLER\" \"$JETFAN_KEY\" "
                             "\"$JETFAN_SEQ\" \"$JETFAN_DELIVERIES\" \"$JETFAN_HEADERS\" \"$JETFAN_HEADER_TRACE_ID\" "
-                            "\"$JETFAN_HEADER_X_N\" > " +
+                            "\"$JETFAN_HEADER_X_N\" \"$JETFAN_SUBJECT\" "
+                            "\"$(case $JETFAN_PUBLISHED in 2???-??-??T??:??:??.?????????Z) echo rfc3339 ;; esac)\" > " +
                             dir + "/env; echo \"out $JETFAN_KEY\"; echo \"err $JETFAN_KEY\" >&2"));
   const auto seq =
       mesh.controller().publish("events.a.b", "line one\nline two", {{"Trace-Id", "abc"}, {"X-N", "1"}, {"X-N", "2"}});
@@ -74,7 +77,7 @@ TEST_CASE("exec: exit 0 ACKs, payload on stdin, delivery in JETFAN_*, output lin
   REQUIRE(exec.wait_err("; ACK"));
   CHECK(read_file(dir + "/payload") == "line one\nline two");
   CHECK(read_file(dir + "/env") ==
-        "builder|a.b|" + std::to_string(seq) + "|1|Trace-Id: abc\nX-N: 1\nX-N: 2\n|abc|1\n2|");
+        "builder|a.b|" + std::to_string(seq) + "|1|Trace-Id: abc\nX-N: 1\nX-N: 2\n|abc|1\n2|events.a.b|rfc3339|");
   CHECK_THAT(exec.out(), Catch::Contains("[seq " + std::to_string(seq) + "] out a.b\n"));
   CHECK_THAT(exec.err(), Catch::Contains("[seq " + std::to_string(seq) + "] err a.b\n"));
   CHECK_THAT(exec.err(), Catch::Contains("seq " + std::to_string(seq) + " (key a.b, delivery 1): exited 0 after"));
