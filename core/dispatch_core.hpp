@@ -246,6 +246,7 @@ struct CoreCounters {
   std::uint64_t order_retries = 0;         // failures of messages an ordered handler owes, retried in the core
   std::uint64_t order_gave_up = 0;         // handed back and not back within order_away_hold(): order let go
   std::uint64_t order_restart_waits = 0;   // messages an earlier reader may have left outstanding, waited for
+  std::uint64_t order_holds = 0;           // waits of every ordered delivery after a reconnect or leader change
   std::uint64_t dead_lettered = 0;         // dead letters stored
   std::uint64_t dead_letter_failures = 0;  // dead-letter publishes that failed
   std::uint64_t gave_up = 0;               // used-up budgets without a dead letter
@@ -288,6 +289,12 @@ class DispatchCore {
   // first arrival; a later call replaces what is left of the first. Nothing to do when
   // outstanding.pending is 0.
   void expect_outstanding(const Outstanding& outstanding, TimePoint now);
+  // The connection to the consumer broke, or its leader may have changed: what the server sent
+  // just before may be lost on the way, and it comes back only after AckWait. Until `until`
+  // (AckWait and a margin from now), no ordered handler gets anything new, so that nothing of a
+  // key overtakes what was lost of it; then each key goes on with its oldest. Extends a wait that
+  // is already on. Only ordered messages are held (the caller need not call it without ordered handlers).
+  void hold_ordered(TimePoint until);
   // Whether ordered handlers still wait for what an earlier reader left outstanding.
   bool awaiting_outstanding() const { return restart_.has_value(); }
   // Precondition: handler < settings.handlers.size(); connection ids are never reused.

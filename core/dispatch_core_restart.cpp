@@ -5,6 +5,8 @@
 
 #include "dispatch_core.hpp"
 
+#include <limits>
+
 namespace jetfan {
 
 void DispatchCore::expect_outstanding(const Outstanding& outstanding, TimePoint now) {
@@ -30,6 +32,15 @@ void DispatchCore::expect_outstanding(const Outstanding& outstanding, TimePoint 
   counters_.order_restart_waits += restart.away.size();
   if (restart.away.empty() && !restart.unread) return;
   restart_ = std::move(restart);
+}
+
+void DispatchCore::hold_ordered(TimePoint until) {
+  if (!restart_) restart_ = Restart{};
+  restart_->unread = true;
+  // Only the time ends this wait: counting what came back does not, as what was lost is not known.
+  restart_->pending = std::numeric_limits<std::uint64_t>::max();
+  if (restart_->until < until) restart_->until = until;
+  ++counters_.order_holds;
 }
 
 bool DispatchCore::restart_arrived(std::uint64_t stream_seq) {

@@ -252,6 +252,7 @@ void Dispatcher::after_input() {
 }
 
 void Dispatcher::leader_unsure(TimePoint now) {
+  if (!unsure_since_) hold_ordered(now);
   if (!unsure_since_) unsure_since_ = now;
   ledger_.on_leader_unsure(now);
   probe(now);

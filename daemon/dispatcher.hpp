@@ -182,6 +182,8 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   void top_up_pulls();
   // The consumer's leader may have changed: probe until it answers, then pull anew.
   void leader_unsure(TimePoint now);
+  // dispatcher_restart.cpp: ordered handlers wait an AckWait after a reconnect or leader change.
+  void hold_ordered(TimePoint now);
   // Sends the consumer-info probe that is due, if any, and arms the timer for the next.
   void probe(TimePoint now);
   void arm_wakeup();

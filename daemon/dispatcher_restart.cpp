@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "dispatcher.hpp"
 #include "jetstream_subject.hpp"
 #include "order_key.hpp"
@@ -56,6 +58,28 @@ void Dispatcher::expect_outstanding(const ConsumerFacts& facts, const std::optio
            "order: {} message(s) of ordered handlers in stream seqs {} to {} may still be unacked ({} pending): "
            "later messages of their keys wait until they came back, or for at most {}ms",
            outstanding.messages.size(), facts.ack_floor + 1, facts.delivered, facts.ack_pending, hold.count());
+}
+
+}  // namespace jetfan
+
+namespace jetfan {
+
+// A message the server sent just before a reconnect or a leader change may never have arrived; the
+// server sends it again after AckWait, by when later messages of its key must not have overtaken it.
+void Dispatcher::hold_ordered(TimePoint now) {
+  const bool any_ordered = std::any_of(config_.handlers.begin(), config_.handlers.end(), [](const auto& handler) {
+    return handler.order_by.kind != OrderBy::Kind::kNone;
+  });
+  if (!any_ordered) return;
+  // The keepalive is a third of AckWait; four of them leave a third for the pull that brings it.
+  const Duration hold = 4 * settings_.core.keepalive;
+  core_.hold_ordered(now + hold);
+  apply_effects();
+  arm_wakeup();
+  log_info("order.reconnect_holds", {{"hold_ms", hold.count()}},
+           "order: the connection to the consumer broke or its leader may have changed; what the server sent just "
+           "before may come back only after AckWait, so ordered handlers get nothing new for {}ms",
+           hold.count());
 }
 
 }  // namespace jetfan

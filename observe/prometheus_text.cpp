@@ -120,6 +120,8 @@ std::string render_prometheus(const StatusSnapshot& s) {
       {"jetfan_order_gave_up_total",
        "Messages handed back for room that did not come back in time: their order keys went on without them.",
        t.order_gave_up},
+      {"jetfan_order_holds_total",
+       "Times ordered handlers got nothing new for an AckWait after a reconnect or a leader change.", t.order_holds},
       {"jetfan_messages_handed_back_for_room_total",
        "Messages nak'd so that others could be held: the oldest a stalled handler kept from settling.",
        t.handed_back_for_room},
