@@ -516,6 +516,13 @@ def check(workdir):
     if progress["max_resume_s"] is not None and progress["max_resume_s"] > goal:
         findings.append(f"SLOW RESUME: {progress['max_resume_s']:.1f} s without progress after a fault was healed "
                         f"(goal at most AckWait + 5 s = {goal:.0f} s), after fault {progress['worst_fault']}")
+    # An ordered handler after a restart waits for what the old jetfan left unacked: as documented
+    # (docs/OPERATING.md, "Restarts keep it"), at most nak_delay_max and two AckWaits.
+    ordered_goal = 2 * run["ack_wait_s"] + run.get("nak_delay_max_s", 2.0) + 5
+    if progress.get("max_ordered_resume_s") is not None and progress["max_ordered_resume_s"] > ordered_goal:
+        findings.append(f"SLOW RESUME: {progress['max_ordered_resume_s']:.1f} s without progress of an ordered "
+                        f"handler after a fault was healed (goal at most nak_delay_max + 2 AckWaits + 5 s = "
+                        f"{ordered_goal:.0f} s), after fault {progress['worst_ordered_fault']}")
 
     # --- jetfan's exits ---
     bad_exits = []

@@ -61,6 +61,7 @@ class Settings:
         self.rate = kw.get("rate", 1000)
         self.size = kw.get("size", 64)
         self.ack_wait_s = kw.get("ack_wait_s", 5.0)
+        self.nak_delay_max_s = kw.get("nak_delay_max_s", 2.0)
         self.max_ack_pending = kw.get("max_ack_pending", 20000)
         self.drain_timeout_s = kw.get("drain_timeout_s", 3.0)
         self.log_level = kw.get("log_level", "info")
@@ -171,7 +172,7 @@ class Run:
             lines += [f"  - name: {h.name}", f"    patterns: [{pats}]", f"    ack_timeout: {h.ack_timeout}"]
             if h.order_by:
                 lines.append(f"    order_by: {h.order_by}")
-        lines += ["delivery:", "  nak_delay: 200ms", "  nak_delay_max: 2s",
+        lines += ["delivery:", "  nak_delay: 200ms", f"  nak_delay_max: {int(s.nak_delay_max_s * 1000)}ms",
                   f"  drain_timeout: {int(s.drain_timeout_s * 1000)}ms"]
         self.config_path = os.path.join(self.dir, "jetfan.yaml")
         with open(self.config_path, "w") as f:

@@ -345,8 +345,12 @@ class OrderedResumeTest(unittest.TestCase):
         first = progress_figures(run, deliveries, handlers, faults, stored_at, (), restarts)["per_fault"][0]
         self.assertEqual(first["slowest"], "U")
         self.assertAlmostEqual(first["resume_s"], 8.0)
+        self.assertAlmostEqual(first["unordered_resume_s"], 8.0)
+        self.assertAlmostEqual(first["ordered_resume_s"], 4.0)
         ordered_only = progress_figures(run, deliveries, handlers[:1], faults, stored_at, (), restarts)
         self.assertAlmostEqual(ordered_only["per_fault"][0]["resume_s"], 4.0)
+        self.assertAlmostEqual(ordered_only["max_ordered_resume_s"], 4.0)
+        self.assertAlmostEqual(ordered_only["max_resume_s"], 0.0)
 
 
 class PatternTest(unittest.TestCase):
