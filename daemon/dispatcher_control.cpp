@@ -161,7 +161,7 @@ std::optional<std::string> Dispatcher::set_paused(const std::string& name, bool 
     std::string what = "handler \"" + name + "\" " + (was == pause ? "was already " : "") +
                        (pause ? "paused: it gets nothing new; " + std::to_string(owed) + " held message(s) wait for it"
                               : "resumed: " + std::to_string(owed) + " held message(s) it owes go to it now");
-    spdlog::info("{}", what);
+    log_info(pause ? "handler.paused" : "handler.resumed", {{"handler", name}, {"held", owed}}, "{}", what);
     after_input();
     return what;
   }

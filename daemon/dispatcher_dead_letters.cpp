@@ -17,13 +17,14 @@ constexpr Duration kPublishTimeout{5000};
 constexpr std::uint64_t kRedriveKey = std::uint64_t{1} << 63;
 
 // As Dispatcher::warn_limited, whose template lives in dispatcher.cpp.
-void warn_rate_limited(LogRateLimiter& limiter, const std::string& kind, TimePoint now, std::string line) {
+void warn_rate_limited(LogRateLimiter& limiter, const std::string& kind, TimePoint now, std::string line,
+                       std::string_view event, LogFields fields) {
   const auto verdict = limiter.allow(kind, now);
   if (!verdict.log) return;
   if (verdict.suppressed_before > 0) {
     line += fmt::format(" ({} more like it were not logged: {})", verdict.suppressed_before, kind);
   }
-  spdlog::warn("{}", line);
+  log_warn(event, fields, "{}", line);
 }
 
 }  // namespace
@@ -46,8 +47,13 @@ void Dispatcher::publish_dead_letter(const Effect& effect, const Stored& stored)
     return;
   }
   publishes_.sent(effect.publish, time_.now());
-  spdlog::debug("handler \"{}\": publishing stream seq {} to dead-letter subject \"{}\" ({})", handler.name,
-                stored.stream_seq, handler.dead_letter_subject, facts.reason);
+  log_debug("dead_letter.publishing",
+            {{"handler", handler.name},
+             {"seq", stored.stream_seq},
+             {"subject", handler.dead_letter_subject},
+             {"reason", facts.reason}},
+            "handler \"{}\": publishing stream seq {} to dead-letter subject \"{}\" ({})", handler.name,
+            stored.stream_seq, handler.dead_letter_subject, facts.reason);
 }
 
 void Dispatcher::report_gave_up(const Effect& effect, const Stored& stored) {
@@ -57,7 +63,8 @@ void Dispatcher::report_gave_up(const Effect& effect, const Stored& stored) {
       fmt::format(
           "handler \"{}\": stream seq {} (subject \"{}\"): {}. It has no dead_letter subject, so this is a TERM "
           "for it: it gets the message no more, and the server is told +TERM once every other handler settled.",
-          name, stored.stream_seq, stored.message->subject(), jetfan::describe(effect.reason)));
+          name, stored.stream_seq, stored.message->subject(), jetfan::describe(effect.reason)),
+      "retry.used_up", {{"handler", name}, {"seq", stored.stream_seq}, {"reason", jetfan::describe(effect.reason)}});
 }
 
 void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
@@ -71,13 +78,25 @@ void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
   }
   const auto published = core_.budget().find(id);
   if (published && published->seq >= kRedriveKey) {
-    spdlog::info("handler \"{}\": redriven dead letter {} dead-lettered anew ({}): stored in stream \"{}\" at seq {}",
-                 config_.handlers.at(published->handler).name, published->seq - kRedriveKey,
-                 jetfan::describe(published->reason), result.stream, result.stream_seq);
+    log_info("dead_letter.stored_again",
+             {{"handler", config_.handlers.at(published->handler).name},
+              {"dead_letter", published->seq - kRedriveKey},
+              {"reason", jetfan::describe(published->reason)},
+              {"stream", result.stream},
+              {"stored_seq", result.stream_seq}},
+             "handler \"{}\": redriven dead letter {} dead-lettered anew ({}): stored in stream \"{}\" at seq {}",
+             config_.handlers.at(published->handler).name, published->seq - kRedriveKey,
+             jetfan::describe(published->reason), result.stream, result.stream_seq);
   } else if (published) {
-    spdlog::info("handler \"{}\": stream seq {} dead-lettered ({}): stored in stream \"{}\" at seq {}",
-                 config_.handlers.at(published->handler).name, published->seq, jetfan::describe(published->reason),
-                 result.stream, result.stream_seq);
+    log_info("dead_letter.stored",
+             {{"handler", config_.handlers.at(published->handler).name},
+              {"seq", published->seq},
+              {"reason", jetfan::describe(published->reason)},
+              {"stream", result.stream},
+              {"stored_seq", result.stream_seq}},
+             "handler \"{}\": stream seq {} dead-lettered ({}): stored in stream \"{}\" at seq {}",
+             config_.handlers.at(published->handler).name, published->seq, jetfan::describe(published->reason),
+             result.stream, result.stream_seq);
   }
   core_.dead_letter_stored(id, now);
 }
@@ -90,7 +109,9 @@ void Dispatcher::publish_failed(std::uint64_t id, std::string_view why) {
       warnings_, "dead letters of handler \"" + handler.name + "\" not stored", time_.now(),
       fmt::format("handler \"{}\": the dead letter of stream seq {} was not stored on subject \"{}\": {}. The message "
                   "stays held for this handler (kept alive at the server) and the publish is tried again with backoff.",
-                  handler.name, published->seq, handler.dead_letter_subject, why));
+                  handler.name, published->seq, handler.dead_letter_subject, why),
+      "dead_letter.not_stored",
+      {{"handler", handler.name}, {"seq", published->seq}, {"subject", handler.dead_letter_subject}, {"reason", why}});
   core_.dead_letter_failed(id, time_.now());
 }
 

@@ -69,11 +69,17 @@ std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob
   run.subject = found->dead_letter_subject;
   run.next = job.from;
   if (job.kind == DeadLetterJob::Kind::kRedrive && !job.dry_run) ++redrive_counts_[job.handler].running;
-  spdlog::info("handler \"{}\": {} of its dead letters on \"{}\" begins", job.handler,
-               job.kind == DeadLetterJob::Kind::kList ? "a listing"
-               : job.dry_run                          ? "a dry run of a redrive"
-                                                      : "a redrive",
-               run.subject);
+  log_info("redrive.begins",
+           {{"handler", job.handler},
+            {"kind", job.kind == DeadLetterJob::Kind::kList ? "list"
+                     : job.dry_run                          ? "dry_run"
+                                                            : "redrive"},
+            {"subject", run.subject}},
+           "handler \"{}\": {} of its dead letters on \"{}\" begins", job.handler,
+           job.kind == DeadLetterJob::Kind::kList ? "a listing"
+           : job.dry_run                          ? "a dry run of a redrive"
+                                                  : "a redrive",
+           run.subject);
   ask(id, run, "$JS.API.STREAM.NAMES", stream_names_request(run.subject));
   return std::nullopt;
 }
@@ -160,8 +166,9 @@ void Dispatcher::on_api_reply(std::uint64_t api, const ApiReply& reply) {
         ++counts.confirmed;
         line += "confirmed by the handler, deleted";
       }
-      spdlog::info("handler \"{}\": redrive of dead letter {} (stream \"{}\"): {}", run.job.handler, seq, run.stream,
-                   line.substr(line.find(": ") + 2));
+      log_info("redrive.progress", {{"handler", run.job.handler}, {"dead_letter", seq}, {"stream", run.stream}},
+               "handler \"{}\": redrive of dead letter {} (stream \"{}\"): {}", run.job.handler, seq, run.stream,
+               line.substr(line.find(": ") + 2));
       if (!run.out.line(line)) run.stop = true;
       read_next(id, run);
       return;
@@ -325,10 +332,11 @@ void Dispatcher::end_run(std::uint64_t id, bool ok, const std::string& why) {
         "(dead-lettered anew), {} kept{}",
         ok ? "OK" : "FAILED", job.handler, run.seen, run.confirmed, run.redead, run.kept,
         why.empty() ? std::string() : ": " + why);
-    spdlog::info("handler \"{}\": {}", job.handler, line);
+    log_info("redrive.ended", {{"handler", job.handler}, {"ok", ok}}, "handler \"{}\": {}", job.handler, line);
   }
   if (!why.empty() && job.kind == DeadLetterJob::Kind::kList) {
-    spdlog::warn("handler \"{}\": listing its dead letters failed: {}", job.handler, why);
+    log_warn("redrive.list_failed", {{"handler", job.handler}, {"reason", why}},
+             "handler \"{}\": listing its dead letters failed: {}", job.handler, why);
   }
   run.out.done(ok, line);
 }

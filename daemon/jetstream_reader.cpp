@@ -392,17 +392,19 @@ void JetStreamReader::check_dead_letter_subjects() {
     NatsMsgPtr reply(raw_reply);
     const std::string where = config_.file + ": handlers." + handler.name + ".dead_letter.subject";
     if (status != NATS_OK) {
-      spdlog::warn(
-          "{}: cannot ask the server which stream captures \"{}\" ({}); dead letters that no stream takes "
-          "are held and tried again",
-          where, subject, why);
+      log_warn("dead_letter.stream_unknown", {{"handler", handler.name}, {"subject", subject}, {"reason", why}},
+               "{}: cannot ask the server which stream captures \"{}\" ({}); dead letters that no stream takes "
+               "are held and tried again",
+               where, subject, why);
       continue;
     }
     const std::string_view body(natsMsg_GetData(raw_reply), static_cast<std::size_t>(natsMsg_GetDataLength(raw_reply)));
     const auto json = nlohmann::json::parse(body, nullptr, false);
     if (!json.is_object() || json.contains("error")) {
-      spdlog::warn("{}: the server did not say which stream captures \"{}\": {}", where, subject,
-                   std::string(body.substr(0, 200)));
+      log_warn("dead_letter.stream_unknown",
+               {{"handler", handler.name}, {"subject", subject}, {"reason", std::string(body.substr(0, 200))}},
+               "{}: the server did not say which stream captures \"{}\": {}", where, subject,
+               std::string(body.substr(0, 200)));
       continue;
     }
     std::vector<std::string> streams;
@@ -418,13 +420,15 @@ void JetStreamReader::check_dead_letter_subjects() {
                                           "make one whose subjects take it, or change the subject.");
     }
     if (std::find(streams.begin(), streams.end(), config_.consumer.stream) != streams.end()) {
-      spdlog::warn(
-          "{}: \"{}\" is captured by stream \"{}\", the one jetfan reads: its dead letters would come back "
-          "to it",
-          where, subject, config_.consumer.stream);
+      log_warn("dead_letter.own_stream",
+               {{"handler", handler.name}, {"subject", subject}, {"stream", config_.consumer.stream}},
+               "{}: \"{}\" is captured by stream \"{}\", the one jetfan reads: its dead letters would come back "
+               "to it",
+               where, subject, config_.consumer.stream);
     }
-    spdlog::info("handler \"{}\": dead letters go to \"{}\", stored by stream \"{}\"", handler.name, subject,
-                 streams.front());
+    log_info("dead_letter.stream", {{"handler", handler.name}, {"subject", subject}, {"stream", streams.front()}},
+             "handler \"{}\": dead letters go to \"{}\", stored by stream \"{}\"", handler.name, subject,
+             streams.front());
   }
 }
 
@@ -447,7 +451,8 @@ void JetStreamReader::read_newer_features(ConsumerFacts& facts, const std::strin
         facts);
   }
   if (!why.empty()) {
-    spdlog::warn("nats: cannot read the priority groups and pause of {}: {}; serving as if it had neither", named, why);
+    log_warn("nats.consumer_features_unknown", {{"consumer", named}, {"reason", why}},
+             "nats: cannot read the priority groups and pause of {}: {}; serving as if it had neither", named, why);
   }
 }
 
@@ -528,8 +533,9 @@ std::optional<std::vector<StreamMessage>> JetStreamReader::read_stream(std::uint
   };
   wait_off_thread(call, Duration(0));
   if (!why.empty()) {
-    spdlog::warn("nats: cannot read stream \"{}\" from seq {} to {}: {}", config_.consumer.stream, after + 1, through,
-                 why);
+    log_warn("order.stream_unread",
+             {{"stream", config_.consumer.stream}, {"from", after + 1}, {"through", through}, {"reason", why}},
+             "nats: cannot read stream \"{}\" from seq {} to {}: {}", config_.consumer.stream, after + 1, through, why);
     return std::nullopt;
   }
   std::vector<StreamMessage> out;
