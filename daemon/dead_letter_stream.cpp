@@ -7,16 +7,6 @@
 namespace jetfan {
 namespace {
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool same_name(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
 // An error member, as JetStream writes them: {"error": {"code": 404, "description": "..."}}.
 std::optional<ApiError> error_of(const nlohmann::json& json) {
   if (!json.contains("error")) return std::nullopt;
@@ -84,24 +74,6 @@ std::optional<std::string> parse_msg_delete(std::string_view json) {
   if (auto error = error_of(doc)) return error->what;
   if (doc.value("success", false)) return std::nullopt;
   return "not deleted: " + excerpt(json);
-}
-
-std::optional<std::string_view> header_value(std::string_view block, std::string_view name) {
-  std::size_t at = block.find("\r\n");
-  while (at != std::string_view::npos && at + 2 < block.size()) {
-    const std::size_t start = at + 2;
-    const std::size_t end = block.find("\r\n", start);
-    if (end == std::string_view::npos || end == start) break;
-    const std::string_view line = block.substr(start, end - start);
-    const std::size_t colon = line.find(':');
-    if (colon != std::string_view::npos && same_name(line.substr(0, colon), name)) {
-      std::string_view value = line.substr(colon + 1);
-      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-      return value;
-    }
-    at = end;
-  }
-  return std::nullopt;
 }
 
 std::optional<std::string> base64_decode(std::string_view text) {

@@ -43,9 +43,6 @@ std::variant<StoredLetter, NoMessage, ApiError> parse_msg_get(std::string_view j
 // nullopt: deleted. Else why not.
 std::optional<std::string> parse_msg_delete(std::string_view json);
 
-// The first value of header `name` (compared without regard to case) in a NATS/1.0 block.
-std::optional<std::string_view> header_value(std::string_view block, std::string_view name);
-
 // Standard base64 (with or without padding); nullopt when it is not base64.
 std::optional<std::string> base64_decode(std::string_view text);
 

@@ -14,6 +14,7 @@
 
 #include "dispatcher.hpp"
 #include "jetstream_subject.hpp"
+#include "nats_header.hpp"
 #include "order_key.hpp"
 
 namespace jetfan {
@@ -36,7 +37,7 @@ std::uint64_t number(std::optional<std::string_view> text) {
 }
 
 std::string header_or(const StoredLetter& letter, std::string_view name, std::string_view otherwise) {
-  const auto value = header_value(letter.headers, name);
+  const auto value = proto::find_header(letter.headers, name);
   return std::string(value ? *value : otherwise);
 }
 
@@ -210,7 +211,7 @@ void Dispatcher::on_letter(std::uint64_t id, DeadLetterRun& run, StoredLetter le
   ++run.seen;
   const std::string key = header_or(letter, "Jetfan-Subject", letter.subject);
   const std::string reason = header_or(letter, "Jetfan-Reason", "?");
-  const std::uint64_t attempts = number(header_value(letter.headers, "Jetfan-Attempts"));
+  const std::uint64_t attempts = number(proto::find_header(letter.headers, "Jetfan-Attempts"));
   if (run.job.kind == DeadLetterJob::Kind::kList) {
     if (run.job.json) {
       run.json_items.push_back(nlohmann::json{
@@ -219,7 +220,7 @@ void Dispatcher::on_letter(std::uint64_t id, DeadLetterRun& run, StoredLetter le
           {"reason", reason},
           {"attempts", attempts},
           {"time", letter.time},
-          {"original_seq", number(header_value(letter.headers, "Jetfan-Sequence"))},
+          {"original_seq", number(proto::find_header(letter.headers, "Jetfan-Sequence"))},
           {"bytes",
            letter.payload.size()}}.dump());
     } else if (!run.out.line(fmt::format("seq {}  subject {}  attempts {}  time {}  reason {}", letter.seq, key,
@@ -266,7 +267,7 @@ void Dispatcher::begin_redrive(std::uint64_t id, DeadLetterRun& run) {
   if (order_by.kind != OrderBy::Kind::kNone) {
     if (const auto found = order_key(order_by, key, message->headers())) redrive.order_key = std::string(*found);
   }
-  const std::uint64_t original = number(header_value(letter.headers, "Jetfan-Sequence"));
+  const std::uint64_t original = number(proto::find_header(letter.headers, "Jetfan-Sequence"));
   stored_.emplace(redrive.message, Stored{std::move(message), key, original, 1, 0});
   if (!core_.redrive(redrive, time_.now())) {
     stored_.erase(redrive.message);

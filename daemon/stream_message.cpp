@@ -2,41 +2,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <optional>
+
+#include "dead_letter_stream.hpp"  // base64_decode
 
 namespace jetfan {
 namespace {
 
 // The server's "no message found" (JSNoMessageFoundErr).
 constexpr int kNoMessageFound = 10037;
-
-std::optional<std::string> base64_decode(std::string_view text) {
-  static const std::array<int, 256> values = [] {
-    std::array<int, 256> table{};
-    table.fill(-1);
-    const std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (std::size_t i = 0; i < alphabet.size(); ++i)
-      table[static_cast<unsigned char>(alphabet[i])] = static_cast<int>(i);
-    return table;
-  }();
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  std::uint32_t bits = 0;
-  int count = 0;
-  for (const char c : text) {
-    if (c == '=') break;
-    const int value = values[static_cast<unsigned char>(c)];
-    if (value < 0) return std::nullopt;
-    bits = (bits << 6) | static_cast<std::uint32_t>(value);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      out.push_back(static_cast<char>((bits >> count) & 0xff));
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
