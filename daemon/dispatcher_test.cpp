@@ -617,6 +617,16 @@ struct JobLog {
   }
 };
 
+// A redrive of builder's dead letters: all of them (--all), or stream seqs from..to (--seq).
+DeadLetterJob builder_redrive(std::optional<std::pair<std::uint64_t, std::uint64_t>> seqs = std::nullopt) {
+  DeadLetterJob job;
+  job.kind = DeadLetterJob::Kind::kRedrive;
+  job.handler = "builder";
+  job.all = !seqs;
+  if (seqs) std::tie(job.from, job.to) = *seqs;
+  return job;
+}
+
 Config redrive_config() {
   auto builder = handler("builder", {"a.*"});
   builder.dead_letter_subject = "dlq.builder";
@@ -642,10 +652,7 @@ TEST_CASE("dispatcher: a redrive delivers each dead letter to its handler alone,
   const auto builder = h.hello("builder");
   const auto audit = h.hello("audit");
   JobLog log;
-  DeadLetterJob job;
-  job.kind = DeadLetterJob::Kind::kRedrive;
-  job.handler = "builder";
-  job.all = true;
+  DeadLetterJob job = builder_redrive();
   REQUIRE_FALSE(h.dispatcher().start_dead_letter_job(job, log.output()));
   REQUIRE(h.upstream.api_requests.size() == 1);
   CHECK(h.upstream.api_requests[0].subject == "$JS.API.STREAM.NAMES");
@@ -687,11 +694,7 @@ TEST_CASE("dispatcher: a redriven dead letter the handler fails again is dead-le
   h.checking = false;
   const auto builder = h.hello("builder");
   JobLog log;
-  DeadLetterJob job;
-  job.kind = DeadLetterJob::Kind::kRedrive;
-  job.handler = "builder";
-  job.from = 3;
-  job.to = 3;
+  const DeadLetterJob job = builder_redrive({{3, 3}});
   REQUIRE_FALSE(h.dispatcher().start_dead_letter_job(job, log.output()));
   answer_last(h, R"({"streams":["DLQ"]})");
   answer_last(h, stored_letter(3, "builder", 17));
@@ -751,11 +754,7 @@ TEST_CASE("dispatcher: a drain cuts a redrive short without deleting the dead le
   h.checking = false;
   const auto builder = h.hello("builder");
   JobLog log;
-  DeadLetterJob job;
-  job.kind = DeadLetterJob::Kind::kRedrive;
-  job.handler = "builder";
-  job.from = 3;
-  job.to = 3;
+  const DeadLetterJob job = builder_redrive({{3, 3}});
   REQUIRE_FALSE(h.dispatcher().start_dead_letter_job(job, log.output()));
   CHECK(h.dispatcher().start_dead_letter_job(job, JobLog().output()));  // one redrive per handler at a time
   answer_last(h, R"({"streams":["DLQ"]})");
