@@ -5,16 +5,6 @@
 namespace jetfan {
 namespace {
 
-bool is_ours(std::string_view line) {
-  constexpr std::string_view kPrefix = "jetfan-";
-  if (line.size() < kPrefix.size()) return false;
-  for (std::size_t i = 0; i < kPrefix.size(); ++i) {
-    const char c = line[i] >= 'A' && line[i] <= 'Z' ? static_cast<char>(line[i] - 'A' + 'a') : line[i];
-    if (c != kPrefix[i]) return false;
-  }
-  return true;
-}
-
 std::string rfc3339(std::uint64_t ns) {
   const auto seconds = static_cast<std::time_t>(ns / 1'000'000'000);
   std::tm utc{};
@@ -24,6 +14,24 @@ std::string rfc3339(std::uint64_t ns) {
   char fraction[16];
   std::snprintf(fraction, sizeof fraction, ".%09lluZ", static_cast<unsigned long long>(ns % 1'000'000'000));
   return std::string(text, n) + fraction;
+}
+
+bool starts_with_folded(std::string_view text, std::string_view lower_prefix) {
+  if (text.size() < lower_prefix.size()) return false;
+  for (std::size_t i = 0; i < lower_prefix.size(); ++i) {
+    const char c = text[i] >= 'A' && text[i] <= 'Z' ? static_cast<char>(text[i] - 'A' + 'a') : text[i];
+    if (c != lower_prefix[i]) return false;
+  }
+  return true;
+}
+
+// An earlier jetfan's dedup id, on a dead letter that is redriven and given up again.
+bool is_our_msg_id(std::string_view line) {
+  constexpr std::string_view kName = "nats-msg-id:";
+  if (!starts_with_folded(line, kName)) return false;
+  std::string_view value = line.substr(kName.size());
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  return value.rfind("jetfan:", 0) == 0;
 }
 
 // Header values are one line: a CR or LF would end the header early.
@@ -37,8 +45,16 @@ std::string one_line(std::string_view value) {
 
 }  // namespace
 
+std::string dedup_id(const DeadLetterFacts& facts) {
+  std::string id =
+      "jetfan:" + std::string(facts.stream) + ":" + std::to_string(facts.stream_seq) + ":" + std::string(facts.handler);
+  if (facts.redriven_from != 0) id += ":redrive:" + std::to_string(facts.redriven_from);
+  return id;
+}
+
 std::string dead_letter_headers(std::string_view original, const DeadLetterFacts& facts) {
   std::string block = "NATS/1.0\r\n";
+  block.append("Nats-Msg-Id: ").append(one_line(dedup_id(facts))).append("\r\n");
   // The original's own headers, in order; its first line (the version, perhaps a status) is ours.
   std::size_t at = original.find("\r\n");
   while (at != std::string_view::npos && at + 2 < original.size()) {
@@ -46,7 +62,7 @@ std::string dead_letter_headers(std::string_view original, const DeadLetterFacts
     const std::size_t end = original.find("\r\n", start);
     if (end == std::string_view::npos || end == start) break;
     const std::string_view line = original.substr(start, end - start);
-    if (!is_ours(line)) block.append(line).append("\r\n");
+    if (!starts_with_folded(line, "jetfan-") && !is_our_msg_id(line)) block.append(line).append("\r\n");
     at = end;
   }
   auto add = [&block](std::string_view name, const std::string& value) {

@@ -11,6 +11,10 @@
 //   Jetfan-Stream      the stream, Jetfan-Sequence its sequence there, Jetfan-Consumer the durable
 //   Jetfan-Deliveries  how often the server had delivered it
 //   Jetfan-Time        when the stream stored it (RFC 3339, UTC), if the server said
+// and, first of all, jetfan's own Nats-Msg-Id (dedup_id below): a publish tried again after its
+// answer was lost, or by the next jetfan after a crash, is then stored once within the stream's
+// duplicate window. The message's own Nats-Msg-Id stays, after it (the server reads the first); so
+// two handlers' dead letters of one message are two, never one taken for the other's duplicate.
 // The names are in docs/OPERATING.md ("Dead letters").
 //
 // A publish with no answer within `timeout` (the connection went, the server never answered)
@@ -37,11 +41,17 @@ struct DeadLetterFacts {
   std::uint64_t stream_seq = 0;
   std::string_view consumer;
   std::uint64_t deliveries = 0;
-  std::uint64_t published_ns = 0;  // 0: not known
+  std::uint64_t published_ns = 0;   // 0: not known
+  std::uint64_t redriven_from = 0;  // a redrive's: the sequence of the dead letter it redrove; else 0
 };
 
+// "jetfan:<stream>:<stream_seq>:<handler>", and ":redrive:<redriven_from>" for a redrive's dead
+// letter: one id per message and handler (per redrive), whichever jetfan or budget gave it up. Pure.
+std::string dedup_id(const DeadLetterFacts& facts);
+
 // The header block of a dead letter: `original` (a NATS/1.0 block, or empty) with the Jetfan-*
-// headers of `facts` added. Pure.
+// headers of `facts` added, and dedup_id(facts) first. The Jetfan-* headers and a jetfan
+// Nats-Msg-Id that `original` had (a redriven dead letter's) are left out. Pure.
 std::string dead_letter_headers(std::string_view original, const DeadLetterFacts& facts);
 
 class PendingPublishes {

@@ -41,6 +41,9 @@ void Dispatcher::publish_dead_letter(const Effect& effect, const Stored& stored)
   facts.consumer = config_.consumer.durable;
   facts.deliveries = stored.deliveries;
   facts.published_ns = stored.published_ns;
+  if (const auto published = core_.budget().find(effect.publish); published && published->seq >= kRedriveKey) {
+    facts.redriven_from = published->seq - kRedriveKey;
+  }
   const std::string headers = dead_letter_headers(stored.message->headers(), facts);
   if (!upstream_.publish(effect.publish, handler.dead_letter_subject, headers, stored.message->payload())) {
     unsent_publishes_.push_back(effect.publish);

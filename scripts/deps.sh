@@ -13,7 +13,8 @@ packages=("${build_packages[@]}" nats-server python3-venv
           zsh  # daemon/cli_test.cpp parses the zsh completion with zsh -n
           mmdebstrap iproute2  # docker/rootfs_test.sh: the images' root file systems; their network
           openssl  # tests/auth: keys, certificates and JWTs made by the test
-          clang-14 libclang-rt-14-dev)  # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes
+          clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes
+          clang-format-14 clang-tidy-14)  # scripts/lint.sh
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

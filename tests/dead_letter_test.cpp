@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "mesh.hpp"
 
@@ -68,6 +71,72 @@ TEST_CASE("a handler that fails a message for ever gets max_attempts deliveries,
   CHECK(header(dead, "Jetfan-Time").size() == std::string("2026-01-01T00:00:00.000000000Z").size());
   CHECK(mesh.controller().stream_messages("DLQ") == 1);  // exactly one
   CHECK(mesh.state().ack_floor_stream_seq == seq);
+}
+
+// Every value a stored message has for a header, in the order cnats gives them.
+std::vector<std::string> values(const jetfan::example::MeshController::StoredMessage& m, const std::string& name) {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : m.headers) {
+    if (key == name) out.push_back(value);
+  }
+  return out;
+}
+
+TEST_CASE("two handlers that give up one message with its own Nats-Msg-Id each get their dead letter in one stream",
+          "[integration]") {
+  // Both NAK it for ever. Had the dead letters carried only the message's Nats-Msg-Id, the stream's
+  // duplicate window would have taken the second for a copy of the first, and dropped it.
+  Mesh mesh;
+  mesh.controller().create_stream("DLQ", {"dlq.>"});
+  mesh.start_jetfan(
+      mesh.config("  - name: builder\n    patterns: [\"a.*\"]\n"
+                  "    retry: {max_attempts: 2, backoff: 10ms}\n"
+                  "    dead_letter: {subject: dlq.x.builder}\n"
+                  "  - name: checker\n    patterns: [\"a.*\"]\n"
+                  "    retry: {max_attempts: 2, backoff: 10ms}\n"
+                  "    dead_letter: {subject: dlq.x.checker}\n"));
+  mesh.start_handler("builder");
+  mesh.start_handler("checker");
+  const std::uint64_t seq =
+      mesh.controller().publish("events.a.one", "nak@builder nak@checker", {{"Nats-Msg-Id", "order-1"}});
+  REQUIRE(wait_until([&] { return mesh.controller().stream_messages("DLQ") == 2; }));
+  REQUIRE(mesh.wait_settled());
+  std::set<std::string> handlers;
+  for (std::uint64_t dead_seq : {1, 2}) {
+    const auto dead = mesh.controller().get_message("DLQ", dead_seq);
+    const std::string handler = header(dead, "Jetfan-Handler");
+    handlers.insert(handler);
+    INFO("dead letter " << dead_seq << " of handler " << handler);
+    const auto ids = values(dead, "Nats-Msg-Id");
+    CHECK(std::count(ids.begin(), ids.end(), "jetfan:EVENTS:" + std::to_string(seq) + ":" + handler) == 1);
+    CHECK(std::count(ids.begin(), ids.end(), "order-1") == 1);  // the message's own stays
+  }
+  CHECK(handlers == std::set<std::string>{"builder", "checker"});
+}
+
+TEST_CASE("a message the next jetfan gives up again after kill -9 is stored once in the dead-letter stream",
+          "[integration]") {
+  // audit is declared but has no instance, so the message stays unacked after builder's dead letter
+  // is stored; the killed jetfan's successor gets it again after AckWait, builder uses up a new
+  // budget, and the second publish is the same dead letter (its Nats-Msg-Id): the stream answers
+  // with the sequence of the first and stores nothing new.
+  Mesh mesh({.ack_wait = std::chrono::milliseconds(2000)});
+  mesh.controller().create_stream("DLQ", {"dlq.>"});
+  const std::string config = mesh.config(budget_handlers());
+  mesh.start_jetfan(config);
+  mesh.start_handler("builder");
+  const std::uint64_t seq = mesh.publish("a.four", "nak@builder");
+  REQUIRE(mesh.wait_for_log("stored in stream \"DLQ\" at seq 1"));
+  mesh.jetfan().kill_now();
+
+  mesh.start_jetfan(config);
+  mesh.start_handler("builder");
+  REQUIRE(mesh.wait_for_log("stored in stream \"DLQ\" at seq 1", 30s, 2));
+  CHECK(count_seq(mesh.seen("builder", 2), seq) == 3);  // a whole new budget
+  CHECK(mesh.controller().stream_messages("DLQ") == 1);
+  mesh.start_handler("audit");
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.controller().stream_messages("DLQ") == 1);
 }
 
 TEST_CASE("a TERM from a handler with dead letters is dead-lettered with the reason TERM", "[integration]") {

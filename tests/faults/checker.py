@@ -311,10 +311,13 @@ def check(workdir):
             lost = set()
             stuck = set()
         else:
-            unconfirmed |= poison
+            # With dead letters, a message is settled for h once its dead letter is stored; the
+            # dead-letter rule below checks that it was, and only where h used up its budget.
+            dead_lettered = {i for i, n in dead_letters.get(name, {}).items() if n} if h.get("dead_letter") else set()
+            unconfirmed |= poison - dead_lettered
             lost = wants - set(received)
             # received, failed (NAK, cut off, no answer), and never given to it again
-            stuck = (wants & set(received)) - acked_by_h - poison
+            stuck = (wants & set(received)) - acked_by_h - poison - dead_lettered
 
         causes = defaultdict(int)
         concurrent = []
@@ -332,7 +335,11 @@ def check(workdir):
                              jetfan_failed_between(cur["seq"], prev["t"] - 2 * ack_timeout_ns[name], cur["t"]))))
                 # An older delivery read by an instance just after a long SIGSTOP: it sat in that
                 # instance's socket while jetfan failed it and gave the next delivery to another.
-                stale = cur["aux"] < prev["aux"] and read_after_long_stop(name, cur)
+                # An ordered handler's retry stays inside jetfan, so the server's delivery count of
+                # the stale copy is the same as the next one's, on another instance.
+                stale = read_after_long_stop(name, cur) and (
+                    cur["aux"] < prev["aux"]
+                    or (h.get("order_by") and cur["aux"] == prev["aux"] and cur["file"] != prev["file"]))
                 if prev["answer"] != "ack" or late or stale:
                     cause = "after_failure"
                 elif generation(prev["answer_t"]) != generation(cur["t"]):
@@ -421,6 +428,14 @@ def check(workdir):
         for d in deliveries[h["name"]]:
             if d["answer"] == "ack" and d["id"] not in firsts:
                 firsts[d["id"]] = d["answer_t"]
+        if h.get("dead_letter"):  # a dead-lettered message is settled for h once its budget is used up
+            mine = defaultdict(list)
+            for d in deliveries[h["name"]]:
+                mine[d["id"]].append(d)
+            for ident in dead_letters.get(h["name"], {}):
+                t = dead_letter_rule.used_up_at(mine.get(ident, []), h["max_attempts"], generation)
+                if t is not None and t < firsts.get(ident, float("inf")):
+                    firsts[ident] = t
         first_ack[h["name"]] = firsts
     acks_by_seq = defaultdict(list)
     settled_at_server = {}

@@ -24,6 +24,20 @@ def used_up_budgets(deliveries, max_attempts, generation):
     return sum(n // max_attempts for n in failures.values())
 
 
+def used_up_at(deliveries, max_attempts, generation):
+    """When a handler first used up its budget on one message: the answer time (or, with no answer,
+    the delivery time) of its max_attempts-th failed delivery within one jetfan generation. None if it
+    never did. Its dead letter, and so jetfan's ack of the message, can only come after that."""
+    failures = defaultdict(int)
+    for d in deliveries:
+        if d["answer"] != "ack":
+            g = generation(d["t"])
+            failures[g] += 1
+            if failures[g] == max_attempts:
+                return d.get("answer_t") or d["t"]
+    return None
+
+
 def check_dead_letters(wants, received, dead_letters, max_attempts, generation):
     """wants: ids h must settle. received: id -> its deliveries to h, oldest first (dicts with "t" and
     "answer": "ack", "nak", "drop" or None). dead_letters: id -> dead letters of it for h.

@@ -25,10 +25,17 @@ def key_of(ident):
     return KEYS[ident % len(KEYS)]
 
 
+def payload_of(ident, size):
+    """What faults-publisher sends as message `ident` (publisher_main.cpp)."""
+    text = f"{ident} {key_of(ident)} ".encode()
+    return text + b"x" * max(0, size - len(text))
+
+
 class HandlerSpec:
     """A declared handler: its patterns, and its instances (each a list of faults-handler flags)."""
 
-    def __init__(self, name, patterns, instances=(), poison=None, ghost=False, ack_timeout="5s", order_by=None):
+    def __init__(self, name, patterns, instances=(), poison=None, ghost=False, ack_timeout="5s", order_by=None,
+                 max_attempts=None, dead_letter=None):
         self.name = name
         self.order_by = order_by  # handlers[].order_by, or None: unordered
         self.patterns = list(patterns)
@@ -36,6 +43,8 @@ class HandlerSpec:
         self.poison = poison  # (mod, rem): ids this handler NAKs for ever
         self.ghost = ghost    # disconnected for good at some point (or never connected)
         self.ack_timeout = ack_timeout
+        self.max_attempts = max_attempts  # handlers[].retry.max_attempts, or None: unlimited
+        self.dead_letter = dead_letter    # handlers[].dead_letter.subject (in DEAD_LETTER_STREAM), or None
 
     def wants(self, ident):
         return matches_any(self.patterns, key_of(ident))
@@ -53,6 +62,10 @@ def standard_handlers(reconnect_loop=False, ghost_instance=False):
         HandlerSpec("D", ["b.#", "*.y"], [["--poison", "101:7"]], poison=(101, 7)),
         HandlerSpec("G", ["g.*"], [[]] if ghost_instance else [], ghost=True),
         HandlerSpec("O", ["a.*", "c.#"], [[], []], order_by="key"),
+        # Fails its poison for ever, like D, but with a retry budget of 3 and dead letters: jetfan
+        # publishes each to the dead-letter stream, under the same faults, and only then settles it.
+        HandlerSpec("L", ["b.*", "c.x", "a.z"], [["--poison", "23:4"]], poison=(23, 4), max_attempts=3,
+                    dead_letter="dlq.faults.L"),
     ]
 
 
@@ -172,6 +185,10 @@ class Run:
             lines += [f"  - name: {h.name}", f"    patterns: [{pats}]", f"    ack_timeout: {h.ack_timeout}"]
             if h.order_by:
                 lines.append(f"    order_by: {h.order_by}")
+            if h.max_attempts:
+                lines.append(f"    retry: {{max_attempts: {h.max_attempts}, backoff: 100ms, backoff_max: 400ms}}")
+            if h.dead_letter:
+                lines.append(f"    dead_letter: {{subject: {h.dead_letter}}}")
         lines += ["delivery:", "  nak_delay: 200ms", f"  nak_delay_max: {int(s.nak_delay_max_s * 1000)}ms",
                   f"  drain_timeout: {int(s.drain_timeout_s * 1000)}ms"]
         self.config_path = os.path.join(self.dir, "jetfan.yaml")

@@ -14,8 +14,9 @@ import time
 import checker
 import faults_lib as F
 import records
-from mesh import KEYS, Run, Settings, standard_handlers
+from mesh import KEYS, Run, Settings, key_of, payload_of, standard_handlers
 from proc import die_with_parent, wait_until
+from servers import DEAD_LETTER_STREAM, DURABLE, STREAM
 
 
 class Scenario:
@@ -109,7 +110,8 @@ def expectations(run, want_ids=False):
             unconfirmed |= wants - confirmed[h.name]
         else:
             complete = complete and wants <= got[h.name]
-            unconfirmed |= {i for i in wants if h.poisoned(i)}
+            if not h.dead_letter:  # with a dead letter, jetfan settles its poison too
+                unconfirmed |= {i for i in wants if h.poisoned(i)}
     if not want_ids:
         return complete, len(unconfirmed)
     seq_of = dict(acked)
@@ -158,6 +160,37 @@ def finish(run, info, settle_timeout):
                             "EVENTS", "faults", expect_path, "45", "3000", audit_path],
                            os.path.join(run.dir, "audit.log"))
     info["audited"] = audit == 0
+    info["dead_letters"] = dump_dead_letters(run)
+
+
+def dump_dead_letters(run):
+    """Reads the dead-letter stream, once the audit is done, into dead_letters.txt ("<handler> <id>"
+    a dead letter) for the checker's dead-letter rule. A dead letter that is not its message byte for
+    byte, or whose headers do not name where it came from, is a finding. Returns how many there are."""
+    specs = {h.name: h for h in run.handlers if h.dead_letter}
+    if not specs:
+        return 0
+    letters = run.tool.stream_messages(DEAD_LETTER_STREAM)
+    with open(os.path.join(run.dir, "dead_letters.txt"), "w") as out:
+        for m in letters:
+            handler, headers = m["headers"].get("Jetfan-Handler", "?"), m["headers"]
+            digits = m["data"].split(b" ", 1)[0]
+            ident = int(digits) if digits.isdigit() else -1
+            wrong = []
+            if handler not in specs or m["subject"] != specs[handler].dead_letter:
+                wrong.append(f"handler {handler!r} on subject {m['subject']}")
+            if m["data"] != payload_of(ident, run.settings.size):
+                wrong.append(f"payload {m['data'][:40]!r} is not message {ident}'s")
+            if headers.get("Jetfan-Subject") != "events." + key_of(ident):
+                wrong.append(f"Jetfan-Subject {headers.get('Jetfan-Subject')!r}")
+            if headers.get("Jetfan-Stream") != STREAM or headers.get("Jetfan-Consumer") != DURABLE:
+                wrong.append(f"Jetfan-Stream/Consumer {headers.get('Jetfan-Stream')!r}/{headers.get('Jetfan-Consumer')!r}")
+            if not headers.get("Jetfan-Reason") or not headers.get("Jetfan-Attempts", "").isdigit():
+                wrong.append("no Jetfan-Reason or Jetfan-Attempts")
+            if wrong:
+                run.event("finding", what=f"dead letter {m['seq']} of {DEAD_LETTER_STREAM}: " + "; ".join(wrong))
+            out.write(f"{handler} {ident}\n")
+    return len(letters)
 
 
 def subprocess_run(argv, log):
@@ -171,7 +204,7 @@ def write_info(run, info):
                 rate=run.settings.rate,
                 cluster_size=run.cluster_size,
                 handlers=[{"name": h.name, "patterns": h.patterns, "poison": h.poison, "ghost": h.ghost,
-                           "order_by": h.order_by,
+                           "order_by": h.order_by, "max_attempts": h.max_attempts, "dead_letter": h.dead_letter,
                            "ack_timeout_s": float(h.ack_timeout.rstrip("s")),
                            "record_files": [os.path.basename(p) for p in run.handler_record_files(h.name)]}
                           for h in run.handlers])

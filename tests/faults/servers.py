@@ -2,6 +2,7 @@
 restartable on the same port and the same store. The harness talks to them through faults-nats
 serve (NatsTool), never with a NATS client of its own."""
 
+import base64
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from proc import Proc, die_with_parent, free_port, read_text, wait_until
 
 STREAM = "EVENTS"
 DURABLE = "faults"
+DEAD_LETTER_STREAM = "FAULTS_DLQ"  # captures dlq.>: the handlers' dead-letter subjects
 
 
 def nats_server_binary():
@@ -126,9 +128,12 @@ class NatsTool:
             "durable_name": DURABLE, "ack_policy": "explicit", "ack_wait": int(ack_wait_s * 1e9),
             "max_deliver": -1, "max_ack_pending": max_ack_pending, "deliver_policy": "all",
             "replay_policy": "instant"}}
+        dead_letters = {"name": DEAD_LETTER_STREAM, "subjects": ["dlq.>"], "storage": "file",
+                        "num_replicas": replicas, "retention": "limits", "discard": "old"}
         deadline = time.monotonic() + timeout
         last = None
         for subject, body in ((f"$JS.API.STREAM.CREATE.{STREAM}", stream),
+                              (f"$JS.API.STREAM.CREATE.{DEAD_LETTER_STREAM}", dead_letters),
                               (f"$JS.API.CONSUMER.DURABLE.CREATE.{STREAM}.{DURABLE}", consumer)):
             while True:
                 try:
@@ -139,6 +144,39 @@ class NatsTool:
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"cannot create {subject}: {last}")
                     time.sleep(0.25)
+
+    def stream_messages(self, stream, timeout=60):
+        """Every message in `stream`, oldest first, each as {"seq", "subject", "headers" (name ->
+        value), "data" (bytes)}, read by sequence (STREAM.MSG.GET), as `jetfan dlq` reads them."""
+        deadline = time.monotonic() + timeout
+        while (info := self.try_request(f"$JS.API.STREAM.INFO.{stream}", "", 5000)) is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no info of stream {stream}")
+            time.sleep(0.25)
+        state = info["state"]
+        out = []
+        for seq in range(state["first_seq"], state["last_seq"] + 1) if state["messages"] else ():
+            while True:
+                try:
+                    message = self.request(f"$JS.API.STREAM.MSG.GET.{stream}", json.dumps({"seq": seq}), 5000)["message"]
+                    break
+                except RuntimeError as e:
+                    if "no message found" in str(e):  # deleted
+                        message = None
+                        break
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.25)
+            if message is None:
+                continue
+            headers = {}
+            for line in base64.b64decode(message.get("hdrs", "")).decode(errors="replace").split("\r\n")[1:]:
+                name, _, value = line.partition(":")
+                if name:
+                    headers[name.strip()] = value.strip()
+            out.append({"seq": seq, "subject": message["subject"], "headers": headers,
+                        "data": base64.b64decode(message.get("data", ""))})
+        return out
 
     def consumer_info(self, timeout_ms=2000):
         return self.try_request(f"$JS.API.CONSUMER.INFO.{STREAM}.{DURABLE}", "", timeout_ms)
