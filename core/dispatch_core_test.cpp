@@ -577,8 +577,10 @@ TEST_CASE("draining hands back with a delay that runs out when the last pull req
 }
 
 // The randomized model test. A model server publishes (sometimes a subject with no key),
-// redelivers what was nak'd, sometimes redelivers what is still held, and sometimes loses acks and
-// redelivers what was settled; model handlers connect, disconnect and answer at random; now and then
+// redelivers what was nak'd, sometimes redelivers what is still held, sometimes loses acks and
+// redelivers what was settled, and sometimes loses a message on its way to jetfan (a broken
+// connection, a leader change) and sends it again after AckWait, the dispatcher meanwhile holding
+// the ordered handlers (hold_ordered); model handlers connect, disconnect and answer at random; now and then
 // a reload adds, removes, reorders handlers and changes their max_inflight and which of them are
 // ordered (by one of a few keys). Every effect is checked against the invariants in the header,
 // the order of every ordered handler's keys included. Runs end either by settling everything or by a
@@ -662,12 +664,41 @@ struct Model {
       deliver_from_server(seq);
       return;
     }
+    choose_recipients(seq);
+    deliver_from_server(seq);
+  }
+  void choose_recipients(std::uint64_t seq) {
     recipients[seq] = static_cast<HandlerMask>(pick(std::size_t{1} << handler_count));
     for (std::size_t h = 0; h < handler_count; ++h) {
       if (ordered[h] && (recipients[seq] & bit(h)))
         order_keys[seq][h] = std::string(1, static_cast<char>('a' + pick(3)));
     }
-    deliver_from_server(seq);
+  }
+  // The connection broke, or the consumer's leader changed, as the server sent a message: it never
+  // arrives, and the server sends it again once AckWait has passed. All the dispatcher knows is that
+  // something may have been lost, so it holds the ordered handlers for 4/3 of an AckWait; the order
+  // check counts the lost message as present until it comes back (away_until).
+  void lose_in_transit() {
+    const std::uint64_t seq = next_seq++;
+    choose_recipients(seq);
+    ++deliveries[seq];
+    lost[seq] = now + kAckWait;
+    away_until[seq] = now + kAckWait;
+    if (!order_keys[seq].empty()) ++lost_while_ordered;
+    core.hold_ordered(now + kAckWait * 4 / 3);
+  }
+  // Time passes until `target`; what was lost comes back on time on the way.
+  void advance_to(TimePoint target) {
+    for (;;) {
+      auto due =
+          std::min_element(lost.begin(), lost.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      if (due == lost.end() || due->second > target) break;
+      const std::uint64_t seq = due->first;
+      now = std::max(now, due->second);
+      lost.erase(due);
+      deliver_from_server(seq);
+    }
+    now = std::max(now, target);
   }
   // Under AckPolicy all, one ack settles every sequence up to its own at the server.
   void settled_by_ack(std::uint64_t seq) {
@@ -963,7 +994,7 @@ struct Model {
       answer_publish(false);
     } else if (action < 83) {
       const Duration step = milliseconds(pick(700));
-      now += step;
+      advance_to(now + step);
       if (action == 82) core.extend_deadlines(step);  // jetfan was not running meanwhile
       core.tick(now);
     } else if (action < 85) {
@@ -980,6 +1011,9 @@ struct Model {
         paused.erase(h);
       }
       core.set_paused(h, pause, now);
+    } else if (action < 88 && policy == AckPolicy::kExplicit) {
+      // (Under AckPolicy all an ack of a later message would ack the lost one too: not modelled.)
+      lose_in_transit();
     } else if (policy == AckPolicy::kNone) {
       // The server forgets each message once sent: it never redelivers.
     } else if (action < 92 && !nak_pending.empty()) {
@@ -1032,13 +1066,20 @@ struct Model {
   std::map<std::uint64_t, Key> publishes;  // pending dead-letter publishes, by id
   std::uint64_t dead_letters_stored = 0;
   std::set<std::size_t> paused;
+  static constexpr Duration kAckWait = milliseconds(2000);
+  std::map<std::uint64_t, TimePoint> lost;  // lost on the way to jetfan: sent again then
+  std::uint64_t lost_while_ordered = 0;     // of those, ones an ordered handler was to get
 };
 
 }  // namespace
 
-TEST_CASE("model: random traffic and reloads keep the invariants, and everything settles or is handed back", "[unit]") {
+TEST_CASE(
+    "model: random traffic, reloads and messages lost on the way keep the invariants, and everything settles or is "
+    "handed back",
+    "[unit]") {
   const std::size_t kHandlers = 3;
   std::uint64_t dead_letters = 0;
+  std::uint64_t lost_while_ordered = 0;
   for (unsigned seed = 1; seed <= 60; ++seed) {
     const AckPolicy policy = seed <= 40 ? AckPolicy::kExplicit : seed <= 52 ? AckPolicy::kAll : AckPolicy::kNone;
     const bool end_by_drain = seed % 3 == 0;
@@ -1087,7 +1128,7 @@ TEST_CASE("model: random traffic and reloads keep the invariants, and everything
       } else if (policy == AckPolicy::kNone) {
         break;  // the server forgets what it sent: nothing comes back
       } else {
-        m.now += milliseconds(1000);
+        m.advance_to(m.now + milliseconds(1000));
         m.core.tick(m.now);
       }
       m.apply();
@@ -1100,8 +1141,10 @@ TEST_CASE("model: random traffic and reloads keep the invariants, and everything
     for (const auto& [handle, seq] : m.seq_of) CHECK(m.released.count(handle));
     CHECK(m.core.counters().dead_lettered == m.dead_letters_stored);
     dead_letters += m.dead_letters_stored;
+    lost_while_ordered += m.lost_while_ordered;
   }
-  CHECK(dead_letters > 0);  // the runs did exercise dead letters
+  CHECK(dead_letters > 0);        // the runs did exercise dead letters
+  CHECK(lost_while_ordered > 0);  // and messages lost on the way to ordered handlers
 }
 
 TEST_CASE("the deadline queue stays bounded by the deliveries in flight, however many pass", "[unit]") {

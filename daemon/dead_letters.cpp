@@ -46,8 +46,8 @@ std::string one_line(std::string_view value) {
 }  // namespace
 
 std::string dedup_id(const DeadLetterFacts& facts) {
-  std::string id =
-      "jetfan:" + std::string(facts.stream) + ":" + std::to_string(facts.stream_seq) + ":" + std::string(facts.handler);
+  std::string id = "jetfan:" + std::string(facts.stream) + ":" + std::string(facts.consumer) + ":" +
+                   std::to_string(facts.stream_seq) + ":" + std::string(facts.handler);
   if (facts.redriven_from != 0) id += ":redrive:" + std::to_string(facts.redriven_from);
   return id;
 }

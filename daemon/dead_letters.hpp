@@ -45,8 +45,10 @@ struct DeadLetterFacts {
   std::uint64_t redriven_from = 0;  // a redrive's: the sequence of the dead letter it redrove; else 0
 };
 
-// "jetfan:<stream>:<stream_seq>:<handler>", and ":redrive:<redriven_from>" for a redrive's dead
-// letter: one id per message and handler (per redrive), whichever jetfan or budget gave it up. Pure.
+// "jetfan:<stream>:<consumer>:<stream_seq>:<handler>", and ":redrive:<redriven_from>" for a
+// redrive's dead letter: one id per message, module and handler (per redrive), whichever jetfan or
+// budget gave it up. (The consumer keeps apart two modules' handlers of one name that share a
+// dead-letter stream.) Pure.
 std::string dedup_id(const DeadLetterFacts& facts);
 
 // The header block of a dead letter: `original` (a NATS/1.0 block, or empty) with the Jetfan-*

@@ -24,7 +24,7 @@ DeadLetterFacts facts() {
 TEST_CASE("dead letter headers: jetfan's Nats-Msg-Id first, then the message's own headers as they were", "[unit]") {
   const std::string block =
       dead_letter_headers("NATS/1.0\r\nNats-Msg-Id: order-1\r\nTrace:  two  spaces\r\n\r\n", facts());
-  CHECK(block.rfind("NATS/1.0\r\nNats-Msg-Id: jetfan:EVENTS:42:builder\r\n"
+  CHECK(block.rfind("NATS/1.0\r\nNats-Msg-Id: jetfan:EVENTS:node1_builder:42:builder\r\n"
                     "Nats-Msg-Id: order-1\r\nTrace:  two  spaces\r\nJetfan-Handler: builder\r\n",
                     0) == 0);
   CHECK(block.size() >= 4);
@@ -36,13 +36,15 @@ TEST_CASE("dead letter headers: a redriven dead letter's Jetfan-* headers and je
   DeadLetterFacts again = facts();
   again.redriven_from = 7;
   const std::string block = dead_letter_headers(
-      "NATS/1.0\r\nNats-Msg-Id: jetfan:EVENTS:42:builder\r\nnats-msg-id:  jetfan:EVENTS:1:x\r\n"
+      "NATS/1.0\r\nNats-Msg-Id: jetfan:EVENTS:node1_builder:42:builder\r\nnats-msg-id:  "
+      "jetfan:EVENTS:node1_builder:1:x\r\n"
       "Nats-Msg-Id: order-1\r\nJETFAN-Reason: TERM\r\n\r\n",
       again);
-  CHECK(block.rfind("NATS/1.0\r\nNats-Msg-Id: jetfan:EVENTS:42:builder:redrive:7\r\nNats-Msg-Id: order-1\r\n"
-                    "Jetfan-Handler: builder\r\n",
-                    0) == 0);
-  CHECK(block.find("jetfan:EVENTS:1:x") == std::string::npos);
+  CHECK(block.rfind(
+            "NATS/1.0\r\nNats-Msg-Id: jetfan:EVENTS:node1_builder:42:builder:redrive:7\r\nNats-Msg-Id: order-1\r\n"
+            "Jetfan-Handler: builder\r\n",
+            0) == 0);
+  CHECK(block.find("jetfan:EVENTS:node1_builder:1:x") == std::string::npos);
   CHECK(block.find("JETFAN-Reason") == std::string::npos);
 }
 
@@ -52,7 +54,7 @@ TEST_CASE("dead letter dedup id: one per message, handler and redrive", "[unit]"
   b.handler = "checker";
   DeadLetterFacts c = facts();
   c.redriven_from = 3;
-  CHECK(dedup_id(a) == "jetfan:EVENTS:42:builder");
+  CHECK(dedup_id(a) == "jetfan:EVENTS:node1_builder:42:builder");
   CHECK(dedup_id(a) != dedup_id(b));
   CHECK(dedup_id(a) != dedup_id(c));
 }
