@@ -276,6 +276,7 @@ def check(workdir):
     # --- per handler ---
     dead_letters = dead_letter_rule.load_dead_letters(os.path.join(workdir, "dead_letters.txt"))
     result_handlers = {}
+    received_by = {}  # name -> id -> its deliveries to that handler, oldest first
     unconfirmed = set()
     total_dups = 0
     total_poison_redeliveries = 0
@@ -283,7 +284,7 @@ def check(workdir):
         name = h["name"]
         items = deliveries[name]
         wants = {i for i in stored if matches_any(h["patterns"], _key_of(keys, i))}
-        received = defaultdict(list)
+        received = received_by[name] = defaultdict(list)
         for d in items:
             received[d["id"]].append(d)
         unexpected = []
@@ -429,11 +430,8 @@ def check(workdir):
             if d["answer"] == "ack" and d["id"] not in firsts:
                 firsts[d["id"]] = d["answer_t"]
         if h.get("dead_letter"):  # a dead-lettered message is settled for h once its budget is used up
-            mine = defaultdict(list)
-            for d in deliveries[h["name"]]:
-                mine[d["id"]].append(d)
             for ident in dead_letters.get(h["name"], {}):
-                t = dead_letter_rule.used_up_at(mine.get(ident, []), h["max_attempts"], generation)
+                t = dead_letter_rule.used_up_at(received_by[h["name"]].get(ident, []), h["max_attempts"], generation)
                 if t is not None and t < firsts.get(ident, float("inf")):
                     firsts[ident] = t
         first_ack[h["name"]] = firsts
