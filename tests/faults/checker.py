@@ -475,6 +475,16 @@ def check(workdir):
     # (consumer.go, "We will redo this one": o.sseq--). Those came back although jetfan's +ACK for
     # them is on the wire; the others jetfan never acked.
     reoffered = {i for i in extra_all if any(r.kind == 1 for r in answers_by_seq.get(id_to_seq.get(i), ()))}
+    # The watcher of answers misses what jetfan acks while the watcher itself reconnects after a
+    # server restart. Counting shows it too: once jetfan is gone, the server holds unacknowledged
+    # num_ack_pending + num_pending messages, and every unconfirmed one that came back is among
+    # them. When those are all, whatever else came back had been acked (and offered anew).
+    unacked_at_exit = None
+    exit_state = run.get("exit_consumer") or {}
+    if exit_state.get("num_ack_pending") is not None and exit_state.get("num_pending") is not None:
+        unacked_at_exit = exit_state["num_ack_pending"] + exit_state["num_pending"]
+    if unacked_at_exit is not None and unacked_at_exit == len(unconfirmed & audit_ids):
+        reoffered |= extra_all
     extra = extra_all - reoffered
     # Before the auditor waited for each expected sequence, it stopped once as many had come back
     # as the server held, so a message the server offered again (above) could stand in for one
@@ -578,6 +588,7 @@ def check(workdir):
                            "acked_again_after_redelivery": acked_again, "acked_twice": len(acked_twice),
                            "premature": len(premature), "premature_sample": premature[:SAMPLE]},
         "final_consumer": final,
+        "exit_consumer": run.get("exit_consumer"),
         "consumer_settled": consumer_ok,
         "progress": progress,
         "findings": findings,

@@ -148,6 +148,9 @@ def finish(run, info, settle_timeout):
     info["final_consumer"] = run.consumer_state()
     status = run.term_jetfan()
     info["final_exit"] = status
+    # Again once jetfan is gone and before the auditor reads: nothing acks in between, so this is
+    # what the server still holds unacknowledged (the checker counts with it).
+    info["exit_consumer"] = run.consumer_state()
     # What must come back: every message some handler never confirmed, by its stream sequence.
     _, unconfirmed = expectations(run, want_ids=True)
     expect_path = os.path.join(run.dir, "audit-expect.txt")

@@ -50,6 +50,7 @@ class World:
             t += 10 * MS
         self.audit = [(3, 3, 7)]
         self.final = {"num_pending": 0, "num_ack_pending": 1}
+        self.exit = None  # the consumer once jetfan is gone; None: not read
         self.handlers = HANDLERS
 
     def deliver(self, name, ident, t, answer=records.ACKED, deliveries=1, conn=1, flags=0):
@@ -72,7 +73,7 @@ class World:
         with open(os.path.join(self.dir, "history.jsonl"), "w") as f:
             f.writelines(json.dumps(e) + "\n" for e in self.history)
         run = {"name": "t", "seed": 1, "keys": KEYS, "ack_wait_s": 5, "settled": True, "audited": True,
-               "final_consumer": self.final, "publish_start": 900 * MS, "publish_stop": 1100 * MS,
+               "final_consumer": self.final, "exit_consumer": self.exit, "publish_start": 900 * MS, "publish_stop": 1100 * MS,
                "handlers": [dict(h, record_files=files[h["name"]]) for h in self.handlers]}
         with open(os.path.join(self.dir, "run.json"), "w") as f:
             json.dump(run, f)
@@ -228,6 +229,26 @@ class CheckerTest(unittest.TestCase):
         r = w.check()
         self.assertEqual(r["ack_rule"]["left_unacked"], 1)
         self.assertFalse(r["consumer_settled"])
+
+    def test_acked_message_offered_anew_is_not_left_unacked_when_the_server_holds_only_the_unconfirmed(self):
+        # nats-server 2.9's o.sseq-- offers the last one again as a first delivery, and the
+        # watcher of answers was reconnecting when jetfan acked it.
+        w = World()
+        w.answers = [a for a in w.answers if a[1] != 6]
+        w.audit.append((6, 6, 1))
+        w.exit = {"num_pending": 0, "num_ack_pending": 1}
+        r = w.check()
+        self.assertEqual(r["findings"], [])
+        self.assertEqual(r["ack_rule"]["reoffered_by_server_after_ack"], 1)
+
+    def test_left_unacked_when_the_server_holds_more_than_the_unconfirmed(self):
+        w = World()
+        w.answers = [a for a in w.answers if a[1] != 6]
+        w.audit.append((6, 6, 1))
+        w.exit = {"num_pending": 0, "num_ack_pending": 2}
+        r = w.check()
+        self.assertEqual(r["ack_rule"]["left_unacked_sample"], [6])
+        self.assertTrue(any("NOT SETTLED" in f for f in r["findings"]))
 
     def test_unanswered_publish_stored_after_the_run_is_late_not_lost(self):
         w = World()
