@@ -118,6 +118,7 @@ std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
   switch (effect.kind) {
     case Kind::kDeliver: {
       if (draining_) return "a MSG while draining" + seq_text(seq);
+      if (trimmed_.count(effect.message)) return "a MSG of a copy trimmed to its reply subject" + seq_text(seq);
       if (s.unroutable) return "a MSG of a message with no key" + seq_text(seq);
       if (!connected_.count(effect.connection)) return "a MSG to a connection that is not connected" + seq_text(seq);
       const std::size_t h = handler_of_.at(effect.connection);
@@ -151,7 +152,11 @@ std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
       s.sent_term = true;
       return settle(seq);
     case Kind::kNak:
-      if (s.settled) return "-NAK of a sequence settled at the server" + seq_text(seq);
+      // A drain under AckPolicy all hands back a copy the server delivered again after the ack was
+      // lost, if it still waited for the floor: the server holds that copy once more.
+      if (s.settled && !(draining_ && settings_.ack_policy == AckPolicy::kAll)) {
+        return "-NAK of a sequence settled at the server" + seq_text(seq);
+      }
       if (s.unroutable && !(draining_ && settings_.ack_policy == AckPolicy::kAll)) {
         return "-NAK of a message with no key" + seq_text(seq);
       }
@@ -185,6 +190,7 @@ std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
       if (h >= settings_.handlers.size()) return "a dead letter for a handler that does not exist" + seq_text(seq);
       if (!(s.recipients & bit(h))) return "a dead letter for a handler that is not a recipient" + seq_text(seq);
       if (s.confirmed & bit(h)) return "a dead letter of a message the handler confirmed" + seq_text(seq);
+      if (trimmed_.count(effect.message)) return "a dead letter of a copy trimmed to its reply subject" + seq_text(seq);
       if (s.in_flight & bit(h)) return "a dead letter of a message in flight to the handler" + seq_text(seq);
       if (!dead_letters_.insert({seq, h}).second) return "a second dead letter for one handler" + seq_text(seq);
       const RetryPolicy& policy = settings_.handlers.at(h).retry;
@@ -207,6 +213,11 @@ std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
       return "";
     }
     case Kind::kWip:
+      return "";
+    case Kind::kTrim:
+      if (settings_.ack_policy != AckPolicy::kAll) return "a trim under an AckPolicy other than all" + seq_text(seq);
+      if (!s.unroutable && !all_confirmed(s)) return "a trim before every recipient settled" + seq_text(seq);
+      trimmed_.insert(effect.message);
       return "";
     case Kind::kRedriveSettled:
     case Kind::kRedriveDropped:

@@ -109,7 +109,7 @@ class DispatchChecker {
   TimePoint handback_until_{};
   std::map<std::uint64_t, Sequence> sequences_;
   std::unordered_map<MessageHandle, std::uint64_t> sequence_of_;
-  std::unordered_set<MessageHandle> answered_, released_;
+  std::unordered_set<MessageHandle> answered_, released_, trimmed_;
   std::map<FlightKey, std::uint64_t> in_flight_;
   std::set<DeliveryId> delivery_ids_;
   std::unordered_map<ConnectionId, std::size_t> handler_of_;  // every connection there ever was

@@ -62,6 +62,7 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   const bool last_outstanding = restart_ && restart_arrived(arrival.stream_seq);
   arrive_one(arrival, now);
   if (last_outstanding) restart_end(now);
+  if (floor_hold_) floor_hold_arrived(arrival.stream_seq);
 }
 
 void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
@@ -78,6 +79,7 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
         emit(Effect::Kind::kRelease, waiting->second.handle);
         waiting->second.handle = arrival.message;
         waiting->second.touched = now;
+        emit(Effect::Kind::kTrim, arrival.message);
         return;
       }
       if (arrival.stream_seq != 0) {
@@ -108,6 +110,7 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
     emit(Effect::Kind::kRelease, waiting->second.handle);
     waiting->second.handle = arrival.message;
     waiting->second.touched = now;
+    emit(Effect::Kind::kTrim, arrival.message);
     return;
   }
 
@@ -156,8 +159,9 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
 void DispatchCore::arrive_copy_of_settled(const Arrival& arrival, SettledRecord::Verb verb, TimePoint now) {
   ++counters_.already_settled;
   const bool terminate = verb == SettledRecord::Verb::kTerminated;
-  if (settings_.ack_policy == AckPolicy::kAll && !unsettled_.empty() && *unsettled_.begin() < arrival.stream_seq) {
-    // Either verb now would also settle the lower sequence still unsettled: it waits its turn.
+  if (settings_.ack_policy == AckPolicy::kAll &&
+      (floor_hold_ || (!unsettled_.empty() && *unsettled_.begin() < arrival.stream_seq))) {
+    // Either verb now would also settle a lower sequence still unsettled: it waits its turn.
     wait_for_floor(arrival.stream_seq, arrival.message, terminate, now);
     return;
   }
@@ -398,26 +402,6 @@ void DispatchCore::settle_at_server(std::uint64_t seq, MessageHandle handle, boo
   emit(Effect::Kind::kRelease, handle);
 }
 
-void DispatchCore::wait_for_floor(std::uint64_t seq, MessageHandle handle, bool terminate, TimePoint touched) {
-  settled_unacked_.emplace(seq, SettledUnacked{handle, touched, terminate});
-  advance_ack_floor();
-}
-
-void DispatchCore::advance_ack_floor() {
-  const std::uint64_t floor = unsettled_.empty() ? std::numeric_limits<std::uint64_t>::max() : *unsettled_.begin();
-  const auto end = settled_unacked_.lower_bound(floor);
-  if (end == settled_unacked_.begin()) return;
-  // Everything below the floor is settled, so each +TERM (in order, for its advisory) and the one
-  // +ACK of the highest settle only what may be settled.
-  for (auto it = settled_unacked_.begin(); it != end; ++it) {
-    if (it->second.terminate) emit(Effect::Kind::kTerm, it->second.handle);
-  }
-  const auto highest = std::prev(end);
-  if (!highest->second.terminate) emit(Effect::Kind::kAck, highest->second.handle);
-  for (auto it = settled_unacked_.begin(); it != end; ++it) emit(Effect::Kind::kRelease, it->second.handle);
-  settled_unacked_.erase(settled_unacked_.begin(), end);
-}
-
 void DispatchCore::remember(std::uint64_t seq, const Message& message) {
   if (settings_.remember == 0 || (message.settled == 0 && !message.poison)) {
     confirmations_.erase(seq);
@@ -494,6 +478,7 @@ void DispatchCore::tick(TimePoint now) {
   }
   order_tick(now);
   retry_dead_letters(now);
+  floor_hold_tick(now);
   if (next_keepalive_ && *next_keepalive_ <= now) {
     next_keepalive_ = now + settings_.keepalive;
     if (to_server()) {
@@ -545,6 +530,7 @@ std::optional<TimePoint> DispatchCore::next_wakeup() const {
   if (next_keepalive_ && held() > 0 && (!wake || *next_keepalive_ < *wake)) wake = next_keepalive_;
   if (const auto order = order_next_wakeup(); order && (!wake || *order < *wake)) wake = order;
   if (const auto retry = budget_.next_retry(); retry && (!wake || *retry < *wake)) wake = retry;
+  if (floor_hold_ && (!wake || floor_hold_->until < *wake)) wake = floor_hold_->until;
   return wake;
 }
 

@@ -37,7 +37,14 @@
 //   - AckPolicy all: one +ACK, and one +TERM too, settles everything up to its sequence at the
 //     server. So a message is acked or terminated only once everything below it is settled: the
 //     terminated ones in order, then the highest with +ACK (unless it was terminated). At the end of
-//     a drain, settled messages still waiting for that are handed back like the rest.
+//     a drain, settled messages still waiting for that are handed back like the rest. A settled
+//     message waiting so needs only its reply subject: the core says so (kTrim). The sequences below
+//     the floor are only those the core has seen, so the floor is held (no +ACK or +TERM at all)
+//     while the server may hold unacked messages the core has not seen: after a reconnect or a
+//     leader change (hold_ack_floor: what was lost on the way comes back after AckWait), and after
+//     a restart, until as many of (floor, delivered] came back as were pending, or until
+//     Outstanding::until (expect_outstanding). While it is held, settled messages waiting for it do
+//     not count in held_for_room(), so that jetfan keeps pulling and what was lost can come back.
 //   - AckPolicy none: nothing is sent to the server.
 //   - Ordered handlers (Arrival::order, order_gate.hpp): a handler that is given an order key for a
 //     message gets it only once it has settled every older message of that key it owes, and never
@@ -196,6 +203,7 @@ struct Effect {
     kGaveUp,          // a fact, to report: handler used up its max_attempts, no dead letter: a TERM for it
     kRedriveSettled,  // redrive `redrive` is settled by handler (ACK, or dead-lettered again): delete the old one
     kRedriveDropped,  // redrive `redrive` is over unsettled (drain, reload): keep the dead letter
+    kTrim,            // only the reply subject of message is needed from now on (settled, waiting for the floor)
   };
   Kind kind;
   MessageHandle message = 0;
@@ -247,6 +255,7 @@ struct CoreCounters {
   std::uint64_t order_gave_up = 0;         // handed back and not back within order_away_hold(): order let go
   std::uint64_t order_restart_waits = 0;   // messages an earlier reader may have left outstanding, waited for
   std::uint64_t order_holds = 0;           // waits of every ordered delivery after a reconnect or leader change
+  std::uint64_t ack_floor_holds = 0;       // AckPolicy all: floor held after a reconnect or leader change
   std::uint64_t dead_lettered = 0;         // dead letters stored
   std::uint64_t dead_letter_failures = 0;  // dead-letter publishes that failed
   std::uint64_t gave_up = 0;               // used-up budgets without a dead letter
@@ -287,8 +296,15 @@ class DispatchCore {
   void arrive(const Arrival& arrival, TimePoint now);
   // What an earlier reader may have left outstanding (see the rules above). Call once, before the
   // first arrival; a later call replaces what is left of the first. Nothing to do when
-  // outstanding.pending is 0.
+  // outstanding.pending is 0. Under AckPolicy all it holds the ack floor too, ordered handlers or not
+  // (outstanding.messages may then be empty).
   void expect_outstanding(const Outstanding& outstanding, TimePoint now);
+  // AckPolicy all: the server may have sent messages that never arrived (the connection broke, or
+  // the leader may have changed). Until `until` (AckWait and a margin from now), nothing is acked or
+  // terminated. Extends a hold that is on, which from then on ends only by time. Nothing to do under
+  // the other policies.
+  void hold_ack_floor(TimePoint until);
+  bool ack_floor_held() const { return floor_hold_.has_value(); }
   // The connection to the consumer broke, or its leader may have changed: what the server sent
   // just before may be lost on the way, and it comes back only after AckWait. Until `until`
   // (AckWait and a margin from now), no ordered handler gets anything new, so that nothing of a
@@ -362,6 +378,8 @@ class DispatchCore {
   std::vector<OrderWait> order_waits() const;
 
   std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
+  // What counts against max_held: held(), less the settled messages waiting for a held ack floor.
+  std::size_t held_for_room() const { return floor_hold_ ? messages_.size() : held(); }
   std::size_t in_flight() const;
   std::size_t in_flight(ConnectionId connection) const;
   // Entries in the deadline queue, stale ones included: at most about twice in_flight() (or 1,024).
@@ -459,6 +477,8 @@ class DispatchCore {
   // AckPolicy all: settled, to be acked or terminated once nothing below it is unsettled.
   void wait_for_floor(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);
   void advance_ack_floor();
+  void floor_hold_arrived(std::uint64_t stream_seq);  // dispatch_core_ack_floor.cpp
+  void floor_hold_tick(TimePoint now);
   void remember(std::uint64_t stream_seq, const Message& message);
   Duration backoff(std::uint64_t deliveries) const;
   Duration handback_delay(TimePoint now) const;
@@ -542,6 +562,16 @@ class DispatchCore {
     std::set<std::uint64_t> back;  // of (floor, delivered], come back
   };
   std::optional<Restart> restart_;
+  // AckPolicy all: no +ACK or +TERM while this is set (rules above).
+  struct FloorHold {
+    TimePoint until{};
+    bool counting = false;  // it ends earlier once `pending` of (floor, delivered] came back
+    std::uint64_t floor = 0;
+    std::uint64_t delivered = 0;
+    std::uint64_t pending = 0;
+    std::set<std::uint64_t> back;
+  };
+  std::optional<FloorHold> floor_hold_;
 };
 
 }  // namespace jetfan

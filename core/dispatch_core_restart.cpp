@@ -5,6 +5,7 @@
 
 #include "dispatch_core.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace jetfan {
@@ -12,6 +13,16 @@ namespace jetfan {
 void DispatchCore::expect_outstanding(const Outstanding& outstanding, TimePoint now) {
   if (restart_) restart_end(now);
   if (outstanding.pending == 0 || outstanding.delivered <= outstanding.floor) return;
+  if (settings_.ack_policy == AckPolicy::kAll) {
+    const bool timed = floor_hold_ && !floor_hold_->counting;
+    FloorHold hold;
+    hold.until = std::max(outstanding.until, floor_hold_ ? floor_hold_->until : TimePoint{});
+    hold.counting = !timed;
+    hold.floor = outstanding.floor;
+    hold.delivered = outstanding.delivered;
+    hold.pending = outstanding.pending;
+    floor_hold_ = std::move(hold);
+  }
   Restart restart;
   restart.floor = outstanding.floor;
   restart.delivered = outstanding.delivered;

@@ -97,8 +97,13 @@ void Daemon::expect_outstanding(const ConsumerFacts& facts, AckPolicy ack_policy
   bool ordered = false;
   for (const auto& handler : config_.handlers) ordered = ordered || handler.order_by.kind != OrderBy::Kind::kNone;
   // Without the consumer's info nothing says what is outstanding; with AckPolicy none nothing is.
-  if (!ordered || !facts.from_server || ack_policy == AckPolicy::kNone || facts.ack_pending == 0 ||
+  if (!facts.from_server || ack_policy == AckPolicy::kNone || facts.ack_pending == 0 ||
       facts.delivered <= facts.ack_floor) {
+    return;
+  }
+  if (!ordered) {
+    // Under AckPolicy all the ack floor waits for them all the same; nothing need be read for that.
+    if (ack_policy == AckPolicy::kAll) dispatcher_->expect_outstanding(facts, std::vector<StreamMessage>{});
     return;
   }
   const auto began = std::chrono::steady_clock::now();

@@ -1,5 +1,7 @@
 #include "dispatcher.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "descriptors.hpp"
@@ -137,7 +139,7 @@ void Dispatcher::on_batch_end() {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = batch_now();
   // Full now, a backlog set to go back goes at once, before it takes the room of new messages.
-  if (state_ == State::kServing && ledger_.full(core_.held(), arena_.bytes)) act_when_full(now);
+  if (state_ == State::kServing && ledger_.full(core_.held_for_room(), arena_.bytes)) act_when_full(now);
   batch_now_.reset();
   after_input();
 }
@@ -252,7 +254,10 @@ void Dispatcher::after_input() {
 }
 
 void Dispatcher::leader_unsure(TimePoint now) {
-  if (!unsure_since_) hold_ordered(now);
+  if (!unsure_since_) {
+    hold_ordered(now);
+    hold_ack_floor(now);
+  }
   if (!unsure_since_) unsure_since_ = now;
   ledger_.on_leader_unsure(now);
   probe(now);
@@ -265,9 +270,9 @@ void Dispatcher::probe(TimePoint now) {
 }
 
 void Dispatcher::top_up_pulls() {
-  if (!ledger_.wants_more(core_.held())) return;
+  if (!ledger_.wants_more(core_.held_for_room())) return;
   requests_.clear();
-  ledger_.top_up(core_.held(), arena_.bytes, time_.now(), requests_);
+  ledger_.top_up(core_.held_for_room(), arena_.bytes, time_.now(), requests_);
   for (const auto& request : requests_) {
     if (!upstream_.send_pull(request)) ledger_.cancel(request.id);
   }
@@ -319,6 +324,18 @@ void Dispatcher::apply_effects() {
       case Effect::Kind::kRedriveDropped:
         redrive_ended(effect);
         break;
+      case Effect::Kind::kTrim: {
+        // The key points into the subject: it is kept, at the same place in the copy.
+        Stored& s = stored->second;
+        const std::string_view subject = message.subject();
+        const bool key_in_subject = !s.key.empty() && s.key.data() >= subject.data() &&
+                                    s.key.data() + s.key.size() <= subject.data() + subject.size();
+        const std::size_t key_at = key_in_subject ? static_cast<std::size_t>(s.key.data() - subject.data()) : 0;
+        MessageBytesPtr trimmed = subject_and_reply_of(message, arena_);
+        s.key = key_in_subject ? trimmed->subject().substr(key_at, s.key.size()) : std::string_view{};
+        s.message = std::move(trimmed);
+        break;
+      }
     }
   }
   effects.clear();
@@ -465,14 +482,14 @@ void Dispatcher::warn_blocked_keys(TimePoint now) {
 
 void Dispatcher::act_when_full(TimePoint now) {
   const std::size_t max_held = settings_.pull.max_held;
-  const bool full = ledger_.full(core_.held(), arena_.bytes);
+  const bool full = ledger_.full(core_.held_for_room(), arena_.bytes);
   std::vector<HandlerLoad> loads;
   std::size_t handed_back = 0;
   if (full) {
     loads = core_.loads();
     std::vector<bool> hands_back;
     for (const auto& handler : config_.handlers) hands_back.push_back(handler.when_full == WhenFull::kHandBack);
-    for (const HandBackOrder& order : hand_backs_when_full(loads, hands_back, core_.held())) {
+    for (const HandBackOrder& order : hand_backs_when_full(loads, hands_back, core_.held_for_room())) {
       const std::size_t handed = core_.hand_back_oldest(order.handler, order.keep, now);
       handed_back += handed;
       if (handed == 0) continue;

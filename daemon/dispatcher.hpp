@@ -184,6 +184,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   void leader_unsure(TimePoint now);
   // dispatcher_restart.cpp: ordered handlers wait an AckWait after a reconnect or leader change.
   void hold_ordered(TimePoint now);
+  void hold_ack_floor(TimePoint now);  // AckPolicy all (dispatcher_restart.cpp)
   // Sends the consumer-info probe that is due, if any, and arms the timer for the next.
   void probe(TimePoint now);
   void arm_wakeup();

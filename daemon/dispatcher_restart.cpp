@@ -41,6 +41,14 @@ void Dispatcher::expect_outstanding(const ConsumerFacts& facts, const std::optio
   }
   core_.expect_outstanding(outstanding, now);
   apply_effects();
+  arm_wakeup();
+  if (core_.ack_floor_held()) {
+    log_info("ack_floor.restart_holds",
+             {{"floor", facts.ack_floor}, {"delivered", facts.delivered}, {"pending", facts.ack_pending}},
+             "ack floor: stream seqs {} to {} may still be unacked ({} pending); under AckPolicy all one +ACK would "
+             "settle them too, so nothing is acked until they came back, or for at most {}ms",
+             facts.ack_floor + 1, facts.delivered, facts.ack_pending, hold.count());
+  }
   if (!core_.awaiting_outstanding()) return;
   if (outstanding.unread) {
     log_warn("order.restart_holds_all",
@@ -79,6 +87,20 @@ void Dispatcher::hold_ordered(TimePoint now) {
   log_info("order.reconnect_holds", {{"hold_ms", hold.count()}},
            "order: the connection to the consumer broke or its leader may have changed; what the server sent just "
            "before may come back only after AckWait, so ordered handlers get nothing new for {}ms",
+           hold.count());
+}
+
+// Under AckPolicy all one +ACK would also settle what the server sent just before and never arrived.
+void Dispatcher::hold_ack_floor(TimePoint now) {
+  if (settings_.core.ack_policy != AckPolicy::kAll) return;
+  const Duration hold = 4 * settings_.core.keepalive;
+  core_.hold_ack_floor(now + hold);
+  apply_effects();
+  arm_wakeup();
+  log_info("ack_floor.reconnect_holds", {{"hold_ms", hold.count()}},
+           "ack floor: the connection to the consumer broke or its leader may have changed; under AckPolicy all one "
+           "+ACK would also settle what the server sent just before and may come back only after AckWait, so "
+           "nothing is acked for {}ms (settled messages wait; pulling goes on)",
            hold.count());
 }
 

@@ -1,5 +1,8 @@
 #include "message_bytes.hpp"
 
+#include <memory>
+#include <string>
+
 namespace jetfan {
 
 namespace {
@@ -7,6 +10,12 @@ namespace {
 // reply subject, and jetfan's bookkeeping: a few hundred bytes, counted as one figure rather than
 // measured per message (which would cost more than it tells).
 constexpr std::size_t kPerMessageOverhead = 256;
+
+struct SubjectAndReply {
+  std::string subject;
+  std::string reply;
+};
+void free_subject_and_reply(void* bytes) { delete static_cast<SubjectAndReply*>(bytes); }
 }  // namespace
 
 MessageBytes::MessageBytes(MessageParts parts, MessageBytesArena& arena)
@@ -25,6 +34,14 @@ MessageBytes::~MessageBytes() {
 MessageBytesPtr make_message_bytes(MessageParts&& parts, MessageBytesArena& arena) {
   return std::allocate_shared<const MessageBytes>(std::pmr::polymorphic_allocator<MessageBytes>(&arena.pool),
                                                   std::move(parts), arena);
+}
+
+MessageBytesPtr subject_and_reply_of(const MessageBytes& message, MessageBytesArena& arena) {
+  auto kept = std::make_unique<SubjectAndReply>(SubjectAndReply{std::string(message.subject()),
+                                                                std::string(message.reply())});
+  MessageParts parts{BytesOwner(nullptr, free_subject_and_reply), kept->subject, kept->reply, {}, {}};
+  parts.owner.reset(kept.release());
+  return make_message_bytes(std::move(parts), arena);
 }
 
 }  // namespace jetfan

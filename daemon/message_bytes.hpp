@@ -66,5 +66,8 @@ using MessageBytesPtr = std::shared_ptr<const MessageBytes>;
 
 // A MessageBytes allocated in `arena`'s pool.
 MessageBytesPtr make_message_bytes(MessageParts&& parts, MessageBytesArena& arena);
+// A copy of only `message`'s subject and reply subject, for a message of which nothing else is
+// needed any more (settled, waiting to be acked): it costs the fixed overhead alone.
+MessageBytesPtr subject_and_reply_of(const MessageBytes& message, MessageBytesArena& arena);
 
 }  // namespace jetfan

@@ -233,6 +233,34 @@ TEST_CASE("AckPolicy all acks only the highest sequence below which all is settl
   CHECK(mesh.state().ack_floor_stream_seq == 2);
 }
 
+// One +ACK settles every lower sequence under AckPolicy all. What the killed jetfan left unacked
+// comes back only after AckWait, so the next jetfan must not ack the newer message before then.
+TEST_CASE("AckPolicy all: after kill -9, the next jetfan acks nothing newer before what was left unacked came back",
+          "[integration]") {
+  Mesh mesh({.ack_policy = "all", .ack_wait = 2000ms});
+  const std::string config = mesh.config("  - name: builder\n    patterns: [\"#\"]\n");
+  mesh.start_jetfan(config);
+  std::uint64_t old_seq = 0;
+  {
+    RawPeer builder = hello(mesh, "builder");
+    old_seq = mesh.publish("a.old");
+    next_msg(builder);  // delivered, never confirmed
+    mesh.jetfan().kill_now();
+  }
+  const auto new_seq = mesh.publish("a.new");
+  mesh.start_jetfan(config);
+  RawPeer builder = hello(mesh, "builder");
+  std::set<std::uint64_t> seen;
+  while (seen.size() < 2) {
+    const Frame msg = next_msg(builder, 20s);
+    seen.insert(msg.delivery.stream_seq);
+    builder.send("ACK " + std::to_string(msg.delivery.id) + "\r\n");
+  }
+  CHECK(seen == std::set<std::uint64_t>{old_seq, new_seq});
+  REQUIRE(mesh.wait_settled());
+  CHECK(mesh.state().ack_floor_stream_seq == new_seq);
+}
+
 TEST_CASE("AckPolicy none warns at start that delivery is at-most-once, and still delivers", "[integration]") {
   Mesh mesh({.ack_policy = "none"});
   mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n"));
