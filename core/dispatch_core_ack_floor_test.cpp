@@ -76,8 +76,9 @@ TEST_CASE("AckPolicy all: a copy of a settled message waits for a held floor too
   CHECK(testing::effects_of(effects, Kind::kAck)[0].message == 102);
 }
 
-TEST_CASE("AckPolicy all after a restart: nothing is acked until as many of what was left unacked came back as were pending",
-          "[unit]") {
+TEST_CASE(
+    "AckPolicy all after a restart: nothing is acked until as many of what was left unacked came back as were pending",
+    "[unit]") {
   DispatchCore core = core_of(AckPolicy::kAll);
   core.connect(1, 0, kStart);
   Outstanding outstanding;

@@ -37,8 +37,8 @@ MessageBytesPtr make_message_bytes(MessageParts&& parts, MessageBytesArena& aren
 }
 
 MessageBytesPtr subject_and_reply_of(const MessageBytes& message, MessageBytesArena& arena) {
-  auto kept = std::make_unique<SubjectAndReply>(SubjectAndReply{std::string(message.subject()),
-                                                                std::string(message.reply())});
+  auto kept =
+      std::make_unique<SubjectAndReply>(SubjectAndReply{std::string(message.subject()), std::string(message.reply())});
   MessageParts parts{BytesOwner(nullptr, free_subject_and_reply), kept->subject, kept->reply, {}, {}};
   parts.owner.reset(kept.release());
   return make_message_bytes(std::move(parts), arena);
