@@ -250,12 +250,36 @@ def check(workdir):
         if e.get("name") == "handler SIGSTOP" and e.get("detail"):
             handler_stops[e["detail"].split()[0]].append((e["begin"], e["end"]))
 
+    # A handler writes its ACK to the socket before it puts the ACK on record, so an instance killed
+    # just after a delivery's record may have acked it unrecorded: that answer is unknown.
+    handler_kills = defaultdict(list)
+    for e in faults:
+        if e.get("name") == "handler SIGKILL" and e.get("detail"):
+            handler_kills[e["detail"].split()[0]].append(e["begin"])
+    for items in deliveries.values():
+        for d in items:
+            if d["answer"] is None:
+                instance = d["file"][len("handler-"):].rsplit("-", 1)[0]
+                d["answer_unknown"] = any(d["t"] <= k <= d["t"] + 5e7 for k in handler_kills.get(instance, ()))
+
     def read_after_long_stop(name, d):
         instance = d["file"][len("handler-"):].rsplit("-", 1)[0]  # handler-A-0-1.rec -> A-0
         # (begin, end]: a stopped process reads nothing, so a read stamped before the harness
         # noted SIGCONT happened as it resumed.
         return any(end - begin >= ack_timeout_ns[name] * 0.8 and begin < d["t"] <= end + 2e9
                    for begin, end in handler_stops.get(instance, ()))
+
+    def failed_at(name, d, previous):
+        """When delivery d to handler `name` failed, at the latest. One read just after a long SIGSTOP
+        may have failed by ack_timeout long before it was read: at the earliest an ack_timeout after
+        it could have been sent (once the stop began, and after the delivery before it)."""
+        t = d.get("answer_t") or d["t"]
+        instance = d["file"][len("handler-"):].rsplit("-", 1)[0]
+        for begin, end in handler_stops.get(instance, ()):
+            if end - begin >= ack_timeout_ns[name] * 0.8 and begin < d["t"] <= end + 2e9:
+                sent = max(begin, (previous.get("answer_t") or previous["t"]) if previous else begin)
+                return min(t, sent + ack_timeout_ns[name])
+        return t
 
     def jetfan_failed_between(seq, t0, t1):
         return any(r.kind == 2 and t0 <= r.t <= t1 for r in answers_by_seq.get(seq, ()))
@@ -311,6 +335,7 @@ def check(workdir):
             unconfirmed |= never_confirmed
             lost = set()
             stuck = set()
+            answer_unknown = set()
         else:
             # With dead letters, a message is settled for h once its dead letter is stored; the
             # dead-letter rule below checks that it was, and only where h used up its budget.
@@ -319,6 +344,8 @@ def check(workdir):
             lost = wants - set(received)
             # received, failed (NAK, cut off, no answer), and never given to it again
             stuck = (wants & set(received)) - acked_by_h - poison - dead_lettered
+            answer_unknown = {i for i in stuck if received[i][-1].get("answer_unknown")}
+            stuck -= answer_unknown
 
         causes = defaultdict(int)
         concurrent = []
@@ -380,6 +407,7 @@ def check(workdir):
             "lost_sample": sorted(lost)[:SAMPLE],
             "never_redelivered": len(stuck),
             "never_redelivered_sample": sorted(stuck)[:SAMPLE],
+            "answer_unknown": len(answer_unknown),  # killed just after the delivery: it may have acked
             "unexpected": len(unexpected),
             "unexpected_sample": unexpected[:SAMPLE],
             "duplicates": dups,
@@ -429,9 +457,12 @@ def check(workdir):
         for d in deliveries[h["name"]]:
             if d["answer"] == "ack" and d["id"] not in firsts:
                 firsts[d["id"]] = d["answer_t"]
+            elif d.get("answer_unknown") and d["id"] not in firsts:
+                firsts[d["id"]] = d["t"]  # it may have acked it: see handler_kills
         if h.get("dead_letter"):  # a dead-lettered message is settled for h once its budget is used up
             for ident in dead_letters.get(h["name"], {}):
-                t = dead_letter_rule.used_up_at(received_by[h["name"]].get(ident, []), h["max_attempts"], generation)
+                t = dead_letter_rule.used_up_at(received_by[h["name"]].get(ident, []), h["max_attempts"], generation,
+                                                failed_at=lambda d, prev, name=h["name"]: failed_at(name, d, prev))
                 if t is not None and t < firsts.get(ident, float("inf")):
                     firsts[ident] = t
         first_ack[h["name"]] = firsts

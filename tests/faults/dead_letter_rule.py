@@ -24,17 +24,21 @@ def used_up_budgets(deliveries, max_attempts, generation):
     return sum(n // max_attempts for n in failures.values())
 
 
-def used_up_at(deliveries, max_attempts, generation):
-    """When a handler first used up its budget on one message: the answer time (or, with no answer,
-    the delivery time) of its max_attempts-th failed delivery within one jetfan generation. None if it
-    never did. Its dead letter, and so jetfan's ack of the message, can only come after that."""
+def used_up_at(deliveries, max_attempts, generation, failed_at=None):
+    """When a handler first used up its budget on one message: when its max_attempts-th failed
+    delivery within one jetfan generation failed. None if it never did. Its dead letter, and so
+    jetfan's ack of the message, can only come after that. failed_at(d, previous) says when delivery
+    d failed (previous: the delivery before it, or None); by default its answer time or, with no
+    answer, its delivery time."""
     failures = defaultdict(int)
+    previous = None
     for d in deliveries:
         if d["answer"] != "ack":
             g = generation(d["t"])
             failures[g] += 1
             if failures[g] == max_attempts:
-                return d.get("answer_t") or d["t"]
+                return failed_at(d, previous) if failed_at else d.get("answer_t") or d["t"]
+        previous = d
     return None
 
 

@@ -250,6 +250,24 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(r["ack_rule"]["left_unacked_sample"], [6])
         self.assertTrue(any("NOT SETTLED" in f for f in r["findings"]))
 
+    def test_an_unanswered_delivery_just_before_its_instance_was_killed_may_have_been_acked(self):
+        # The handler writes its ACK before its record; killed in between, jetfan has the ACK.
+        w = World()
+        w.handler["A"] = [x for x in w.handler["A"] if not (x[2] == 4 and x[4] == records.ACKED)]
+        w.history.append({"kind": "fault", "name": "handler SIGKILL", "detail": "A-0",
+                          "begin": 1032 * MS + 10 * MS, "end": 2000 * MS, "t": 2000 * MS, "stops_jetfan": False})
+        r = w.check()
+        self.assertEqual(r["findings"], [])
+        self.assertEqual(r["handlers"]["A"]["answer_unknown"], 1)
+
+    def test_an_unanswered_delivery_long_before_its_instance_was_killed_was_not_redelivered(self):
+        w = World()
+        w.handler["A"] = [x for x in w.handler["A"] if not (x[2] == 4 and x[4] == records.ACKED)]
+        w.history.append({"kind": "fault", "name": "handler SIGKILL", "detail": "A-0",
+                          "begin": 1032 * MS + 500 * MS, "end": 2000 * MS, "t": 2000 * MS, "stops_jetfan": False})
+        r = w.check()
+        self.assertTrue(any("NEVER REDELIVERED" in f for f in r["findings"]), r["findings"])
+
     def test_unanswered_publish_stored_after_the_run_is_late_not_lost(self):
         w = World()
         t = 3000 * MS
@@ -488,6 +506,24 @@ class DeadLetteringHandlerTest(unittest.TestCase):
     def test_poison_acked_at_the_server_before_its_budget_was_used_up_is_premature(self):
         w = self.world(dead_lettered=True, second_nak_ms=3000)
         w.answers[-1] = (1100 * MS, 3, 0, 1, 1, 0, 0)  # after the first NAK, 1.9 s before the second
+        r = w.check()
+        self.assertTrue(any("ACKED BEFORE ALL CONFIRMED" in f for f in r["findings"]), r["findings"])
+
+    def test_a_last_attempt_read_after_a_long_sigstop_used_up_the_budget_when_it_timed_out(self):
+        # C was stopped from 1.1 s to 7.5 s: its second delivery, sent meanwhile, failed by
+        # ack_timeout (5 s) at about 6.1 s, and C read it, and NAKed it, only after SIGCONT.
+        w = self.world(dead_lettered=True, second_nak_ms=7600)
+        w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "C-0 for 6.4 s",
+                          "begin": 1100 * MS, "end": 7500 * MS, "t": 7500 * MS, "stops_jetfan": False})
+        w.answers[-1] = (6200 * MS, 3, 0, 1, 1, 0, 0)
+        r = w.check()
+        self.assertEqual(r["findings"], [])
+
+    def test_an_ack_before_the_last_attempt_read_after_a_sigstop_could_have_timed_out_is_premature(self):
+        w = self.world(dead_lettered=True, second_nak_ms=7600)
+        w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "C-0 for 6.4 s",
+                          "begin": 1100 * MS, "end": 7500 * MS, "t": 7500 * MS, "stops_jetfan": False})
+        w.answers[-1] = (4000 * MS, 3, 0, 1, 1, 0, 0)  # under an ack_timeout after the stop began
         r = w.check()
         self.assertTrue(any("ACKED BEFORE ALL CONFIRMED" in f for f in r["findings"]), r["findings"])
 
