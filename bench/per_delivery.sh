@@ -22,6 +22,9 @@
 #   ACKs per read          deliveries / reads of handler sockets (recv, recvmsg, read; EAGAIN is not one)
 #   ACKs per server write  messages / writes to the server (pull requests and PINGs among them, so a
 #                          lower bound of the +ACKs one write carries)
+# The timed rounds also read jetfan's own counters from /metrics at the end of each run, untraced:
+#   MSGs per write         jetfan_handler_deliveries_total / jetfan_handler_socket_writes_total
+#   ACKs per read          jetfan_handler_acks_total / jetfan_handler_socket_reads_total (all handlers)
 # strace is a Debian package (bench/run.sh installs it with the other tools); without it, or if ptrace is not allowed, the
 # round says so and leaves its columns empty.
 #
@@ -42,7 +45,9 @@ pd_run() {  # CLIENT HANDLERS N: one timed run; appends a row to delivery.csv
   handler_on "$client"
   pd_spec "$h"
   "$tool" rewind "$url" BENCH bench_durable "$sweep_ack_pending"
-  jetfan_config "$pd_handler_spec" "  batch: $pd_batch"$'\n'
+  local port
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  jetfan_config "$pd_handler_spec" "  batch: $pd_batch"$'\n'"metrics:"$'\n'"  listen: \"127.0.0.1:$port\""$'\n'
   s0=$(cpu_seconds "$server")
   start_jetfan "$pd_names"
   local -a h0=()
@@ -54,24 +59,43 @@ pd_run() {  # CLIENT HANDLERS N: one timed run; appends a row to delivery.csv
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
   t1=$(value settled_ns "$work/watch.out")
   jcpu=$(cpu_seconds "$jetfan_pid"); s1=$(cpu_seconds "$server")
+  local io
+  io=$(pd_socket_io "$port")
   for i in "${!handler_pids[@]}"; do
     hcpu=$(awk -v a="$hcpu" -v b="$(cpu_seconds "${handler_pids[i]}")" -v c="${h0[i]}" 'BEGIN {print a + b - c}')
   done
   stop_all "$jetfan_pid" "${handler_pids[@]}"
   handler_on cpp
   awk -v c="$client" -v h="$h" -v s="$pd_size" -v n="$n" -v b="$pd_batch" -v j="$jcpu" -v hc="$hcpu" -v sv="$(awk -v a="$s0" -v b="$s1" 'BEGIN {print b - a}')" \
-      -v sec="$(elapsed "$t0" "$t1")" 'BEGIN {d = n * h
-    printf "%s,%d,%d,%d,%d,%d,%.4f,%.3f,%.3f,%.3f\n", c, h, s, n, d, b, sec, j / d * 1e6, hc / d * 1e6, sv / n * 1e6}' >> "$out/delivery.csv"
+      -v sec="$(elapsed "$t0" "$t1")" -v io="$io" 'BEGIN {d = n * h
+    printf "%s,%d,%d,%d,%d,%d,%.4f,%.3f,%.3f,%.3f,%s\n", c, h, s, n, d, b, sec, j / d * 1e6, hc / d * 1e6, sv / n * 1e6, io}' >> "$out/delivery.csv"
+}
+
+pd_socket_io() {  # PORT: "MSGs per write,ACKs per read" from jetfan's /metrics, summed over handlers; "," if unread
+  python3 - "$1" << 'EOF_PY' || echo ","
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
+sums = {}
+for line in text.splitlines():
+    if line.startswith("jetfan_handler_"):
+        name = line.split("{", 1)[0]
+        sums[name] = sums.get(name, 0) + float(line.rsplit(" ", 1)[1])
+writes = sums.get("jetfan_handler_socket_writes_total", 0)
+reads = sums.get("jetfan_handler_socket_reads_total", 0)
+per_write = sums.get("jetfan_handler_deliveries_total", 0) / writes if writes else 0
+per_read = sums.get("jetfan_handler_acks_total", 0) / reads if reads else 0
+print(f"{per_write:.1f},{per_read:.1f}")
+EOF_PY
 }
 
 per_delivery_rounds() {  # N: every client at every handler count, round by round
   local n=$1 client h
-  echo "client,handlers,size,messages,deliveries,pull_batch,seconds,jetfan_cpu_us_per_delivery,handler_cpu_us_per_message,server_cpu_us_per_message" > "$out/delivery.csv"
+  echo "client,handlers,size,messages,deliveries,pull_batch,seconds,jetfan_cpu_us_per_delivery,handler_cpu_us_per_message,server_cpu_us_per_message,msgs_per_write,acks_per_read" > "$out/delivery.csv"
   fresh_stream "$sweep_ack_pending"; prepublish "$n" "$pd_size" "$(keys_for 4)"
   for h in "${pd_handlers[@]}"; do
     for client in "${pd_clients[@]}"; do
       pd_run "$client" "$h" "$n"
-      awk -F, 'END {printf "  %-6s %2d h: jetfan %s us/delivery, handler %s us/message, nats-server %s us/message\n", $1, $2, $8, $9, $10}' "$out/delivery.csv"
+      awk -F, 'END {printf "  %-6s %2d h: jetfan %s us/delivery, handler %s us/message, nats-server %s us/message, %s MSGs/write, %s ACKs/read\n", $1, $2, $8, $9, $10, $11, $12}' "$out/delivery.csv"
     done
   done
 }
@@ -98,7 +122,9 @@ per_delivery_syscalls() {  # N: one counted run per handler count, C++ handlers
   for h in "${pd_handlers[@]}"; do
     pd_spec "$h"
     "$tool" rewind "$url" BENCH bench_durable "$sweep_ack_pending"
-    jetfan_config "$pd_handler_spec" "  batch: $pd_batch"$'\n'
+    local port
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  jetfan_config "$pd_handler_spec" "  batch: $pd_batch"$'\n'"metrics:"$'\n'"  listen: \"127.0.0.1:$port\""$'\n'
     # jetfan starts under strace: it reads ahead of its handlers, so its reads from the server come
     # before the first handler connects.
     start_jetfan "$pd_names" strace -f -C -yy -o "$work/strace.txt"

@@ -173,18 +173,20 @@ delivery_section() {  # RESULTS_DIR
   echo "ticks: a run resolves 10 ms over its messages). System calls:"
   echo "strace on jetfan in a separate run with the C++ handlers; it slows jetfan many times, which lets more"
   echo "pile up per call, so MSGs per writev (deliveries over writes to handler sockets) and ACKs per read"
-  echo "(deliveries over reads of them) are upper bounds, and no time is taken from that run."
+  echo "(deliveries over reads of them) are upper bounds, and no time is taken from that run. The untraced"
+  echo "figures come from jetfan's own counters (\`jetfan_handler_socket_writes_total\`, \`_reads_total\` on"
+  echo "/metrics) at the end of each timed run with the C++ handlers."
   echo "Command: \`bench/run.sh --delivery [N]\` (part of \`bench/run.sh\`)."
   echo
-  echo "| handlers | jetfan CPU µs per delivery | C++ handler CPU µs per message | TypeScript | Python | nats-server CPU µs per message | pull batch | system calls per delivery | MSGs per writev | ACKs per read | +ACKs per server write |"
-  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| handlers | jetfan CPU µs per delivery | C++ handler CPU µs per message | TypeScript | Python | nats-server CPU µs per message | pull batch | MSGs per write (untraced) | ACKs per read (untraced) | system calls per delivery | MSGs per writev | ACKs per read | +ACKs per server write |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   awk -F, 'FNR == 1 {file++; next}
-    file == 1 {h[$2] = 1; batch[$2] = $6; hc[$1, $2] = $9; if ($1 == "cpp") {j[$2] = $8; sv[$2] = $10}}
+    file == 1 {h[$2] = 1; batch[$2] = $6; hc[$1, $2] = $9; if ($1 == "cpp") {j[$2] = $8; sv[$2] = $10; uw[$2] = $11; ur[$2] = $12}}
     file == 2 {sc[$1] = $9; mw[$1] = $10; ar[$1] = $11; as[$1] = $12}
     END {n = 0; for (k in h) list[++n] = k + 0
       for (a = 2; a <= n; a++) for (b = a; b > 1 && list[b - 1] > list[b]; b--) {t = list[b]; list[b] = list[b - 1]; list[b - 1] = t}
       for (a = 1; a <= n; a++) {k = list[a]
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", k, j[k], hc["cpp", k], hc["ts", k], hc["python", k], sv[k], batch[k], sc[k], mw[k], ar[k], as[k]}}' \
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", k, j[k], hc["cpp", k], hc["ts", k], hc["python", k], sv[k], batch[k], uw[k], ur[k], sc[k], mw[k], ar[k], as[k]}}' \
     "$dir/delivery.csv" "$dir/delivery_syscalls.csv"
   echo
   echo "![per delivery](../bench/results/delivery.png)"

@@ -603,6 +603,9 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   const std::size_t index = *admission.handler;
   const auto& handler = config_.handlers[index];
   session.admit(index, handler.name, admission.version);
+  auto& io = socket_io_[handler.name];
+  if (!io) io = std::make_shared<SocketIo>();
+  session.count_io_into(io);
   unidentified_.erase(session.id());
   prune_unidentified_order();
   ++instances_[index];

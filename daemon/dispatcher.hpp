@@ -256,6 +256,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   std::uint64_t next_run_ = 1;
   std::uint64_t next_api_ = 1;
   std::map<std::string, RedriveCounts> redrive_counts_;
+  std::map<std::string, std::shared_ptr<SocketIo>> socket_io_;  // by handler name: what its sockets did
 };
 
 }  // namespace jetfan

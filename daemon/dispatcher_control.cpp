@@ -93,6 +93,12 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
       view.redrive_again = redrives->second.again;
       view.redrive_kept = redrives->second.kept;
     }
+    if (const auto io = socket_io_.find(view.name); io != socket_io_.end()) {
+      view.socket_writes = io->second->writes;
+      view.socket_written_bytes = io->second->written_bytes;
+      view.socket_reads = io->second->reads;
+      view.socket_read_bytes = io->second->read_bytes;
+    }
     view.rates = rates.rates(view.name, view.stats, now);
     s.handlers.push_back(std::move(view));
   }

@@ -87,6 +87,10 @@ void HandlerSession::read() {
                             }
                             self->heard_ = true;
                             self->pinged_ = false;  // any input answers a PING: the peer is alive
+                            if (self->io_) {
+                              ++self->io_->reads;
+                              self->io_->read_bytes += bytes;
+                            }
                             self->consume(bytes);
                             if (!self->closed_ && !self->failing_) self->read();
                           });
@@ -214,6 +218,10 @@ void HandlerSession::write_batch() {
     message.msg_iovlen = pieces.size();
     const ssize_t sent = ::sendmsg(socket_.native_handle(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (sent < 0 && errno == EINTR) continue;
+    if (sent > 0 && io_) {
+      ++io_->writes;
+      io_->written_bytes += static_cast<std::uint64_t>(sent);
+    }
     if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       socket_.async_wait(Socket::wait_write, [self = shared_from_this()](const boost::system::error_code& error) {
         if (error) {

@@ -60,6 +60,16 @@ class SessionOwner {
   ~SessionOwner() = default;
 };
 
+// What the sockets of one handler's instances did since jetfan started: system calls and bytes
+// each way, after HELLO. The dispatcher keeps one per handler name (across reloads and instances);
+// each admitted session adds to it.
+struct SocketIo {
+  std::uint64_t writes = 0;  // sendmsg calls that wrote something
+  std::uint64_t written_bytes = 0;
+  std::uint64_t reads = 0;  // reads that brought something
+  std::uint64_t read_bytes = 0;
+};
+
 class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
  public:
   using Socket = boost::asio::local::stream_protocol::socket;
@@ -76,6 +86,8 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   // The declared handler this connection is an instance of, once admitted, and the protocol
   // version it speaks (proto::negotiated_version). Set once.
   void admit(std::size_t handler, std::string name, std::uint32_t version);
+  // From now on its reads and writes count into `io` (shared; it may outlive the session).
+  void count_io_into(std::shared_ptr<SocketIo> io) { io_ = std::move(io); }
   std::uint32_t version() const { return version_; }
   // A reload moved its handler to another index, or removed it (nullopt: no longer an instance).
   void reassign(std::optional<std::size_t> handler) { handler_ = handler; }
@@ -132,6 +144,7 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   std::string peer_;
   std::optional<std::size_t> handler_;
   std::string handler_name_;
+  std::shared_ptr<SocketIo> io_;  // null until admitted
   std::uint32_t version_ = proto::kVersion1;
   boost::asio::steady_timer timer_;  // HELLO deadline, then idle and PING deadlines, then the last ERR's
   proto::CommandParser parser_;

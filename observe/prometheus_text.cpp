@@ -191,6 +191,16 @@ std::string render_prometheus(const StatusSnapshot& s) {
                [](const HandlerView& h) { return h.without_order_key; });
   each_handler({"jetfan_handler_deliveries_total", "counter", "Deliveries (MSG) sent to the handler's instances."},
                [](const HandlerView& h) { return h.stats.delivered; });
+  each_handler({"jetfan_handler_socket_writes_total", "counter",
+                "Writes (sendmsg) to the handler's instances; deliveries_total over this is MSGs per write."},
+               [](const HandlerView& h) { return h.socket_writes; });
+  each_handler({"jetfan_handler_socket_written_bytes_total", "counter", "Bytes written to the handler's instances."},
+               [](const HandlerView& h) { return h.socket_written_bytes; });
+  each_handler({"jetfan_handler_socket_reads_total", "counter",
+                "Reads from the handler's instances that brought bytes; confirmations over this are per read."},
+               [](const HandlerView& h) { return h.socket_reads; });
+  each_handler({"jetfan_handler_socket_read_bytes_total", "counter", "Bytes read from the handler's instances."},
+               [](const HandlerView& h) { return h.socket_read_bytes; });
   each_handler({"jetfan_handler_acks_total", "counter", "ACKs the handler sent."},
                [](const HandlerView& h) { return h.stats.acked; });
   each_handler({"jetfan_handler_terms_total", "counter", "TERMs (poison) the handler sent."},

@@ -37,6 +37,41 @@ double moved(const std::map<std::string, double>& before, const std::map<std::st
 
 }  // namespace
 
+TEST_CASE("metrics count the writes and reads of a handler's sockets and every byte each way", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"a.*\"]\n", kMetrics));
+  const int port = metrics_port(mesh.jetfan_log());
+  REQUIRE(port > 0);
+  RawPeer builder(mesh.socket_path());
+  builder.send("HELLO builder 1\r\n");  // before admission: not counted
+  const std::size_t hello_bytes = builder.sent_bytes();
+  REQUIRE(builder.next()->kind == jetfan::proto::Frame::Kind::kReady);
+  REQUIRE(builder.sync());
+  const auto before = scrape(port);
+  const std::size_t received_before = builder.received_bytes();
+  const std::size_t sent_before = builder.sent_bytes();
+  CHECK(before.at("jetfan_handler_socket_read_bytes_total{handler=\"builder\"}") == sent_before - hello_bytes);
+  CHECK(before.at("jetfan_handler_socket_written_bytes_total{handler=\"builder\"}") == received_before);
+
+  for (int i = 0; i < 5; ++i) mesh.publish("a.x");
+  std::string acks;
+  for (int i = 0; i < 5; ++i) acks += "ACK " + std::to_string(next_msg(builder).delivery.id) + "\r\n";
+  builder.send(acks);  // five confirmations in one write
+  REQUIRE(builder.sync());
+  REQUIRE(mesh.wait_settled());
+  const auto after = scrape(port);
+  const std::string of = "{handler=\"builder\"}";
+  CHECK(moved(before, after, "jetfan_handler_socket_written_bytes_total" + of) ==
+        builder.received_bytes() - received_before);
+  CHECK(moved(before, after, "jetfan_handler_socket_read_bytes_total" + of) == builder.sent_bytes() - sent_before);
+  // Five MSGs and a PONG in one to six writes; the ACKs and the PING in one or two reads.
+  CHECK(moved(before, after, "jetfan_handler_socket_writes_total" + of) >= 1);
+  CHECK(moved(before, after, "jetfan_handler_socket_writes_total" + of) <= 6);
+  CHECK(moved(before, after, "jetfan_handler_socket_reads_total" + of) >= 1);
+  CHECK(moved(before, after, "jetfan_handler_socket_reads_total" + of) <= 2);
+  CHECK(moved(before, after, "jetfan_handler_acks_total" + of) == 5);
+}
+
 TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a timeout, unrouted keys", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kHandlers, kFastRetry + kMetrics));

@@ -22,6 +22,7 @@ void RawPeer::send(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n <= 0) return;  // jetfan may already have closed it; the test checks what it said
+    sent_ += static_cast<std::size_t>(n);
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
 }
@@ -54,6 +55,7 @@ std::optional<proto::Frame> RawPeer::next(std::chrono::milliseconds timeout) {
       eof_ = true;
       continue;
     }
+    received_ += static_cast<std::size_t>(n);
     buffer_.assign(chunk, static_cast<std::size_t>(n));
   }
 }
@@ -69,6 +71,7 @@ bool RawPeer::wait_closed(std::chrono::milliseconds timeout) {
     char chunk[4096];
     const ssize_t n = ::recv(fd_.get(), chunk, sizeof chunk, 0);
     if (n <= 0) eof_ = true;
+    if (n > 0) received_ += static_cast<std::size_t>(n);
   }
   return true;
 }

@@ -24,6 +24,9 @@ class RawPeer {
   // Frames that arrive first are kept for next().
   bool sync();
   int fd() const { return fd_.get(); }
+  // Bytes sent and received on this connection so far.
+  std::size_t sent_bytes() const { return sent_; }
+  std::size_t received_bytes() const { return received_; }
 
  private:
   UniqueFd fd_;
@@ -31,6 +34,8 @@ class RawPeer {
   std::string buffer_;
   std::size_t offset_ = 0;
   bool eof_ = false;
+  std::size_t sent_ = 0;
+  std::size_t received_ = 0;
   std::vector<proto::Frame> kept_;
 };
 
