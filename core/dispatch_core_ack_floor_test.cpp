@@ -21,6 +21,16 @@ Arrival arrival(std::uint64_t seq, std::uint64_t deliveries = 1) {
   return Arrival{seq * 100 + deliveries, seq, deliveries, 0b1, false, {}};
 }
 
+// What an earlier reader left: `pending` of (floor, delivered], waited for until 60 s at the latest.
+Outstanding left_unacked(std::uint64_t floor, std::uint64_t delivered, std::uint64_t pending) {
+  Outstanding outstanding;
+  outstanding.floor = floor;
+  outstanding.delivered = delivered;
+  outstanding.pending = pending;
+  outstanding.until = kStart + milliseconds(60000);
+  return outstanding;
+}
+
 // Delivers seqs to connection 1 and ACKs each; the effects that follow the ACKs.
 std::vector<Effect> confirm(DispatchCore& core, std::initializer_list<std::uint64_t> seqs, TimePoint now) {
   for (const std::uint64_t seq : seqs) core.arrive(arrival(seq), now);
@@ -81,12 +91,8 @@ TEST_CASE(
     "[unit]") {
   DispatchCore core = core_of(AckPolicy::kAll);
   core.connect(1, 0, kStart);
-  Outstanding outstanding;
-  outstanding.floor = 10;
-  outstanding.delivered = 14;
-  outstanding.pending = 2;  // two of 11..14; the other two were acked by the earlier reader
-  outstanding.until = kStart + milliseconds(60000);
-  core.expect_outstanding(outstanding, kStart);
+  core.expect_outstanding(left_unacked(10, 14, 2),
+                          kStart);  // two of 11..14; the other two were acked by the earlier reader
   CHECK(core.ack_floor_held());
   CHECK(testing::effects_of(confirm(core, {15, 16}, kStart), Kind::kAck).empty());
   CHECK(testing::effects_of(confirm(core, {12}, kStart), Kind::kAck).empty());
@@ -101,12 +107,7 @@ TEST_CASE(
 TEST_CASE("AckPolicy all after a restart: a reconnect during the wait makes it end only by time", "[unit]") {
   DispatchCore core = core_of(AckPolicy::kAll);
   core.connect(1, 0, kStart);
-  Outstanding outstanding;
-  outstanding.floor = 10;
-  outstanding.delivered = 11;
-  outstanding.pending = 1;
-  outstanding.until = kStart + milliseconds(60000);
-  core.expect_outstanding(outstanding, kStart);
+  core.expect_outstanding(left_unacked(10, 11, 1), kStart);
   core.hold_ack_floor(kStart + milliseconds(2000));
   CHECK(testing::effects_of(confirm(core, {11, 12}, kStart), Kind::kAck).empty());
   CHECK(core.ack_floor_held());
@@ -122,12 +123,7 @@ TEST_CASE("the ack floor is held under AckPolicy all only", "[unit]") {
   core.connect(1, 0, kStart);
   core.hold_ack_floor(kStart + milliseconds(2000));
   CHECK_FALSE(core.ack_floor_held());
-  Outstanding outstanding;
-  outstanding.floor = 10;
-  outstanding.delivered = 11;
-  outstanding.pending = 1;
-  outstanding.until = kStart + milliseconds(60000);
-  core.expect_outstanding(outstanding, kStart);
+  core.expect_outstanding(left_unacked(10, 11, 1), kStart);
   CHECK_FALSE(core.ack_floor_held());
   CHECK(testing::effects_of(confirm(core, {12}, kStart), Kind::kAck).size() == 1);
 }

@@ -53,6 +53,11 @@ class World:
         self.exit = None  # the consumer once jetfan is gone; None: not read
         self.handlers = HANDLERS
 
+    def came_back_unacked(self, ident, deliveries):
+        """No +ACK of ident on the wire, and the auditor got it back with that delivery count."""
+        self.answers = [a for a in self.answers if a[1] != ident]
+        self.audit.append((ident, ident, deliveries))
+
     def deliver(self, name, ident, t, answer=records.ACKED, deliveries=1, conn=1, flags=0):
         self.handler[name].append((t, ident, ident, deliveries, records.DELIVERED, flags, conn))
         if answer:
@@ -223,8 +228,7 @@ class CheckerTest(unittest.TestCase):
 
     def test_left_unacked(self):
         w = World()
-        w.answers = [a for a in w.answers if a[1] != 4]
-        w.audit.append((4, 4, 2))
+        w.came_back_unacked(4, 2)
         w.final = {"num_pending": 0, "num_ack_pending": 2}
         r = w.check()
         self.assertEqual(r["ack_rule"]["left_unacked"], 1)
@@ -234,8 +238,7 @@ class CheckerTest(unittest.TestCase):
         # nats-server 2.9's o.sseq-- offers the last one again as a first delivery, and the
         # watcher of answers was reconnecting when jetfan acked it.
         w = World()
-        w.answers = [a for a in w.answers if a[1] != 6]
-        w.audit.append((6, 6, 1))
+        w.came_back_unacked(6, 1)
         w.exit = {"num_pending": 0, "num_ack_pending": 1}
         r = w.check()
         self.assertEqual(r["findings"], [])
@@ -243,29 +246,29 @@ class CheckerTest(unittest.TestCase):
 
     def test_left_unacked_when_the_server_holds_more_than_the_unconfirmed(self):
         w = World()
-        w.answers = [a for a in w.answers if a[1] != 6]
-        w.audit.append((6, 6, 1))
+        w.came_back_unacked(6, 1)
         w.exit = {"num_pending": 0, "num_ack_pending": 2}
         r = w.check()
         self.assertEqual(r["ack_rule"]["left_unacked_sample"], [6])
         self.assertTrue(any("NOT SETTLED" in f for f in r["findings"]))
 
-    def test_an_unanswered_delivery_just_before_its_instance_was_killed_may_have_been_acked(self):
-        # The handler writes its ACK before its record; killed in between, jetfan has the ACK.
+    @staticmethod
+    def killed_after_delivery(after_ms):
+        """A-0 got id 4 at 1032 ms, recorded no answer, and was killed after_ms later."""
         w = World()
         w.handler["A"] = [x for x in w.handler["A"] if not (x[2] == 4 and x[4] == records.ACKED)]
         w.history.append({"kind": "fault", "name": "handler SIGKILL", "detail": "A-0",
-                          "begin": 1032 * MS + 10 * MS, "end": 2000 * MS, "t": 2000 * MS, "stops_jetfan": False})
-        r = w.check()
+                          "begin": (1032 + after_ms) * MS, "end": 2000 * MS, "t": 2000 * MS, "stops_jetfan": False})
+        return w
+
+    def test_an_unanswered_delivery_just_before_its_instance_was_killed_may_have_been_acked(self):
+        # The handler writes its ACK before its record; killed in between, jetfan has the ACK.
+        r = self.killed_after_delivery(10).check()
         self.assertEqual(r["findings"], [])
         self.assertEqual(r["handlers"]["A"]["answer_unknown"], 1)
 
     def test_an_unanswered_delivery_long_before_its_instance_was_killed_was_not_redelivered(self):
-        w = World()
-        w.handler["A"] = [x for x in w.handler["A"] if not (x[2] == 4 and x[4] == records.ACKED)]
-        w.history.append({"kind": "fault", "name": "handler SIGKILL", "detail": "A-0",
-                          "begin": 1032 * MS + 500 * MS, "end": 2000 * MS, "t": 2000 * MS, "stops_jetfan": False})
-        r = w.check()
+        r = self.killed_after_delivery(500).check()
         self.assertTrue(any("NEVER REDELIVERED" in f for f in r["findings"]), r["findings"])
 
     def test_unanswered_publish_stored_after_the_run_is_late_not_lost(self):
@@ -509,22 +512,21 @@ class DeadLetteringHandlerTest(unittest.TestCase):
         r = w.check()
         self.assertTrue(any("ACKED BEFORE ALL CONFIRMED" in f for f in r["findings"]), r["findings"])
 
-    def test_a_last_attempt_read_after_a_long_sigstop_used_up_the_budget_when_it_timed_out(self):
-        # C was stopped from 1.1 s to 7.5 s: its second delivery, sent meanwhile, failed by
-        # ack_timeout (5 s) at about 6.1 s, and C read it, and NAKed it, only after SIGCONT.
+    def stopped_world(self, acked_ms):
+        """C stopped from 1.1 s to 7.5 s: its second delivery, sent meanwhile, failed by ack_timeout
+        (5 s) at about 6.1 s, and C read it, and NAKed it, only after SIGCONT. jetfan acked at acked_ms."""
         w = self.world(dead_lettered=True, second_nak_ms=7600)
         w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "C-0 for 6.4 s",
                           "begin": 1100 * MS, "end": 7500 * MS, "t": 7500 * MS, "stops_jetfan": False})
-        w.answers[-1] = (6200 * MS, 3, 0, 1, 1, 0, 0)
-        r = w.check()
+        w.answers[-1] = (acked_ms * MS, 3, 0, 1, 1, 0, 0)
+        return w
+
+    def test_a_last_attempt_read_after_a_long_sigstop_used_up_the_budget_when_it_timed_out(self):
+        r = self.stopped_world(acked_ms=6200).check()
         self.assertEqual(r["findings"], [])
 
     def test_an_ack_before_the_last_attempt_read_after_a_sigstop_could_have_timed_out_is_premature(self):
-        w = self.world(dead_lettered=True, second_nak_ms=7600)
-        w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "C-0 for 6.4 s",
-                          "begin": 1100 * MS, "end": 7500 * MS, "t": 7500 * MS, "stops_jetfan": False})
-        w.answers[-1] = (4000 * MS, 3, 0, 1, 1, 0, 0)  # under an ack_timeout after the stop began
-        r = w.check()
+        r = self.stopped_world(acked_ms=4000).check()  # under an ack_timeout after the stop began
         self.assertTrue(any("ACKED BEFORE ALL CONFIRMED" in f for f in r["findings"]), r["findings"])
 
     def test_poison_acked_at_the_server_without_its_dead_letter_breaks_both_rules(self):
