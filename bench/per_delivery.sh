@@ -32,7 +32,7 @@
 # delivery.png and the "Per delivery" section of bench.md from them.
 
 pd_size=128
-pd_batch=256
+pd_batch=${JETFAN_PULL_BATCH:-256}
 
 pd_spec() {  # HANDLERS: sets pd_handler_spec and pd_names, h0..h<H-1> all on "#"
   local i

@@ -29,6 +29,8 @@
 #                           SWEEP_HANDLERS, SWEEP_SIZES, SWEEP_FANOUT (space-separated) and
 #                           SWEEP_MESSAGES (one count for every size) narrow it, in any mode
 #
+# JETFAN_PULL_BATCH=N, in any mode, runs every jetfan with consumer.batch N (its pull batch).
+#
 # The cost curve (bench/sweep.sh says how it is run): msg/s, jetfan's CPU seconds per million
 # messages and its peak RSS against the number of handlers (1 to 32, all matching every message, at
 # 128 B) and against the payload (128 B to 256 KiB, 1 and 4 all-matching handlers), with A at each
@@ -150,6 +152,8 @@ prepublish() { "$tool" publish "$url" bench. "$3" "$1" "$2" > /dev/null; }
 # jetfan config: handlers given as "name:pattern,pattern;name:pattern..."
 jetfan_config() {
   local handlers=$1 extra=${2:-} h p hs ps first
+  # JETFAN_PULL_BATCH sets consumer.batch for every jetfan of the run (default: jetfan's own).
+  [ -z "${JETFAN_PULL_BATCH:-}" ] || [[ $extra == *"batch:"* ]] || extra="  batch: $JETFAN_PULL_BATCH"$'\n'"$extra"
   {
     printf 'nats:\n  servers: ["%s"]\nconsumer:\n  stream: BENCH\n  durable: bench_durable\n%s' "$url" "$extra"
     # max_unidentified: the sweep's 32 handlers connect at once; none may be evicted before its HELLO.
