@@ -403,6 +403,26 @@ TEST_CASE("dispatcher: full, a hand_back handler past its share hands back its o
   CHECK_FALSE(s.status().stall);
 }
 
+TEST_CASE("dispatcher: full while jetfan holds an ordered handler back after a reconnect, its backlog goes back",
+          "[unit]") {
+  auto c = config({handler("ordered", {"a.*"}), handler("other", {"a.*"})});
+  c.consumer.max_held = 4;
+  c.handlers[0].order_by = OrderBy{OrderBy::Kind::kKey, 0, ""};  // when_full: wait, the default
+  Harness h(std::move(c));
+  h.hello("ordered");
+  const auto other = h.hello("other");
+  h.upstream.reconnect();
+  h.pump();
+  h.upstream.probe_answer(true);
+  h.pump();
+  for (std::uint64_t seq = 1; seq <= 4; ++seq) h.deliver(seq, "ev.a.x");
+  for (const auto& msg : h.msgs(other)) h.send(other, "ACK " + std::to_string(msg.id) + "\r\n");
+  h.advance(milliseconds(600));  // housekeeping looks; the hold is 4 keepalives (AckWait 30 s)
+  // "ordered" owes 4, its share is 4 / 2: its two oldest go back, and room is made for pulls.
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{1, 2});
+  CHECK_FALSE(h.status().stall);
+}
+
 TEST_CASE("dispatcher: a drain hands back what is not in flight, lets deliveries in flight finish, then finishes",
           "[unit]") {
   Harness h(config({handler("audit", {"a.*"}, 1)}));
