@@ -25,6 +25,7 @@ struct ConsumerFacts {
   std::uint64_t ack_floor = 0;
   std::uint64_t delivered = 0;
   std::uint64_t ack_pending = 0;
+  std::uint64_t delivered_consumer_seq = 0;  // the consumer's number of its last delivery
   // Features of nats-server 2.11 and later; older servers say nothing of them (empty, false).
   std::string priority_policy;               // "pinned_client", "overflow", ...; empty or "none": none
   std::vector<std::string> priority_groups;  // a pull must name one of these when there are any

@@ -59,10 +59,12 @@ Duration DispatchCore::handback_delay(TimePoint now) const {
 void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   // The last of what an earlier reader left outstanding ends the wait only once it is in the gate
   // itself, so that it still goes before the later messages of its key.
+  gap_check(arrival, now);
   const bool last_outstanding = restart_ && restart_arrived(arrival.stream_seq);
   arrive_one(arrival, now);
   if (last_outstanding) restart_end(now);
   if (floor_hold_) floor_hold_arrived(arrival.stream_seq);
+  gap_arrived(arrival, now);
 }
 
 void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
@@ -159,8 +161,8 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
 void DispatchCore::arrive_copy_of_settled(const Arrival& arrival, SettledRecord::Verb verb, TimePoint now) {
   ++counters_.already_settled;
   const bool terminate = verb == SettledRecord::Verb::kTerminated;
-  if (settings_.ack_policy == AckPolicy::kAll &&
-      (floor_hold_ || (!unsettled_.empty() && *unsettled_.begin() < arrival.stream_seq))) {
+  if (settings_.ack_policy == AckPolicy::kAll && (floor_hold_ || gap_holds(arrival.stream_seq) ||
+                                                  (!unsettled_.empty() && *unsettled_.begin() < arrival.stream_seq))) {
     // Either verb now would also settle a lower sequence still unsettled: it waits its turn.
     wait_for_floor(arrival.stream_seq, arrival.message, terminate, now);
     return;
@@ -463,6 +465,9 @@ void DispatchCore::forget_history() {
   confirmations_order_.clear();
   settled_.clear();
   budget_.forget_handed_back();
+  // A new consumer numbers its deliveries from 1 and may start anywhere in the stream.
+  last_consumer_seq_.reset();
+  highest_first_delivered_ = 0;
 }
 
 void DispatchCore::tick(TimePoint now) {
@@ -479,6 +484,7 @@ void DispatchCore::tick(TimePoint now) {
   order_tick(now);
   retry_dead_letters(now);
   floor_hold_tick(now);
+  gap_tick(now);
   if (next_keepalive_ && *next_keepalive_ <= now) {
     next_keepalive_ = now + settings_.keepalive;
     if (to_server()) {
@@ -531,6 +537,7 @@ std::optional<TimePoint> DispatchCore::next_wakeup() const {
   if (const auto order = order_next_wakeup(); order && (!wake || *order < *wake)) wake = order;
   if (const auto retry = budget_.next_retry(); retry && (!wake || *retry < *wake)) wake = retry;
   if (floor_hold_ && (!wake || floor_hold_->until < *wake)) wake = floor_hold_->until;
+  if (gap_ && (!wake || gap_->let_go < *wake)) wake = gap_->let_go;
   return wake;
 }
 

@@ -40,9 +40,9 @@
 //     a drain, settled messages still waiting for that are handed back like the rest. A settled
 //     message waiting so needs only its reply subject: the core says so (kTrim). The sequences below
 //     the floor are only those the core has seen, so the floor is held (no +ACK or +TERM at all)
-//     while the server may hold unacked messages the core has not seen: after a reconnect or a
-//     leader change (hold_ack_floor: what was lost on the way comes back after AckWait), and after
-//     a restart, until as many of (floor, delivered] came back as were pending, or until
+//     while the server may hold unacked messages the core has not seen: after deliveries were lost
+//     on the way (a gap, below: no +ACK at or above the first sequence that may have been lost), and
+//     after a restart, until as many of (floor, delivered] came back as were pending, or until
 //     Outstanding::until (expect_outstanding). While it is held, settled messages waiting for it do
 //     not count in held_for_room(), so that jetfan keeps pulling and what was lost can come back.
 //   - AckPolicy none: nothing is sent to the server.
@@ -67,6 +67,22 @@
 //     back), or at the latest at Outstanding::until, when the rest of each key goes on (counted in
 //     order_gave_up). When they could not all be read (too many), every ordered delivery waits
 //     until then instead.
+//   - Deliveries lost on the way (dispatch_core_gap.cpp). The server numbers every delivery of the
+//     consumer (Arrival::consumer_seq, the <cseq> of the ack subject), and on one connection they
+//     arrive in that order; a jump (a broken connection, a consumer leader that died with deliveries
+//     in its buffers) means deliveries were sent that never arrived, and the server sends those
+//     messages again only after AckWait. A lost first delivery is of a stream sequence above the
+//     highest first delivered before the jump (F); one lost of a message the core already knew
+//     changes nothing (it holds or settled it). So after a jump, and until what may be lost came
+//     back, ordered handlers get no message above F (older ones, and unordered handlers, go on), and
+//     under AckPolicy all nothing at or above F+1 is acked. It ends (a) once every stream sequence
+//     between F and the first first-delivery after the jump has arrived (none: at once); or (b)
+//     once AckWait and a third (gap_hold()) has passed and the server shows it has redelivered what
+//     AckWait expired: a message it stored after that time arrives (Arrival::published_ns against
+//     Arrival::wall_ns), or it answers a pull request sent after it (heard()); or (c) at
+//     gap_let_go() after the jump, when the rest goes on (counted in gap_holds_let_go). A jump back
+//     (a new leader, or a restarted server, with an older record) holds nothing: what it had not
+//     recorded as delivered it delivers again in stream order.
 //   - Reconfiguring (a reload of the config) may add, remove, reorder and change handlers. Messages
 //     held keep the recipients they had (re-indexed); a removed handler is settled as if it had
 //     confirmed everything it still owed (a TERM it gave still terminates), and its connections are
@@ -231,8 +247,11 @@ struct Arrival {
   std::uint64_t stream_seq = 0;  // 0 (not known) is allowed only when unroutable
   std::uint64_t deliveries = 1;  // how often the server has delivered it, 1 the first time
   HandlerMask recipients = 0;
-  bool unroutable = false;      // its subject has no key: no handler can be chosen
-  std::vector<OrderKey> order;  // its ordered recipients, each with the message's order key for it
+  bool unroutable = false;         // its subject has no key: no handler can be chosen
+  std::vector<OrderKey> order;     // its ordered recipients, each with the message's order key for it
+  std::uint64_t consumer_seq = 0;  // the consumer's number for this delivery; 0: not known (no gap check)
+  std::uint64_t published_ns = 0;  // when the stream stored it, the server's wall clock; 0: not known
+  std::int64_t wall_ns = 0;        // jetfan's wall clock at arrival; 0: not known
 };
 
 struct CoreCounters {
@@ -254,8 +273,9 @@ struct CoreCounters {
   std::uint64_t order_retries = 0;         // failures of messages an ordered handler owes, retried in the core
   std::uint64_t order_gave_up = 0;         // handed back and not back within order_away_hold(): order let go
   std::uint64_t order_restart_waits = 0;   // messages an earlier reader may have left outstanding, waited for
-  std::uint64_t order_holds = 0;           // waits of every ordered delivery after a reconnect or leader change
-  std::uint64_t ack_floor_holds = 0;       // AckPolicy all: floor held after a reconnect or leader change
+  std::uint64_t delivery_gaps = 0;         // jumps in the consumer sequence: deliveries lost on the way
+  std::uint64_t deliveries_lost = 0;       // deliveries in those jumps
+  std::uint64_t gap_holds_let_go = 0;      // holds after a jump that ended at gap_let_go(), not by proof
   std::uint64_t dead_lettered = 0;         // dead letters stored
   std::uint64_t dead_letter_failures = 0;  // dead-letter publishes that failed
   std::uint64_t gave_up = 0;               // used-up budgets without a dead letter
@@ -264,6 +284,10 @@ struct CoreCounters {
 // How long later messages of a key wait for an older one handed back with `delay` to come back,
 // given the core's keepalive (a third of the consumer's AckWait): the delay and two AckWaits.
 Duration order_away_hold(Duration delay, Duration keepalive);
+// After a gap (rules above), from the jump: when proof that the loss came back may end the hold
+// (AckWait and a third), and when it ends anyway (three AckWaits).
+Duration gap_hold(Duration keepalive);
+Duration gap_let_go(Duration keepalive);
 
 // What an earlier reader of the consumer may have left unacked at the server: the messages in
 // (floor, delivered] of the stream, read at bind (daemon/jetstream_reader.hpp).
@@ -299,20 +323,20 @@ class DispatchCore {
   // outstanding.pending is 0. Under AckPolicy all it holds the ack floor too, ordered handlers or not
   // (outstanding.messages may then be empty).
   void expect_outstanding(const Outstanding& outstanding, TimePoint now);
-  // AckPolicy all: the server may have sent messages that never arrived (the connection broke, or
-  // the leader may have changed). Until `until` (AckWait and a margin from now), nothing is acked or
-  // terminated. Extends a hold that is on, which from then on ends only by time. Nothing to do under
-  // the other policies.
-  void hold_ack_floor(TimePoint until);
   bool ack_floor_held() const { return floor_hold_.has_value(); }
-  // The connection to the consumer broke, or its leader may have changed: what the server sent
-  // just before may be lost on the way, and it comes back only after AckWait. Until `until`
-  // (AckWait and a margin from now), no ordered handler gets anything new, so that nothing of a
-  // key overtakes what was lost of it; then each key goes on with its oldest. Extends a wait that
-  // is already on. Only ordered messages are held (the caller need not call it without ordered handlers).
-  void hold_ordered(TimePoint until);
-  // Whether ordered handlers still wait for what an earlier reader left outstanding.
-  bool awaiting_outstanding() const { return restart_.has_value(); }
+  // What the consumer had delivered when jetfan bound it: the number of its last delivery, and the
+  // highest stream sequence it delivered. Before the first arrival; without it, the first
+  // arrival's number is taken as it is.
+  void bound(std::uint64_t consumer_seq, std::uint64_t stream_seq);
+  // The server answered a pull request sent at `asked_at` (an idle heartbeat, or its end): proof,
+  // once a gap's hold is past gap_hold(), that what AckWait expired was redelivered (rules above).
+  void heard(TimePoint asked_at, TimePoint now);
+  // Whether a gap holds messages back (rules above), and above which stream sequence.
+  bool gap_held() const { return gap_.has_value(); }
+  std::uint64_t gap_floor() const { return gap_ ? gap_->floor : 0; }
+  // Whether ordered handlers still wait for what an earlier reader left outstanding, or for what a
+  // gap may have lost.
+  bool awaiting_outstanding() const { return restart_.has_value() || gap_.has_value(); }
   // Precondition: handler < settings.handlers.size(); connection ids are never reused.
   void connect(ConnectionId connection, std::size_t handler, TimePoint now);
   void disconnect(ConnectionId connection, TimePoint now);
@@ -379,7 +403,9 @@ class DispatchCore {
 
   std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
   // What counts against max_held: held(), less the settled messages waiting for a held ack floor.
-  std::size_t held_for_room() const { return floor_hold_ ? messages_.size() : held(); }
+  std::size_t held_for_room() const {
+    return floor_hold_ || (gap_ && settings_.ack_policy == AckPolicy::kAll) ? messages_.size() : held();
+  }
   std::size_t in_flight() const;
   std::size_t in_flight(ConnectionId connection) const;
   // Entries in the deadline queue, stale ones included: at most about twice in_flight() (or 1,024).
@@ -497,6 +523,9 @@ class DispatchCore {
                          TimePoint now);
   // `stream_seq` may go to `handler` now, if it is held and waits for its key.
   void order_release(std::size_t handler, std::uint64_t stream_seq);
+  // Once nothing holds every ordered delivery back: the oldest gated of each key may go (marks the
+  // handlers that got some in `touched`, sized to the handlers; the caller dispatches them).
+  void release_gated(std::vector<bool>& touched);
   void order_tick(TimePoint now);
   std::optional<TimePoint> order_next_wakeup() const;
   void order_reindex(const HandlerReindex& reindex);
@@ -506,6 +535,15 @@ class DispatchCore {
   // Whether every ordered delivery waits for what an earlier reader left outstanding.
   bool restart_holds_all() const { return restart_ && restart_->unread; }
   void restart_end(TimePoint now);
+  // dispatch_core_gap.cpp: before an arrival is taken, whether deliveries were lost before it;
+  // after, whether that proves the loss came back.
+  void gap_check(const Arrival& arrival, TimePoint now);
+  void gap_arrived(const Arrival& arrival, TimePoint now);
+  void gap_tick(TimePoint now);
+  enum class GapEnd { kBack, kProof, kLetGo };
+  void gap_end(GapEnd why, TimePoint now);
+  // Whether ordered handlers must not be given `stream_seq` for now: it is above a gap's floor.
+  bool gap_holds(std::uint64_t stream_seq) const { return gap_ && stream_seq > gap_->floor; }
   bool to_server() const { return settings_.ack_policy != AckPolicy::kNone; }
   // Redrives (dispatch_core_redrive.cpp) are held in messages_ under a key no stream sequence
   // reaches, so the message path serves them; these are the few places they differ.
@@ -572,6 +610,22 @@ class DispatchCore {
     std::set<std::uint64_t> back;
   };
   std::optional<FloorHold> floor_hold_;
+  // Deliveries lost on the way (rules above).
+  struct Gap {
+    std::uint64_t floor = 0;  // F: what may be lost is above it
+    // The latest jump's F, while its first first-delivery is awaited, and what came back above it
+    // before that.
+    std::optional<std::uint64_t> open_from;
+    std::set<std::uint64_t> early;
+    std::set<std::uint64_t> missing;  // above F, below a first-delivery after a jump, not back yet
+    bool uncounted = false;           // too many to count: (a) cannot end it
+    TimePoint until{};                // (b) from then on
+    std::int64_t until_wall_ns = 0;
+    TimePoint let_go{};  // (c)
+  };
+  std::optional<Gap> gap_;
+  std::optional<std::uint64_t> last_consumer_seq_;
+  std::uint64_t highest_first_delivered_ = 0;
 };
 
 }  // namespace jetfan

@@ -3,6 +3,7 @@
 // settled message waits until nothing below it is unsettled, and nothing goes while the server may
 // hold messages the core has not seen yet.
 
+#include <algorithm>
 #include <limits>
 
 #include "dispatch_core.hpp"
@@ -17,7 +18,9 @@ void DispatchCore::wait_for_floor(std::uint64_t seq, MessageHandle handle, bool 
 
 void DispatchCore::advance_ack_floor() {
   if (floor_hold_) return;
-  const std::uint64_t floor = unsettled_.empty() ? std::numeric_limits<std::uint64_t>::max() : *unsettled_.begin();
+  std::uint64_t floor = unsettled_.empty() ? std::numeric_limits<std::uint64_t>::max() : *unsettled_.begin();
+  // After a gap, what may have been lost is unsettled too.
+  if (gap_) floor = std::min(floor, gap_->floor + 1);
   const auto end = settled_unacked_.lower_bound(floor);
   if (end == settled_unacked_.begin()) return;
   // Everything below the floor is settled, so each +TERM (in order, for its advisory) and the one
@@ -29,16 +32,6 @@ void DispatchCore::advance_ack_floor() {
   if (!highest->second.terminate) emit(Effect::Kind::kAck, highest->second.handle);
   for (auto it = settled_unacked_.begin(); it != end; ++it) emit(Effect::Kind::kRelease, it->second.handle);
   settled_unacked_.erase(settled_unacked_.begin(), end);
-}
-
-void DispatchCore::hold_ack_floor(TimePoint until) {
-  if (settings_.ack_policy != AckPolicy::kAll) return;
-  if (!floor_hold_) floor_hold_ = FloorHold{};
-  // What was lost is not known, so counting what came back cannot end this hold.
-  floor_hold_->counting = false;
-  floor_hold_->back.clear();
-  if (floor_hold_->until < until) floor_hold_->until = until;
-  ++counters_.ack_floor_holds;
 }
 
 void DispatchCore::floor_hold_arrived(std::uint64_t seq) {

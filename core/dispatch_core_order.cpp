@@ -42,7 +42,8 @@ void DispatchCore::order_arrived(const Arrival& arrival, Message& message, TimeP
 
 bool DispatchCore::order_admits(std::size_t handler, std::uint64_t seq, Message& message) {
   const HandlerMask bit = HandlerMask{1} << handler;
-  if (!(message.ordered & bit) || (gate_.may_deliver(handler, seq) && !restart_holds_all())) return true;
+  if (!(message.ordered & bit) || (gate_.may_deliver(handler, seq) && !restart_holds_all() && !gap_holds(seq)))
+    return true;
   message.queued &= ~bit;
   message.gated |= bit;
   return false;
@@ -71,6 +72,19 @@ void DispatchCore::order_release(std::size_t handler, std::uint64_t seq) {
   message.gated &= ~bit;
   message.queued |= bit;
   handlers_[handler].queue.push_front(seq);  // it has waited longer than anything queued behind it
+}
+
+void DispatchCore::release_gated(std::vector<bool>& touched) {
+  if (restart_holds_all()) return;
+  for (auto& [seq, message] : messages_) {
+    if (message.gated == 0 || gap_holds(seq)) continue;
+    for (std::size_t h = 0; h < handlers_.size(); ++h) {
+      const HandlerMask bit = HandlerMask{1} << h;
+      if (!(message.gated & bit) || !gate_.may_deliver(h, seq)) continue;
+      order_release(h, seq);
+      if (h < touched.size()) touched[h] = true;
+    }
+  }
 }
 
 bool DispatchCore::order_holds(std::uint64_t seq, Message& message, TimePoint now) {

@@ -45,15 +45,6 @@ void DispatchCore::expect_outstanding(const Outstanding& outstanding, TimePoint 
   restart_ = std::move(restart);
 }
 
-void DispatchCore::hold_ordered(TimePoint until) {
-  if (!restart_) restart_ = Restart{};
-  restart_->unread = true;
-  // Only the time ends this wait: counting what came back does not, as what was lost is not known.
-  restart_->pending = std::numeric_limits<std::uint64_t>::max();
-  if (restart_->until < until) restart_->until = until;
-  ++counters_.order_holds;
-}
-
 bool DispatchCore::restart_arrived(std::uint64_t stream_seq) {
   Restart& restart = *restart_;
   if (stream_seq <= restart.floor || stream_seq > restart.delivered) return false;
@@ -75,14 +66,7 @@ void DispatchCore::restart_end(TimePoint now) {
   if (restart.unread) {
     // Everything ordered waited; the oldest held of each key may go now, and the gate lets the rest
     // follow as those settle.
-    for (auto& [seq, message] : messages_) {
-      for (std::size_t h = 0; h < handlers_.size(); ++h) {
-        const HandlerMask bit = HandlerMask{1} << h;
-        if (!(message.gated & bit) || !gate_.may_deliver(h, seq)) continue;
-        order_release(h, seq);
-        touched[h] = true;
-      }
-    }
+    release_gated(touched);
   }
   for (std::size_t h = 0; h < touched.size(); ++h) {
     if (touched[h]) dispatch(h, now);

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <variant>
 
 #include "core_test_support.hpp"
 #include "dispatch_core.hpp"
@@ -578,9 +579,11 @@ TEST_CASE("draining hands back with a delay that runs out when the last pull req
 
 // The randomized model test. A model server publishes (sometimes a subject with no key),
 // redelivers what was nak'd, sometimes redelivers what is still held, sometimes loses acks and
-// redelivers what was settled, and sometimes loses a message on its way to jetfan (a broken
-// connection, a leader change) and sends it again after AckWait, the dispatcher meanwhile holding
-// the ordered handlers (hold_ordered); model handlers connect, disconnect and answer at random; now and then
+// redelivers what was settled, sometimes loses a delivery on its way to jetfan (a broken connection,
+// a leader change: the core sees a jump in the consumer sequence at the next arrival) and sends it
+// again after AckWait, and sometimes stalls: nothing arrives for up to an AckWait, and then what it
+// sent meanwhile arrives in the order sent, so that proof by a late message or a pull's answer is
+// tested too; model handlers connect, disconnect and answer at random; now and then
 // a reload adds, removes, reorders handlers and changes their max_inflight and which of them are
 // ordered (by one of a few keys). Every effect is checked against the invariants in the header,
 // the order of every ordered handler's keys included. Runs end either by settling everything or by a
@@ -596,6 +599,7 @@ struct Model {
         ordered(handlers),
         core(make_settings(handlers)) {
     for (std::size_t h = 0; h < handlers; ++h) ordered[h] = pick(2) == 0;
+    core.bound(0, 0);  // a consumer that has delivered nothing yet
   }
 
   // Some handlers have a retry budget, some of those dead letters.
@@ -624,7 +628,22 @@ struct Model {
     for (const auto& [h, key] : order_keys[seq]) order.push_back(OrderKey{h, key});
     away_until.erase(seq);
     latest_copy[seq] = handle;
-    core.arrive(Arrival{handle, seq, ++deliveries[seq], recipients[seq], no_key, order}, now);
+    Arrival arrival{handle, seq, ++deliveries[seq], recipients[seq], no_key, order};
+    arrival.consumer_seq = ++consumer_seq;
+    arrival.published_ns = published_ns.at(seq);
+    arrival.wall_ns = wall_ns();
+    core.arrive(arrival, now);
+  }
+  std::int64_t wall_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(now - kStart).count() + 1;
+  }
+  // From the server: delivered now, or into the stalled connection, to arrive when it ends.
+  void send(std::uint64_t seq) {
+    if (stalled_until) {
+      pipe.push_back(seq);
+      return;
+    }
+    deliver_from_server(seq);
   }
   // The order rule, at a MSG of `seq` to handler `h`: nothing else of its key in flight to h, and
   // no older one of its key that h still owes held in the core or handed back and not yet given up.
@@ -657,15 +676,16 @@ struct Model {
   }
   void publish() {
     const std::uint64_t seq = next_seq++;
+    published_ns[seq] = static_cast<std::uint64_t>(wall_ns());
     if (pick(30) == 0) {
       // A subject with no key; it still has a stream sequence.
       recipients[seq] = 0;
       unroutable.insert(seq);
-      deliver_from_server(seq);
+      send(seq);
       return;
     }
     choose_recipients(seq);
-    deliver_from_server(seq);
+    send(seq);
   }
   void choose_recipients(std::uint64_t seq) {
     recipients[seq] = static_cast<HandlerMask>(pick(std::size_t{1} << handler_count));
@@ -675,31 +695,51 @@ struct Model {
     }
   }
   // The connection broke, or the consumer's leader changed, as the server sent a message: it never
-  // arrives, and the server sends it again once AckWait has passed. All the dispatcher knows is that
-  // something may have been lost, so it holds the ordered handlers, and under AckPolicy all the ack
-  // floor, for 4/3 of an AckWait; the order check counts the lost message as present until it comes
-  // back (away_until), and settled_by_ack() requires it confirmed before any ack above it.
+  // arrives, and the server sends it again once AckWait has passed. The core learns of it only from
+  // the jump in the consumer sequence at the next arrival. The order check counts a lost first
+  // delivery as present until it comes back (away_until), and settled_by_ack() requires it confirmed
+  // before any ack above it. Now and then what is lost is a copy of a message the core holds.
   void lose_in_transit() {
+    ++consumer_seq;
+    if (!held_by_core.empty() && pick(4) == 0) {
+      const auto seq = *std::next(held_by_core.begin(), static_cast<long>(pick(held_by_core.size())));
+      ++deliveries[seq];
+      lost[seq] = now + kAckWait;
+      return;
+    }
     const std::uint64_t seq = next_seq++;
+    published_ns[seq] = static_cast<std::uint64_t>(wall_ns());
     choose_recipients(seq);
     ++deliveries[seq];
     lost[seq] = now + kAckWait;
-    away_until[seq] = now + kAckWait;
+    away_until[seq] = TimePoint::max();
     if (!order_keys[seq].empty()) ++lost_while_ordered;
     if (policy == AckPolicy::kAll) ++lost_under_ack_all;
-    core.hold_ordered(now + kAckWait * 4 / 3);
-    core.hold_ack_floor(now + kAckWait * 4 / 3);
   }
-  // Time passes until `target`; what was lost comes back on time on the way.
+  // Time passes until `target`; what was lost is sent again on time on the way, and a stall ends.
   void advance_to(TimePoint target) {
     for (;;) {
       auto due =
           std::min_element(lost.begin(), lost.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      const bool stall_ends_first =
+          stalled_until && *stalled_until <= target && (due == lost.end() || *stalled_until < due->second);
+      if (stall_ends_first) {
+        now = std::max(now, *stalled_until);
+        stalled_until.reset();
+        for (const auto& sent : std::exchange(pipe, {})) {
+          if (const auto* seq = std::get_if<std::uint64_t>(&sent)) {
+            deliver_from_server(*seq);
+          } else {
+            core.heard(std::get<TimePoint>(sent), now);
+          }
+        }
+        continue;
+      }
       if (due == lost.end() || due->second > target) break;
       const std::uint64_t seq = due->first;
       now = std::max(now, due->second);
       lost.erase(due);
-      deliver_from_server(seq);
+      send(seq);
     }
     now = std::max(now, target);
   }
@@ -1020,9 +1060,21 @@ struct Model {
         paused.erase(h);
       }
       core.set_paused(h, pause, now);
-    } else if (action < 88 && policy != AckPolicy::kNone) {
+    } else if (action < 88 && policy != AckPolicy::kNone && !stalled_until) {
       lose_in_transit();
-    } else if (policy == AckPolicy::kNone) {
+    } else if (action < 89 && policy != AckPolicy::kNone && !stalled_until) {
+      stalled_until = now + milliseconds(1 + pick(static_cast<std::size_t>(kAckWait.count())));
+      ++stalls;
+    } else if (action < 90) {
+      // A pull request sent a while ago is answered (an idle heartbeat, or its end).
+      const TimePoint asked_at = now - milliseconds(pick(1500));
+      if (stalled_until) {
+        pipe.emplace_back(asked_at);
+      } else {
+        core.heard(asked_at, now);
+      }
+      ++pulls_answered;
+    } else if (policy == AckPolicy::kNone || stalled_until) {
       // The server forgets each message once sent: it never redelivers.
     } else if (action < 92 && !nak_pending.empty()) {
       const auto seq = *std::next(nak_pending.begin(), static_cast<long>(pick(nak_pending.size())));
@@ -1076,8 +1128,14 @@ struct Model {
   std::set<std::size_t> paused;
   static constexpr Duration kAckWait = milliseconds(2000);
   std::map<std::uint64_t, TimePoint> lost;  // lost on the way to jetfan: sent again then
-  std::uint64_t lost_while_ordered = 0;     // of those, ones an ordered handler was to get
-  std::uint64_t lost_under_ack_all = 0;     // ... and ones lost under AckPolicy all
+  std::uint64_t consumer_seq = 0;           // the server's number of its last delivery
+  std::map<std::uint64_t, std::uint64_t> published_ns;
+  std::optional<TimePoint> stalled_until;  // nothing arrives until then
+  // Sent meanwhile, in order: messages, and answers to pulls sent at a time.
+  std::vector<std::variant<std::uint64_t, TimePoint>> pipe;
+  std::uint64_t stalls = 0, pulls_answered = 0;
+  std::uint64_t lost_while_ordered = 0;  // of those, ones an ordered handler was to get
+  std::uint64_t lost_under_ack_all = 0;  // ... and ones lost under AckPolicy all
 };
 
 }  // namespace
@@ -1090,6 +1148,7 @@ TEST_CASE(
   std::uint64_t dead_letters = 0;
   std::uint64_t lost_while_ordered = 0;
   std::uint64_t lost_under_ack_all = 0;
+  std::uint64_t gaps = 0, stalls = 0;
   for (unsigned seed = 1; seed <= 60; ++seed) {
     const AckPolicy policy = seed <= 40 ? AckPolicy::kExplicit : seed <= 52 ? AckPolicy::kAll : AckPolicy::kNone;
     const bool end_by_drain = seed % 3 == 0;
@@ -1135,9 +1194,10 @@ TEST_CASE(
         const auto seq = *m.nak_pending.begin();
         m.nak_pending.erase(seq);
         m.deliver_from_server(seq);
-      } else if (policy == AckPolicy::kNone) {
+      } else if (policy == AckPolicy::kNone && m.core.held() == 0) {
         break;  // the server forgets what it sent: nothing comes back
       } else {
+        // Time passes: what was lost comes back, and retries inside the core fall due.
         m.advance_to(m.now + milliseconds(1000));
         m.core.tick(m.now);
       }
@@ -1153,7 +1213,11 @@ TEST_CASE(
     dead_letters += m.dead_letters_stored;
     lost_while_ordered += m.lost_while_ordered;
     lost_under_ack_all += m.lost_under_ack_all;
+    gaps += m.core.counters().delivery_gaps;
+    stalls += m.stalls;
   }
+  CHECK(gaps > 0);                // the core saw the jumps
+  CHECK(stalls > 0);              // and the runs stalled
   CHECK(dead_letters > 0);        // the runs did exercise dead letters
   CHECK(lost_while_ordered > 0);  // and messages lost on the way to ordered handlers
   CHECK(lost_under_ack_all > 0);  // and under AckPolicy all

@@ -140,6 +140,12 @@ class PullLedger {
     return used < settings_.max_held_bytes ? settings_.max_held_bytes - used : 0;
   }
   const PullSettings& settings() const { return settings_; }
+  // When request `id` was sent, while it is outstanding.
+  std::optional<TimePoint> sent_at(std::uint64_t id) const {
+    const auto found = pulls_.find(id);
+    if (found == pulls_.end()) return std::nullopt;
+    return found->second.expires - settings_.expires;
+  }
 
  private:
   struct Pull {

@@ -67,6 +67,7 @@ int Daemon::run() {
   reader_.subscribe();
   dispatcher_ = std::make_unique<Dispatcher>(config_, std::move(*derived.settings), reader_, time_, notifier_, arena_,
                                              DispatcherHooks{[this] { listener_->stop(); }, [this] { io_.stop(); }});
+  if (facts.from_server) dispatcher_->bound(facts);
   expect_outstanding(facts, s.core.ack_policy, max_held, s.ack_wait);
   dispatcher_->start();
   listener_->start([this](HandlerListener::Socket socket) { dispatcher_->accept(std::move(socket)); });

@@ -146,6 +146,8 @@ void Dispatcher::on_batch_end() {
 
 void Dispatcher::on_pull_status(const PullStatus& status) {
   const TimePoint now = batch_now();
+  // An answer to a request sent after a gap's hold began proves what AckWait expired was sent first.
+  if (const auto sent = ledger_.sent_at(status.pull)) core_.heard(*sent, now);
   const auto outcome = ledger_.on_status(status.pull, status.code, status.description, now);
   if (outcome != PullLedger::StatusOutcome::kUnexpected && outcome != PullLedger::StatusOutcome::kConsumerDeleted) {
     return;
@@ -193,6 +195,9 @@ void Dispatcher::on_message(InboundMessage&& message) {
   const HandlerMask recipients = matcher_.match(message.key);
   if (observer_) observe(placed->second, recipients);
   Arrival arrival{handle, message.stream_seq, message.deliveries, recipients, false};
+  arrival.consumer_seq = message.consumer_seq;
+  arrival.published_ns = message.published_ns;
+  arrival.wall_ns = wall_now_ns_;
   add_order_keys(arrival, *placed->second.message, placed->second.key);
   core_.arrive(arrival, now);
   if (tap_) tap_->arrived(arrival);
@@ -244,6 +249,7 @@ void Dispatcher::on_alarm(Alarm alarm) {
 }
 
 void Dispatcher::after_input() {
+  note_gaps();
   apply_effects();
   if (state_ == State::kServing) top_up_pulls();
   if (state_ == State::kDraining && core_.in_flight() == 0) {
@@ -254,10 +260,6 @@ void Dispatcher::after_input() {
 }
 
 void Dispatcher::leader_unsure(TimePoint now) {
-  if (!unsure_since_) {
-    hold_ordered(now);
-    hold_ack_floor(now);
-  }
   if (!unsure_since_) unsure_since_ = now;
   ledger_.on_leader_unsure(now);
   probe(now);

@@ -78,6 +78,9 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   // (JetStreamReader::read_stream), or nullopt when they could not all be read, when every ordered
   // delivery waits instead (dispatch_core.hpp, "Ordered handlers after a restart"). Before start().
   void expect_outstanding(const ConsumerFacts& facts, const std::optional<std::vector<StreamMessage>>& read);
+  // What the consumer had delivered when it was bound: its delivery numbers go on from there, so a
+  // jump at the first arrival is a loss too (dispatch_core.hpp). Before the first pull.
+  void bound(const ConsumerFacts& facts) { core_.bound(facts.delivered_consumer_seq, facts.delivered); }
   // A new connection on the handler socket: it becomes a session of this dispatcher. Its id, or
   // nullopt when no connection is taken any more (draining; the socket is closed).
   std::optional<ConnectionId> accept(HandlerSession::Socket socket);
@@ -182,9 +185,8 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   void top_up_pulls();
   // The consumer's leader may have changed: probe until it answers, then pull anew.
   void leader_unsure(TimePoint now);
-  // dispatcher_restart.cpp: ordered handlers wait an AckWait after a reconnect or leader change.
-  void hold_ordered(TimePoint now);
-  void hold_ack_floor(TimePoint now);  // AckPolicy all (dispatcher_restart.cpp)
+  // dispatcher_restart.cpp: logs deliveries lost on the way, and the end of what they held back.
+  void note_gaps();
   // Sends the consumer-info probe that is due, if any, and arms the timer for the next.
   void probe(TimePoint now);
   void arm_wakeup();
@@ -218,6 +220,9 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   std::optional<TimePoint> armed_for_;     // the wakeup alarm's time
   std::optional<TimePoint> last_turn_;     // notice_stall's last look
   std::optional<TimePoint> unsure_since_;  // the leader may have changed since
+  // What note_gaps() logged last: the core's counters then, and whether a gap held.
+  std::uint64_t noted_gaps_ = 0, noted_lost_ = 0, noted_let_go_ = 0;
+  bool gap_noted_ = false;
   TimePoint drain_deadline_{};
   std::vector<std::size_t> instances_;  // connected instances per handler
   std::unordered_map<ConnectionId, std::shared_ptr<HandlerSession>> sessions_;

@@ -72,36 +72,34 @@ void Dispatcher::expect_outstanding(const ConsumerFacts& facts, const std::optio
 
 namespace jetfan {
 
-// A message the server sent just before a reconnect or a leader change may never have arrived; the
-// server sends it again after AckWait, by when later messages of its key must not have overtaken it.
-void Dispatcher::hold_ordered(TimePoint now) {
-  const bool any_ordered = std::any_of(config_.handlers.begin(), config_.handlers.end(), [](const auto& handler) {
-    return handler.order_by.kind != OrderBy::Kind::kNone;
-  });
-  if (!any_ordered) return;
-  // The keepalive is a third of AckWait; four of them leave a third for the pull that brings it.
-  const Duration hold = 4 * settings_.core.keepalive;
-  core_.hold_ordered(now + hold);
-  apply_effects();
-  arm_wakeup();
-  log_info("order.reconnect_holds", {{"hold_ms", hold.count()}},
-           "order: the connection to the consumer broke or its leader may have changed; what the server sent just "
-           "before may come back only after AckWait, so ordered handlers get nothing new for {}ms",
-           hold.count());
-}
-
-// Under AckPolicy all one +ACK would also settle what the server sent just before and never arrived.
-void Dispatcher::hold_ack_floor(TimePoint now) {
-  if (settings_.core.ack_policy != AckPolicy::kAll) return;
-  const Duration hold = 4 * settings_.core.keepalive;
-  core_.hold_ack_floor(now + hold);
-  apply_effects();
-  arm_wakeup();
-  log_info("ack_floor.reconnect_holds", {{"hold_ms", hold.count()}},
-           "ack floor: the connection to the consumer broke or its leader may have changed; under AckPolicy all one "
-           "+ACK would also settle what the server sent just before and may come back only after AckWait, so "
-           "nothing is acked for {}ms (settled messages wait; pulling goes on)",
-           hold.count());
+void Dispatcher::note_gaps() {
+  const CoreCounters& c = core_.counters();
+  if (c.delivery_gaps != noted_gaps_) {
+    const std::uint64_t lost = c.deliveries_lost - noted_lost_;
+    noted_gaps_ = c.delivery_gaps;
+    noted_lost_ = c.deliveries_lost;
+    const Duration hold = gap_hold(settings_.core.keepalive);
+    log_info("nats.deliveries_lost", {{"lost", lost}, {"above_seq", core_.gap_floor()}, {"hold_ms", hold.count()}},
+             "nats: {} delivery(ies) of the consumer never arrived (a jump in its delivery numbers: a broken "
+             "connection, or a leader that went); the server sends them again after AckWait, so until they are back "
+             "ordered handlers get nothing above stream seq {} and, under AckPolicy all, nothing from there is acked "
+             "(for at least {}ms unless all are seen back, at most {}ms)",
+             lost, core_.gap_floor(), hold.count(), gap_let_go(settings_.core.keepalive).count());
+    gap_noted_ = true;
+  }
+  if (!gap_noted_ || core_.gap_held()) return;
+  gap_noted_ = false;
+  if (c.gap_holds_let_go != noted_let_go_) {
+    noted_let_go_ = c.gap_holds_let_go;
+    log_warn("order.gap_let_go", {{"after_ms", gap_let_go(settings_.core.keepalive).count()}},
+             "order: what deliveries lost on the way held back goes on after {}ms without proof that the lost ones "
+             "came back (no message stored since, and no answer to a pull sent since): a later message of a key may "
+             "overtake a lost one (counted in gap_holds_let_go)",
+             gap_let_go(settings_.core.keepalive).count());
+    return;
+  }
+  log_info("nats.lost_deliveries_back", {},
+           "nats: what deliveries lost on the way held back goes on: the server has sent them again");
 }
 
 }  // namespace jetfan

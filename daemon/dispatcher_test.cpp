@@ -403,24 +403,54 @@ TEST_CASE("dispatcher: full, a hand_back handler past its share hands back its o
   CHECK_FALSE(s.status().stall);
 }
 
-TEST_CASE("dispatcher: full while jetfan holds an ordered handler back after a reconnect, its backlog goes back",
-          "[unit]") {
+TEST_CASE(
+    "dispatcher: full while jetfan holds an ordered handler back after deliveries were lost, its backlog goes back",
+    "[unit]") {
   auto c = config({handler("ordered", {"a.*"}), handler("other", {"a.*"})});
   c.consumer.max_held = 4;
   c.handlers[0].order_by = OrderBy{OrderBy::Kind::kKey, 0, ""};  // when_full: wait, the default
   Harness h(std::move(c));
-  h.hello("ordered");
+  const auto ordered = h.hello("ordered");
   const auto other = h.hello("other");
+  h.deliver(1, "ev.a.x");
+  for (const auto session : {ordered, other}) {
+    for (const auto& msg : h.msgs(session)) h.send(session, "ACK " + std::to_string(msg.id) + "\r\n");
+  }
+  h.upstream.lose();  // seq 2 never arrives: everything of "ordered" above seq 1 waits for it
+  for (std::uint64_t seq = 3; seq <= 6; ++seq) h.deliver(seq, "ev.a.y");
+  CHECK(h.msgs(ordered).empty());
+  for (const auto& msg : h.msgs(other)) h.send(other, "ACK " + std::to_string(msg.id) + "\r\n");
+  h.advance(milliseconds(600));  // housekeeping looks; the hold is 4 keepalives at least (AckWait 30 s)
+  // "ordered" owes 4, its share is 4 / 2: its two oldest go back, and room is made for pulls.
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{3, 4});
+  CHECK_FALSE(h.status().stall);
+}
+
+TEST_CASE(
+    "dispatcher: deliveries lost on the way hold an ordered handler until they are back, and a reconnect alone "
+    "holds nothing",
+    "[unit]") {
+  auto c = config({handler("ordered", {"a.*"})});
+  c.handlers[0].order_by = OrderBy{OrderBy::Kind::kKey, 0, ""};
+  Harness h(std::move(c));
+  const auto ordered = h.hello("ordered");
   h.upstream.reconnect();
   h.pump();
   h.upstream.probe_answer(true);
   h.pump();
-  for (std::uint64_t seq = 1; seq <= 4; ++seq) h.deliver(seq, "ev.a.x");
-  for (const auto& msg : h.msgs(other)) h.send(other, "ACK " + std::to_string(msg.id) + "\r\n");
-  h.advance(milliseconds(600));  // housekeeping looks; the hold is 4 keepalives (AckWait 30 s)
-  // "ordered" owes 4, its share is 4 / 2: its two oldest go back, and room is made for pulls.
-  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{1, 2});
-  CHECK_FALSE(h.status().stall);
+  h.deliver(1, "ev.a.x");
+  auto msgs = h.msgs(ordered);
+  REQUIRE(msgs.size() == 1);  // nothing was lost: the reconnect held nothing
+  h.send(ordered, "ACK " + std::to_string(msgs[0].id) + "\r\n");
+  h.upstream.lose();
+  h.deliver(3, "ev.a.x");
+  CHECK(h.msgs(ordered).empty());
+  CHECK(h.dispatcher().core().counters().delivery_gaps == 1);
+  h.upstream.deliver(FakeUpstream::Message{2, "ev.a.x", "p", "", 2});  // back after AckWait
+  h.pump();
+  msgs = h.msgs(ordered);
+  REQUIRE(msgs.size() == 1);
+  CHECK(msgs[0].stream_seq == 2);
 }
 
 TEST_CASE("dispatcher: a drain hands back what is not in flight, lets deliveries in flight finish, then finishes",

@@ -69,8 +69,9 @@ void FakeUpstream::deliver(const Message& message) {
   if (!listener_) return;
   auto strings = std::make_unique<Strings>();
   strings->subject = message.subject;
+  const std::uint64_t consumer_seq = ++consumer_seq_;
   strings->reply = "$JS.ACK.STREAM.CONSUMER." + std::to_string(message.deliveries) + "." +
-                   std::to_string(message.stream_seq) + "." + std::to_string(message.stream_seq) + "." +
+                   std::to_string(message.stream_seq) + "." + std::to_string(consumer_seq) + "." +
                    std::to_string(message.published_ns) + ".0";
   strings->payload = message.payload;
   InboundMessage in;
@@ -79,6 +80,7 @@ void FakeUpstream::deliver(const Message& message) {
   if (key) in.key = *key;
   in.stream_seq = message.stream_seq;
   in.deliveries = message.deliveries;
+  in.consumer_seq = consumer_seq;
   in.published_ns = message.published_ns;
   MessageParts parts{BytesOwner(nullptr, free_strings), strings->subject, strings->reply,
                      in.routable ? message.headers : std::string(), strings->payload};

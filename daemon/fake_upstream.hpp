@@ -47,6 +47,8 @@ class FakeUpstream final : public Upstream {
     std::uint64_t deliveries = 1;
     std::uint64_t published_ns = 0;
   };
+  // Each delivery is numbered like the server numbers a consumer's deliveries; a test that skips
+  // numbers (lose()) has deliveries lost on the way.
 
   // Keys are subjects less `strip_prefix`; message bytes are counted in `arena`, which must
   // outlive them.
@@ -67,6 +69,7 @@ class FakeUpstream final : public Upstream {
   // What a server sends, each as one batch (ended by on_batch_end). Nothing happens when nobody
   // listens.
   void deliver(const Message& message);
+  void lose(std::uint64_t deliveries = 1) { consumer_seq_ += deliveries; }
   void status(std::uint64_t pull, std::string_view code, std::string_view description = {});
   void probe_answer(bool answered);
   void reconnect();
@@ -94,6 +97,7 @@ class FakeUpstream final : public Upstream {
   std::string strip_prefix_;
   UpstreamListener* listener_ = nullptr;
   bool batching_ = false;
+  std::uint64_t consumer_seq_ = 0;
 };
 
 }  // namespace jetfan

@@ -369,6 +369,7 @@ ConsumerFacts JetStreamReader::bind_consumer() {
   facts.num_pending = info->NumPending;
   facts.ack_floor = info->AckFloor.Stream;
   facts.delivered = info->Delivered.Stream;
+  facts.delivered_consumer_seq = info->Delivered.Consumer;
   facts.ack_pending = static_cast<std::uint64_t>(std::max<std::int64_t>(info->NumAckPending, 0));
   read_newer_features(facts, named);
   return facts;
@@ -648,6 +649,7 @@ void JetStreamReader::take(NatsMsgPtr message) {
     if (ack) {
       in.stream_seq = ack->stream_seq;
       in.deliveries = ack->deliveries;
+      in.consumer_seq = ack->consumer_seq;
       in.published_ns = ack->published_ns;
     }
     if (key) in.key = *key;
