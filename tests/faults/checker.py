@@ -356,11 +356,16 @@ def check(workdir):
                 if ident in poison:
                     poison_redeliveries += 1
                     continue
+                # Read by an instance just after a long SIGSTOP, the copy it then acked had been
+                # failed by ack_timeout meanwhile: handed back (a NAK seen by the watcher), or, for
+                # an ordered handler, retried inside jetfan (on any instance) with the server's
+                # delivery count unchanged.
                 late = (prev["answer"] == "ack" and
                         (prev["answer_t"] - prev["t"] > ack_timeout_ns[name] * 0.8
                          or jetfan_stopped_during(prev["t"], prev["answer_t"])
                          or (read_after_long_stop(name, prev) and
-                             jetfan_failed_between(cur["seq"], prev["t"] - 2 * ack_timeout_ns[name], cur["t"]))))
+                             (jetfan_failed_between(cur["seq"], prev["t"] - 2 * ack_timeout_ns[name], cur["t"])
+                              or (h.get("order_by") and cur["aux"] == prev["aux"])))))
                 # An older delivery read by an instance just after a long SIGSTOP: it sat in that
                 # instance's socket while jetfan failed it and gave the next delivery to another.
                 # An ordered handler's retry stays inside jetfan, so the server's delivery count of

@@ -222,6 +222,64 @@ def failed_while_other_holds(build):
     return _conclude(run, info, findings, settle_timeout=15)
 
 
+def order_leader(build):
+    """ordered delivery through consumer leader kills on a 3-node cluster (issue 18's cluster test).
+
+    Handler O is ordered by key, with two instances, one slow (2 ms a message), so that several
+    messages of each key are in flight or waiting when the leader goes; C takes everything. The
+    stream leader is moved off the consumer leader's node, that node is killed, and once the
+    consumer answers with a new leader the node comes back; three times. The checker's order rule
+    for O (per key: never two in flight, never a later one before every earlier one was confirmed)
+    and its loss and ack rules decide. Measured: the deliveries jetfan saw lost on the way."""
+    run = Run(build, scenarios.new_workdir("regress-order-leader"), [
+        HandlerSpec("O", ["a.*", "c.#"], [[], ["--slow-us", "2000"]], order_by="key"),
+        HandlerSpec("C", ["#"], [[]])], 3, Settings(rate=400))
+    info = {"name": "order-leader", "seed": 0, "duration_s": 0}
+    findings = []
+    kills = []
+    try:
+        run.start()
+        run.start_publisher()
+        info["publish_start"] = time.monotonic_ns()
+        tails = [records.Tail(run.record_path(h.name, 0, 1)) for h in run.handlers]
+        wait_until(lambda: any(t.poll() for t in tails), 10)  # deliveries flow
+        for _ in range(3):
+            for _ in range(10):
+                stream, consumer = run.tool.leaders()
+                if stream and consumer and stream != consumer:
+                    break
+                run.tool.try_request("$JS.API.STREAM.LEADER.STEPDOWN.EVENTS", "", 5000)
+                time.sleep(1)
+            stream, consumer = run.tool.leaders()
+            victim = run.servers.node(consumer)
+            begin = time.monotonic_ns()
+            victim.kill()
+            run.event("server_kill", node=consumer)
+
+            def new_leader():
+                leader = ((run.tool.consumer_info(timeout_ms=500) or {}).get("cluster") or {}).get("leader")
+                return leader and leader != consumer
+
+            answered = wait_until(new_leader, 30, poll=0.05)
+            run.event("fault", name="cluster: kill consumer leader", detail=consumer, begin=begin,
+                      end=time.monotonic_ns(), stops_jetfan=False)
+            kills.append({"node": consumer, "new_leader_after_s": (time.monotonic_ns() - begin) / 1e9})
+            if not answered:
+                findings.append(f"HARNESS: no new consumer leader within 30 s of killing {consumer}")
+                break
+            time.sleep(2)  # keys go on under the new leader
+            victim.start()
+            run.event("server_start", node=consumer)
+            time.sleep(3)
+        run.stop_publisher()
+    except Exception as e:
+        findings.append(f"HARNESS: {type(e).__name__}: {e}")
+    log = read_text(run.jetfan_log)
+    info["measured"] = {"kills": kills, "gaps_logged": log.count("never arrived"),
+                        "gap_holds_let_go": log.count("without proof that the lost ones")}
+    return _conclude(run, info, findings)
+
+
 def _loud_line(log, name):
     """A line at warn level or worse that names handler `name` ("<time> warning ..." or "[warn...")."""
     for line in log.splitlines():
@@ -238,4 +296,5 @@ CASES = {
     "leader-resume": leader_resume,
     "stuck-handler": stuck_handler,
     "failed-while-other-holds": failed_while_other_holds,
+    "order-leader": order_leader,
 }

@@ -197,6 +197,32 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual([f for f in r["findings"] if not f.startswith("ORDER")], [])
         self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_failure": 1})
 
+    def retry_inside_jetfan_after_a_stale_copy_was_acked(self, order_by):
+        """A-1 is stopped for 6 s holding delivery 1 of id 4; jetfan fails it by ack_timeout, and its
+        retry (inside jetfan for an ordered handler, after the retry delay) reaches A-1 itself only
+        after A-1, resumed, read the stale copy and acked it."""
+        w = World()
+        w.handlers = [dict(h, order_by=order_by) if h["name"] == "A" else h for h in HANDLERS]
+        w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "A-1 for 6.0 s",
+                          "begin": 1500 * MS, "end": 7500 * MS, "t": 7500 * MS, "stops_jetfan": False})
+        w.handler["A"] = [x for x in w.handler["A"] if x[2] != 4]
+        w.answers = [a for a in w.answers if a[1] != 4]
+        w.more_instances[("A", 1)] = [(7500 * MS + 25000, 4, 4, 1, records.DELIVERED, 0, 1),
+                                      (7500 * MS + 50000, 4, 4, 1, records.ACKED, 0, 1),
+                                      (7624 * MS, 4, 4, 1, records.DELIVERED, 0, 1),
+                                      (7625 * MS, 4, 4, 1, records.ACKED, 0, 1)]
+        w.answers.append((7700 * MS, 4, 0, 1, 1, 0, 0))
+        return w.check()
+
+    def test_an_ordered_handlers_retry_after_a_stale_copy_was_acked_is_not_a_duplicate_after_ack(self):
+        r = self.retry_inside_jetfan_after_a_stale_copy_was_acked("key")
+        self.assertEqual([f for f in r["findings"] if not f.startswith("ORDER")], [])
+        self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_failure": 1})
+
+    def test_that_retry_for_an_unordered_handler_stays_a_finding(self):
+        r = self.retry_inside_jetfan_after_a_stale_copy_was_acked(None)
+        self.assertTrue(any("DUPLICATE AFTER ACK" in f for f in r["findings"]), r["findings"])
+
     def test_the_same_delivery_count_again_for_an_unordered_handler_stays_a_finding(self):
         r = self.stale_copy_of_a_retry_inside_jetfan(None)
         self.assertTrue(any("DUPLICATE AFTER ACK" in f for f in r["findings"]), r["findings"])
