@@ -47,7 +47,7 @@ struct Sent {
   std::vector<std::uint64_t> seqs;
   std::map<std::uint64_t, DeliveryId> delivery;
 };
-Sent sent_to(std::vector<Effect> effects, ConnectionId connection) {
+Sent sent_to(const std::vector<Effect>& effects, ConnectionId connection) {
   Sent out;
   for (const auto& e : testing::effects_of(effects, Kind::kDeliver)) {
     if (e.connection != connection) continue;
