@@ -85,6 +85,18 @@ def acked_redelivered(build):
     return _conclude(run, info, findings)
 
 
+def _stream_leader_off_consumer(run):
+    """Moves the stream leader off the consumer leader's node (a few tries), so that publishing goes on
+    while the consumer elects a new leader. Returns (stream leader, consumer leader)."""
+    for _ in range(10):
+        stream, consumer = run.tool.leaders()
+        if stream and consumer and stream != consumer:
+            break
+        run.tool.try_request("$JS.API.STREAM.LEADER.STEPDOWN.EVENTS", "", 5000)
+        time.sleep(1)
+    return run.tool.leaders()
+
+
 def leader_resume(build):
     """known bug: after the consumer's leader is killed, jetfan resumes only when its heartbeat check fires.
 
@@ -100,13 +112,7 @@ def leader_resume(build):
         run.start()
         run.start_publisher()
         info["publish_start"] = time.monotonic_ns()
-        for _ in range(10):
-            stream, consumer = run.tool.leaders()
-            if stream and consumer and stream != consumer:
-                break
-            run.tool.try_request("$JS.API.STREAM.LEADER.STEPDOWN.EVENTS", "", 5000)
-            time.sleep(1)
-        stream, consumer = run.tool.leaders()
+        stream, consumer = _stream_leader_off_consumer(run)
         tails = [records.Tail(run.record_path(h.name, 0, 1)) for h in run.handlers]
         wait_until(lambda: any(t.poll() for t in tails), 10)  # deliveries flow
         victim = run.servers.node(consumer)
@@ -244,13 +250,7 @@ def order_leader(build):
         tails = [records.Tail(run.record_path(h.name, 0, 1)) for h in run.handlers]
         wait_until(lambda: any(t.poll() for t in tails), 10)  # deliveries flow
         for _ in range(3):
-            for _ in range(10):
-                stream, consumer = run.tool.leaders()
-                if stream and consumer and stream != consumer:
-                    break
-                run.tool.try_request("$JS.API.STREAM.LEADER.STEPDOWN.EVENTS", "", 5000)
-                time.sleep(1)
-            stream, consumer = run.tool.leaders()
+            stream, consumer = _stream_leader_off_consumer(run)
             victim = run.servers.node(consumer)
             begin = time.monotonic_ns()
             victim.kill()
