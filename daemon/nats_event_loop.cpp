@@ -1,6 +1,7 @@
 #include "nats_event_loop.hpp"
 #include "logging.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
@@ -10,6 +11,8 @@
 #include <atomic>
 #include <cstdint>
 #include <thread>
+
+#include "unique_fd.hpp"
 
 namespace jetfan {
 namespace asio = boost::asio;
@@ -35,7 +38,7 @@ struct NatsEventLoop::State : std::enable_shared_from_this<State> {
   std::atomic<bool> want_write{false};    // cnats has bytes buffered for the socket
   std::atomic<bool> write_posted{false};  // a try_write is queued
   // The io thread's only.
-  asio::posix::stream_descriptor descriptor;  // over cnats's socket; released, never closed
+  asio::posix::stream_descriptor descriptor;  // over jetfan's duplicate of cnats's socket
   std::uint64_t generation = 0;               // bumped when `descriptor` changes: older waits are stale
   bool read_armed = false;
   bool write_armed = false;
@@ -46,18 +49,20 @@ struct NatsEventLoop::State : std::enable_shared_from_this<State> {
     asio::post(io, [self = shared_from_this(), fn = std::move(fn)] { fn(*self); });
   }
 
-  // A new socket (connect or reconnect): poll it instead of the last one.
-  void adopt() {
-    const int socket = fd.load();
-    if (connection.load() == nullptr || socket < 0) return;  // detached meanwhile
+  // A new socket (connect or reconnect): poll it instead of the last one. `copy` is jetfan's own
+  // descriptor of it (see on_attach). Attaches and detaches are posted in the order cnats made
+  // them, so the last one run leaves the right socket polled.
+  void adopt(UniqueFd copy) {
     release_descriptor();
+    if (connection.load() == nullptr) return;  // detached meanwhile: `copy` closes here
     boost::system::error_code error;
-    descriptor.assign(socket, error);
+    descriptor.assign(copy.get(), error);
     if (error) {
       log_error("nats.poll_failed", {{"reason", error.message()}}, "nats: cannot poll the server's socket: {}",
                 error.message());
       return;
     }
+    copy.release();  // the descriptor owns it now
     arm_read();
     if (want_write) try_write();
   }
@@ -66,7 +71,8 @@ struct NatsEventLoop::State : std::enable_shared_from_this<State> {
     ++generation;
     read_armed = false;
     write_armed = false;
-    if (descriptor.is_open()) descriptor.release();  // cnats's socket: never closed here
+    boost::system::error_code ignored;
+    if (descriptor.is_open()) descriptor.close(ignored);  // jetfan's copy: the socket stays cnats's
   }
 
   void arm_read() {
@@ -134,11 +140,17 @@ using State = NatsEventLoop::State;
 // record the request and leave all work to the io thread.
 natsStatus on_attach(void** user_data, void* loop, natsConnection* nc, natsSock socket) {
   auto* state = static_cast<State*>(loop);
+  // cnats closes its socket on its own thread when the connection drops, before the io thread
+  // hears of it; a socket jetfan accepts next may get that number. Polling a duplicate keeps the
+  // reactor off whatever the number means by then: removing cnats's closed socket from epoll once
+  // removed a handler's socket instead, whose ACKs then went unread.
+  UniqueFd copy(::fcntl(socket, F_DUPFD_CLOEXEC, 0));
+  if (!copy) return NATS_SYS_ERROR;
   *user_data = state;
   state->connection = nc;
   state->fd = socket;
   state->want_read = true;
-  state->post([](State& self) { self.adopt(); });
+  state->post([copy = std::make_shared<UniqueFd>(std::move(copy))](State& self) { self.adopt(std::move(*copy)); });
   return NATS_OK;
 }
 

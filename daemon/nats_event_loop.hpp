@@ -13,7 +13,9 @@
 //     once ProcessWriteEvent has written everything. All are called under the connection's lock, so
 //     they must not call cnats: they only record the request and post to the io_context.
 //   - detach once the connection is closed: no more calls after it.
-//   - cnats owns the socket: it is never closed here (the stream_descriptor is released, not closed).
+//   - cnats owns the socket and closes it on its own thread, before the io thread hears of a
+//     disconnect. So the reactor polls a duplicate made in attach, which only this side closes: the
+//     socket's number may belong to a handler's connection by the time the io thread moves on.
 // ProcessReadEvent reads once, at most 32 KiB, and returns at once when nothing can be read;
 // ProcessWriteEvent writes what it can without blocking. Neither is called with nothing to do: a
 // write of zero bytes is taken by cnats 3.4.1 as a closed connection.
@@ -50,8 +52,8 @@ class NatsEventLoop {
   // the waiting itself goes to another thread, this one feeds it.
   void drive_until(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline);
 
-  // Stops using the socket (releases it, never closes it). On the io thread, after the connection is
-  // closed (cnats has called detach).
+  // Stops polling the socket (closes jetfan's duplicate, not cnats's socket). On the io thread,
+  // after the connection is closed (cnats has called detach).
   void shutdown();
 
   struct State;  // shared with the callbacks and the handlers posted for them; in the .cpp

@@ -129,3 +129,23 @@ TEST_CASE("a handler's ACK sent just before it hangs up counts, even while jetfa
   CHECK(again.count(confirmed_seq) == 0);
   REQUIRE(mesh.wait_settled());
 }
+
+TEST_CASE("handlers that connect while the server is away are still heard once jetfan is back", "[integration]") {
+  Mesh mesh;
+  // A long ack_timeout: a confirmation jetfan does not read is not made good by a redelivery in time.
+  mesh.start_jetfan(mesh.config("  - name: builder\n    patterns: [\"#\"]\n    ack_timeout: 5m\n"));
+  mesh.stop_server();
+  REQUIRE(mesh.wait_for_log("disconnected"));
+  // cnats has closed its socket: the next connections jetfan accepts may get its descriptor's number.
+  constexpr int kInstances = 3;
+  for (int i = 0; i < kInstances; ++i) mesh.start_handler("builder");
+  mesh.start_server();
+  REQUIRE(mesh.wait_for_log("reconnected"));
+  constexpr int kCount = 30;
+  for (int i = 0; i < kCount; ++i) mesh.publish("a.b", std::to_string(i));
+  // Every instance's ACKs are read, whichever socket number it got.
+  REQUIRE(mesh.wait_settled());
+  std::size_t seen = 0;
+  for (int i = 1; i <= kInstances; ++i) seen += mesh.seen("builder", i).size();
+  CHECK(seen == kCount);
+}
