@@ -36,7 +36,7 @@ from collections import defaultdict
 
 import dead_letter_rule
 import records
-from progress import load_monitor, progress_figures
+from progress import load_full_consumer, load_monitor, progress_figures
 
 SAMPLE = 20
 
@@ -570,7 +570,8 @@ def check(workdir):
 
     # --- progress ---
     stored_at = {r.id: r.t for r in pub if r.kind == records.STORED}
-    progress = progress_figures(run, deliveries, handlers, faults, stored_at, load_monitor(workdir), gen_starts)
+    progress = progress_figures(run, deliveries, handlers, faults, stored_at, load_monitor(workdir), gen_starts,
+                                load_full_consumer(workdir, run.get("max_ack_pending")))
     goal = run["ack_wait_s"] + 5
     if progress["max_resume_s"] is not None and progress["max_resume_s"] > goal:
         findings.append(f"SLOW RESUME: {progress['max_resume_s']:.1f} s without progress after a fault was healed "
@@ -580,7 +581,7 @@ def check(workdir):
     ordered_goal = 2 * run["ack_wait_s"] + run.get("nak_delay_max_s", 2.0) + 5
     if progress.get("max_ordered_resume_s") is not None and progress["max_ordered_resume_s"] > ordered_goal:
         findings.append(f"SLOW RESUME: {progress['max_ordered_resume_s']:.1f} s without progress of an ordered "
-                        f"handler after a fault was healed (goal at most nak_delay_max + 2 AckWaits + 5 s = "
+                        f"handler (or of one behind them at a full MaxAckPending) after a fault was healed (goal at most nak_delay_max + 2 AckWaits + 5 s = "
                         f"{ordered_goal:.0f} s), after fault {progress['worst_ordered_fault']}")
 
     # --- jetfan's exits ---

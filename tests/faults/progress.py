@@ -23,6 +23,24 @@ def load_monitor(workdir):
     return [(e["t"], bool(e["ok"]) and (bool(e.get("leader")) or not clustered)) for e in entries]
 
 
+def load_full_consumer(workdir, max_ack_pending):
+    """The monitor's polls (times, sorted) that found the consumer at its MaxAckPending: the server
+    then sends nothing new to anyone, only what is due again."""
+    path = os.path.join(workdir, "monitor.jsonl")
+    if not max_ack_pending or not os.path.exists(path):
+        return []
+    full = []
+    with open(path) as f:
+        for line in f:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("ok") and (e.get("ack_pending") or 0) >= max_ack_pending:
+                full.append(e["t"])
+    return sorted(full)
+
+
 class Availability:
     """Answers "since when has the consumer been answering, as of time t" from monitor polls."""
 
@@ -45,7 +63,13 @@ def _latest_before(times, t):
     return times[i - 1] if i else 0
 
 
-def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=(), restarts=()):
+def _any_between(times, t0, t1):
+    """Whether one of the sorted `times` lies in [t0, t1]."""
+    i = bisect.bisect_left(times, t0)
+    return i < len(times) and times[i] <= t1
+
+
+def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=(), restarts=(), full=()):
     """How long handlers went without progress while they had work.
 
     A handler has work at time t when a message for it is in the stream (the publisher has its
@@ -61,7 +85,10 @@ def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=(), r
     resume is counted from the latest restart of jetfan (`restarts`: when each jetfan started)
     before it got something new. Its wait is bounded otherwise than an unordered handler's (see
     checker.py), so max_resume_s is over the unordered handlers and max_ordered_resume_s over the
-    ordered ones; each fault's resume_s is over all."""
+    ordered ones; each fault's resume_s is over all. An unordered handler that waited while the
+    consumer sat at its MaxAckPending (`full`: the monitor's polls that found it so) with ordered
+    handlers in the run waits behind what they do not yet confirm, which the server counts against
+    it: its resume is counted from the latest restart too, and judged as an ordered one's."""
     begin, end = run.get("publish_start"), run.get("publish_stop")
     available = Availability(monitor)
     series = {}
@@ -101,10 +128,11 @@ def progress_figures(run, deliveries, handlers, faults, stored_at, monitor=(), r
             i = bisect.bisect_right(times, healed)
             if i < len(times):
                 start = max(healed, waiting[i], available.since(times[i]))
-                if name in ordered:
+                behind_ordered = name in ordered or (bool(ordered) and _any_between(full, start, times[i]))
+                if behind_ordered:
                     start = max(start, _latest_before(restarts, times[i]))
                 waits.append(((times[i] - start) / 1e9, name))
-                split[name in ordered].append(waits[-1][0])
+                split[behind_ordered].append(waits[-1][0])
         if waits:
             wait, slowest = max(waits)
             per_fault.append({"fault": f["name"], "at_s": (f["begin"] - begin) / 1e9 if begin else None,

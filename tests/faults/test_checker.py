@@ -445,6 +445,30 @@ class OrderedResumeTest(unittest.TestCase):
         self.assertAlmostEqual(ordered_only["max_ordered_resume_s"], 4.0)
         self.assertAlmostEqual(ordered_only["max_resume_s"], 0.0)
 
+    def test_an_unordered_handler_behind_a_full_consumer_waits_as_an_ordered_one(self):
+        """While the consumer sits at MaxAckPending, what an ordered handler has not confirmed stops
+        the server from sending anything new: the unordered handler's wait counts from the latest
+        restart as the ordered one's does. Not without an ordered handler, nor if it was not full
+        while the handler waited."""
+        from progress import progress_figures
+        s = 1_000_000_000
+        run = {"publish_start": 1, "publish_stop": 100 * s}
+        faults = [{"name": "jetfan SIGKILL", "begin": 10 * s, "end": 11 * s},
+                  {"name": "jetfan SIGKILL", "begin": 14 * s, "end": 15 * s}]
+        restarts = [0, 11 * s, 15 * s]
+        deliveries = {name: [delivery(1, 1000), delivery(2, 19000)] for name in ("O", "U")}
+        stored_at = {1: 1 * s, 2: 9 * s}
+        handlers = [{"name": "O", "order_by": "key"}, {"name": "U"}]
+        behind = progress_figures(run, deliveries, handlers, faults, stored_at, (), restarts, [12 * s])
+        first = behind["per_fault"][0]
+        self.assertAlmostEqual(first["unordered_resume_s"], 0.0)
+        self.assertAlmostEqual(first["ordered_resume_s"], 4.0)
+        self.assertAlmostEqual(behind["per_fault"][1]["unordered_resume_s"], 4.0)  # not full after that one
+        alone = progress_figures(run, {"U": deliveries["U"]}, handlers[1:], faults, stored_at, (), restarts, [12 * s])
+        self.assertAlmostEqual(alone["per_fault"][0]["unordered_resume_s"], 8.0)
+        not_then = progress_figures(run, deliveries, handlers, faults, stored_at, (), restarts, [20 * s])
+        self.assertAlmostEqual(not_then["per_fault"][0]["unordered_resume_s"], 8.0)
+
 
 class PatternTest(unittest.TestCase):
     def test_rules(self):
