@@ -64,6 +64,7 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   arrive_one(arrival, now);
   if (last_outstanding) restart_end(now);
   if (floor_hold_) floor_hold_arrived(arrival.stream_seq);
+  if (restart_ || floor_hold_) outstanding_proved(arrival, now);
   gap_arrived(arrival, now);
 }
 

@@ -64,9 +64,14 @@
 //     with its order keys, as if it had been handed back: a later message of one of its keys waits
 //     until it came back and was settled. The waiting ends for all of them once as many of them came
 //     back as the server said were pending (the rest were acked above the ack floor and never come
-//     back), or at the latest at Outstanding::until, when the rest of each key goes on (counted in
-//     order_gave_up). When they could not all be read (too many), every ordered delivery waits
-//     until then instead.
+//     back); or once the server shows it has sent again all it held: by nak_delay_max and AckWait
+//     and a third after the call every one of them was due again (left in flight: AckWait; handed
+//     back: its delay), and the server sends what is due again before anything new, so a message
+//     it stored after that time arriving, or an answer to a pull request sent after it (heard()),
+//     means the rest were acked (or lost on the way: a gap, below); or at the latest at
+//     Outstanding::until, when the rest of each key goes on (counted in order_gave_up). When they
+//     could not all be read (too many), every ordered delivery waits until then instead. The ack
+//     floor's hold after a restart (AckPolicy all, above) ends the same ways.
 //   - Deliveries lost on the way (dispatch_core_gap.cpp). The server numbers every delivery of the
 //     consumer (Arrival::consumer_seq, the <cseq> of the ack subject), and on one connection they
 //     arrive in that order; a jump (a broken connection, a consumer leader that died with deliveries
@@ -123,6 +128,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory_resource>
 #include <optional>
@@ -302,6 +308,7 @@ struct Outstanding {
   std::uint64_t delivered = 0;  // its last delivered stream sequence
   std::uint64_t pending = 0;    // its NumAckPending: how many of (floor, delivered] come back
   TimePoint until{};            // the waiting ends by then in any case
+  std::int64_t wall_ns = 0;     // jetfan's wall clock at the call (ns since the epoch; 0: unknown)
 };
 
 // One ordered handler's waiting now; computed on request.
@@ -329,7 +336,8 @@ class DispatchCore {
   // arrival's number is taken as it is.
   void bound(std::uint64_t consumer_seq, std::uint64_t stream_seq);
   // The server answered a pull request sent at `asked_at` (an idle heartbeat, or its end): proof,
-  // once a gap's hold is past gap_hold(), that what AckWait expired was redelivered (rules above).
+  // once a gap's hold is past gap_hold(), that what AckWait expired was redelivered, and after a
+  // restart that what an earlier reader left was sent again (rules above).
   void heard(TimePoint asked_at, TimePoint now);
   // Whether a gap holds messages back (rules above), and above which stream sequence.
   bool gap_held() const { return gap_.has_value(); }
@@ -590,12 +598,24 @@ class DispatchCore {
   };
   std::unordered_map<std::uint64_t, RedriveState> redrives_;  // by key in messages_
   // What an earlier reader may have left outstanding, while ordered handlers wait for it.
+  // When the server has shown it sent again what an earlier reader left (rules above).
+  struct SentAgainProof {
+    TimePoint at = TimePoint::max();
+    std::int64_t wall_ns = std::numeric_limits<std::int64_t>::max();
+    bool by_store(std::uint64_t published_ns, TimePoint now) const {
+      return now >= at && published_ns != 0 && static_cast<std::int64_t>(published_ns) >= wall_ns;
+    }
+    bool by_answer(TimePoint asked_at, TimePoint now) const { return now >= at && asked_at >= at; }
+  };
+  SentAgainProof sent_again_proof(const Outstanding& outstanding, TimePoint now) const;
+  void outstanding_proved(const Arrival& arrival, TimePoint now);  // dispatch_core_restart.cpp
   struct Restart {
     std::uint64_t floor = 0;
     std::uint64_t delivered = 0;
     std::uint64_t pending = 0;
     bool unread = false;
     TimePoint until{};
+    SentAgainProof proof;
     std::set<std::uint64_t> away;  // in the gate, not back yet
     std::set<std::uint64_t> back;  // of (floor, delivered], come back
   };
@@ -608,6 +628,7 @@ class DispatchCore {
     std::uint64_t delivered = 0;
     std::uint64_t pending = 0;
     std::set<std::uint64_t> back;
+    SentAgainProof proof;
   };
   std::optional<FloorHold> floor_hold_;
   // Deliveries lost on the way (rules above).

@@ -90,3 +90,19 @@ TEST_CASE("the ack floor is held under AckPolicy all only", "[unit]") {
   CHECK_FALSE(core.ack_floor_held());
   CHECK(testing::effects_of(confirm(core, {12}, kStart), Kind::kAck).size() == 1);
 }
+
+TEST_CASE("AckPolicy all after a restart: an answer to a pull sent once all was due again ends the hold", "[unit]") {
+  DispatchCore core = core_of(AckPolicy::kAll);
+  core.connect(1, 0, kStart);
+  core.expect_outstanding(left_unacked(10, 14, 2), kStart);
+  CHECK(testing::effects_of(confirm(core, {15}, kStart), Kind::kAck).empty());
+  // nak_delay_max (1 s) and AckWait and a third (2 s): from 3 s on.
+  const TimePoint proof = kStart + milliseconds(3000);
+  core.heard(proof - milliseconds(1), proof);
+  CHECK(core.ack_floor_held());
+  core.heard(proof, proof);
+  CHECK_FALSE(core.ack_floor_held());
+  const auto acks = testing::effects_of(testing::take_effects(core), Kind::kAck);
+  REQUIRE(acks.size() == 1);
+  CHECK(acks[0].message == 1501);
+}

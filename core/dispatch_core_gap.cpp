@@ -91,6 +91,11 @@ void DispatchCore::gap_arrived(const Arrival& arrival, TimePoint now) {
 
 void DispatchCore::heard(TimePoint asked_at, TimePoint now) {
   if (gap_ && now >= gap_->until && asked_at >= gap_->until) gap_end(GapEnd::kProof, now);
+  if (restart_ && restart_->proof.by_answer(asked_at, now)) restart_end(now);
+  if (floor_hold_ && floor_hold_->proof.by_answer(asked_at, now)) {
+    floor_hold_.reset();
+    advance_ack_floor();
+  }
 }
 
 void DispatchCore::gap_tick(TimePoint now) {

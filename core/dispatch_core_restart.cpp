@@ -10,13 +10,36 @@
 
 namespace jetfan {
 
+DispatchCore::SentAgainProof DispatchCore::sent_again_proof(const Outstanding& outstanding, TimePoint now) const {
+  // Everything the server held was due again by then: what was in flight after AckWait, what was
+  // handed back after its delay (at most nak_delay_max). gap_hold() leaves a third of AckWait for
+  // the server's own timer.
+  const Duration wait = settings_.nak_delay_max + gap_hold(settings_.keepalive);
+  SentAgainProof proof;
+  proof.at = now + wait;
+  if (outstanding.wall_ns != 0) {
+    proof.wall_ns = outstanding.wall_ns + std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
+  }
+  return proof;
+}
+
+void DispatchCore::outstanding_proved(const Arrival& arrival, TimePoint now) {
+  if (restart_ && restart_->proof.by_store(arrival.published_ns, now)) restart_end(now);
+  if (floor_hold_ && floor_hold_->proof.by_store(arrival.published_ns, now)) {
+    floor_hold_.reset();
+    advance_ack_floor();
+  }
+}
+
 void DispatchCore::expect_outstanding(const Outstanding& outstanding, TimePoint now) {
   if (restart_) restart_end(now);
   if (outstanding.pending == 0 || outstanding.delivered <= outstanding.floor) return;
+  const SentAgainProof proof = sent_again_proof(outstanding, now);
   if (settings_.ack_policy == AckPolicy::kAll) {
     const bool timed = floor_hold_ && !floor_hold_->counting;
     FloorHold hold;
     hold.until = std::max(outstanding.until, floor_hold_ ? floor_hold_->until : TimePoint{});
+    hold.proof = proof;
     hold.counting = !timed;
     hold.floor = outstanding.floor;
     hold.delivered = outstanding.delivered;
@@ -29,6 +52,7 @@ void DispatchCore::expect_outstanding(const Outstanding& outstanding, TimePoint 
   restart.pending = outstanding.pending;
   restart.unread = outstanding.unread;
   restart.until = outstanding.until;
+  restart.proof = proof;
   for (const Outstanding::Entry& entry : outstanding.messages) {
     if (entry.stream_seq <= restart.floor || entry.stream_seq > restart.delivered) continue;
     if (messages_.count(entry.stream_seq) || settled_.find(entry.stream_seq)) continue;

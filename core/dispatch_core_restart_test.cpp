@@ -158,3 +158,57 @@ TEST_CASE(
   CHECK_FALSE(core.awaiting_outstanding());
   CHECK(sent_to(core, 1).seqs == std::vector<std::uint64_t>{5});
 }
+
+namespace {
+// nak_delay_max (1 s) and AckWait and a third (4 keepalives of 500 ms) after kStart.
+const TimePoint kProof = kStart + milliseconds(3000);
+const std::int64_t kStartWall = 1'000'000'000'000;
+std::uint64_t wall_at(TimePoint t) {
+  return static_cast<std::uint64_t>(kStartWall +
+                                    std::chrono::duration_cast<std::chrono::nanoseconds>(t - kStart).count());
+}
+Arrival stored_at(std::uint64_t seq, const std::string& key, TimePoint stored, TimePoint now) {
+  Arrival arrival = ordered(seq, key);
+  arrival.published_ns = wall_at(stored);
+  arrival.wall_ns = static_cast<std::int64_t>(wall_at(now));
+  return arrival;
+}
+Outstanding left(std::vector<Outstanding::Entry> messages, bool unread) {
+  Outstanding o{std::move(messages), unread, 4, 6, 2, kUntil};
+  o.wall_ns = kStartWall;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("restart: a message stored once all was due again ends the wait, one stored before does not", "[unit]") {
+  const bool unread = GENERATE(false, true);
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.expect_outstanding(left({away(5, "a"), away(6, "b")}, unread), kStart);
+  core.arrive(stored_at(7, "a", kStart, kStart), kStart);
+  // Stored before the proof time, arriving after it: the server may still owe 5 (a stall held it).
+  core.arrive(stored_at(8, "c", kProof - milliseconds(1), kProof), kProof);
+  CHECK(core.awaiting_outstanding());
+  const auto early = sent_to(core, 1).seqs;
+  CHECK(std::find(early.begin(), early.end(), 7) == early.end());
+  // Stored after it: what was due again came first, so 5 and 6 were acked above the floor.
+  core.arrive(stored_at(9, "d", kProof, kProof), kProof);
+  CHECK_FALSE(core.awaiting_outstanding());
+  const auto now = sent_to(core, 1).seqs;
+  CHECK(std::find(now.begin(), now.end(), 7) != now.end());
+  CHECK(core.counters().order_gave_up == 0);  // acked, not given up on
+}
+
+TEST_CASE("restart: an answer to a pull sent once all was due again ends the wait, one sent before does not",
+          "[unit]") {
+  DispatchCore core(settings(1));
+  core.connect(1, 0, kStart);
+  core.expect_outstanding(left({away(5, "a")}, false), kStart);
+  core.arrive(stored_at(7, "a", kStart, kStart), kStart);
+  core.heard(kProof - milliseconds(1), kProof + milliseconds(500));
+  CHECK(core.awaiting_outstanding());
+  CHECK(sent_to(core, 1).seqs.empty());
+  core.heard(kProof, kProof + milliseconds(500));
+  CHECK_FALSE(core.awaiting_outstanding());
+  CHECK(sent_to(core, 1).seqs == std::vector<std::uint64_t>{7});
+}

@@ -23,6 +23,9 @@ void Dispatcher::expect_outstanding(const ConsumerFacts& facts, const std::optio
   // left in flight within an AckWait: as long as the core waits for one handed back itself.
   const Duration hold = order_away_hold(settings_.core.nak_delay_max, settings_.core.keepalive);
   outstanding.until = now + hold;
+  outstanding.wall_ns = time_.wall_now_ns();
+  // From then on the server can show it sent them again (dispatch_core.hpp).
+  const auto proof_ms = (settings_.core.nak_delay_max + gap_hold(settings_.core.keepalive)).count();
   if (read) {
     for (const StreamMessage& message : *read) {
       const auto key = key_of(message.subject, config_.key.strip_prefix);
@@ -46,26 +49,30 @@ void Dispatcher::expect_outstanding(const ConsumerFacts& facts, const std::optio
     log_info("ack_floor.restart_holds",
              {{"floor", facts.ack_floor}, {"delivered", facts.delivered}, {"pending", facts.ack_pending}},
              "ack floor: stream seqs {} to {} may still be unacked ({} pending); under AckPolicy all one +ACK would "
-             "settle them too, so nothing is acked until they came back, or for at most {}ms",
-             facts.ack_floor + 1, facts.delivered, facts.ack_pending, hold.count());
+             "settle them too, so nothing is acked until they came back or, {}ms on, the server shows it sent them "
+             "again, or for at most {}ms",
+             facts.ack_floor + 1, facts.delivered, facts.ack_pending, proof_ms, hold.count());
   }
   if (!core_.awaiting_outstanding()) return;
   if (outstanding.unread) {
     log_warn("order.restart_holds_all",
              {{"floor", facts.ack_floor}, {"delivered", facts.delivered}, {"pending", facts.ack_pending}},
              "order: stream seqs {} to {} may still be unacked ({} pending) and could not all be read: every "
-             "ordered handler waits until they came back, or for at most {}ms",
-             facts.ack_floor + 1, facts.delivered, facts.ack_pending, hold.count());
+             "ordered handler waits until they came back or, {}ms on, the server shows it sent them again, or for at "
+             "most {}ms",
+             facts.ack_floor + 1, facts.delivered, facts.ack_pending, proof_ms, hold.count());
     return;
   }
-  log_info("order.restart_waits",
-           {{"floor", facts.ack_floor},
-            {"delivered", facts.delivered},
-            {"pending", facts.ack_pending},
-            {"messages", outstanding.messages.size()}},
-           "order: {} message(s) of ordered handlers in stream seqs {} to {} may still be unacked ({} pending): "
-           "later messages of their keys wait until they came back, or for at most {}ms",
-           outstanding.messages.size(), facts.ack_floor + 1, facts.delivered, facts.ack_pending, hold.count());
+  log_info(
+      "order.restart_waits",
+      {{"floor", facts.ack_floor},
+       {"delivered", facts.delivered},
+       {"pending", facts.ack_pending},
+       {"messages", outstanding.messages.size()}},
+      "order: {} message(s) of ordered handlers in stream seqs {} to {} may still be unacked ({} pending): "
+      "later messages of their keys wait until they came back or, {}ms on, the server shows it sent them again, or "
+      "for at most {}ms",
+      outstanding.messages.size(), facts.ack_floor + 1, facts.delivered, facts.ack_pending, proof_ms, hold.count());
 }
 
 }  // namespace jetfan
