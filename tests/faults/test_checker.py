@@ -421,16 +421,21 @@ class OrderCheckTest(unittest.TestCase):
             del HANDLERS[0]["order_by"]
 
 
+def _two_kills(s):
+    """A run with jetfan killed at 10 s and 14 s, each back a second later."""
+    run = {"publish_start": 1, "publish_stop": 100 * s}
+    faults = [{"name": "jetfan SIGKILL", "begin": 10 * s, "end": 11 * s},
+              {"name": "jetfan SIGKILL", "begin": 14 * s, "end": 15 * s}]
+    return run, faults, [0, 11 * s, 15 * s]
+
+
 class OrderedResumeTest(unittest.TestCase):
     """progress_figures: an ordered handler's resume after a fault counts from the latest restart."""
 
     def test_resume_counts_from_the_latest_restart_for_an_ordered_handler_only(self):
         from progress import progress_figures
         s = 1_000_000_000
-        run = {"publish_start": 1, "publish_stop": 100 * s}
-        faults = [{"name": "jetfan SIGKILL", "begin": 10 * s, "end": 11 * s},
-                  {"name": "jetfan SIGKILL", "begin": 14 * s, "end": 15 * s}]
-        restarts = [0, 11 * s, 15 * s]
+        run, faults, restarts = _two_kills(s)
         # Each gets id 1 at 1 s, then nothing new until 19 s (id 2, stored at 9 s).
         deliveries = {name: [delivery(1, 1000), delivery(2, 19000)] for name in ("O", "U")}
         stored_at = {1: 1 * s, 2: 9 * s}
@@ -452,10 +457,7 @@ class OrderedResumeTest(unittest.TestCase):
         while the handler waited."""
         from progress import progress_figures
         s = 1_000_000_000
-        run = {"publish_start": 1, "publish_stop": 100 * s}
-        faults = [{"name": "jetfan SIGKILL", "begin": 10 * s, "end": 11 * s},
-                  {"name": "jetfan SIGKILL", "begin": 14 * s, "end": 15 * s}]
-        restarts = [0, 11 * s, 15 * s]
+        run, faults, restarts = _two_kills(s)
         deliveries = {name: [delivery(1, 1000), delivery(2, 19000)] for name in ("O", "U")}
         stored_at = {1: 1 * s, 2: 9 * s}
         handlers = [{"name": "O", "order_by": "key"}, {"name": "U"}]
