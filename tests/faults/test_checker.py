@@ -177,15 +177,22 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(r["findings"], [])
         self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_failure": 1})
 
-    def stale_copy_of_a_retry_inside_jetfan(self, order_by):
-        """A-1 is stopped for 6 s holding delivery 1 of id 4; jetfan fails it and gives it to A-0
-        itself, as it does for an ordered handler: the server's delivery count stays 1."""
+    @staticmethod
+    def a1_stopped_holding_id_4(order_by):
+        """A (ordered by `order_by`) with A-1 stopped for 6 s from 1.5 s, and id 4 left out of A-0's
+        and the answers' histories for the case to write."""
         w = World()
         w.handlers = [dict(h, order_by=order_by) if h["name"] == "A" else h for h in HANDLERS]
         w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "A-1 for 6.0 s",
                           "begin": 1500 * MS, "end": 7500 * MS, "t": 7500 * MS, "stops_jetfan": False})
         w.handler["A"] = [x for x in w.handler["A"] if x[2] != 4]
         w.answers = [a for a in w.answers if a[1] != 4]
+        return w
+
+    def stale_copy_of_a_retry_inside_jetfan(self, order_by):
+        """A-1 is stopped for 6 s holding delivery 1 of id 4; jetfan fails it and gives it to A-0
+        itself, as it does for an ordered handler: the server's delivery count stays 1."""
+        w = self.a1_stopped_holding_id_4(order_by)
         w.deliver("A", 4, 7000 * MS, deliveries=1)
         w.answers.append((7100 * MS, 4, 0, 1, 1, 0, 0))
         w.more_instances[("A", 1)] = [(7600 * MS, 4, 4, 1, records.DELIVERED, 0, 1)]
@@ -201,12 +208,7 @@ class CheckerTest(unittest.TestCase):
         """A-1 is stopped for 6 s holding delivery 1 of id 4; jetfan fails it by ack_timeout, and its
         retry (inside jetfan for an ordered handler, after the retry delay) reaches A-1 itself only
         after A-1, resumed, read the stale copy and acked it."""
-        w = World()
-        w.handlers = [dict(h, order_by=order_by) if h["name"] == "A" else h for h in HANDLERS]
-        w.history.append({"kind": "fault", "name": "handler SIGSTOP", "detail": "A-1 for 6.0 s",
-                          "begin": 1500 * MS, "end": 7500 * MS, "t": 7500 * MS, "stops_jetfan": False})
-        w.handler["A"] = [x for x in w.handler["A"] if x[2] != 4]
-        w.answers = [a for a in w.answers if a[1] != 4]
+        w = self.a1_stopped_holding_id_4(order_by)
         w.more_instances[("A", 1)] = [(7500 * MS + 25000, 4, 4, 1, records.DELIVERED, 0, 1),
                                       (7500 * MS + 50000, 4, 4, 1, records.ACKED, 0, 1),
                                       (7624 * MS, 4, 4, 1, records.DELIVERED, 0, 1),
