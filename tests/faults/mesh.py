@@ -146,6 +146,7 @@ class Run:
                     info = self.tool.consumer_info(timeout_ms=500)
                     leader = ((info or {}).get("cluster") or {}).get("leader")
                     out.write(json.dumps({"t": t, "ok": info is not None, "leader": leader,
+                                          "err": None if info else self.tool.last_error,
                                           "ack_pending": (info or {}).get("num_ack_pending"),
                                           "pending": (info or {}).get("num_pending")}) + "\n")
                     out.flush()

@@ -85,24 +85,72 @@ class Servers:
 
 
 class NatsTool:
-    """Requests to the servers through `faults-nats serve` (cnats). Thread-safe."""
+    """Requests to the servers through `faults-nats serve` (cnats). Thread-safe.
+
+    One connection serves the whole run and reconnects through every fault. Once its requests have
+    all failed for RENEW_AFTER_S, it starts a new `faults-nats serve` and says so in its log with
+    the last error: harmless while the servers are down, and the way out if that connection is
+    stuck (a cluster run once had no answer here for its whole settle time, while the audit's new
+    connection was answered at once)."""
+
+    RENEW_AFTER_S = 15
 
     def __init__(self, binary, urls, log_path):
-        self.proc = subprocess.Popen([binary, "serve", urls], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=open(log_path, "ab"), text=True, bufsize=1,
-                                     preexec_fn=die_with_parent)
+        self.binary, self.urls, self.log_path = binary, urls, log_path
         self.lock = threading.Lock()
+        self.failing_since = None
+        self.last_error = None
+        self.proc = self._spawn()
+
+    def _spawn(self):
+        with open(self.log_path, "ab") as log:
+            return subprocess.Popen([self.binary, "serve", self.urls], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1,
+                                    preexec_fn=die_with_parent)
+
+    def _end(self):
+        """Under self.lock, or once no one else uses the tool: the process gone, its pipes closed."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(5)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+
+    def _renew(self, now):
+        """Under self.lock: a new connection, once requests have failed for RENEW_AFTER_S."""
+        with open(self.log_path, "a") as log:
+            log.write(f"harness: every request failed for {now - self.failing_since:.1f} s "
+                      f"(last: {self.last_error}); starting a new faults-nats serve\n")
+        self.proc.kill()
+        self._end()
+        self.proc = self._spawn()
+        self.failing_since = now
 
     def request(self, subject, body="", timeout_ms=2000):
         """The reply as a dict; raises RuntimeError on no reply or a JetStream error."""
         with self.lock:
-            self.proc.stdin.write(f"req {timeout_ms} {subject} {body}\n")
-            self.proc.stdin.flush()
-            line = self.proc.stdout.readline()
+            try:
+                self.proc.stdin.write(f"req {timeout_ms} {subject} {body}\n")
+                self.proc.stdin.flush()
+                line = self.proc.stdout.readline()
+            except (BrokenPipeError, ValueError):
+                line = ""
+            now = time.monotonic()
+            if line.startswith("ok "):
+                self.failing_since = None
+            else:
+                self.last_error = line.strip() or "faults-nats exited"
+                if self.failing_since is None:
+                    self.failing_since = now
+                elif now - self.failing_since >= self.RENEW_AFTER_S:
+                    self._renew(now)
         if not line.startswith("ok "):
             raise RuntimeError(f"{subject}: {line.strip() or 'faults-nats exited'}")
         reply = json.loads(line[3:])
         if "error" in reply:
+            self.last_error = f"JetStream: {reply['error']}"
             raise RuntimeError(f"{subject}: {reply['error']}")
         return reply
 
@@ -113,11 +161,8 @@ class NatsTool:
             return None
 
     def close(self):
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(5)
-        except Exception:
-            self.proc.kill()
+        with self.lock:
+            self._end()
 
     # --- JetStream, as a controller would do it ---
 

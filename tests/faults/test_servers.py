@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Unit tests of the harness's request tool (servers.NatsTool), with a stand-in for `faults-nats
+serve` that answers as told: a connection whose every request fails is replaced, one that answers
+is kept."""
+
+import os
+import stat
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import servers  # noqa: E402
+
+# Answers "ok {}" while the file named by its second argument (the first is "serve") exists, else "err Timeout"; says on
+# stderr (the tool's log) that it started.
+STAND_IN = """#!/bin/sh
+echo "started $$" >&2
+while read -r line; do
+  if [ -e "$2" ]; then echo 'ok {"num_pending": 0}'; else echo 'err Timeout'; fi
+done
+"""
+
+
+class NatsToolTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="faults-tool-test-")
+        self.binary = os.path.join(self.dir, "serve")
+        with open(self.binary, "w") as f:
+            f.write(STAND_IN)
+        os.chmod(self.binary, stat.S_IRWXU)
+        self.answering = os.path.join(self.dir, "answering")
+        self.log = os.path.join(self.dir, "tool.log")
+        self.tool = servers.NatsTool(self.binary, self.answering, self.log)
+        self.tool.RENEW_AFTER_S = 0.5
+        self.addCleanup(self.tool.close)
+
+    def starts(self):
+        with open(self.log) as f:
+            return sum(line.startswith("started") for line in f)
+
+    def test_a_connection_whose_requests_all_fail_is_replaced_and_says_why(self):
+        first = self.tool.proc.pid
+        deadline = time.monotonic() + 10
+        while self.tool.proc.pid == first and time.monotonic() < deadline:
+            self.assertIsNone(self.tool.consumer_info())
+            time.sleep(0.1)
+        self.assertNotEqual(self.tool.proc.pid, first)
+        self.assertEqual(self.tool.last_error, "err Timeout")
+        with open(self.log) as f:
+            self.assertIn("(last: err Timeout); starting a new faults-nats serve", f.read())
+        open(self.answering, "w").close()
+        self.assertEqual(self.tool.consumer_info(), {"num_pending": 0})
+
+    def test_a_connection_that_answers_in_between_is_kept(self):
+        # Two failures 0.6 s apart, more than RENEW_AFTER_S, with an answer between them.
+        self.assertIsNone(self.tool.consumer_info())
+        time.sleep(0.3)
+        open(self.answering, "w").close()
+        self.assertIsNotNone(self.tool.consumer_info())
+        os.remove(self.answering)
+        time.sleep(0.3)
+        self.assertIsNone(self.tool.consumer_info())
+        self.assertEqual(self.starts(), 1)
+
+if __name__ == "__main__":
+    unittest.main()
