@@ -153,12 +153,14 @@ TEST_CASE("Prometheus text: label values escaped, build info, the process, the s
   CHECK(escape_label_value("plain-name_1") == "plain-name_1");
   CHECK(escape_label_value("a\\b\"c\nd") == "a\\\\b\\\"c\\nd");
   auto s = example();
+  CHECK_THAT(render_prometheus(s), !Catch::Contains("jetfan_heap_in_use_bytes"));  // -1: not known
   s.stream = "EV\"EN\\TS\n";
   s.cnats_version = "3.4.1";
   s.compiler = "gcc 12.2.0";
   s.open_fds = 12;
   s.max_fds = 1024;
   s.cpu_seconds = 1.5;
+  s.heap_in_use_bytes = 4096;
   std::string text = render_prometheus(s);
   CHECK_THAT(text, Catch::Contains(",stream=\"EV\\\"EN\\\\TS\\n\","));
   CHECK_THAT(text, Catch::Contains("jetfan_build_info{version=\"" + s.version +
@@ -167,6 +169,7 @@ TEST_CASE("Prometheus text: label values escaped, build info, the process, the s
   CHECK_THAT(text, Catch::Contains("process_max_fds 1024\n"));
   CHECK_THAT(text, Catch::Contains("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n"));
   CHECK_THAT(text, Catch::Contains("process_start_time_seconds "));
+  CHECK_THAT(text, Catch::Contains("# TYPE jetfan_heap_in_use_bytes gauge\njetfan_heap_in_use_bytes 4096\n"));
   CHECK_THAT(text, !Catch::Contains("jetfan_consumer_num_pending"));  // no answer yet: no series
   s.polled = ServerConsumerView{};
   s.polled->num_pending = 40;

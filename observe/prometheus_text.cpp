@@ -276,6 +276,11 @@ std::string render_prometheus(const StatusSnapshot& s) {
   }
   w.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
   w.sample("process_resident_memory_bytes", "", s.resident_memory_bytes);
+  if (s.heap_in_use_bytes >= 0) {
+    w.family("jetfan_heap_in_use_bytes", "gauge",
+             "Heap memory jetfan's allocations hold now; resident memory above it is kept by the allocator.");
+    w.sample("jetfan_heap_in_use_bytes", "", static_cast<std::uint64_t>(s.heap_in_use_bytes));
+  }
   w.family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds.");
   w.sample("process_start_time_seconds", "", s.start_time_unix);
   return out;

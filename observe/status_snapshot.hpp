@@ -117,6 +117,10 @@ struct StatusSnapshot {
   std::uint64_t tail_dropped = 0;  // by every tail, ever
   std::uint64_t reloads_applied = 0, reloads_refused = 0;
   std::uint64_t resident_memory_bytes = 0;
+  // What jetfan's allocations hold now (glibc's mallinfo2: chunks in use, mmapped ones included);
+  // -1 where it cannot be told (another allocator, or a sanitizer's). Resident memory above it
+  // is what the allocator keeps for reuse after a peak: this one grows only with a leak.
+  std::int64_t heap_in_use_bytes = -1;
   // The process, as Prometheus's client libraries name it; -1 where it could not be read.
   std::int64_t open_fds = -1;
   std::int64_t max_fds = -1;  // the soft limit, RLIMIT_NOFILE

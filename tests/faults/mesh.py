@@ -81,6 +81,7 @@ class Settings:
         self.use_proxy = kw.get("use_proxy", True)
         self.idle_heartbeat = kw.get("idle_heartbeat", "1s")
         self.watch_answers = kw.get("watch_answers", True)
+        self.metrics_port = kw.get("metrics_port")  # jetfan's /metrics on 127.0.0.1, if set
 
 
 class Run:
@@ -179,8 +180,10 @@ class Run:
                  "consumer:", f"  stream: {STREAM}", f"  durable: {DURABLE}", "  batch: 256", "  pull_expires: 5s",
                  f"  idle_heartbeat: {s.idle_heartbeat}",
                  "key:", '  strip_prefix: "events."',
-                 "socket:", f"  path: {self.socket}",
-                 "handlers:"]
+                 "socket:", f"  path: {self.socket}"]
+        if s.metrics_port:
+            lines += ["metrics:", f'  listen: "127.0.0.1:{s.metrics_port}"']
+        lines += ["handlers:"]
         for h in self.handlers:
             pats = ", ".join(f'"{p}"' for p in h.patterns)
             lines += [f"  - name: {h.name}", f"    patterns: [{pats}]", f"    ack_timeout: {h.ack_timeout}"]

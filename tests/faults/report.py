@@ -54,14 +54,17 @@ def figures(paths):
             for r in rs:
                 s = r["result"]["soak"]
                 rss, fds, held = s.get("rss_kib", {}), s.get("fds", {}), s.get("held", {})
+                heap = s.get("heap_kib")
                 out += ["", f"### Soak, {r['result']['run']['duration_s']:g} s",
                         "", "| target msg/s | stored msg/s | lost | duplicates | jetfan RSS start / after warm-up / end (MiB) "
-                        "| RSS growth after warm-up (MiB) | open fds min-max | held (num_ack_pending) median first / last third, max | verdict |",
-                        "|---:|---:|---:|---:|---|---:|---|---|---|",
+                        "| RSS growth after warm-up (MiB) | heap in use after warm-up / end, growth (MiB) "
+                        "| open fds min-max | held (num_ack_pending) median first / last third, max | verdict |",
+                        "|---:|---:|---:|---:|---|---:|---|---|---|---|",
                         f"| {s['target_msg_per_s']} | {s['stored_msg_per_s']} | {r['result']['lost']} "
                         f"| {r['result']['duplicates']} "
                         f"| {fmt((rss.get('start') or 0) / 1024)} / {fmt((rss.get('after_warmup') or 0) / 1024)} / "
                         f"{fmt((rss.get('end') or 0) / 1024)} | {fmt((rss.get('growth_kib') or 0) / 1024)} "
+                        f"| {(fmt(heap['after_warmup'] / 1024) + ' / ' + fmt(heap['end'] / 1024) + ', ' + fmt(heap['growth_kib'] / 1024)) if heap else '-'} "
                         f"| {fds.get('min')}-{fds.get('max')} "
                         f"| {held.get('median_first_third')} / {held.get('median_last_third')}, {held.get('max')} "
                         f"| {r['result']['verdict']} |"]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Unit tests of the checker and the pattern rules on made-up histories: each failure the
-checker exists to catch must be caught, and a clean history must pass."""
+"""Unit tests of the checker, the pattern rules and the soak's leak rule on made-up histories:
+each failure the checker exists to catch must be caught, and a clean history must pass."""
 
 import json
 import os
@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import checker  # noqa: E402
 import records  # noqa: E402
+import soak  # noqa: E402
 from patterns import matches  # noqa: E402
 
 KEYS = ["a.x", "b.y"]  # id % 2: even -> a.x, odd -> b.y
@@ -587,6 +588,38 @@ class DeadLetteringHandlerTest(unittest.TestCase):
         r = self.world(dead_lettered=False).check()
         self.assertTrue(any("ACK RULE BROKEN" in f for f in r["findings"]), r["findings"])
         self.assertTrue(any("DEAD LETTERS: handler C" in f for f in r["findings"]), r["findings"])
+
+
+class SoakMemoryRuleTest(unittest.TestCase):
+    """The soak's leak rule (soak.py): the heap in use decides; RSS only beyond what the heap explains."""
+
+    @staticmethod
+    def figures(rss_mib, heap_mib=None):
+        def thirds(first, last):
+            return {"median_first_third": first * 1024, "median_last_third": last * 1024}
+        out = {"rss_kib": thirds(*rss_mib)}
+        if heap_mib:
+            out["heap_kib"] = thirds(*heap_mib)
+        return out
+
+    def test_rss_kept_by_the_allocator_after_peaks_is_no_leak_while_the_heap_is_flat(self):
+        # The 2026-12-02 soak: RSS 13.4 -> 17.0 MiB in three steps at bursts of held messages.
+        self.assertEqual(soak.memory_findings(self.figures((13.4, 17.0), (6.0, 6.1))), [])
+
+    def test_a_growing_heap_is_a_leak_whatever_rss_does(self):
+        findings = soak.memory_findings(self.figures((13.4, 13.5), (6.0, 9.0)))
+        self.assertEqual(len(findings), 1)
+        self.assertIn("heap in use grew by 3.0 MiB", findings[0])
+
+    def test_rss_growing_far_beyond_the_heap_is_memory_outside_it(self):
+        findings = soak.memory_findings(self.figures((13.4, 30.0), (6.0, 6.1)))
+        self.assertEqual(len(findings), 1)
+        self.assertIn("memory outside the heap", findings[0])
+
+    def test_without_the_heap_figure_rss_is_judged_as_the_heap_would_be(self):
+        findings = soak.memory_findings(self.figures((13.4, 17.0)))
+        self.assertEqual(len(findings), 1)
+        self.assertIn("RSS grew by 3.6 MiB", findings[0])
 
 
 if __name__ == "__main__":
