@@ -13,12 +13,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 cache=${JETFAN_NATS_CACHE:-$PWD/build/nats-servers}
-mirror=${JETFAN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(trixie forky)
-arch=$(dpkg --print-architecture)
-# Testing is signed by the current stable's keys; Debian 12 ships them in debian-archive-keyring.
-keyrings=$(ls /usr/share/keyrings/debian-archive-*.gpg 2> /dev/null | tr '\n' ' ')
+# shellcheck source=scripts/debian_archive.sh
+source scripts/debian_archive.sh
 
 fetch_suite() {
   local suite=$1 apt_dir="$cache/apt/$1"
@@ -31,21 +29,11 @@ fetch_suite() {
       return 0
     fi
   fi
-  mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$apt_dir/etc/sources.list.d" "$apt_dir/etc/preferences.d" "$apt_dir/debs"
-  printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$mirror" "$suite" "$keyrings" \
-    > "$apt_dir/etc/sources.list.d/debian.sources"
-  : > "$apt_dir/etc/sources.list"
-  local opts=(-o "Dir::State=$apt_dir" -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::State::status=/dev/null"
-    -o "Dir::Cache=$apt_dir" -o "Dir::Cache::archives=$apt_dir/archives"
-    -o "Dir::Etc::SourceList=$apt_dir/etc/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/etc/sources.list.d"
-    -o "Dir::Etc::Preferences=$apt_dir/etc/preferences" -o "Dir::Etc::PreferencesParts=$apt_dir/etc/preferences.d"
-    -o "APT::Architecture=$arch" -o "APT::Architectures=$arch" -o "Acquire::Languages=none"
-    -o "Acquire::Retries=1" -o "Acquire::http::Timeout=20" -o "Debug::NoLocking=1")
-  if ! timeout 300 apt-get "${opts[@]}" -qq update > "$apt_dir/update.log" 2>&1 ||
-    grep -qE '^(W|E): ' "$apt_dir/update.log"; then
-    echo "skip: Debian $suite: the archive could not be reached ($(grep -m1 -E '^(W|E): ' "$apt_dir/update.log" || echo "apt-get update failed"))" >&2
+  if ! debian_archive "$suite" "$apt_dir"; then
+    echo "skip: Debian $suite: $archive_error" >&2
     return 0
   fi
+  local opts=("${apt_opts[@]}")
   local version
   version=$(apt-cache "${opts[@]}" show nats-server 2> /dev/null | awk '/^Version:/ {print $2; exit}')
   if [ -z "$version" ]; then
