@@ -17,6 +17,12 @@ def fmt(x, digits=1):
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def order_violations(results):
+    """Summed over the runs, or - where no run had an ordered handler (or was judged before that rule)."""
+    counts = [x["order_violations"] for x in results if "order_violations" in x]
+    return sum(counts) if counts else "-"
+
+
 def figures(paths):
     runs, commands, started = [], [], []
     for p in paths:
@@ -35,9 +41,9 @@ def figures(paths):
     out = [f"Runs started {', '.join(sorted(set(started)))}; command: "
            + "; ".join(f"`scripts/faults.sh {c}`" for c in commands if c) + ".", ""]
     out += ["| class | runs | passed | faults injected | messages published | lost | duplicates delivered "
-            "| of which after an ACK | two copies at once | longest time without progress (s) "
+            "| of which after an ACK | two copies at once | order violations | longest time without progress (s) "
             "| longest resume after a fault was healed (s) |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (kind, name), rs in by_class.items():
         if kind == "soak":
             continue
@@ -47,7 +53,8 @@ def figures(paths):
                    f"| {sum(x['verdict'] == 'PASS' for x in res)} | {sum(x['faults'] for x in res)} "
                    f"| {sum(x['published']['stored'] for x in res)} | {sum(x['lost'] for x in res)} "
                    f"| {sum(x['duplicates'] for x in res)} | {sum(x.get('after_ack', 0) for x in res)} "
-                   f"| {sum(x.get('concurrent', 0) for x in res)} | {fmt(max(x['progress']['longest_gap_s'] for x in res))} "
+                   f"| {sum(x.get('concurrent', 0) for x in res)} | {order_violations(res)} "
+                   f"| {fmt(max(x['progress']['longest_gap_s'] for x in res))} "
                    f"| {fmt(max(resumes) if resumes else None)} |")
     for (kind, name), rs in by_class.items():
         if kind == "soak":
@@ -72,13 +79,15 @@ def figures(paths):
                     out.append(f"- {f}")
             continue
         out += ["", f"### {name}{' (regression)' if kind == 'regression' else ''}", "",
-                "| seed | faults | published | lost | duplicates | after ACK | longest gap (s) | resume (s) | verdict | findings |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+                "| seed | faults | published | lost | duplicates | after ACK | order violations | longest gap (s) "
+                "| resume (s) | verdict | findings |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
         for r in rs:
             x = r["result"]
             findings = "<br>".join(f.split(":")[0] for f in x["findings"]) or ""
             out.append(f"| {x['run'].get('seed')} | {x['faults']} | {x['published']['stored']} | {x['lost']} "
-                       f"| {x['duplicates']} | {x.get('after_ack', 0)} | {fmt(x['progress']['longest_gap_s'])} "
+                       f"| {x['duplicates']} | {x.get('after_ack', 0)} | {order_violations([x])} "
+                       f"| {fmt(x['progress']['longest_gap_s'])} "
                        f"| {fmt(x['progress']['max_resume_s'])} | {x['verdict']} | {findings} |")
     return "\n".join(out)
 
