@@ -95,8 +95,8 @@ class NatsTool:
 
     RENEW_AFTER_S = 15
 
-    def __init__(self, binary, urls, log_path):
-        self.binary, self.urls, self.log_path = binary, urls, log_path
+    def __init__(self, binary, urls, log_path, clock=time.monotonic):
+        self.binary, self.urls, self.log_path, self.clock = binary, urls, log_path, clock
         self.lock = threading.Lock()
         self.failing_since = None
         self.last_error = None
@@ -137,7 +137,7 @@ class NatsTool:
                 line = self.proc.stdout.readline()
             except (BrokenPipeError, ValueError):
                 line = ""
-            now = time.monotonic()
+            now = self.clock()
             if line.startswith("ok "):
                 self.failing_since = None
             else:

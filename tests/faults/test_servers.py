@@ -7,7 +7,6 @@ import os
 import stat
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,8 +32,8 @@ class NatsToolTest(unittest.TestCase):
         os.chmod(self.binary, stat.S_IRWXU)
         self.answering = os.path.join(self.dir, "answering")
         self.log = os.path.join(self.dir, "tool.log")
-        self.tool = servers.NatsTool(self.binary, self.answering, self.log)
-        self.tool.RENEW_AFTER_S = 0.5
+        self.now = 0.0  # the tool's clock, moved by hand
+        self.tool = servers.NatsTool(self.binary, self.answering, self.log, clock=lambda: self.now)
         self.addCleanup(self.tool.close)
 
     def starts(self):
@@ -43,27 +42,31 @@ class NatsToolTest(unittest.TestCase):
 
     def test_a_connection_whose_requests_all_fail_is_replaced_and_says_why(self):
         first = self.tool.proc.pid
-        deadline = time.monotonic() + 10
-        while self.tool.proc.pid == first and time.monotonic() < deadline:
+        for self.now in (0.0, 5.0, 14.9):
             self.assertIsNone(self.tool.consumer_info())
-            time.sleep(0.1)
+        self.assertEqual(self.tool.proc.pid, first)  # not yet RENEW_AFTER_S
+        self.now = 15.0
+        self.assertIsNone(self.tool.consumer_info())
         self.assertNotEqual(self.tool.proc.pid, first)
         self.assertEqual(self.tool.last_error, "err Timeout")
         with open(self.log) as f:
-            self.assertIn("(last: err Timeout); starting a new faults-nats serve", f.read())
+            self.assertIn("every request failed for 15.0 s (last: err Timeout); starting a new faults-nats serve",
+                          f.read())
         open(self.answering, "w").close()
         self.assertEqual(self.tool.consumer_info(), {"num_pending": 0})
+        self.assertEqual(self.starts(), 2)
 
     def test_a_connection_that_answers_in_between_is_kept(self):
-        # Two failures 0.6 s apart, more than RENEW_AFTER_S, with an answer between them.
+        # Failures 20 s apart, more than RENEW_AFTER_S, with an answer between them.
+        first = self.tool.proc.pid
         self.assertIsNone(self.tool.consumer_info())
-        time.sleep(0.3)
+        self.now = 10.0
         open(self.answering, "w").close()
         self.assertIsNotNone(self.tool.consumer_info())
         os.remove(self.answering)
-        time.sleep(0.3)
+        self.now = 20.0
         self.assertIsNone(self.tool.consumer_info())
-        self.assertEqual(self.starts(), 1)
+        self.assertEqual(self.tool.proc.pid, first)
 
 if __name__ == "__main__":
     unittest.main()
