@@ -7,7 +7,8 @@
 #   jetfan                 over the whole run, per delivery (messages × handlers);
 #   the handler processes  from the moment each printed ready_ns, per message each handled;
 #   the nats-server        over the run (rewind and the watcher's polls included), per message.
-# jetfan's pull batch is set to $pd_batch (the default, consumer.batch) in these runs and reported.
+# jetfan's pull batch is its default (consumer.batch unset; JETFAN_PULL_BATCH sets it), and each run
+# reports the one it used, from /metrics (jetfan_pull_batch).
 # /proc counts CPU in clock ticks (10 ms), so a run of N messages resolves 10 ms / N per message:
 # 0.1 µs at the full run's 100,000; smoke runs' figures are coarse.
 #
@@ -32,7 +33,6 @@
 # delivery.png and the "Per delivery" section of bench.md from them.
 
 pd_size=128
-pd_batch=${JETFAN_PULL_BATCH:-256}
 
 pd_spec() {  # HANDLERS: sets pd_handler_spec and pd_names, h0..h<H-1> all on "#"
   local i
@@ -47,7 +47,7 @@ pd_run() {  # CLIENT HANDLERS N: one timed run; appends a row to delivery.csv
   "$tool" rewind "$url" BENCH bench_durable "$sweep_ack_pending"
   local port
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  jetfan_config "$pd_handler_spec" "  batch: $pd_batch"$'\n'"metrics:"$'\n'"  listen: \"127.0.0.1:$port\""$'\n'
+  jetfan_config "$pd_handler_spec" "metrics:"$'\n'"  listen: \"127.0.0.1:$port\""$'\n'
   s0=$(cpu_seconds "$server")
   start_jetfan "$pd_names"
   local -a h0=()
@@ -66,17 +66,20 @@ pd_run() {  # CLIENT HANDLERS N: one timed run; appends a row to delivery.csv
   done
   stop_all "$jetfan_pid" "${handler_pids[@]}"
   handler_on cpp
-  awk -v c="$client" -v h="$h" -v s="$pd_size" -v n="$n" -v b="$pd_batch" -v j="$jcpu" -v hc="$hcpu" -v sv="$(awk -v a="$s0" -v b="$s1" 'BEGIN {print b - a}')" \
+  awk -v c="$client" -v h="$h" -v s="$pd_size" -v n="$n" -v j="$jcpu" -v hc="$hcpu" -v sv="$(awk -v a="$s0" -v b="$s1" 'BEGIN {print b - a}')" \
       -v sec="$(elapsed "$t0" "$t1")" -v io="$io" 'BEGIN {d = n * h
-    printf "%s,%d,%d,%d,%d,%d,%.4f,%.3f,%.3f,%.3f,%s\n", c, h, s, n, d, b, sec, j / d * 1e6, hc / d * 1e6, sv / n * 1e6, io}' >> "$out/delivery.csv"
+    split(io, f, ","); printf "%s,%d,%d,%d,%d,%s,%.4f,%.3f,%.3f,%.3f,%s,%s\n", c, h, s, n, d, f[1], sec, j / d * 1e6, hc / d * 1e6, sv / n * 1e6, f[2], f[3]}' >> "$out/delivery.csv"
 }
 
-pd_socket_io() {  # PORT: "MSGs per write,ACKs per read" from jetfan's /metrics, summed over handlers; "," if unread
-  python3 - "$1" << 'EOF_PY' || echo ","
+pd_socket_io() {  # PORT: "pull batch,MSGs per write,ACKs per read" from jetfan's /metrics, summed over handlers; ",," if unread
+  python3 - "$1" << 'EOF_PY' || echo ",,"
 import sys, urllib.request
 text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
 sums = {}
+batch = ""
 for line in text.splitlines():
+    if line.startswith("jetfan_pull_batch "):
+        batch = line.split()[1]
     if line.startswith("jetfan_handler_"):
         name = line.split("{", 1)[0]
         sums[name] = sums.get(name, 0) + float(line.rsplit(" ", 1)[1])
@@ -84,7 +87,7 @@ writes = sums.get("jetfan_handler_socket_writes_total", 0)
 reads = sums.get("jetfan_handler_socket_reads_total", 0)
 per_write = sums.get("jetfan_handler_deliveries_total", 0) / writes if writes else 0
 per_read = sums.get("jetfan_handler_acks_total", 0) / reads if reads else 0
-print(f"{per_write:.1f},{per_read:.1f}")
+print(f"{batch},{per_write:.1f},{per_read:.1f}")
 EOF_PY
 }
 
@@ -124,7 +127,7 @@ per_delivery_syscalls() {  # N: one counted run per handler count, C++ handlers
     "$tool" rewind "$url" BENCH bench_durable "$sweep_ack_pending"
     local port
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  jetfan_config "$pd_handler_spec" "  batch: $pd_batch"$'\n'"metrics:"$'\n'"  listen: \"127.0.0.1:$port\""$'\n'
+  jetfan_config "$pd_handler_spec" "metrics:"$'\n'"  listen: \"127.0.0.1:$port\""$'\n'
     # jetfan starts under strace: it reads ahead of its handlers, so its reads from the server come
     # before the first handler connects.
     start_jetfan "$pd_names" strace -f -C -yy -o "$work/strace.txt"
@@ -144,7 +147,7 @@ per_delivery_syscalls() {  # N: one counted run per handler count, C++ handlers
 }
 
 per_delivery() {  # the whole section: timed rounds, then the counting round
-  echo "== per delivery: ${pd_handlers[*]} all-matching handlers at $pd_size B on ${pd_clients[*]}, $pd_n messages a run, pull batch $pd_batch"
+  echo "== per delivery: ${pd_handlers[*]} all-matching handlers at $pd_size B on ${pd_clients[*]}, $pd_n messages a run, pull batch ${JETFAN_PULL_BATCH:-as jetfan sets it}"
   per_delivery_rounds "$pd_n"
   echo "   system calls (strace, C++ handlers, a separate run of $pd_n messages per point)"
   per_delivery_syscalls "$pd_n"

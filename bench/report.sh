@@ -5,6 +5,7 @@
 #   bench/report.sh --clients RESULTS_DIR     only the clients' table (clients.csv), on stdout
 #   bench/report.sh --delivery RESULTS_DIR    only the per-delivery costs (delivery.csv and
 #                                             delivery_syscalls.csv): draws delivery.png, prints the section
+#   bench/report.sh --ratios RESULTS_DIR      only the interleaved rounds' ratios (rounds.csv), on stdout
 #   bench/report.sh --sweep RESULTS_DIR       only the cost curve (sweep.csv): draws sweep.png, puts
 #                                             its section into RESULTS_DIR/bench.md if there is one,
 #                                             and prints the section
@@ -227,6 +228,35 @@ GP
   rm -rf "$tmp"
 }
 
+# rounds.csv (round,size,case,seconds,jetfan_peak_rss_mib,messages): the per-round ratio of CASE to DEN (A,
+# or B), as rates (the inverse ratio of times), one line per round.
+round_ratios() {  # SIZE CASE DEN
+  awk -F, -v size="$1" -v c="$2" -v d="$3" 'NR > 1 && $2 == size {t[$1, $3] = $4; r[$1] = 1}
+    END {for (i in r) if (t[i, c] && t[i, d]) printf "%.2f\n", t[i, d] / t[i, c]}' "$out/rounds.csv"
+}
+round_ratio() { round_ratios "$@" | median; }
+round_range() { round_ratios "$@" | sort -n | sed -n '1p;$p' | paste -sd- ; }
+
+# The rounds' ratios alone (bench/run.sh --ratios): for each size and case, the median over rounds
+# of its rate over A's and over G's in the same round (range in brackets).
+ratios_table() {
+  local size c g=0
+  awk -F, 'NR > 1 && $3 == "G" {found = 1} END {exit !found}' "$out/rounds.csv" && g=1
+  echo "| size | case | rounds | msg/s (median) | ×A | ×G |"
+  echo "|---:|---|---:|---:|---:|---:|"
+  awk -F, 'NR > 1 && !seen[$2 FS $3]++ {print $2, $3}' "$out/rounds.csv" | while read -r size c; do
+    echo "| $size | $c | $(awk -F, -v s="$size" -v c="$c" 'NR > 1 && $2 == s && $3 == c' "$out/rounds.csv" | wc -l) |" \
+      "$(awk -F, -v s="$size" -v c="$c" 'NR > 1 && $2 == s && $3 == c {printf "%.0f\n", $6 / $4}' "$out/rounds.csv" | median) |" \
+      "$([ "$c" = A ] || echo "$(round_ratio "$size" "$c" A)× ($(round_range "$size" "$c" A))") |" \
+      "$([ $g = 1 ] && [ "$c" != G ] && echo "$(round_ratio "$size" "$c" G)× ($(round_range "$size" "$c" G))") |"
+  done
+}
+if [ "${1:-}" = "--ratios" ]; then
+  out=$2
+  ratios_table
+  exit 0
+fi
+
 if [ "${1:-}" = "--delivery" ]; then
   delivery_plot "$2"
   delivery_section "$2"
@@ -262,14 +292,6 @@ awk -F, 'NR == 1 {next}
                                                      (g[size[i]] ? sprintf("%.2f", rate[i] / g[size[i]]) : "")}' "$csv" > "$ratios"
 
 lookup() { awk -F, -v c="$1" -v s="$2" -v col="$3" '$1 == c && $5 == s {print $col; exit}' "$ratios"; }
-# rounds.csv (round,size,case,seconds,jetfan_peak_rss_mib,messages): the per-round ratio of CASE to DEN (A,
-# or B), as rates (the inverse ratio of times), one line per round.
-round_ratios() {  # SIZE CASE DEN
-  awk -F, -v size="$1" -v c="$2" -v d="$3" 'NR > 1 && $2 == size {t[$1, $3] = $4; r[$1] = 1}
-    END {for (i in r) if (t[i, c] && t[i, d]) printf "%.2f\n", t[i, d] / t[i, c]}' "$out/rounds.csv"
-}
-round_ratio() { round_ratios "$@" | median; }
-round_range() { round_ratios "$@" | sort -n | sed -n '1p;$p' | paste -sd- ; }
 # Median over rounds of one stack's latency column; and of C minus A per round (column 2 p50, 3 p99).
 lat() { awk -F, -v s="$1" -v col="$2" '$1 == s {print $col}' "$out/latency.csv" | median; }
 added() { awk -F, -v col="$1" '$1 == "A" {a[$6] = $col} $1 == "C" {c[$6] = $col} END {for (r in c) print c[r] - a[r]}' "$out/latency.csv" | median; }
@@ -288,6 +310,10 @@ met() { awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {ok = (op == "ge") ? v + 0 >= 
 ratio_row() {  # LABEL SIZE CASE TARGET [DEN=A]
   local den=${5:-A} r; r=$(round_ratio "$2" "$3" "$den")
   echo "| $1 | ≥ $4× $den | ${r}× ($(round_range "$2" "$3" "$den")) | $(met "$r" ge "$4") |"
+}
+delivery_row() {  # LABEL CLIENT HANDLERS COLUMN LIMIT: a per-delivery figure (delivery.csv) against its target
+  local v; v=$(awk -F, -v c="$2" -v h="$3" -v col="$4" '$1 == c && $2 == h {print $col; exit}' "$out/delivery.csv")
+  echo "| $1 | ≤ $5 µs | ${v:-no figure}${v:+ µs} | $(met "$v" le "$5") |"
 }
 # G: the nats.go reader's rows, if this run had them (bench/go/go_reader.sh skips G where it cannot build it).
 g_present() { awk -F, 'NR > 1 && $3 == "G" {found = 1} END {exit !found}' "$out/rounds.csv"; }
@@ -325,10 +351,12 @@ g_version() { dpkg-query -W -f='${Version}' golang-github-nats-io-go-nats-dev 2>
   echo
   echo "## Targets"
   echo
-  echo "Ratios: the median over $rounds interleaved rounds of C's rate over A's in the same round, on the same"
-  echo "messages (range in brackets); each run drains $(awk -F, '$2 == 128 {print $6; exit}' "$out/rounds.csv") messages at 128 B and"
+  echo "Ratios: the median over $rounds interleaved rounds of C's rate over A's (or G's) in the same round, on the same"
+  echo "messages (range in brackets); each run drains $(awk -F, '$2 == 128 {print $6; exit}' "$out/rounds.csv") messages at 128 B,"
+  echo "$(awk -F, '$2 == 256 {print $6; exit}' "$out/rounds.csv") at 256 B and"
   echo "$(awk -F, '$2 == 16384 {print $6; exit}' "$out/rounds.csv") at 16 KiB (at least 20 × max_held in a full run), timed from the reader's start. Latency: median of the"
-  echo "rounds' C − A, $(awk -F, 'NR > 1 {print $5; exit}' "$out/latency.csv") messages per round published at $lat_rate msg/s."
+  echo "rounds' C − A, $(awk -F, 'NR > 1 {print $5; exit}' "$out/latency.csv") messages per round published at $lat_rate msg/s. CPU: the \"Per delivery\" section's"
+  echo "figures (user + system from /proc, $(awk -F, 'NR == 2 {print $4}' "$out/delivery.csv" 2>/dev/null) messages a run)."
   echo
   added_p50=$(added 2); added_p99=$(added 3); read -r peak peak_case <<< "$(peak_rss_all)"
   echo "| case | target | measured | |"
@@ -341,12 +369,19 @@ g_version() { dpkg-query -W -f='${Version}' golang-github-nats-io-go-nats-dev 2>
   ratio_row "16 KiB, 8 all-matching" 16384 C8 0.50
   if g_present; then
     echo "| G, the nats.go reader, against A (the second ceiling) | — | $(round_ratio 128 G A)× ($(round_range 128 G A)) at 128 B, $(round_ratio 16384 G A)× at 16 KiB | |"
+    ratio_row "256 B, 1 handler" 256 C1 0.95 G
     ratio_row "128 B, 1 handler" 128 C1 0.95 G
     ratio_row "128 B, 4 all-matching" 128 C4 0.5 G
     ratio_row "128 B, 8 all-matching" 128 C8 0.3 G
     ratio_row "16 KiB, 4 all-matching" 16384 C4 0.5 G
   else
     echo "| against G (nats.go reader) | | skipped: G was not built in this run | |"
+  fi
+  if [ -f "$out/delivery.csv" ]; then
+    delivery_row "jetfan CPU per delivery, 8 all-matching handlers, 128 B" cpp 8 8 0.7
+    delivery_row "C++ client CPU per message (1 handler)" cpp 1 9 0.7
+    delivery_row "TypeScript client CPU per message (1 handler)" ts 1 9 2
+    delivery_row "Python client CPU per message (1 handler)" python 1 9 3
   fi
   echo "| peak RSS, every case, default settings | ≤ 64 MiB | $peak MiB ($peak_case) | $(met "$peak" le 64) |"
   echo "| RSS with $held_n × 1 KiB held | ≤ 24 MiB | $held_rss MiB (peak $held_peak) | $(met "$held_rss" le 24) |"

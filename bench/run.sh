@@ -21,6 +21,10 @@
 #                           only the per-delivery costs (bench/per_delivery.sh): 1, 4, 8 and 16
 #                           all-matching handlers at 128 B on each client, N messages a run, in a temp
 #                           dir; prints their table. PER_DELIVERY_HANDLERS (space-separated) narrows it
+#   bench/run.sh --ratios [N=400000] [ROUNDS=5]
+#                           only the interleaved rounds at 128 B (A, G, C with 1, 4 and 8 all-matching
+#                           handlers), N messages a run, in a temp dir; prints each round's ratios to A
+#                           and G and their medians: the quick check of a change to the read path
 #   bench/run.sh --order [N=100000] [ROUNDS=5]
 #                           only the ordered-delivery rows (order_rounds below), in a temp dir
 #   bench/run.sh --sweep [REPS=3]
@@ -30,6 +34,8 @@
 #                           SWEEP_MESSAGES (one count for every size) narrow it, in any mode
 #
 # JETFAN_PULL_BATCH=N, in any mode, runs every jetfan with consumer.batch N (its pull batch).
+# BENCH_MAX_ACK_PENDING=N (default 20000), in the throughput, --ratios and --order runs, gives the
+# consumer that MaxAckPending, which is jetfan's max_held.
 #
 # The cost curve (bench/sweep.sh says how it is run): msg/s, jetfan's CPU seconds per million
 # messages and its peak RSS against the number of handlers (1 to 32, all matching every message, at
@@ -75,6 +81,8 @@ only_delivery=0
 [ "${1:-}" = "--delivery" ] && only_delivery=1 && smoke=1
 only_order=0
 [ "${1:-}" = "--order" ] && only_order=1 && smoke=1
+only_ratios=0
+[ "${1:-}" = "--ratios" ] && only_ratios=1 && smoke=1
 
 scripts/deps.sh
 need=()
@@ -84,8 +92,8 @@ command -v valgrind > /dev/null || need+=(valgrind)
 command -v strace > /dev/null || need+=(strace)  # bench/per_delivery.sh: jetfan's system calls
 if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q --no-install-recommends "${need[@]}"; fi
 scripts/build.sh > /dev/null
-[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || [ $only_delivery = 1 ] || [ $only_order = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
-[ $only_instructions = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || [ $only_order = 1 ] || node20=$(clients/node/bench/build.sh)  # the TypeScript client's handler
+[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || [ $only_delivery = 1 ] || [ $only_order = 1 ] || [ $only_ratios = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
+[ $only_instructions = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || [ $only_order = 1 ] || [ $only_ratios = 1 ] || node20=$(clients/node/bench/build.sh)  # the TypeScript client's handler
 python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past any launcher shim
 
 bin=$root/${JETFAN_BUILD_DIR:-build}
@@ -110,12 +118,14 @@ elif [ $only_acks = 1 ]; then
   ack_n=${2:-100000}
 elif [ $only_order = 1 ]; then
   order_n=${2:-100000}; order_round_count=${3:-5}
+elif [ $only_ratios = 1 ]; then
+  declare -A count=([128]=${2:-400000} [256]=${2:-400000}); rounds=${3:-5}
 elif [ $only_clients = 1 ]; then
   declare -A count=([128]=${2:-300000}); rounds=${3:-5}
 elif [ $only_delivery = 1 ]; then
   pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=${2:-100000}
 elif [ $smoke = 1 ]; then
-  declare -A count=([128]=300 [16384]=100); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
+  declare -A count=([128]=300 [256]=300 [16384]=100); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
   sweep_handlers=(1 2); sweep_sizes=(128 16384); sweep_fanout=(1 2); sweep_n=300; sweep_reps=1
   pd_handlers=(1 2); pd_clients=(cpp ts python); pd_n=300
   order_n=2000; order_round_count=1
@@ -146,7 +156,9 @@ now() { "$tool" now; }
 keys_for() {  # keys_for N: N distinct keys k0..k(N-1)
   local n=$1 list=""; for i in $(seq 0 $((n - 1))); do list+="${list:+,}k$i"; done; echo "$list"
 }
-fresh_stream() { published=""; "$tool" setup "$url" BENCH bench_durable "${1:-20000}"; }
+# The consumer's MaxAckPending (jetfan's max_held): BENCH_MAX_ACK_PENDING, in any mode, sets it.
+max_ack_pending=${BENCH_MAX_ACK_PENDING:-20000}
+fresh_stream() { published=""; "$tool" setup "$url" BENCH bench_durable "${1:-$max_ack_pending}"; }
 prepublish() { "$tool" publish "$url" bench. "$3" "$1" "$2" > /dev/null; }
 
 # jetfan config: handlers given as "name:pattern,pattern;name:pattern..."
@@ -196,7 +208,7 @@ start_jetfan() {
   t0=$(now)
   handler_pids=()
   for name in $names; do
-    "${handler_cmd[@]}" "$work/jetfan.sock" "$name" "$work/handler-$name.lat" > "$work/handler-$name.out" &
+    "${handler_cmd[@]}" "$work/jetfan.sock" "$name" "$work/handler-$name.lat" > "$work/handler-$name.out" 2>> "$work/handlers.err" &
     handler_pids+=($!)
   done
 }
@@ -220,7 +232,7 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.4f", (b - a) / 1e9}'; }
 messages_ready() {  # size
   local size=$1
   if [ "${published:-}" = "$size:${count[$size]}" ]; then
-    "$tool" rewind "$url" BENCH bench_durable 20000
+    "$tool" rewind "$url" BENCH bench_durable "$max_ack_pending"
   else
     fresh_stream; prepublish "${count[$size]}" "$size" "$(keys_for 8)"; published="$size:${count[$size]}"
   fi
@@ -356,7 +368,7 @@ order_rounds() {  # N ROUNDS
   for r in $(seq "$order_round_count"); do
     # Which goes first alternates, so that whatever the first run of a round pays is shared.
     for which in $( [ $((r % 2)) = 1 ] && echo "unordered ordered" || echo "ordered unordered"); do
-      "$tool" rewind "$url" BENCH bench_durable 20000
+      "$tool" rewind "$url" BENCH bench_durable "$max_ack_pending"
       if [ "$which" = ordered ]; then order_by=key drain_jetfan "h0:#" " h0"; ordered=$sec
       else order_by="" drain_jetfan "h0:#" " h0"; unordered=$sec; fi
     done
@@ -400,7 +412,39 @@ source "$root/bench/per_delivery.sh"
 # Steady state: a full run drains at least 20 × max_held messages of a size (steady_count, as the
 # sweep's: max_held is the consumer's MaxAckPending or what fits in 32 MiB), so the held window's
 # fill at the start and drain at the end are a small part of every run.
-if [ "${steady:-0}" = 1 ]; then for size in "${sizes[@]}"; do count[$size]=$(steady_count "$size"); done; fi
+if [ "${steady:-0}" = 1 ]; then for size in "${sizes[@]}" 256; do count[$size]=$(steady_count "$size"); done; fi
+
+# One interleaved round (round $r) of the cases at SIZE, back to back on the same messages; appends to
+# rounds.csv and prints each case's rate as a ratio to A's.
+round_cases() {  # SIZE CASE...: one round of the cases, each "A", "G", "B" or "C<handlers>[p100]"
+  local size=$1 c line a=""; shift
+  line="  round $r, $size B:"
+  for c in "$@"; do
+    case $c in
+      A) run_direct "$size" ;;
+      G) run_go "$size" ;;
+      B) run_inprocess "$size" 1 ;;
+      Cp100) run_jetfan "$size" 1 p100 ;;
+      C*) run_jetfan "$size" "${c#C}" all ;;
+    esac
+    [ "$rss" = - ] && rss=""
+    echo "$r,$size,$c,$sec,$rss,${count[$size]}" >> "$out/rounds.csv"
+    [ "$c" = A ] && a=$sec
+    line+=" $c $(awk -v a="$a" -v s="$sec" 'BEGIN {printf "%.2f", a / s}')"
+  done
+  echo "$line (×A)"
+}
+g_case=(); [ -n "${go_reader:-}" ] && g_case=(G)
+rounds_header() { echo "round,size,case,seconds,jetfan_peak_rss_mib,messages" > "$out/rounds.csv"; }
+
+if [ $only_ratios = 1 ]; then
+  echo "== ratios, interleaved rounds at 128 B: A, ${g_case[*]:+G, }C with 1, 4 and 8 all-matching handlers; at 256 B: A, ${g_case[*]:+G, }C1; $rounds rounds of ${count[128]}"
+  rounds_header
+  for r in $(seq "$rounds"); do round_cases 128 A "${g_case[@]}" C1 C4 C8; done
+  for r in $(seq "$rounds"); do round_cases 256 A "${g_case[@]}" C1; done
+  bash bench/report.sh --ratios "$out"
+  exit 0
+fi
 
 if [ $only_sweep = 1 ]; then
   sweep
@@ -444,28 +488,10 @@ measure "C jetfan 1 h p100" C 1 100 128 run_jetfan 128 1 p100
 # report.sh takes the median of the per-round ratios to A.
 echo "== ratios, interleaved rounds: at 128 B A, G (if built), B, C with 1, 4 and 8 all-matching handlers and with 100 patterns;"
 echo "   at 16 KiB A, G, C with 4 and 8; $rounds rounds"
-echo "round,size,case,seconds,jetfan_peak_rss_mib,messages" > "$out/rounds.csv"
-round_cases() {  # SIZE CASE...: one round of the cases, each "A", "G", "B" or "C<handlers>[p100]"
-  local size=$1 c line a=""; shift
-  line="  round $r, $size B:"
-  for c in "$@"; do
-    case $c in
-      A) run_direct "$size" ;;
-      G) run_go "$size" ;;
-      B) run_inprocess "$size" 1 ;;
-      Cp100) run_jetfan "$size" 1 p100 ;;
-      C*) run_jetfan "$size" "${c#C}" all ;;
-    esac
-    [ "$rss" = - ] && rss=""
-    echo "$r,$size,$c,$sec,$rss,${count[$size]}" >> "$out/rounds.csv"
-    [ "$c" = A ] && a=$sec
-    line+=" $c $(awk -v a="$a" -v s="$sec" 'BEGIN {printf "%.2f", a / s}')"
-  done
-  echo "$line (×A)"
-}
-g_case=(); [ -n "${go_reader:-}" ] && g_case=(G)
+rounds_header
 for r in $(seq "$rounds"); do round_cases 128 A "${g_case[@]}" B C1 C4 C8 Cp100; done
 for r in $(seq "$rounds"); do round_cases 16384 A "${g_case[@]}" C4 C8; done
+for r in $(seq "$rounds"); do round_cases 256 A "${g_case[@]}" C1; done
 
 client_rows
 

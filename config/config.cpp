@@ -312,7 +312,11 @@ class ConfigReader {
       read_int(node, "consumer", "max_held", max_held, 1, 10'000'000);
       if (max_held > 0) consumer.max_held = max_held;
     }
-    read_int(node, "consumer", "batch", consumer.batch, 1, 10'000);
+    if (node["batch"]) {
+      int batch = 0;
+      read_int(node, "consumer", "batch", batch, 1, 10'000);
+      if (batch > 0) consumer.batch = batch;
+    }
     if (const auto bytes = node["max_held_bytes"]; bytes && bytes.IsScalar() && bytes.Scalar() == "0") {
       consumer.max_held_bytes = 0;
     } else {

@@ -55,9 +55,9 @@ struct ConsumerSettings {
   std::optional<AckPolicy> ack_policy;                     // used only when consumer info cannot be read
   std::optional<std::int64_t> max_held;                    // default: the consumer's MaxAckPending
   std::uint64_t max_held_bytes = defaults::kMaxHeldBytes;  // 0: no bound in bytes
-  int batch = defaults::kBatch;                            // messages asked for by one pull request
-  Duration pull_expires = defaults::kPullExpires;          // how long one pull request waits at the server
-  Duration idle_heartbeat = defaults::kIdleHeartbeat;      // the server's heartbeat while a pull waits
+  std::optional<int> batch;  // messages asked for by one pull request; default: max_held / 4, at most 4096
+  Duration pull_expires = defaults::kPullExpires;      // how long one pull request waits at the server
+  Duration idle_heartbeat = defaults::kIdleHeartbeat;  // the server's heartbeat while a pull waits
 };
 
 struct KeySettings {

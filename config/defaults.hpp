@@ -19,7 +19,12 @@ inline constexpr Duration kRetryFirst{100};  // first wait of that backoff
 inline constexpr std::int64_t kReconnectBufferBytes = 64 * 1024 * 1024;
 
 // --- consumer
-inline constexpr int kBatch = 256;               // one pull request per 256 messages
+// The pull batch when consumer.batch is not set: a quarter of max_held, so that the one to two
+// batches kept requested leave room for what is held, and at most kBatchMax. Fewer, bigger requests
+// cost the server less: against batch 256, 4096 read 1.3x as fast with one handler on this
+// project's benchmark (docs/BENCHMARKS.md, "Pull batch").
+inline constexpr int kBatchShareOfHeld = 4;
+inline constexpr int kBatchMax = 4096;
 inline constexpr Duration kPullExpires{5000};    // also bounds how long a hand-back at shutdown waits
 inline constexpr Duration kIdleHeartbeat{1000};  // 3 missed = the request is lost, re-pull
 // max_held when the consumer's MaxAckPending is unlimited (-1): enough to keep handlers busy,

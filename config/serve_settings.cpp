@@ -89,8 +89,13 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
   } else if (facts.max_ack_pending > 0) {
     max_held = static_cast<std::size_t>(facts.max_ack_pending);
   }
-  s.pull = PullSettings{static_cast<std::size_t>(config.consumer.batch), max_held, config.consumer.max_held_bytes,
-                        config.consumer.pull_expires, config.consumer.idle_heartbeat};
+  std::size_t batch = config.consumer.batch
+                          ? static_cast<std::size_t>(*config.consumer.batch)
+                          : std::clamp<std::size_t>(max_held / defaults::kBatchShareOfHeld, 1, defaults::kBatchMax);
+  // A request for more than MaxAckPending would wait at the server for what it may never send.
+  if (facts.max_ack_pending > 0) batch = std::min(batch, static_cast<std::size_t>(facts.max_ack_pending));
+  s.pull = PullSettings{batch, max_held, config.consumer.max_held_bytes, config.consumer.pull_expires,
+                        config.consumer.idle_heartbeat};
   result.settings = std::move(s);
   return result;
 }

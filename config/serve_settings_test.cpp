@@ -42,7 +42,7 @@ TEST_CASE("serve settings: keepalive is a third of AckWait, max_held is MaxAckPe
   CHECK(s.core.ack_policy == AckPolicy::kAll);
   CHECK(s.core.max_deliver == 5);
   CHECK(s.pull.max_held == 500);
-  CHECK(s.pull.batch == static_cast<std::size_t>(defaults::kBatch));
+  CHECK(s.pull.batch == 125);  // a quarter of max_held
   REQUIRE(s.core.handlers.size() == 2);
   CHECK(s.core.handlers[0].max_inflight == 7);
   CHECK(s.core.handlers[0].ack_timeout == milliseconds(2000));
@@ -58,6 +58,23 @@ TEST_CASE("serve settings: the config's max_held wins, unlimited MaxAckPending h
           .settings->pull.max_held == 42);
   CHECK(derive_serve_settings(config_with(), from_server(AckPolicy::kExplicit, milliseconds(30000), -1))
             .settings->pull.max_held == defaults::kMaxHeldUnlimited);
+}
+
+TEST_CASE("serve settings: the pull batch is a quarter of max_held, at most kBatchMax, unless configured", "[unit]") {
+  const auto batch = [](const Config& config, std::int64_t max_ack_pending) {
+    return derive_serve_settings(config, from_server(AckPolicy::kExplicit, milliseconds(30000), max_ack_pending))
+        .settings->pull.batch;
+  };
+  CHECK(batch(config_with(), 1000) == 250);
+  CHECK(batch(config_with(), 20000) == static_cast<std::size_t>(defaults::kBatchMax));
+  CHECK(batch(config_with(), 3) == 1);  // never 0
+  CHECK(batch(config_with(), -1) == defaults::kMaxHeldUnlimited / defaults::kBatchShareOfHeld);
+  CHECK(batch(config_with(std::nullopt, 100), 20000) == 25);  // the config's max_held counts, not the server's
+  auto configured = config_with();
+  configured.consumer.batch = 32;
+  CHECK(batch(configured, 20000) == 32);
+  CHECK(batch(configured, 20) == 20);  // never more than MaxAckPending
+  CHECK(batch(config_with(std::nullopt, 5000), 1000) == 1000);
 }
 
 TEST_CASE("serve settings: a tiny AckWait does not make the keepalive spin", "[unit]") {

@@ -48,6 +48,7 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
   auto age = [now](TimePoint since) { return std::chrono::duration<double>(now - since).count(); };
   if (const auto oldest = core_.oldest_held()) s.oldest_held_seconds = age(*oldest);
   s.pulls_outstanding = ledger_.outstanding();
+  s.pull_batch = settings_.pull.batch;
   if (stall_.stalled() && stall_.full_since() && stall_.stalled_by() < config_.handlers.size()) {
     s.stall = StatusSnapshot::Stall{config_.handlers[stall_.stalled_by()].name, age(*stall_.full_since())};
   }

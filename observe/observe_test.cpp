@@ -32,6 +32,7 @@ StatusSnapshot example() {
   s.held = 3;
   s.held_bytes = 3 * 1536;
   s.max_held = 20000;
+  s.pull_batch = 4096;
   s.max_held_bytes = 64 << 20;
   s.totals.handed_back_for_room = 2;
   s.oldest_held_seconds = 12.5;
@@ -102,6 +103,7 @@ TEST_CASE("status JSON: versioned schema, the same figures as the text", "[unit]
   CHECK(doc["messages"]["held_bytes"] == 4608);
   CHECK(doc["messages"]["max_held"] == 20000);
   CHECK(doc["messages"]["max_held_bytes"] == 64 << 20);
+  CHECK(doc["pulls"]["batch"] == 4096);
   CHECK(doc["messages"]["handed_back_for_room"] == 2);
   CHECK(doc["messages"]["oldest_held_seconds"] == 12.5);
   CHECK(doc["messages"]["unroutable_subjects"][0]["subject"] == "other.thing");

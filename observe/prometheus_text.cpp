@@ -160,6 +160,8 @@ std::string render_prometheus(const StatusSnapshot& s) {
   w.sample("jetfan_deliveries_in_flight", "", static_cast<std::uint64_t>(s.in_flight));
   w.family("jetfan_pull_requests_outstanding", "gauge", "Pull requests jetfan has open at the server.");
   w.sample("jetfan_pull_requests_outstanding", "", static_cast<std::uint64_t>(s.pulls_outstanding));
+  w.family("jetfan_pull_batch", "gauge", "Messages one pull request asks for: consumer.batch, or its default.");
+  w.sample("jetfan_pull_batch", "", static_cast<std::uint64_t>(s.pull_batch));
   w.family("jetfan_tail_observers", "gauge", "Connected `jetfan tail` observers.");
   w.sample("jetfan_tail_observers", "", static_cast<std::uint64_t>(s.tails.size()));
 

@@ -225,7 +225,7 @@ std::string render_status_json(const StatusSnapshot& s) {
                      {"unknown_confirmations", t.unknown_confirmations},
                      {"recent_unmatched_keys", s.recent_unmatched_keys},
                      {"unroutable_subjects", unroutable}};
-  doc["pulls"] = {{"outstanding", s.pulls_outstanding}, {"reconnects", s.reconnects}};
+  doc["pulls"] = {{"outstanding", s.pulls_outstanding}, {"batch", s.pull_batch}, {"reconnects", s.reconnects}};
   json handlers = json::array();
   for (const auto& h : s.handlers) {
     json instances = json::array();

@@ -103,6 +103,7 @@ struct StatusSnapshot {
   std::size_t in_flight = 0;
   std::optional<double> oldest_held_seconds;
   std::size_t pulls_outstanding = 0;
+  std::size_t pull_batch = 0;  // messages one pull request asks for: consumer.batch, or its default
   std::uint64_t reconnects = 0;
   // Set while jetfan is full and nothing has settled for a while (the stall warning's subject).
   struct Stall {

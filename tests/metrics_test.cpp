@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 
@@ -144,6 +145,9 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
   CHECK(after.at("jetfan_handler_in_flight{handler=\"builder\"}") == 0);
   CHECK(after.at("jetfan_handler_oldest_unconfirmed_age_seconds{handler=\"builder\"}") == 0);
   CHECK(after.at("jetfan_pull_requests_outstanding") >= 1);
+  // The default pull batch: a quarter of max_held, at most 4096 (this config sets neither).
+  CHECK(after.at("jetfan_pull_batch") ==
+        std::clamp(std::floor(after.at("jetfan_messages_held_limit") / 4), 1.0, 4096.0));
   CHECK(after.at("process_resident_memory_bytes") > 0);
 #if !JETFAN_TEST_ASAN  // under AddressSanitizer jetfan's memory is not glibc's heap
   CHECK(after.at("jetfan_heap_in_use_bytes") > 0);

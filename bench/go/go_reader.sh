@@ -18,7 +18,7 @@ go_reader_build() {  # OUT_DIR: sets go_reader
   if [ ${#missing[@]} -gt 0 ]; then
     # The smoke run (part of the test command) proves the harness, not the ceiling: it builds G when
     # the packages are there and does not spend minutes installing and compiling a Go toolchain's worth.
-    if [ "$smoke" = 1 ]; then
+    if [ "$smoke" = 1 ] && [ "${only_ratios:-0}" = 0 ]; then  # --ratios is against G: it installs
       echo "== G (nats.go reader) skipped in smoke mode: ${missing[*]} not installed (the full run installs them)"
       return 0
     fi
@@ -42,7 +42,9 @@ go_reader_version() {  # the nats.go package's Debian version, for the report
 }
 
 drain_go() {  # N SIZE: G reads the N messages waiting for the consumer; sets sec (from its ready_ns), cpu, rss (-)
-  "$go_reader" "$url" BENCH bench_durable "$1" "$work/go.lat" "$go_reader_batch" > "$work/go.out" &
+  # A Fetch for more than the consumer's MaxAckPending stalled G here (nats-server 2.9.10, MaxAckPending 1000).
+  local batch=$go_reader_batch; [ "${max_ack_pending:-$batch}" -lt "$batch" ] && batch=$max_ack_pending
+  "$go_reader" "$url" BENCH bench_durable "$1" "$work/go.lat" "$batch" > "$work/go.out" &
   local pid=$!
   wait_file "$work/go.out" ready_ns
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"

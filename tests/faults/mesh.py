@@ -177,7 +177,7 @@ class Run:
         s = self.settings
         lines = ["nats:", "  servers: [" + ", ".join(f'"{u}"' for u in self.jetfan_urls()) + "]",
                  "  retry_max: 500ms", "  reconnect_wait: 100ms",
-                 "consumer:", f"  stream: {STREAM}", f"  durable: {DURABLE}", "  batch: 256", "  pull_expires: 5s",
+                 "consumer:", f"  stream: {STREAM}", f"  durable: {DURABLE}", "  pull_expires: 5s",
                  f"  idle_heartbeat: {s.idle_heartbeat}",
                  "key:", '  strip_prefix: "events."',
                  "socket:", f"  path: {self.socket}"]
