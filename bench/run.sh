@@ -22,9 +22,10 @@
 #                           all-matching handlers at 128 B on each client, N messages a run, in a temp
 #                           dir; prints their table. PER_DELIVERY_HANDLERS (space-separated) narrows it
 #   bench/run.sh --ratios [N=400000] [ROUNDS=5]
-#                           only the interleaved rounds at 128 B (A, G, C with 1, 4 and 8 all-matching
-#                           handlers), N messages a run, in a temp dir; prints each round's ratios to A
-#                           and G and their medians: the quick check of a change to the read path
+#                           only the interleaved rounds: at 128 B A, G, C with 1, 4 and 8 all-matching
+#                           handlers; at 256 B A, G, C with one. N messages a run, in a temp dir; prints
+#                           each round's ratios to A and G and their medians: the quick check of a
+#                           change to the read path
 #   bench/run.sh --order [N=100000] [ROUNDS=5]
 #                           only the ordered-delivery rows (order_rounds below), in a temp dir
 #   bench/run.sh --sweep [REPS=3]
