@@ -44,6 +44,10 @@ go_reader_version() {  # the nats.go package's Debian version, for the report
 drain_go() {  # N SIZE: G reads the N messages waiting for the consumer; sets sec (from its ready_ns), cpu, rss (-)
   # A Fetch for more than the consumer's MaxAckPending stalled G here (nats-server 2.9.10, MaxAckPending 1000).
   local batch=$go_reader_batch; [ "${max_ack_pending:-$batch}" -lt "$batch" ] && batch=$max_ack_pending
+  # nats.go drops a subscription's messages as a slow consumer past 64 MiB pending, and Fetch(2048) of
+  # 64 KiB is 128 MiB; G then waits out AckWait. Cap one Fetch at 32 MiB, jetfan's max_held_bytes.
+  local by_bytes=$(( (32 << 20) / ${2:-1} )); [ "$by_bytes" -lt 1 ] && by_bytes=1
+  [ "$by_bytes" -lt "$batch" ] && batch=$by_bytes
   "$go_reader" "$url" BENCH bench_durable "$1" "$work/go.lat" "$batch" > "$work/go.out" &
   local pid=$!
   wait_file "$work/go.out" ready_ns
