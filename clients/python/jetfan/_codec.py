@@ -67,6 +67,8 @@ class Pong:
     pass
 
 
+_new_frame = tuple.__new__
+
 Frame = Union[Ready, MsgFrame, Err, Ping, Pong]
 PING, PONG = Ping(), Pong()
 
@@ -90,6 +92,14 @@ _CANONICAL_MSG = re.compile(rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\
 _CANONICAL_MSG2 = re.compile(
     rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) ([^ \t]+)"
 ).fullmatch
+
+
+# The same with its line end, for reading a whole read's MSGs in one pass (FrameParser.frames). Numbers of
+# at most 19 digits are below 2**64, so the fast path needs no range checks; anything else (20 digits, a
+# \r inside a word, a bare \n) goes the general way, which names any error.
+_WHOLE_MSG2 = re.compile(
+    rb"MSG (\d{1,19}) ([^ \t\r\n]+) (\d{1,19}) (\d{1,19}) (\d{1,19}) (\d{1,19}) (\d{1,19}) ([^ \t\r\n]+)\r\n"
+).match
 
 
 class FrameParser:
@@ -131,6 +141,72 @@ class FrameParser:
         except ProtocolError as error:
             self._error = error
             raise
+
+    def frames(self, limit: int) -> list[Frame]:
+        """Up to `limit` (at least 1) whole frames, oldest first: as many calls to next() would give,
+        in one pass, which is what a reader of a whole socket read wants. Empty until more bytes are
+        fed. It stops after any frame that is not a MSG (a READY may change how the next MSG reads).
+        On a ProtocolError it returns the frames before it, and the next call raises it."""
+        out: list[Frame] = []
+        if self._error:
+            raise self._error
+        match = _WHOLE_MSG2 if self._version >= 2 else None
+        # The fast path reads a bytes copy of what is unread, made once per call: a slice of bytes is
+        # bytes, copied once, where one of the bytearray would be copied twice. It is not made while
+        # a MSG body is awaited (that waits in the bytearray, however large it grows).
+        data, base, size = b"", 0, 0
+        append = out.append
+        try:
+            while len(out) < limit:
+                if match is not None and self._msg is None:
+                    if not data:
+                        base = self._pos
+                        data = bytes(self._buf[base:])
+                        size = len(data)
+                    pos = self._pos - base
+                    m = match(data, pos)
+                    if m is not None:
+                        start = m.end()
+                        id_s, key_b, seq_s, deliveries_s, header_s, total_s, published_s, subject_b = m.groups()
+                        header_bytes, total = int(header_s), int(total_s)
+                        end = start + total
+                        if (
+                            start - pos <= MAX_DELIVERY_LINE
+                            and header_bytes <= total <= MAX_BODY
+                            and end + 2 <= size
+                            and data[end] == 0x0D
+                            and data[end + 1] == 0x0A
+                        ):
+                            self._pos = base + end + 2
+                            body = start + header_bytes
+                            append(
+                                _new_frame(  # a MsgFrame, less the Python-level __new__ of NamedTuple
+                                    MsgFrame,
+                                    (
+                                        int(id_s),
+                                        key_b.decode("utf-8", "surrogateescape"),
+                                        int(seq_s),
+                                        int(deliveries_s),
+                                        data[start:body],
+                                        data[body:end],
+                                        int(published_s),
+                                        subject_b.decode("utf-8", "surrogateescape"),
+                                    ),
+                                )
+                            )
+                            continue
+                frame = self._next()  # a partial frame, or anything not a whole canonical MSG
+                if frame is None:
+                    break
+                append(frame)
+                if type(frame) is not MsgFrame:
+                    break
+                match = _WHOLE_MSG2 if self._version >= 2 else None
+        except ProtocolError as error:
+            self._error = error
+            if not out:
+                raise
+        return out
 
     def _next(self) -> Optional[Frame]:
         buf, pos = self._buf, self._pos

@@ -6,7 +6,7 @@ import json as _json
 from datetime import datetime, timedelta, timezone
 from typing import Any, Optional, Protocol
 
-from ._codec import MsgFrame, encode_ack, encode_nak, encode_term, encode_wip
+from ._codec import MsgFrame, encode_nak, encode_term, encode_wip
 from ._headers import Headers
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -101,7 +101,8 @@ class Message:
 
     def ack(self) -> bool:
         """Succeeded."""
-        return self._link.confirm(self._id, encode_ack(self._id))
+        id_ = self._id
+        return self._link.confirm(id_, b"ACK %d\r\n" % id_)  # encode_ack(), inlined: once per message
 
     def nak(self, delay: Optional[float] = None) -> bool:
         """Failed: redeliver it after `delay` seconds (a float: `nak(1.5)` is 1.5 s, `nak(0)` at

@@ -156,42 +156,45 @@ class _Connection(asyncio.Protocol):
             self._on_message()
 
     def _take_frames(self) -> None:
-        received, take, unconfirmed = self.received, self._parser.next, self._unconfirmed
+        # A whole read's frames in one pass (FrameParser.frames), never more than there is room for.
+        received, parser, unconfirmed = self.received, self._parser, self._unconfirmed
         limit = self.ready.max_unconfirmed if self.ready is not None else 0
         while self.alive:
-            if limit and len(received) >= limit:
+            room = limit - len(received) if limit else 1  # before READY: one frame at a time
+            if room <= 0:
                 if not self._paused:
                     self._paused = True
                     self.transport.pause_reading()
                 return
             try:
-                frame = take()
+                frames = parser.frames(room)
             except ProtocolError as error:
                 self.broken = error
                 self.transport.abort()
                 return
-            if type(frame) is MsgFrame:  # the common case first, by exact type: the cheapest test
-                if not limit:
-                    self.broken = ProtocolError("unexpected-frame", "MSG before READY")
-                    self.transport.abort()
-                    return
-                unconfirmed.add(frame.id)
-                received.append(Message(frame, self))
-            elif frame is None:
+            if not frames:
                 if self._paused:
                     self._paused = False
                     self.transport.resume_reading()
                 return
-            elif isinstance(frame, Ping):
-                self._send(PONG_LINE)
-            elif isinstance(frame, Err):
-                self.refusal = frame.reason  # jetfan closes the connection next
-            elif isinstance(frame, Ready):
-                if self.ready is None:
-                    self.ready = frame
-                    self.handshake.set_result(frame)
-                    return  # the handler adopts the connection, then drains on
-            # PONG: the answer to a PING we never send; nothing to do.
+            for frame in frames:
+                if type(frame) is MsgFrame:  # the common case first, by exact type: the cheapest test
+                    if not limit:
+                        self.broken = ProtocolError("unexpected-frame", "MSG before READY")
+                        self.transport.abort()
+                        return
+                    unconfirmed.add(frame.id)
+                    received.append(Message(frame, self))
+                elif isinstance(frame, Ping):
+                    self._send(PONG_LINE)
+                elif isinstance(frame, Err):
+                    self.refusal = frame.reason  # jetfan closes the connection next
+                elif isinstance(frame, Ready):
+                    if self.ready is None:
+                        self.ready = frame
+                        self.handshake.set_result(frame)
+                        return  # the handler adopts the connection, then drains on
+                # PONG: the answer to a PING we never send; nothing to do.
 
     # --- writing
 
@@ -423,7 +426,17 @@ class Handler:
     async def __anext__(self) -> Message:
         if self._in_body:  # the loop body is done with the last one
             self._in_body = False
-            self._done_with()
+            if self._closing:
+                self._done_with()
+            else:
+                self._running -= 1  # _done_with(), less what only closing needs: once per message
+        # The common case first, a message waiting, in as few calls as it takes (once per message).
+        conn = self._conn
+        message = conn.take() if conn is not None and self._failure is None and not self._closing else None
+        if message is not None:
+            self._in_body = True
+            self._running += 1
+            return message
         message = self._shift() if self._failure is None and not self._closing else None
         if message is None:
             message = await self._take()

@@ -54,13 +54,20 @@ def vector_files(kind: str) -> list[dict[str, Any]]:
     return files
 
 
-def parse(pieces: list[bytes]) -> tuple[list[Any], str | None]:
+def parse(pieces: list[bytes], batch: int = 0) -> tuple[list[Any], str | None]:
+    """The frames and the error code of a stream fed in `pieces`: with next(), or with
+    frames(batch) when `batch` is given (the way the asyncio client reads)."""
     parser, frames = FrameParser(), []
     try:
         for piece in pieces:
             parser.feed(piece)
-            while (frame := parser.next()) is not None:
-                frames.append(frame)
+            if batch:
+                while got := parser.frames(batch):
+                    assert len(got) <= batch
+                    frames += got
+            else:
+                while (frame := parser.next()) is not None:
+                    frames.append(frame)
     except ProtocolError as error:
         return frames, error.code
     return frames, None
@@ -77,14 +84,58 @@ class ParseFrames(unittest.TestCase):
                 want = ([expected_frame(f) for f in vector["frames"]], vector["error"])
                 with self.subTest(vector["name"]):
                     self.assertEqual(parse([stream]), want, "whole")
+                    for batch in (1, 2, 1000):
+                        self.assertEqual(parse([stream], batch), want, f"whole, frames({batch})")
                     # Every cut: long streams are cut near their ends and around each frame only.
                     cuts = range(len(stream) + 1) if len(stream) <= 20000 else [*range(0, 64), *range(len(stream) - 64, len(stream) + 1)]
                     for cut in cuts:
                         self.assertEqual(parse([stream[:cut], stream[cut:]]), want, f"cut at {cut}")
+                        self.assertEqual(parse([stream[:cut], stream[cut:]], 1000), want, f"cut at {cut}, frames()")
                     if len(stream) <= 20000:
                         self.assertEqual(parse([stream[i : i + 1] for i in range(len(stream))]), want, "byte by byte")
                 count += 1
         self.assertGreater(count, 0)
+
+
+class FramesInOnePass(unittest.TestCase):
+    """frames(), the asyncio client's reader, reads jetfan's canonical MSG lines on a fast path:
+    what it gives must be what next() gives, including where the fast path must step aside."""
+
+    def test_frames_gives_what_next_gives(self) -> None:
+        body = b"payload \r\n inside"
+        msgs = [b"MSG %d a.k%d %d 1 0 %d 1764700000000000000 evt.a.k%d\r\n%s\r\n" % (i, i, i, len(body), i, body)
+                for i in range(1, 41)]
+        odd = [
+            b"MSG 41 a.b 18446744073709551615 2 0 1 1 evt.a.b\r\nx\r\n",  # 20 digits: the general way
+            b"MSG 42 a\rb 7 1 0 1 1 evt.a\rb\r\nx\r\n",  # a \r inside the key is a byte
+            b"MSG 43 a.b 8 1 0 1 1 evt.a.b\nx\r\n",  # a bare \n ends the line too
+            b"MSG 44 a.b 9 1 3 5 1 evt.a.b\r\nh: vx\r\n",  # headers
+        ]
+        stream = b"READY 2 h 1000 #\r\n" + b"".join(msgs[:20] + odd + msgs[20:])
+        want = parse([stream])
+        self.assertIsNone(want[1])
+        self.assertEqual(len(want[0]), 1 + 40 + len(odd))
+        for batch in (1, 3, 1000):
+            self.assertEqual(parse([stream], batch), want, f"frames({batch})")
+            cuts = [stream[i : i + 97] for i in range(0, len(stream), 97)]
+            self.assertEqual(parse(cuts, batch), want, f"in 97-byte reads, frames({batch})")
+
+    def test_an_error_comes_after_the_frames_before_it(self) -> None:
+        good = b"MSG 1 a 1 1 0 1 1 evt.a\r\nx\r\n"
+        for bad, code in ((b"MSG 2 a 2 1 0 1 1 evt.a\r\nxy\r\n", "bad-body-end"),
+                          (b"MSG 2 a 2 1 5 1 1 evt.a\r\nx\r\n", "header-exceeds-total"),
+                          (b"NOPE\r\n", "unknown-verb")):
+            with self.subTest(code):
+                parser = FrameParser()
+                parser.feed(b"READY 2 h 1000 #\r\n")
+                self.assertIsInstance(parser.frames(10)[0], Ready)
+                parser.feed(good * 3 + bad + good)
+                self.assertEqual([f.id for f in parser.frames(10)], [1, 1, 1])
+                with self.assertRaises(ProtocolError) as raised:
+                    parser.frames(10)
+                self.assertEqual(raised.exception.code, code)
+                with self.assertRaises(ProtocolError):
+                    parser.next()  # the stream stays broken
 
 
 class EncodeCommands(unittest.TestCase):
@@ -121,6 +172,7 @@ class ReadBackFrames(unittest.TestCase):
                     ready = b"" if version == 1 else b"READY %d h 1 #\r\n" % version
                     frames, error = parse([ready + byte_string(vector["bytes"])])
                     self.assertIsNone(error)
+                    self.assertEqual(parse([ready + byte_string(vector["bytes"])], 1000), (frames, None))
                     want = expected_frame(vector["frame"])
                     if isinstance(want, Err):  # jetfan writes each line end in a reason as a space
                         want = Err(want.reason.replace("\r", " ").replace("\n", " "))
