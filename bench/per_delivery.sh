@@ -10,7 +10,9 @@
 # jetfan's pull batch is its default (consumer.batch unset; JETFAN_PULL_BATCH sets it), and each run
 # reports the one it used, from /metrics (jetfan_pull_batch).
 # /proc counts CPU in clock ticks (10 ms), so a run of N messages resolves 10 ms / N per message:
-# 0.1 µs at the full run's 100,000; smoke runs' figures are coarse.
+# 0.033 µs at the full run's 300,000; smoke runs' figures are coarse. 300,000 and not fewer: node's
+# JIT warms up after ready_ns, about 75 ms of CPU here, which at 100,000 messages read as 0.75 µs more
+# per message for the TypeScript client (2.2 µs against 1.45 µs at 300,000).
 #
 # Counting round (per_delivery_syscalls): strace traces every system call of every jetfan thread over
 # the same drain with the C++ handlers, in a separate run because strace slows the traced process

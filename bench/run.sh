@@ -17,7 +17,7 @@
 #                           the server carries (perf counts its send calls), one handler, 128 B
 #   bench/run.sh --clients [N=300000] [ROUNDS=5]
 #                           only the client rows, N messages per run, in a temp dir; prints their table
-#   bench/run.sh --delivery [N=100000]
+#   bench/run.sh --delivery [N=300000]
 #                           only the per-delivery costs (bench/per_delivery.sh): 1, 4, 8 and 16
 #                           all-matching handlers at 128 B on each client, N messages a run, in a temp
 #                           dir; prints their table. PER_DELIVERY_HANDLERS (space-separated) narrows it
@@ -124,7 +124,7 @@ elif [ $only_ratios = 1 ]; then
 elif [ $only_clients = 1 ]; then
   declare -A count=([128]=${2:-300000}); rounds=${3:-5}
 elif [ $only_delivery = 1 ]; then
-  pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=${2:-100000}
+  pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=${2:-300000}
 elif [ $smoke = 1 ]; then
   declare -A count=([128]=300 [256]=300 [16384]=100); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
   sweep_handlers=(1 2); sweep_sizes=(128 16384); sweep_fanout=(1 2); sweep_n=300; sweep_reps=1
@@ -136,7 +136,7 @@ else
   order_n=100000; order_round_count=5
   sweep_handlers=(1 2 4 8 16 32); sweep_sizes=(128 1024 4096 16384 65536 262144); sweep_fanout=(1 4); sweep_n=""
   sweep_reps=$reps; [ $only_sweep = 1 ] && sweep_reps=${2:-3}
-  pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=100000
+  pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=300000
 fi
 [[ ${pd_n:-1} =~ ^[1-9][0-9]*$ ]] || { echo "bench: --delivery N is a count of messages, not '$pd_n'" >&2; exit 64; }
 [ -n "${PER_DELIVERY_HANDLERS:-}" ] && read -ra pd_handlers <<< "$PER_DELIVERY_HANDLERS"
