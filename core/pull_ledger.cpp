@@ -71,6 +71,10 @@ PullLedger::StatusOutcome PullLedger::on_status(std::uint64_t id, std::string_vi
                                                 TimePoint now) {
   last_heard_ = now;
   if (code == "100") return StatusOutcome::kAlive;
+  // Sent once a request with max_bytes has had its whole batch (nats-server 2.10 and later). On a
+  // replicated consumer it can overtake the request's last messages, so the request is not retired
+  // here: what it still has coming stays charged to it, and on_message retires it as usual.
+  if (code == "409" && description.starts_with("Batch Completed")) return StatusOutcome::kFinished;
   const bool too_big = code == "409" && description.find("Exceeds MaxBytes") != std::string_view::npos;
   if (auto found = pulls_.find(id); found != pulls_.end()) {
     if (too_big) too_big_for_ = std::max(too_big_for_.value_or(0), found->second.max_bytes);

@@ -17,8 +17,10 @@
 //   - A message arrives under its own subject, not the request's, so it cannot say which request it
 //     answers. The server fills waiting requests oldest first, so it is charged to the oldest.
 //   - A status reply names its request (it comes on the request's reply subject): 100 is an idle
-//     heartbeat (the request is alive); 404 and 408 end the request; 409 and its variants end it and
-//     are worth a warning; any of them is proof the server is there.
+//     heartbeat (the request is alive); 404 and 408 end the request; 409 "Batch Completed" says the
+//     server sent the whole batch (the request ends as its last messages arrive, which the status
+//     may overtake); 409 and its other variants end it and are worth a warning; any of them is proof
+//     the server is there.
 //   - Silence for kMissedHeartbeats heartbeats, or a reconnect, drops every request: the server has
 //     forgotten them or cannot answer, and waiting would stall. The caller then tops up at once.
 //   - A request whose expiry passed without its 408 is given back after kExpiryGrace.
@@ -81,7 +83,7 @@ class PullLedger {
 
   enum class StatusOutcome {
     kAlive,            // 100: an idle heartbeat
-    kFinished,         // 404 or 408, or 409 Message Size Exceeds MaxBytes: the request is over, nothing is wrong
+    kFinished,         // 404, 408, 409 Batch Completed or Message Size Exceeds MaxBytes: nothing is wrong
     kUnexpected,       // anything else (409 and its variants): the request is over; worth a warning
     kConsumerDeleted,  // 409 Consumer Deleted: the request is over, and so is the consumer it read
   };

@@ -120,6 +120,27 @@ TEST_CASE("pull ledger: a deleted consumer is told apart from the other 409s", "
   CHECK(ledger.on_status(1, "404", "Consumer Deleted", kStart) == Outcome::kFinished);
 }
 
+TEST_CASE("pull ledger: 409 Batch Completed is no warning, and what it overtook stays charged", "[unit]") {
+  // nats-server 2.10 and later say it when a request with max_bytes has had its whole batch.
+  PullLedger ledger(settings(2, 4));
+  top_up(ledger, 0);  // request 1: 2
+  ledger.on_message(kStart);
+  ledger.on_message(kStart);  // used up: retired
+  REQUIRE(ledger.outstanding() == 0);
+  top_up(ledger, 2);  // request 2: 2, all the room there is
+  CHECK(ledger.on_status(1, "409", "Batch Completed", kStart) == PullLedger::StatusOutcome::kFinished);
+  CHECK(ledger.requested() == 2);  // says nothing of request 2
+  // On a replicated consumer it can come before the messages of the batch it completes: they are
+  // still on their way, so their room is not free.
+  ledger.on_message(kStart);
+  CHECK(ledger.on_status(2, "409", "Batch Completed", kStart) == PullLedger::StatusOutcome::kFinished);
+  CHECK(ledger.requested() == 1);
+  CHECK(top_up(ledger, 3).empty());  // 3 held + 1 on its way: full
+  ledger.on_message(kStart);
+  CHECK(ledger.outstanding() == 0);
+  CHECK(ledger.requested() == 0);
+}
+
 TEST_CASE("pull ledger: a heartbeat keeps a request alive and retires nothing", "[unit]") {
   PullLedger ledger(settings());
   top_up(ledger, 0);
