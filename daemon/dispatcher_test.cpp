@@ -511,6 +511,22 @@ TEST_CASE("dispatcher: a reconnect or an unexpected status probes the consumer, 
   }
 }
 
+TEST_CASE("dispatcher: 409 Batch Completed ends a request without a probe, and its messages keep their room",
+          "[unit]") {
+  // nats-server 2.10 and later; on a replicated consumer it may come before the batch's messages.
+  Harness h(config({handler("audit", {"a.*"})}));
+  h.pump();
+  REQUIRE_FALSE(h.upstream.pulls.empty());
+  const std::uint64_t first = h.upstream.pulls.front().id;
+  h.upstream.pulls.clear();
+  h.upstream.probes.clear();
+  h.upstream.status(first, "409", "Batch Completed");
+  h.pump();
+  h.advance(milliseconds(250));
+  CHECK(h.upstream.probes.empty());
+  CHECK(h.upstream.pulls.empty());  // the batch is still on its way: no room was freed
+}
+
 TEST_CASE("dispatcher: a reload that removes a handler settles what it held and dismisses its instances", "[unit]") {
   Harness h(config({handler("audit", {"a.*"}), handler("gone", {"a.*"})}));
   const auto audit = h.hello("audit");
