@@ -13,6 +13,7 @@
 #include "ack_policy.hpp"
 #include "defaults.hpp"
 #include "duration.hpp"
+#include "order_by.hpp"
 
 namespace jetfan {
 
@@ -107,16 +108,8 @@ struct MetricsSettings {
   std::uint16_t port = 0;                     // 0: any free port (the log says which)
 };
 
-// What an ordered handler's messages are ordered by (handlers[].order_by): two messages with the same
-// order key reach the handler one at a time, in stream order. kNone: unordered, as by default.
-struct OrderBy {
-  enum class Kind { kNone, kKey, kToken, kHeader };
-  Kind kind = Kind::kNone;
-  std::size_t token = 0;  // kToken: 1-based index of the '.'-separated token of the message key
-  std::string header;     // kHeader: the NATS header whose value is the order key
-  bool operator==(const OrderBy&) const = default;
-};
-// "key", "token:N", "header:NAME", or "none", as the config file spells it.
+// handlers[].order_by (core/order_by.hpp): "key", "token:N", "header:NAME", or "none", as the
+// config file spells it.
 std::string to_string(const OrderBy& order_by);
 // Parses the config's spelling; nullopt when it is none of the forms above.
 std::optional<OrderBy> parse_order_by(const std::string& text);

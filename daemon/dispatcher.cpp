@@ -1,11 +1,13 @@
 #include "dispatcher.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include <spdlog/spdlog.h>
 
 #include "descriptors.hpp"
-#include "order_key.hpp"
+#include "jetstream_subject.hpp"
+#include "nats_header.hpp"
 #include "protocol.hpp"
 
 namespace jetfan {
@@ -36,6 +38,12 @@ constexpr std::uint64_t kMaxNakDelayMs = 1ULL << 40;
 
 }  // namespace
 
+Router make_router(const Config& config) {
+  std::vector<RoutedHandler> handlers;
+  for (const auto& handler : config.handlers) handlers.push_back(RoutedHandler{handler.patterns, handler.order_by});
+  return Router(handlers, proto::find_header);
+}
+
 Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& upstream, Timekeeper& time,
                        SystemdNotifier& notifier, MessageBytesArena& arena, DispatcherHooks hooks)
     : config_(config),
@@ -46,26 +54,23 @@ Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& u
       settings_(std::move(settings)),
       core_(settings_.core),
       ledger_(settings_.pull),
-      instances_(config.handlers.size(), 0),
-      connection_limits_{config.socket.max_connections, config.socket.max_unidentified},
+      router_(make_router(config)),
+      table_(config.handlers.size(), ConnectionLimits{config.socket.max_connections, config.socket.max_unidentified}),
       arena_(arena),
       warnings_(kWarningBurst, kWarningWindow),
       full_warnings_(1, kFullWarningEvery),
       order_warnings_(1, kFullWarningEvery),
       stall_(kStallAfter) {
-  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
-    for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);
-  }
   without_order_key_.assign(config_.handlers.size(), 0);
   // Out of descriptors, jetfan could not even reconnect to NATS: connections stop short of it.
   const std::size_t budget =
       connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
-  if (budget < connection_limits_.max_connections) {
-    log_warn("socket.connections_limited", {{"max_connections", connection_limits_.max_connections}, {"room", budget}},
+  if (budget < table_.limits().max_connections) {
+    log_warn("socket.connections_limited", {{"max_connections", table_.limits().max_connections}, {"room", budget}},
              "socket.max_connections is {}, but the file descriptor limit leaves room for {} handler "
              "connections; serving at most {} (raise LimitNOFILE= to allow more)",
-             connection_limits_.max_connections, budget, budget);
-    connection_limits_.max_connections = budget;
+             table_.limits().max_connections, budget, budget);
+    table_.limit_connections(budget);
   }
   for (const auto& handler : config_.handlers) {
     if (handler.allow.empty()) {
@@ -81,8 +86,7 @@ Dispatcher::~Dispatcher() {
   time_.on_fired(nullptr);
   for (std::size_t a = 0; a < kAlarmCount; ++a) time_.cancel(static_cast<Alarm>(a));
   // Sessions refer to this object as their owner: close them before it goes.
-  auto sessions = std::move(sessions_);
-  for (auto& [id, session] : sessions) session->close();
+  table_.close_all();
 }
 
 void Dispatcher::start() {
@@ -97,9 +101,8 @@ std::optional<ConnectionId> Dispatcher::accept(HandlerSession::Socket socket) {
   JETFAN_ON_IO_THREAD(thread_);
   if (state_ != State::kServing) return std::nullopt;
   const ConnectionId id = next_connection_++;
-  auto session =
-      std::make_shared<HandlerSession>(std::move(socket), id, static_cast<SessionOwner&>(*this), config_.socket);
-  on_accepted(session);
+  table_.add(
+      std::make_shared<HandlerSession>(std::move(socket), id, static_cast<SessionOwner&>(*this), config_.socket));
   return id;
 }
 
@@ -117,7 +120,7 @@ void Dispatcher::on_reconnected() {
   // The server forgets pull requests when it restarts, and cnats does not re-send them.
   ++reconnects_;
   // Answers to dead letters published before are lost with the connection: try them again.
-  for (const std::uint64_t id : publishes_.take_all()) publish_failed(id, "the connection to the server was lost");
+  dead_letters_.connection_lost(now);
   if (ledger_.outstanding() > 0)
     log_info("nats.pulls_dropped", {{"pulls", ledger_.outstanding()}, {"reason", "reconnected"}},
              "nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
@@ -180,7 +183,7 @@ void Dispatcher::on_message(InboundMessage&& message) {
               config_.key.strip_prefix);
     if (observer_) observe_unroutable(message);
     const Arrival arrival{handle, message.stream_seq, message.deliveries, 0, true};
-    stored_.emplace(handle, Stored{std::move(message.bytes), {}, message.stream_seq, 0});
+    stored_.add(handle, HeldMessage{std::move(message.bytes), {}, message.stream_seq, 0});
     core_.arrive(arrival, now);
     if (tap_) tap_->arrived(arrival);
     ledger_.on_message(now, 0);
@@ -188,39 +191,67 @@ void Dispatcher::on_message(InboundMessage&& message) {
   }
   last_arrived_seq_ = message.stream_seq;
   const std::uint64_t size = message.bytes->size();
-  const auto placed = stored_
-                          .emplace(handle, Stored{std::move(message.bytes), message.key, message.stream_seq,
-                                                  message.deliveries, message.published_ns})
-                          .first;
-  const HandlerMask recipients = matcher_.match(message.key);
-  if (observer_) observe(placed->second, recipients);
-  Arrival arrival{handle, message.stream_seq, message.deliveries, recipients, false};
+  const HeldMessage& stored = stored_.add(handle, HeldMessage{std::move(message.bytes), message.key, message.stream_seq,
+                                                              message.deliveries, message.published_ns});
+  Arrival arrival{handle, message.stream_seq, message.deliveries, 0, false};
+  const Route route = router_.route(stored.key, stored.message->headers(), arrival.order);
+  arrival.recipients = route.recipients;
+  if (observer_) observe(stored, route.recipients);
+  if (route.without_order_key != 0) {
+    note_without_order_key(route.without_order_key, message.stream_seq, *stored.message, stored.key);
+  }
   arrival.consumer_seq = message.consumer_seq;
   arrival.published_ns = message.published_ns;
   arrival.wall_ns = wall_now_ns_;
-  add_order_keys(arrival, *placed->second.message, placed->second.key);
   core_.arrive(arrival, now);
   if (tap_) tap_->arrived(arrival);
   ledger_.on_message(now, size);
 }
 
-void Dispatcher::add_order_keys(Arrival& arrival, const MessageBytes& bytes, std::string_view key) {
+void Dispatcher::note_without_order_key(HandlerMask handlers, std::uint64_t stream_seq, const MessageBytes& bytes,
+                                        std::string_view key) {
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+    if (!(handlers & (HandlerMask{1} << h))) continue;
     const OrderBy& order_by = config_.handlers[h].order_by;
-    if (order_by.kind == OrderBy::Kind::kNone || !(arrival.recipients & (HandlerMask{1} << h))) continue;
-    if (const auto found = order_key(order_by, key, bytes.headers())) {
-      arrival.order.push_back(OrderKey{h, std::string(*found)});
-      continue;
-    }
     ++without_order_key_[h];
-    warn_limited("messages without an order key for handler \"" + config_.handlers[h].name + "\"",
-                 "delivery.without_order_key",
-                 {{"handler", config_.handlers[h].name}, {"seq", arrival.stream_seq}, {"key", key}},
-                 "handler \"{}\" is ordered by {}, but stream seq {} (subject \"{}\") has no such {}: it goes to the "
-                 "handler unordered (counted as without_order_key)",
-                 config_.handlers[h].name, to_string(order_by), arrival.stream_seq, bytes.subject(),
-                 order_by.kind == OrderBy::Kind::kHeader ? "header" : "token");
+    warnings_.warn(time_.now(), "messages without an order key for handler \"" + config_.handlers[h].name + "\"",
+                   "delivery.without_order_key",
+                   {{"handler", config_.handlers[h].name}, {"seq", stream_seq}, {"key", key}},
+                   "handler \"{}\" is ordered by {}, but stream seq {} (subject \"{}\") has no such {}: it goes to the "
+                   "handler unordered (counted as without_order_key)",
+                   config_.handlers[h].name, to_string(order_by), stream_seq, bytes.subject(),
+                   order_by.kind == OrderBy::Kind::kHeader ? "header" : "token");
   }
+}
+
+void Dispatcher::expect_outstanding(const ConsumerFacts& facts, const std::optional<std::vector<StreamMessage>>& read) {
+  JETFAN_ON_IO_THREAD(thread_);
+  const TimePoint now = time_.now();
+  Outstanding outstanding;
+  outstanding.floor = facts.ack_floor;
+  outstanding.delivered = facts.delivered;
+  outstanding.pending = facts.ack_pending;
+  outstanding.unread = !read.has_value();
+  // A message handed back by an earlier reader comes back after its delay at the latest, one it
+  // left in flight within an AckWait: as long as the core waits for one handed back itself.
+  const Duration hold = order_away_hold(settings_.core.nak_delay_max, settings_.core.keepalive);
+  outstanding.until = now + hold;
+  outstanding.wall_ns = time_.wall_now_ns();
+  // From then on the server can show it sent them again (dispatch_core.hpp).
+  const Duration proof_after = settings_.core.nak_delay_max + gap_hold(settings_.core.keepalive);
+  if (read) {
+    for (const StreamMessage& message : *read) {
+      const auto key = key_of(message.subject, config_.key.strip_prefix);
+      if (!key) continue;
+      Outstanding::Entry entry{message.stream_seq, {}};
+      router_.route(*key, message.headers, entry.order);
+      if (!entry.order.empty()) outstanding.messages.push_back(std::move(entry));
+    }
+  }
+  core_.expect_outstanding(outstanding, now);
+  apply_effects();
+  arm_wakeup();
+  holds_.restart_holds(core_, facts, outstanding, proof_after, hold);
 }
 
 void Dispatcher::on_alarm(Alarm alarm) {
@@ -249,7 +280,7 @@ void Dispatcher::on_alarm(Alarm alarm) {
 }
 
 void Dispatcher::after_input() {
-  note_gaps();
+  holds_.note(core_);
   apply_effects();
   if (state_ == State::kServing) top_up_pulls();
   if (state_ == State::kDraining && core_.in_flight() == 0) {
@@ -290,11 +321,11 @@ void Dispatcher::apply_effects() {
     const MessageBytes& message = *stored->second.message;
     switch (effect.kind) {
       case Effect::Kind::kDeliver: {
-        auto session = sessions_.find(effect.connection);
-        if (session == sessions_.end()) break;
+        HandlerSession* session = table_.find(effect.connection);
+        if (session == nullptr) break;
         const auto& s = stored->second;
-        session->second->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.published_ns, s.message);
-        if (dirty_.empty() || dirty_.back() != session->second) dirty_.push_back(session->second);
+        session->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.published_ns, s.message);
+        if (dirty_.empty() || dirty_.back().get() != session) dirty_.push_back(session->shared_from_this());
         break;
       }
       case Effect::Kind::kAck:
@@ -317,31 +348,23 @@ void Dispatcher::apply_effects() {
         report_failure(effect, stored->second);
         break;
       case Effect::Kind::kDeadLetter:
-        publish_dead_letter(effect, stored->second);
+        dead_letters_.publish(effect, stored->second, time_.now());
         break;
       case Effect::Kind::kGaveUp:
         report_gave_up(effect, stored->second);
         break;
       case Effect::Kind::kRedriveSettled:
       case Effect::Kind::kRedriveDropped:
-        redrive_ended(effect);
+        jobs_.redrive_ended(effect);
         break;
       case Effect::Kind::kTrim: {
-        // The key points into the subject: it is kept, at the same place in the copy.
-        Stored& s = stored->second;
-        const std::string_view subject = message.subject();
-        const bool key_in_subject = !s.key.empty() && s.key.data() >= subject.data() &&
-                                    s.key.data() + s.key.size() <= subject.data() + subject.size();
-        const std::size_t key_at = key_in_subject ? static_cast<std::size_t>(s.key.data() - subject.data()) : 0;
-        MessageBytesPtr trimmed = subject_and_reply_of(message, arena_);
-        s.key = key_in_subject ? trimmed->subject().substr(key_at, s.key.size()) : std::string_view{};
-        s.message = std::move(trimmed);
+        stored_.trim(stored->second, arena_);
         break;
       }
     }
   }
   effects.clear();
-  fail_unsent_publishes();
+  dead_letters_.fail_unsent(time_.now());
   if (kept_alive > 0) {
     log_debug("held.kept_alive", {{"messages", kept_alive}}, "kept {} held message(s) alive at the server (+WPI)",
               kept_alive);
@@ -356,47 +379,44 @@ void Dispatcher::apply_effects() {
   if (dirty_.empty()) dirty_.swap(dirty);
 }
 
-template <typename... Args>
-void Dispatcher::warn_limited(const std::string& kind, std::string_view event, LogFields fields,
-                              fmt::format_string<Args...> format, Args&&... args) {
-  const auto verdict = warnings_.allow(kind, time_.now());
-  if (!verdict.log) return;
-  std::string line = fmt::format(format, std::forward<Args>(args)...);
-  if (verdict.suppressed_before > 0) {
-    line += fmt::format(" ({} more like it were not logged: {})", verdict.suppressed_before, kind);
-  }
-  write_event(spdlog::level::warn, event, fields, line);
+void Dispatcher::report_failure(const Effect& effect, const HeldMessage& stored) {
+  const HandlerSession* session = table_.find(effect.connection);
+  const std::string name = session ? session->handler_name() : "?";
+  const std::string who = session ? describe(*session) : "(connection " + std::to_string(effect.connection) + ")";
+  const PeerCredentials none;
+  const PeerCredentials& peer = session ? session->credentials() : none;
+  const bool ordered = session && session->handler() && router_.ordered(*session->handler());
+  warnings_.warn(
+      time_.now(), "failed deliveries to handler \"" + name + "\": " + to_string(effect.cause), "delivery.failed",
+      {{"handler", name},
+       {"connection", effect.connection},
+       {"pid", peer.pid},
+       {"uid", peer.uid},
+       {"delivery", effect.delivery},
+       {"seq", stored.stream_seq},
+       {"key", stored.key},
+       {"subject", stored.message->subject()},
+       {"deliveries", stored.deliveries},
+       {"reason", to_string(effect.cause)}},
+      "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. {}", who, effect.delivery,
+      stored.stream_seq, stored.message->subject(), to_string(effect.cause),
+      stored.message->reply().empty()
+          ? "It is a redriven dead letter: jetfan gives it to the handler again after its backoff, "
+            "until its retry budget is used up (then it is dead-lettered anew)."
+      : ordered ? "The handler is ordered: jetfan keeps the message and gives it to the handler again after "
+                  "a growing delay, before any later message of its order key."
+                : "It goes back to the server for redelivery to this handler (NAK with a growing delay) once "
+                  "no other handler has it in flight.");
 }
 
-void Dispatcher::report_failure(const Effect& effect, const Stored& stored) {
-  const auto session = sessions_.find(effect.connection);
-  const std::string name = session != sessions_.end() ? session->second->handler_name() : "?";
-  const std::string who = session != sessions_.end() ? describe(*session->second)
-                                                     : "(connection " + std::to_string(effect.connection) + ")";
-  const PeerCredentials none;
-  const PeerCredentials& peer = session != sessions_.end() ? session->second->credentials() : none;
-  const bool ordered = session != sessions_.end() && session->second->handler() &&
-                       config_.handlers.at(*session->second->handler()).order_by.kind != OrderBy::Kind::kNone;
-  warn_limited("failed deliveries to handler \"" + name + "\": " + to_string(effect.cause), "delivery.failed",
-               {{"handler", name},
-                {"connection", effect.connection},
-                {"pid", peer.pid},
-                {"uid", peer.uid},
-                {"delivery", effect.delivery},
-                {"seq", stored.stream_seq},
-                {"key", stored.key},
-                {"subject", stored.message->subject()},
-                {"deliveries", stored.deliveries},
-                {"reason", to_string(effect.cause)}},
-               "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. {}", who, effect.delivery,
-               stored.stream_seq, stored.message->subject(), to_string(effect.cause),
-               stored.message->reply().empty()
-                   ? "It is a redriven dead letter: jetfan gives it to the handler again after its backoff, "
-                     "until its retry budget is used up (then it is dead-lettered anew)."
-               : ordered ? "The handler is ordered: jetfan keeps the message and gives it to the handler again after "
-                           "a growing delay, before any later message of its order key."
-                         : "It goes back to the server for redelivery to this handler (NAK with a growing delay) once "
-                           "no other handler has it in flight.");
+void Dispatcher::report_gave_up(const Effect& effect, const HeldMessage& stored) {
+  const std::string& name = config_.handlers.at(effect.handler).name;
+  warnings_.warn(time_.now(), "handler \"" + name + "\" used up its retry budget (no dead_letter: TERM)",
+                 "retry.used_up",
+                 {{"handler", name}, {"seq", stored.stream_seq}, {"reason", jetfan::describe(effect.reason)}},
+                 "handler \"{}\": stream seq {} (subject \"{}\"): {}. It has no dead_letter subject, so this is a TERM "
+                 "for it: it gets the message no more, and the server is told +TERM once every other handler settled.",
+                 name, stored.stream_seq, stored.message->subject(), jetfan::describe(effect.reason));
 }
 
 void Dispatcher::arm_wakeup() {
@@ -407,12 +427,8 @@ void Dispatcher::arm_wakeup() {
 }
 
 std::string Dispatcher::status_line() const {
-  std::size_t connected = 0;
-  std::size_t missing = 0;
-  for (const std::size_t count : instances_) {
-    connected += count;
-    missing += count == 0;
-  }
+  const std::size_t connected = table_.connected();
+  const std::size_t missing = table_.without_instance();
   const std::size_t in_flight = core_.in_flight();
   if (state_ != State::kServing) return fmt::format("draining: {} deliveries in flight", in_flight);
   std::string line = fmt::format("serving: {} handler connection(s); {} message(s) held, {} in flight", connected,
@@ -433,18 +449,14 @@ void Dispatcher::notice_stall(TimePoint now) {
 void Dispatcher::housekeeping() {
   const TimePoint now = time_.now();
   notice_stall(now);
-  fail_overdue_publishes(now);
-  time_out_runs(now);
+  if (dead_letters_.fail_overdue(now)) arm_wakeup();
+  jobs_.time_out(now);
   notifier_.status(status_line());
   if (state_ == State::kDraining) {
     const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(drain_deadline_ - now));
     notifier_.extend_timeout(left + kFinalFlush + kStopMargin);
   }
-  for (const auto& [kind, count] : warnings_.take_expired(now)) {
-    log_warn("log.suppressed", {{"count", count}, {"kind", kind}},
-             "{} more like the last warning were not logged in the last {}s: {}", count, kWarningWindow.count() / 1000,
-             kind);
-  }
+  warnings_.report_suppressed(now);
   if (ledger_.check_liveness(now) == PullLedger::Liveness::kSilent) {
     log_info("nats.pulls_dropped", {{"reason", "no heartbeat"}},
              "nats: dropped the outstanding pull requests: no heartbeat from the server for {} heartbeats",
@@ -503,14 +515,15 @@ void Dispatcher::act_when_full(TimePoint now) {
       handed_back += handed;
       if (handed == 0) continue;
       const std::string& name = config_.handlers[order.handler].name;
-      warn_limited("hand-backs for room of handler \"" + name + "\"", "handler.handed_back",
-                   {{"handler", name}, {"owed", order.owed}, {"keep", order.keep}, {"handed_back", handed}},
-                   "the consumer is full and handler \"{}\" owed {} messages, more than its share of {}: handed back "
-                   "its {} oldest to the server ({}); only it gets them again, each a delivery more against MaxDeliver",
-                   name, order.owed, order.keep, handed,
-                   config_.handlers[order.handler].when_full == WhenFull::kHandBack
-                       ? "when_full: hand_back"
-                       : "jetfan holds this ordered handler back after a restart, reconnect or leader change");
+      warnings_.warn(
+          time_.now(), "hand-backs for room of handler \"" + name + "\"", "handler.handed_back",
+          {{"handler", name}, {"owed", order.owed}, {"keep", order.keep}, {"handed_back", handed}},
+          "the consumer is full and handler \"{}\" owed {} messages, more than its share of {}: handed back "
+          "its {} oldest to the server ({}); only it gets them again, each a delivery more against MaxDeliver",
+          name, order.owed, order.keep, handed,
+          config_.handlers[order.handler].when_full == WhenFull::kHandBack
+              ? "when_full: hand_back"
+              : "jetfan holds this ordered handler back after a restart, reconnect or leader change");
     }
   }
   const auto& c = core_.counters();
@@ -544,55 +557,75 @@ void Dispatcher::act_when_full(TimePoint now) {
            config_.handlers[verdict.handler].name, b.owed, b.in_flight, age, b.connections);
 }
 
+std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob& job, DeadLetterJobOutput out) {
+  JETFAN_ON_IO_THREAD(thread_);
+  return jobs_.start(job, std::move(out));
+}
+
+void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
+  JETFAN_ON_IO_THREAD(thread_);
+  dead_letters_.on_published(id, result, batch_now());
+}
+
+void Dispatcher::on_api_reply(std::uint64_t id, const ApiReply& reply) {
+  JETFAN_ON_IO_THREAD(thread_);
+  jobs_.on_api_reply(id, reply);
+}
+
+bool Dispatcher::api_request(std::uint64_t id, const std::string& subject, const std::string& body) {
+  return upstream_.api_request(id, subject, body);
+}
+
+bool Dispatcher::redrive(std::size_t handler, const StoredLetter& letter) {
+  // The handler gets the original subject, sequence, headers and payload, and the Jetfan-* headers
+  // the dead letter has: as it would have got the message, plus why it came back. The bytes are
+  // the message's own: the letter goes when the job reads the next one, the message when the core
+  // releases it.
+  struct LetterBytes {
+    std::string subject, headers, payload;
+  };
+  auto bytes = std::make_unique<LetterBytes>();
+  const auto original_subject = proto::find_header(letter.headers, "Jetfan-Subject");
+  bytes->subject = original_subject ? std::string(*original_subject) : letter.subject;
+  bytes->headers = letter.headers;
+  bytes->payload = letter.payload;
+  MessageParts parts{BytesOwner(nullptr, [](void* owned) { delete static_cast<LetterBytes*>(owned); }),
+                     bytes->subject,
+                     {},
+                     bytes->headers,
+                     bytes->payload};
+  parts.owner.reset(bytes.release());
+  MessageBytesPtr message = make_message_bytes(std::move(parts), arena_);
+  const std::string_view subject = message->subject();
+  const std::string_view key = key_of(subject, config_.key.strip_prefix).value_or(subject);
+  Redrive redrive{next_handle_++, letter.seq, handler, std::nullopt};
+  if (const auto found = router_.order_key(handler, key, message->headers())) redrive.order_key = std::string(*found);
+  std::uint64_t original = 0;
+  if (const auto seq = proto::find_header(letter.headers, "Jetfan-Sequence")) {
+    std::from_chars(seq->data(), seq->data() + seq->size(), original);
+  }
+  stored_.add(redrive.message, HeldMessage{std::move(message), key, original, 1, 0});
+  if (!core_.redrive(redrive, time_.now())) {
+    stored_.erase(redrive.message);
+    return false;
+  }
+  // on_batch_end applies what the core decided.
+  return true;
+}
+
 std::string Dispatcher::describe(const HandlerSession& session) const {
   return "\"" + session.handler_name() + "\" (" + session.peer() + ")";
 }
 
-void Dispatcher::on_accepted(const std::shared_ptr<HandlerSession>& session) {
-  JETFAN_ON_IO_THREAD(thread_);
-  sessions_.emplace(session->id(), session);
-  session->start();
-  switch (admit_connection(sessions_.size() - 1, unidentified_.size(), connection_limits_)) {
-    case ConnectionVerdict::kAccept:
-      break;
-    case ConnectionVerdict::kAcceptEvictingOldestUnidentified:
-      while (!unidentified_order_.empty()) {
-        const ConnectionId oldest = unidentified_order_.front();
-        unidentified_order_.pop_front();
-        const auto found = sessions_.find(oldest);
-        if (found != sessions_.end() && unidentified_.count(oldest) && !found->second->ending()) {
-          found->second->fail("evicted: " + std::to_string(connection_limits_.max_unidentified) +
-                              " newer connections have not said HELLO either (socket.max_unidentified)");
-          break;
-        }
-      }
-      break;
-    case ConnectionVerdict::kRefuse:
-      session->fail("jetfan has its " + std::to_string(connection_limits_.max_connections) +
-                    " connections already (socket.max_connections)");
-      return;
-  }
-  unidentified_.insert(session->id());
-  unidentified_order_.push_back(session->id());
-}
-
-void Dispatcher::prune_unidentified_order() {
-  // Entries of connections since admitted or gone; the front is an unidentified one (at most
-  // hello_timeout old), so what is kept behind it stays few.
-  while (!unidentified_order_.empty() && !unidentified_.count(unidentified_order_.front())) {
-    unidentified_order_.pop_front();
-  }
-}
-
 void Dispatcher::on_failing(HandlerSession& session, const std::string& why) {
   const std::string who = session.handler() ? "handler \"" + session.handler_name() + "\"" : "a peer";
-  warn_limited(who + " disconnected: " + why, "handler.failed",
-               {{"handler", session.handler_name()},
-                {"connection", session.id()},
-                {"pid", session.credentials().pid},
-                {"uid", session.credentials().uid},
-                {"reason", why}},
-               "{} ({}) disconnected: {}. What it had unconfirmed will be redelivered.", who, session.peer(), why);
+  warnings_.warn(time_.now(), who + " disconnected: " + why, "handler.failed",
+                 {{"handler", session.handler_name()},
+                  {"connection", session.id()},
+                  {"pid", session.credentials().pid},
+                  {"uid", session.credentials().uid},
+                  {"reason", why}},
+                 "{} ({}) disconnected: {}. What it had unconfirmed will be redelivered.", who, session.peer(), why);
 }
 
 bool Dispatcher::busy(const HandlerSession& session) const { return core_.in_flight(session.id()) > 0; }
@@ -600,7 +633,7 @@ bool Dispatcher::busy(const HandlerSession& session) const { return core_.in_fli
 std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const proto::Command& hello) {
   JETFAN_ON_IO_THREAD(thread_);
   const Admission admission = admit(settings_.admission, Hello{hello.handler, hello.version}, session.credentials(),
-                                    instances_, state_ == State::kServing, proto::kLatestVersion);
+                                    table_.instances(), state_ == State::kServing, proto::kLatestVersion);
   if (!admission.handler) {
     log_warn("handler.refused",
              {{"handler", hello.handler},
@@ -614,13 +647,7 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   const std::size_t index = *admission.handler;
   const auto& handler = config_.handlers[index];
   session.admit(index, handler.name, admission.version);
-  auto& io = socket_io_[handler.name];
-  if (!io) io = std::make_shared<SocketIo>();
-  session.count_io_into(io);
-  unidentified_.erase(session.id());
-  prune_unidentified_order();
-  ++instances_[index];
-  admitted_unix_ms_[session.id()] = wall_now_ms();
+  table_.admitted(session, index, wall_now_ms());
   session.send_ready(static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
   session.flush();
   log_info("handler.connected",
@@ -696,14 +723,10 @@ void Dispatcher::on_input_consumed(HandlerSession&) {
 
 void Dispatcher::on_closed(HandlerSession& session) {
   JETFAN_ON_IO_THREAD(thread_);
-  const auto entry = sessions_.find(session.id());
-  if (entry == sessions_.end()) return;
+  if (table_.find(session.id()) == nullptr) return;
   // The session stays in the table until its failed deliveries have been reported by name.
-  const std::shared_ptr<HandlerSession> alive = entry->second;
-  unidentified_.erase(session.id());
-  prune_unidentified_order();
+  const std::shared_ptr<HandlerSession> alive = session.shared_from_this();
   if (session.handler() && state_ != State::kDone) {
-    --instances_[*session.handler()];
     log_info("handler.disconnected",
              {{"handler", session.handler_name()},
               {"connection", session.id()},
@@ -714,8 +737,7 @@ void Dispatcher::on_closed(HandlerSession& session) {
     if (tap_) tap_->disconnected(session.id());
     after_input();
   }
-  admitted_unix_ms_.erase(session.id());
-  sessions_.erase(session.id());
+  table_.closed(session);
 }
 
 void Dispatcher::begin_drain() {
@@ -754,7 +776,7 @@ void Dispatcher::finish() {
   core_.abandon_all(time_.now());
   if (tap_) tap_->abandoned_all();
   apply_effects();
-  end_all_runs("jetfan stopped");
+  jobs_.end_all("jetfan stopped");
   const auto& c = core_.counters();
   log_info("stopped",
            {{"arrived", c.arrived},
@@ -768,8 +790,7 @@ void Dispatcher::finish() {
            "{} deliveries to handlers",
            c.arrived, c.acked, c.nakked, c.terminated, c.no_recipient, c.unroutable, c.deliveries);
   upstream_.close(kFinalFlush);
-  auto sessions = std::move(sessions_);
-  for (auto& [id, session] : sessions) session->close();
+  table_.close_all();
   for (std::size_t a = 0; a < kAlarmCount; ++a) time_.cancel(static_cast<Alarm>(a));
   if (hooks_.stop_accepting) hooks_.stop_accepting();
   if (hooks_.finished) hooks_.finished();

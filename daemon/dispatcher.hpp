@@ -31,26 +31,31 @@
 
 #include "arrival_observer.hpp"
 #include "config.hpp"
-#include "dead_letter_run.hpp"
+#include "dead_letter_jobs.hpp"
+#include "dead_letter_publisher.hpp"
 #include "dead_letters.hpp"
 #include "dispatch_core.hpp"
 #include "dispatcher_tap.hpp"
 #include "full_policy.hpp"
 #include "handler_session.hpp"
+#include "handler_table.hpp"
+#include "held_messages.hpp"
+#include "hold_reporter.hpp"
 #include "io_thread.hpp"
 #include "log_rate_limiter.hpp"
 #include "logging.hpp"
 #include "message_bytes.hpp"
 #include "node_pool.hpp"
 #include "pull_ledger.hpp"
+#include "rate_limited_log.hpp"
 #include "rate_window.hpp"
 #include "reload_plan.hpp"
+#include "router.hpp"
 #include "serve_settings.hpp"
 #include "status_snapshot.hpp"
 #include "stream_message.hpp"
 #include "systemd_notifier.hpp"
 #include "timekeeper.hpp"
-#include "topic_pattern.hpp"
 #include "upstream.hpp"
 
 namespace jetfan {
@@ -61,7 +66,10 @@ struct DispatcherHooks {
   std::function<void()> finished;        // everything is handed back and closed: stop running
 };
 
-class Dispatcher final : private SessionOwner, private UpstreamListener {
+// The routing step of `config`'s handlers (core/router.hpp), reading headers with proto's reader.
+Router make_router(const Config& config);
+
+class Dispatcher final : private SessionOwner, private UpstreamListener, private DeadLetterJobHost {
  public:
   // `config`, `upstream`, `time`, `notifier` and `arena` must outlive the dispatcher; `arena` must
   // also outlive the io_context its sessions run on.
@@ -93,7 +101,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
 
   // One line for systemd's STATUS= and the like: what jetfan is doing and for whom.
   std::string status_line() const;
-  bool serving() const { return state_ == State::kServing; }
+  bool serving() const override { return state_ == State::kServing; }
   bool draining() const { return state_ == State::kDraining; }
   const CoreCounters& counters() const { return core_.counters(); }
 
@@ -110,12 +118,10 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   // else what was done, in words. Lasts until a reload sets handlers[].paused again, or a restart.
   std::optional<std::string> set_paused(const std::string& handler, bool paused);
   bool paused(std::size_t handler) const { return core_.paused(handler); }
-  // jetfan dlq list / redrive (dispatcher_redrive.cpp): starts a job for `job.handler`, which
-  // reports through `out` as it goes. A refusal (no such handler, no dead_letter, not serving, a
-  // redrive of it under way) is returned in words, and `out` is never called.
+  // jetfan dlq list / redrive: DeadLetterJobs::start (dead_letter_jobs.hpp).
   std::optional<std::string> start_dead_letter_job(const DeadLetterJob& job, DeadLetterJobOutput out);
   // Per handler name: its redrives since start.
-  const std::map<std::string, RedriveCounts>& redrive_counts() const { return redrive_counts_; }
+  const std::map<std::string, RedriveCounts>& redrive_counts() const { return jobs_.counts(); }
   // The stream sequence of the last message that arrived; routing by a reload starts after it.
   std::uint64_t last_arrived_seq() const { return last_arrived_seq_; }
 
@@ -123,17 +129,10 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   // unset first.
   void set_tap(DispatcherTap* tap) { tap_ = tap; }
   const DispatchCore& core() const { return core_; }
-  std::size_t instances(std::size_t handler) const { return instances_.at(handler); }
+  std::size_t instances(std::size_t handler) const override { return table_.instances(handler); }
   std::size_t messages_stored() const { return stored_.size(); }
 
  private:
-  struct Stored {
-    MessageBytesPtr message;
-    std::string_view key;  // points into message's subject
-    std::uint64_t stream_seq = 0;
-    std::uint64_t deliveries = 0;
-    std::uint64_t published_ns = 0;  // when the stream stored it; 0: not known
-  };
   enum class State { kServing, kDraining, kDone };
 
   std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) override;
@@ -142,8 +141,6 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   void on_failing(HandlerSession& session, const std::string& why) override;
   bool busy(const HandlerSession& session) const override;
   void on_closed(HandlerSession& session) override;
-
-  void on_accepted(const std::shared_ptr<HandlerSession>& session);
 
   void on_reconnected() override;
   void on_message(InboundMessage&& message) override;
@@ -160,33 +157,15 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   // keep pulling, re-arm the timer, and finish a drain that has nothing left in flight.
   void after_input();
   void apply_effects();
-  void report_failure(const Effect& effect, const Stored& stored);
-  // dispatcher_dead_letters.cpp: publishing dead letters and hearing how it went. A publish that
-  // could not go out is answered as failed once the effects are applied (the core is not called
-  // while its effects are walked).
-  void publish_dead_letter(const Effect& effect, const Stored& stored);
-  void report_gave_up(const Effect& effect, const Stored& stored);
-  void publish_failed(std::uint64_t id, std::string_view why);
-  void fail_unsent_publishes();
-  void fail_overdue_publishes(TimePoint now);
-  // dispatcher_redrive.cpp: the steps of dead-letter jobs. Each has one api request out at a time.
-  void ask(std::uint64_t run, DeadLetterRun& state, const std::string& subject, const std::string& body);
-  void read_next(std::uint64_t run, DeadLetterRun& state);
-  void on_letter(std::uint64_t run, DeadLetterRun& state, StoredLetter letter);
-  void begin_redrive(std::uint64_t run, DeadLetterRun& state);
-  void redrive_ended(const Effect& effect);
-  void end_run(std::uint64_t run, bool ok, const std::string& why);
-  void time_out_runs(TimePoint now);
-  void end_all_runs(const std::string& why);
-  // Logs a warning unless too many like it came lately (they are counted and reported later).
-  template <typename... Args>
-  void warn_limited(const std::string& kind, std::string_view event, LogFields fields,
-                    fmt::format_string<Args...> format, Args&&... args);
+  void report_failure(const Effect& effect, const HeldMessage& stored);
+  void report_gave_up(const Effect& effect, const HeldMessage& stored);
+  // What dead-letter jobs ask of jetfan (DeadLetterJobHost).
+  TimePoint now() const override { return time_.now(); }
+  bool api_request(std::uint64_t id, const std::string& subject, const std::string& body) override;
+  bool redrive(std::size_t handler, const StoredLetter& letter) override;
   void top_up_pulls();
   // The consumer's leader may have changed: probe until it answers, then pull anew.
   void leader_unsure(TimePoint now);
-  // dispatcher_restart.cpp: logs deliveries lost on the way, and the end of what they held back.
-  void note_gaps();
   // Sends the consumer-info probe that is due, if any, and arms the timer for the next.
   void probe(TimePoint now);
   void arm_wakeup();
@@ -201,10 +180,11 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   void warn_blocked_keys(TimePoint now);
   std::string describe(const HandlerSession& session) const;
   // Observation (daemon/dispatcher_control.cpp).
-  void observe(const Stored& stored, HandlerMask recipients);
+  void observe(const HeldMessage& stored, HandlerMask recipients);
   void observe_unroutable(const InboundMessage& message);
-  // The order key of the message for each of its recipients with order_by (order_key.hpp).
-  void add_order_keys(Arrival& arrival, const MessageBytes& bytes, std::string_view key);
+  // Counts and warns (rate-limited) of ordered recipients the message has no order key for.
+  void note_without_order_key(HandlerMask handlers, std::uint64_t stream_seq, const MessageBytes& bytes,
+                              std::string_view key);
   std::int64_t wall_now_ms() const { return time_.wall_now_ns() / 1'000'000; }
 
   const Config& config_;
@@ -216,29 +196,19 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   ServeSettings settings_;
   DispatchCore core_;
   PullLedger ledger_;
-  TopicMatcher matcher_;
+  Router router_;
   std::optional<TimePoint> armed_for_;     // the wakeup alarm's time
   std::optional<TimePoint> last_turn_;     // notice_stall's last look
   std::optional<TimePoint> unsure_since_;  // the leader may have changed since
-  // What note_gaps() logged last: the core's counters then, and whether a gap held.
-  std::uint64_t noted_gaps_ = 0, noted_lost_ = 0, noted_let_go_ = 0;
-  bool gap_noted_ = false;
+  HoldReporter holds_{settings_.core.keepalive};
   TimePoint drain_deadline_{};
-  std::vector<std::size_t> instances_;  // connected instances per handler
-  std::unordered_map<ConnectionId, std::shared_ptr<HandlerSession>> sessions_;
-  // Connections that have not said HELLO: their ids, and the order they came in (entries of
-  // sessions since admitted or gone are skipped when met).
-  std::unordered_set<ConnectionId> unidentified_;
-  std::deque<ConnectionId> unidentified_order_;
-  void prune_unidentified_order();
-  ConnectionLimits connection_limits_;
+  HandlerTable table_;
   ConnectionId next_connection_ = 1;
   MessageBytesArena& arena_;
   std::vector<std::shared_ptr<HandlerSession>> dirty_;
-  NodePool stored_pool_;  // one node per held message, from a free list
-  std::pmr::unordered_map<MessageHandle, Stored> stored_{&stored_pool_};
+  HeldMessages stored_;
   std::vector<PullRequest> requests_;  // reused
-  LogRateLimiter warnings_;
+  RateLimitedLog warnings_;            // repeated warnings, each kind a few times per window
   LogRateLimiter full_warnings_;
   LogRateLimiter order_warnings_;  // keys an ordered handler is blocked on, per handler
   StallWatch stall_;
@@ -252,16 +222,10 @@ class Dispatcher final : private SessionOwner, private UpstreamListener {
   LatencyHistogram publish_age_;
   std::uint64_t last_arrived_seq_ = 0;
   std::uint64_t reconnects_ = 0;
-  std::unordered_map<ConnectionId, std::int64_t> admitted_unix_ms_;
   // Per handler: messages delivered unordered to an ordered handler for want of an order key.
   std::vector<std::uint64_t> without_order_key_;
-  PendingPublishes publishes_;                   // dead letters sent, waiting for JetStream's answer
-  std::vector<std::uint64_t> unsent_publishes_;  // could not go out; failed once effects are applied
-  std::map<std::uint64_t, DeadLetterRun> runs_;  // dead-letter jobs under way, by id
-  std::uint64_t next_run_ = 1;
-  std::uint64_t next_api_ = 1;
-  std::map<std::string, RedriveCounts> redrive_counts_;
-  std::map<std::string, std::shared_ptr<SocketIo>> socket_io_;  // by handler name: what its sockets did
+  DeadLetterPublisher dead_letters_{config_, upstream_, core_, warnings_};
+  DeadLetterJobs jobs_{config_, static_cast<DeadLetterJobHost&>(*this)};
 };
 
 }  // namespace jetfan

@@ -9,7 +9,7 @@
 
 namespace jetfan {
 
-void Dispatcher::observe(const Stored& stored, HandlerMask recipients) {
+void Dispatcher::observe(const HeldMessage& stored, HandlerMask recipients) {
   if (recipients == 0) observer_->on_no_recipient(stored.key);
   if (!observer_->tailing()) return;
   observer_->on_tail(TailItem{wall_now_ns_ / 1'000'000, stored.key, stored.stream_seq, stored.deliveries,
@@ -57,11 +57,6 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
 
   const auto loads = core_.loads();
   const auto waits = core_.order_waits();
-  std::vector<std::shared_ptr<HandlerSession>> sessions;
-  for (const auto& [id, session] : sessions_) {
-    if (session->handler()) sessions.push_back(session);
-  }
-  std::sort(sessions.begin(), sessions.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
     const HandlerSettings& declared = config_.handlers[h];
     HandlerView view;
@@ -69,13 +64,7 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
     view.patterns = declared.patterns;
     view.max_inflight = static_cast<std::uint32_t>(declared.max_inflight);
     view.ack_timeout_seconds = std::chrono::duration<double>(declared.ack_timeout).count();
-    for (const auto& session : sessions) {
-      if (*session->handler() != h) continue;
-      const auto admitted = admitted_unix_ms_.find(session->id());
-      const std::int64_t since = admitted == admitted_unix_ms_.end() ? now_unix_ms : admitted->second;
-      view.instances.push_back(InstanceView{session->id(), session->credentials().pid, session->credentials().uid,
-                                            since, static_cast<double>(now_unix_ms - since) / 1000});
-    }
+    view.instances = table_.instance_views(h, now_unix_ms);
     view.in_flight = loads[h].in_flight;
     view.queued = loads[h].queued;
     if (loads[h].oldest_unconfirmed) view.oldest_unconfirmed_seconds = age(*loads[h].oldest_unconfirmed);
@@ -88,17 +77,17 @@ void Dispatcher::fill_status(StatusSnapshot& s, const RateWindow& rates, TimePoi
     view.paused = paused(h);
     view.max_attempts = config_.handlers[h].retry ? config_.handlers[h].retry->max_attempts : 0;
     view.dead_letter_subject = config_.handlers[h].dead_letter_subject;
-    if (const auto redrives = redrive_counts_.find(view.name); redrives != redrive_counts_.end()) {
+    if (const auto redrives = jobs_.counts().find(view.name); redrives != jobs_.counts().end()) {
       view.redrive_running = redrives->second.running;
       view.redrive_confirmed = redrives->second.confirmed;
       view.redrive_again = redrives->second.again;
       view.redrive_kept = redrives->second.kept;
     }
-    if (const auto io = socket_io_.find(view.name); io != socket_io_.end()) {
-      view.socket_writes = io->second->writes;
-      view.socket_written_bytes = io->second->written_bytes;
-      view.socket_reads = io->second->reads;
-      view.socket_read_bytes = io->second->read_bytes;
+    if (const SocketIo* io = table_.socket_io(view.name)) {
+      view.socket_writes = io->writes;
+      view.socket_written_bytes = io->written_bytes;
+      view.socket_reads = io->reads;
+      view.socket_read_bytes = io->read_bytes;
     }
     view.rates = rates.rates(view.name, view.stats, now);
     s.handlers.push_back(std::move(view));
@@ -109,31 +98,14 @@ std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeS
   JETFAN_ON_IO_THREAD(thread_);
   std::vector<std::string> lines;
   // Instances of removed handlers are sent ERR and closed; the others move to their new index.
-  std::vector<std::size_t> dismissed_per_old(instances_.size(), 0);
-  std::vector<std::shared_ptr<HandlerSession>> dismissed;
-  for (const auto& [id, session] : sessions_) {
-    if (!session->handler()) continue;
-    const std::size_t old = *session->handler();
-    session->reassign(plan.old_to_new[old]);
-    if (!plan.old_to_new[old]) {
-      dismissed.push_back(session);
-      ++dismissed_per_old[old];
-    }
-  }
-  std::vector<std::size_t> instances(config_.handlers.size(), 0);
-  for (std::size_t old = 0; old < plan.old_to_new.size(); ++old) {
-    if (plan.old_to_new[old]) instances[*plan.old_to_new[old]] = instances_[old];
-  }
-  instances_ = std::move(instances);
+  std::vector<std::size_t> dismissed_per_old;
+  const auto dismissed = table_.reindex(plan.old_to_new, config_.handlers.size(), dismissed_per_old);
   std::vector<std::uint64_t> without_order_key(config_.handlers.size(), 0);
   for (std::size_t old = 0; old < plan.old_to_new.size(); ++old) {
     if (plan.old_to_new[old]) without_order_key[*plan.old_to_new[old]] = without_order_key_[old];
   }
   without_order_key_ = std::move(without_order_key);
-  matcher_ = TopicMatcher();
-  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
-    for (const auto& pattern : config_.handlers[h].patterns) matcher_.add(pattern, h);
-  }
+  router_ = make_router(config_);
   settings_.admission = std::move(settings.admission);
   settings_.core.handlers = settings.core.handlers;
   settings_.core.nak_delay = settings.core.nak_delay;

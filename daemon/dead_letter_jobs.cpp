@@ -1,9 +1,4 @@
-// Dispatcher, continued: `jetfan dlq list` and `jetfan redrive`. Dead letters are read from their
-// stream one at a time by sequence (dead_letter_stream.hpp), so a job holds one of them at most,
-// and a redrive delivers them in sequence order. A redriven dead letter enters the core as a
-// Redrive, with its handler its one recipient; it is deleted from its stream only after the core
-// said kRedriveSettled, so a redrive cut short (a restart, a crash) has deleted nothing unconfirmed:
-// the worst it leaves is a dead letter confirmed but not yet deleted, redriven again next time.
+// The why of a job's steps is in dead_letter_jobs.hpp; here, what each answer means for the next.
 
 #include <spdlog/spdlog.h>
 
@@ -12,10 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dispatcher.hpp"
-#include "jetstream_subject.hpp"
+#include "dead_letter_jobs.hpp"
+#include "logging.hpp"
 #include "nats_header.hpp"
-#include "order_key.hpp"
 
 namespace jetfan {
 namespace {
@@ -23,12 +17,6 @@ namespace {
 // JetStream answers in milliseconds; a request unanswered this long ends the job (nothing it did
 // before is undone, and nothing unconfirmed was deleted).
 constexpr Duration kApiTimeout{5000};
-
-struct LetterBytes {
-  std::string subject;
-  std::string payload;
-};
-void free_letter(void* bytes) { delete static_cast<LetterBytes*>(bytes); }
 
 std::uint64_t number(std::optional<std::string_view> text) {
   std::uint64_t value = 0;
@@ -43,9 +31,8 @@ std::string header_or(const StoredLetter& letter, std::string_view name, std::st
 
 }  // namespace
 
-std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob& job, DeadLetterJobOutput out) {
-  JETFAN_ON_IO_THREAD(thread_);
-  if (state_ != State::kServing) return "jetfan is not serving (it is stopping)";
+std::optional<std::string> DeadLetterJobs::start(const DeadLetterJob& job, DeadLetterJobOutput out) {
+  if (!host_.serving()) return "jetfan is not serving (it is stopping)";
   const auto found = std::find_if(config_.handlers.begin(), config_.handlers.end(),
                                   [&](const HandlerSettings& h) { return h.name == job.handler; });
   if (found == config_.handlers.end()) return "no handler \"" + job.handler.substr(0, 64) + "\" is declared";
@@ -54,7 +41,7 @@ std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob
   }
   if (job.kind == DeadLetterJob::Kind::kRedrive && !job.dry_run) {
     // Its dead letters would wait for an instance, and the redrive with them.
-    if (instances_.at(static_cast<std::size_t>(found - config_.handlers.begin())) == 0) {
+    if (host_.instances(static_cast<std::size_t>(found - config_.handlers.begin())) == 0) {
       return "handler \"" + job.handler + "\" has no connected instance to redrive to";
     }
     for (const auto& [id, run] : runs_) {
@@ -64,12 +51,12 @@ std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob
     }
   }
   const std::uint64_t id = next_run_++;
-  DeadLetterRun& run = runs_[id];
+  Run& run = runs_[id];
   run.job = job;
   run.out = std::move(out);
   run.subject = found->dead_letter_subject;
   run.next = job.from;
-  if (job.kind == DeadLetterJob::Kind::kRedrive && !job.dry_run) ++redrive_counts_[job.handler].running;
+  if (job.kind == DeadLetterJob::Kind::kRedrive && !job.dry_run) ++counts_[job.handler].running;
   log_info("redrive.begins",
            {{"handler", job.handler},
             {"kind", job.kind == DeadLetterJob::Kind::kList ? "list"
@@ -85,28 +72,27 @@ std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob
   return std::nullopt;
 }
 
-void Dispatcher::ask(std::uint64_t id, DeadLetterRun& run, const std::string& subject, const std::string& body) {
+void DeadLetterJobs::ask(std::uint64_t id, Run& run, const std::string& subject, const std::string& body) {
   run.awaiting = next_api_++;
-  run.asked = time_.now();
-  if (!upstream_.api_request(run.awaiting, subject, body)) {
+  run.asked = host_.now();
+  if (!host_.api_request(run.awaiting, subject, body)) {
     end_run(id, false, "the request to " + subject + " could not be sent (not connected to the server)");
   }
 }
 
-void Dispatcher::on_api_reply(std::uint64_t api, const ApiReply& reply) {
-  JETFAN_ON_IO_THREAD(thread_);
+void DeadLetterJobs::on_api_reply(std::uint64_t api, const ApiReply& reply) {
   const auto found =
       std::find_if(runs_.begin(), runs_.end(), [api](const auto& entry) { return entry.second.awaiting == api; });
   if (found == runs_.end()) return;  // timed out already
   const std::uint64_t id = found->first;
-  DeadLetterRun& run = found->second;
+  Run& run = found->second;
   run.awaiting = 0;
   if (reply.json.empty()) {
     end_run(id, false, "the server did not answer: " + std::string(reply.error));
     return;
   }
   switch (run.step) {
-    case DeadLetterRun::Step::kNames: {
+    case Run::Step::kNames: {
       auto named = parse_stream_names(reply.json);
       if (auto* error = std::get_if<ApiError>(&named)) {
         end_run(id, false, "which stream stores \"" + run.subject + "\"? " + error->what);
@@ -115,14 +101,14 @@ void Dispatcher::on_api_reply(std::uint64_t api, const ApiReply& reply) {
       run.stream = std::get<std::string>(named);
       if (run.job.all && run.job.kind == DeadLetterJob::Kind::kRedrive) {
         // Its own failures are dead-lettered anew behind it: --all ends where the stream ends now.
-        run.step = DeadLetterRun::Step::kLast;
+        run.step = Run::Step::kLast;
         ask(id, run, "$JS.API.STREAM.MSG.GET." + run.stream, msg_get_last_request(run.subject));
         return;
       }
       read_next(id, run);
       return;
     }
-    case DeadLetterRun::Step::kLast: {
+    case Run::Step::kLast: {
       auto got = parse_msg_get(reply.json);
       if (auto* error = std::get_if<ApiError>(&got)) {
         end_run(id, false, "reading the last dead letter: " + error->what);
@@ -136,7 +122,7 @@ void Dispatcher::on_api_reply(std::uint64_t api, const ApiReply& reply) {
       read_next(id, run);
       return;
     }
-    case DeadLetterRun::Step::kGet: {
+    case Run::Step::kGet: {
       auto got = parse_msg_get(reply.json);
       if (auto* error = std::get_if<ApiError>(&got)) {
         end_run(id, false, "reading the dead letter at or after seq " + std::to_string(run.next) + ": " + error->what);
@@ -149,43 +135,46 @@ void Dispatcher::on_api_reply(std::uint64_t api, const ApiReply& reply) {
       on_letter(id, run, std::move(std::get<StoredLetter>(got)));
       return;
     }
-    case DeadLetterRun::Step::kDelete: {
-      const auto why = parse_msg_delete(reply.json);
-      const std::uint64_t seq = run.current.seq;
-      RedriveCounts& counts = redrive_counts_[run.job.handler];
-      std::string line = "seq " + std::to_string(seq) + ": ";
-      if (why) {
-        ++run.kept;
-        ++counts.kept;
-        line += "settled by the handler, but not deleted (" + *why + "): a later redrive delivers it again";
-      } else if (run.again) {
-        ++run.redead;
-        ++counts.again;
-        line += "failed again: dead-lettered anew (a later seq), this one deleted";
-      } else {
-        ++run.confirmed;
-        ++counts.confirmed;
-        line += "confirmed by the handler, deleted";
-      }
-      log_info("redrive.progress", {{"handler", run.job.handler}, {"dead_letter", seq}, {"stream", run.stream}},
-               "handler \"{}\": redrive of dead letter {} (stream \"{}\"): {}", run.job.handler, seq, run.stream,
-               line.substr(line.find(": ") + 2));
-      if (!run.out.line(line)) run.stop = true;
-      read_next(id, run);
+    case Run::Step::kDelete:
+      on_deleted(id, run, reply.json);
       return;
-    }
-    case DeadLetterRun::Step::kRedriving:
-    case DeadLetterRun::Step::kDone:
+    case Run::Step::kRedriving:
+    case Run::Step::kDone:
       return;
   }
 }
 
-void Dispatcher::read_next(std::uint64_t id, DeadLetterRun& run) {
+void DeadLetterJobs::on_deleted(std::uint64_t id, Run& run, std::string_view json) {
+  const auto why = parse_msg_delete(json);
+  const std::uint64_t seq = run.current.seq;
+  RedriveCounts& counts = counts_[run.job.handler];
+  std::string line = "seq " + std::to_string(seq) + ": ";
+  if (why) {
+    ++run.kept;
+    ++counts.kept;
+    line += "settled by the handler, but not deleted (" + *why + "): a later redrive delivers it again";
+  } else if (run.again) {
+    ++run.redead;
+    ++counts.again;
+    line += "failed again: dead-lettered anew (a later seq), this one deleted";
+  } else {
+    ++run.confirmed;
+    ++counts.confirmed;
+    line += "confirmed by the handler, deleted";
+  }
+  log_info("redrive.progress", {{"handler", run.job.handler}, {"dead_letter", seq}, {"stream", run.stream}},
+           "handler \"{}\": redrive of dead letter {} (stream \"{}\"): {}", run.job.handler, seq, run.stream,
+           line.substr(line.find(": ") + 2));
+  if (!run.out.line(line)) run.stop = true;
+  read_next(id, run);
+}
+
+void DeadLetterJobs::read_next(std::uint64_t id, Run& run) {
   if (run.stop) {
     end_run(id, false, "nobody reads the output any more: stopped");
     return;
   }
-  if (state_ != State::kServing) {
+  if (!host_.serving()) {
     end_run(id, false, "jetfan is stopping");
     return;
   }
@@ -193,11 +182,11 @@ void Dispatcher::read_next(std::uint64_t id, DeadLetterRun& run) {
     end_run(id, true, "");
     return;
   }
-  run.step = DeadLetterRun::Step::kGet;
+  run.step = Run::Step::kGet;
   ask(id, run, "$JS.API.STREAM.MSG.GET." + run.stream, msg_get_next_request(run.next, run.subject));
 }
 
-void Dispatcher::on_letter(std::uint64_t id, DeadLetterRun& run, StoredLetter letter) {
+void DeadLetterJobs::on_letter(std::uint64_t id, Run& run, StoredLetter letter) {
   if (letter.seq > run.job.to) {
     end_run(id, true, "");
     return;
@@ -242,7 +231,7 @@ void Dispatcher::on_letter(std::uint64_t id, DeadLetterRun& run, StoredLetter le
   begin_redrive(id, run);
 }
 
-void Dispatcher::begin_redrive(std::uint64_t id, DeadLetterRun& run) {
+void DeadLetterJobs::begin_redrive(std::uint64_t id, Run& run) {
   const StoredLetter& letter = run.current;
   const auto handler =
       static_cast<std::size_t>(std::find_if(config_.handlers.begin(), config_.handlers.end(),
@@ -252,68 +241,48 @@ void Dispatcher::begin_redrive(std::uint64_t id, DeadLetterRun& run) {
     end_run(id, false, "handler \"" + run.job.handler + "\" was removed by a reload");
     return;
   }
-  // The handler gets the original subject, sequence, headers and payload, and the Jetfan-* headers
-  // the dead letter has: as it would have got the message, plus why it came back.
-  auto bytes = std::make_unique<LetterBytes>();
-  bytes->subject = header_or(letter, "Jetfan-Subject", letter.subject);
-  bytes->payload = letter.payload;
-  MessageParts parts{BytesOwner(nullptr, free_letter), bytes->subject, {}, letter.headers, bytes->payload};
-  parts.owner.reset(bytes.release());
-  MessageBytesPtr message = make_message_bytes(std::move(parts), arena_);
-  const std::string_view subject = message->subject();
-  const std::string_view key = key_of(subject, config_.key.strip_prefix).value_or(subject);
-  Redrive redrive{next_handle_++, letter.seq, handler, std::nullopt};
-  const OrderBy& order_by = config_.handlers[handler].order_by;
-  if (order_by.kind != OrderBy::Kind::kNone) {
-    if (const auto found = order_key(order_by, key, message->headers())) redrive.order_key = std::string(*found);
-  }
-  const std::uint64_t original = number(proto::find_header(letter.headers, "Jetfan-Sequence"));
-  stored_.emplace(redrive.message, Stored{std::move(message), key, original, 1, 0});
-  if (!core_.redrive(redrive, time_.now())) {
-    stored_.erase(redrive.message);
+  if (!host_.redrive(handler, letter)) {
     end_run(id, false, "seq " + std::to_string(letter.seq) + " could not be redriven now (jetfan is stopping)");
     return;
   }
-  run.step = DeadLetterRun::Step::kRedriving;
+  run.step = Run::Step::kRedriving;
   run.again = false;
-  if (!run.out.line(
-          fmt::format("seq {}: redriving to handler \"{}\" (subject {})", letter.seq, run.job.handler, subject))) {
+  if (!run.out.line(fmt::format("seq {}: redriving to handler \"{}\" (subject {})", letter.seq, run.job.handler,
+                                header_or(letter, "Jetfan-Subject", letter.subject)))) {
     run.stop = true;
   }
-  // on_batch_end applies what the core decided.
 }
 
-void Dispatcher::redrive_ended(const Effect& effect) {
+void DeadLetterJobs::redrive_ended(const Effect& effect) {
   const std::string& name = effect.handler < config_.handlers.size() ? config_.handlers[effect.handler].name : "";
   const auto found = std::find_if(runs_.begin(), runs_.end(), [&](const auto& entry) {
-    return entry.second.step == DeadLetterRun::Step::kRedriving && entry.second.current.seq == effect.redrive &&
+    return entry.second.step == Run::Step::kRedriving && entry.second.current.seq == effect.redrive &&
            (effect.kind == Effect::Kind::kRedriveDropped || entry.second.job.handler == name);
   });
   if (found == runs_.end()) return;
   const std::uint64_t id = found->first;
-  DeadLetterRun& run = found->second;
+  Run& run = found->second;
   if (effect.kind == Effect::Kind::kRedriveDropped) {
     ++run.kept;
-    ++redrive_counts_[run.job.handler].kept;
+    ++counts_[run.job.handler].kept;
     run.out.line("seq " + std::to_string(effect.redrive) + ": not settled by the handler; the dead letter stays");
     end_run(id, false,
-            state_ == State::kServing ? "the handler was removed, or lost its dead_letter, by a reload"
-                                      : "jetfan is stopping");
+            host_.serving() ? "the handler was removed, or lost its dead_letter, by a reload" : "jetfan is stopping");
     return;
   }
   run.again = effect.again;
-  run.step = DeadLetterRun::Step::kDelete;
+  run.step = Run::Step::kDelete;
   ask(id, run, "$JS.API.STREAM.MSG.DELETE." + run.stream, msg_delete_request(effect.redrive));
 }
 
-void Dispatcher::end_run(std::uint64_t id, bool ok, const std::string& why) {
+void DeadLetterJobs::end_run(std::uint64_t id, bool ok, const std::string& why) {
   auto found = runs_.find(id);
   if (found == runs_.end()) return;
-  DeadLetterRun run = std::move(found->second);
+  Run run = std::move(found->second);
   runs_.erase(found);
   const DeadLetterJob& job = run.job;
   const bool redriving = job.kind == DeadLetterJob::Kind::kRedrive && !job.dry_run;
-  if (redriving) --redrive_counts_[job.handler].running;
+  if (redriving) --counts_[job.handler].running;
   std::string line;
   if (job.kind == DeadLetterJob::Kind::kList && job.json) {
     line = "{\"schema\":\"jetfan.dlq/1\",\"handler\":" + nlohmann::json(job.handler).dump() +
@@ -342,7 +311,7 @@ void Dispatcher::end_run(std::uint64_t id, bool ok, const std::string& why) {
   run.out.done(ok, line);
 }
 
-void Dispatcher::time_out_runs(TimePoint now) {
+void DeadLetterJobs::time_out(TimePoint now) {
   std::vector<std::uint64_t> late;
   for (const auto& [id, run] : runs_) {
     if (run.awaiting != 0 && run.asked + kApiTimeout <= now) late.push_back(id);
@@ -350,7 +319,7 @@ void Dispatcher::time_out_runs(TimePoint now) {
   for (const std::uint64_t id : late) end_run(id, false, "JetStream did not answer in time");
 }
 
-void Dispatcher::end_all_runs(const std::string& why) {
+void DeadLetterJobs::end_all(const std::string& why) {
   std::vector<std::uint64_t> ids;
   for (const auto& [id, run] : runs_) ids.push_back(id);
   for (const std::uint64_t id : ids) end_run(id, false, why);

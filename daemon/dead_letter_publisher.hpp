@@ -1,0 +1,57 @@
+#pragma once
+// DeadLetterPublisher: what jetfan does with the core's kDeadLetter. The core decides when a handler
+// gives a message up and when a failed publish is tried again (core/retry_budget.hpp); here the
+// dead letter is made (dead_letters.hpp: the message as it came, plus the Jetfan-* headers and a
+// Nats-Msg-Id), published with JetStream's acknowledgement through the Upstream, and its answer
+// given back to the core: stored settles the message for that handler, failed is tried again after
+// the handler's backoff. A publish that is never answered (the connection went, the server never
+// answered within kPublishTimeout) counts as failed, so nothing waits for ever.
+//
+// The core is not called while its effects are walked: a publish that cannot go out at all is
+// noted, and failed by fail_unsent() once the effects are applied.
+//
+// Thread: the io_context thread only. `config`, `upstream`, `core` and `warnings` must outlive it.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "config.hpp"
+#include "dead_letters.hpp"
+#include "dispatch_core.hpp"
+#include "held_messages.hpp"
+#include "rate_limited_log.hpp"
+#include "upstream.hpp"
+
+namespace jetfan {
+
+class DeadLetterPublisher {
+ public:
+  DeadLetterPublisher(const Config& config, Upstream& upstream, DispatchCore& core, RateLimitedLog& warnings)
+      : config_(config), upstream_(upstream), core_(core), warnings_(warnings) {}
+
+  // Publishes the dead letter of a kDeadLetter effect for `held`.
+  void publish(const Effect& effect, const HeldMessage& held, TimePoint now);
+  // JetStream's answer to a publish (UpstreamListener::on_published).
+  void on_published(std::uint64_t id, const PublishResult& result, TimePoint now);
+  // Fails the publishes that could not be sent; after the core's effects are applied.
+  void fail_unsent(TimePoint now);
+  // Fails the publishes unanswered for too long; true when there were any (the core has work).
+  bool fail_overdue(TimePoint now);
+  // The connection to the server was made again: no answer to what was sent before will come.
+  void connection_lost(TimePoint now);
+
+  std::size_t pending() const { return pending_.size(); }
+
+ private:
+  void failed(std::uint64_t id, std::string_view why, TimePoint now);
+
+  const Config& config_;
+  Upstream& upstream_;
+  DispatchCore& core_;
+  RateLimitedLog& warnings_;
+  PendingPublishes pending_;           // sent, waiting for JetStream's answer
+  std::vector<std::uint64_t> unsent_;  // could not go out; failed once effects are applied
+};
+
+}  // namespace jetfan
