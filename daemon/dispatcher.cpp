@@ -21,11 +21,6 @@ constexpr Duration kHousekeeping{500};
 // window, then counted; the count is logged when the window ends.
 constexpr std::size_t kWarningBurst = 5;
 constexpr Duration kWarningWindow{10000};
-// Full with nothing settling this long is a stall worth a warning; it repeats this often.
-constexpr Duration kStallAfter{5000};
-constexpr Duration kFullWarningEvery{30000};
-// An ordered handler's key that waits longer than this many ack_timeouts is worth a warning.
-constexpr int kBlockedKeyAckTimeouts = 3;
 // housekeeping() runs every kHousekeeping while the io thread runs; a longer gap between two turns
 // that look (housekeeping, the core's wakeup) means jetfan was stopped or starved meanwhile.
 constexpr Duration kNotRunning{2 * kHousekeeping};
@@ -58,10 +53,7 @@ Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& u
       table_(config.handlers.size(), ConnectionLimits{config.socket.max_connections, config.socket.max_unidentified}),
       arena_(arena),
       warnings_(kWarningBurst, kWarningWindow),
-      full_warnings_(1, kFullWarningEvery),
-      order_warnings_(1, kFullWarningEvery),
-      stall_(kStallAfter) {
-  without_order_key_.assign(config_.handlers.size(), 0);
+      full_(config, settings_.pull, warnings_) {
   // Out of descriptors, jetfan could not even reconnect to NATS: connections stop short of it.
   const std::size_t budget =
       connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
@@ -118,7 +110,7 @@ void Dispatcher::on_reconnected() {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = batch_now();
   // The server forgets pull requests when it restarts, and cnats does not re-send them.
-  ++reconnects_;
+  status_.reconnected();
   // Answers to dead letters published before are lost with the connection: try them again.
   dead_letters_.connection_lost(now);
   if (ledger_.outstanding() > 0)
@@ -142,7 +134,9 @@ void Dispatcher::on_batch_end() {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = batch_now();
   // Full now, a backlog set to go back goes at once, before it takes the room of new messages.
-  if (state_ == State::kServing && ledger_.full(core_.held_for_room(), arena_.bytes)) act_when_full(now);
+  if (state_ == State::kServing && ledger_.full(core_.held_for_room(), arena_.bytes)) {
+    full_.act(core_, true, arena_.bytes, now);
+  }
   batch_now_.reset();
   after_input();
 }
@@ -172,7 +166,7 @@ void Dispatcher::on_message(InboundMessage&& message) {
   const TimePoint now = batch_now();
   const MessageHandle handle = next_handle_++;
   if (message.published_ns != 0) {
-    publish_age_.observe(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(message.published_ns)));
+    status_.arrived_aged(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(message.published_ns)));
   }
   if (!message.routable) {
     log_error("message.unroutable",
@@ -213,7 +207,7 @@ void Dispatcher::note_without_order_key(HandlerMask handlers, std::uint64_t stre
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
     if (!(handlers & (HandlerMask{1} << h))) continue;
     const OrderBy& order_by = config_.handlers[h].order_by;
-    ++without_order_key_[h];
+    status_.without_order_key(h);
     warnings_.warn(time_.now(), "messages without an order key for handler \"" + config_.handlers[h].name + "\"",
                    "delivery.without_order_key",
                    {{"handler", config_.handlers[h].name}, {"seq", stream_seq}, {"key", key}},
@@ -464,97 +458,13 @@ void Dispatcher::housekeeping() {
     leader_unsure(now);
   }
   if (state_ == State::kServing) {
-    warn_blocked_keys(now);
-    act_when_full(now);
+    full_.warn_blocked_keys(core_, now);
+    full_.act(core_, ledger_.full(core_.held_for_room(), arena_.bytes), arena_.bytes, now);
     apply_effects();
     top_up_pulls();
   }
   if (state_ == State::kDone) return;
   time_.set(Alarm::kHousekeeping, now + kHousekeeping);
-}
-
-void Dispatcher::warn_blocked_keys(TimePoint now) {
-  bool any = false;
-  for (const auto& handler : config_.handlers) any = any || handler.order_by.kind != OrderBy::Kind::kNone;
-  if (!any) return;
-  const auto waits = core_.order_waits();
-  for (std::size_t h = 0; h < waits.size() && h < config_.handlers.size(); ++h) {
-    const HandlerSettings& handler = config_.handlers[h];
-    if (!waits[h].oldest || now - *waits[h].oldest < kBlockedKeyAckTimeouts * handler.ack_timeout) continue;
-    const auto verdict = order_warnings_.allow(handler.name, now);
-    if (!verdict.log) continue;
-    log_warn(
-        "order.key_blocked", {{"handler", handler.name}, {"key", waits[h].key}, {"seq", waits[h].waits_for}},
-        "handler \"{}\" (order_by {}): a message of order key \"{}\" has waited {}s for stream seq {}, the oldest of "
-        "that key it owes, to be settled by it; {} key(s) are blocked so, {} message(s) wait behind them. Other "
-        "keys and handlers go on.",
-        handler.name, to_string(handler.order_by), waits[h].key,
-        std::chrono::duration_cast<std::chrono::seconds>(now - *waits[h].oldest).count(), waits[h].waits_for,
-        waits[h].load.blocked_keys, waits[h].load.waiting);
-  }
-}
-
-void Dispatcher::act_when_full(TimePoint now) {
-  const std::size_t max_held = settings_.pull.max_held;
-  const bool full = ledger_.full(core_.held_for_room(), arena_.bytes);
-  std::vector<HandlerLoad> loads;
-  std::size_t handed_back = 0;
-  if (full) {
-    loads = core_.loads();
-    std::vector<bool> hands_back;
-    // An ordered handler that jetfan itself holds back (after a restart, a reconnect or a leader
-    // change) is not slow: waiting for it would stall every handler until reconnects stop. Its
-    // backlog goes back as when_full: hand_back's does, which keeps its order.
-    const bool held_back = core_.awaiting_outstanding();
-    for (const auto& handler : config_.handlers) {
-      hands_back.push_back(handler.when_full == WhenFull::kHandBack ||
-                           (held_back && handler.order_by.kind != OrderBy::Kind::kNone));
-    }
-    for (const HandBackOrder& order : hand_backs_when_full(loads, hands_back, core_.held_for_room())) {
-      const std::size_t handed = core_.hand_back_oldest(order.handler, order.keep, now);
-      handed_back += handed;
-      if (handed == 0) continue;
-      const std::string& name = config_.handlers[order.handler].name;
-      warnings_.warn(
-          time_.now(), "hand-backs for room of handler \"" + name + "\"", "handler.handed_back",
-          {{"handler", name}, {"owed", order.owed}, {"keep", order.keep}, {"handed_back", handed}},
-          "the consumer is full and handler \"{}\" owed {} messages, more than its share of {}: handed back "
-          "its {} oldest to the server ({}); only it gets them again, each a delivery more against MaxDeliver",
-          name, order.owed, order.keep, handed,
-          config_.handlers[order.handler].when_full == WhenFull::kHandBack
-              ? "when_full: hand_back"
-              : "jetfan holds this ordered handler back after a restart, reconnect or leader change");
-    }
-  }
-  const auto& c = core_.counters();
-  const std::uint64_t settled = c.acked + c.terminated + c.nakked + c.no_recipient;
-  const auto verdict = stall_.look(full, settled, handed_back > 0, loads, now);
-  if (verdict.kind == StallWatch::Verdict::Kind::kRecovered) {
-    log_info("pull.resumed", {{"held", core_.held()}, {"held_bytes", arena_.bytes}},
-             "holding {} messages of {} bytes, below max_held ({}) and max_held_bytes ({}) again: pulling again",
-             core_.held(), arena_.bytes, max_held, settings_.pull.max_held_bytes);
-  }
-  if (verdict.kind != StallWatch::Verdict::Kind::kStalled) return;
-  if (!full_warnings_.allow("full", now).log && !verdict.first) return;
-  const auto& b = loads[verdict.handler];
-  const auto age =
-      b.oldest_unconfirmed ? std::chrono::duration_cast<std::chrono::seconds>(now - *b.oldest_unconfirmed).count() : 0;
-  const std::string limit = core_.held() >= max_held
-                                ? "max_held (" + std::to_string(max_held) + ")"
-                                : "max_held_bytes (" + std::to_string(settings_.pull.max_held_bytes) + ")";
-  log_warn("pull.stalled",
-           {{"handler", config_.handlers[verdict.handler].name},
-            {"held", core_.held()},
-            {"owed", b.owed},
-            {"in_flight", b.in_flight},
-            {"connections", b.connections}},
-           "jetfan holds {} messages ({} bytes), all that {} allows, and none has settled for {}s, so it pulls "
-           "no more: handler \"{}\" owes {} of them ({} in flight), the oldest for {}s, with {} instance(s) "
-           "connected. Every other handler waits with it. Start or unstick it, or set when_full: hand_back for "
-           "it to hand its backlog back to the server.",
-           core_.held(), arena_.bytes, limit,
-           std::chrono::duration_cast<std::chrono::seconds>(now - *stall_.full_since()).count(),
-           config_.handlers[verdict.handler].name, b.owed, b.in_flight, age, b.connections);
 }
 
 std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob& job, DeadLetterJobOutput out) {
@@ -794,6 +704,79 @@ void Dispatcher::finish() {
   for (std::size_t a = 0; a < kAlarmCount; ++a) time_.cancel(static_cast<Alarm>(a));
   if (hooks_.stop_accepting) hooks_.stop_accepting();
   if (hooks_.finished) hooks_.finished();
+}
+
+void Dispatcher::observe(const HeldMessage& stored, HandlerMask recipients) {
+  if (recipients == 0) observer_->on_no_recipient(stored.key);
+  if (!observer_->tailing()) return;
+  observer_->on_tail(TailItem{wall_now_ns_ / 1'000'000, stored.key, stored.stream_seq, stored.deliveries,
+                              stored.message->headers(), stored.message->payload(), recipients, false});
+}
+
+void Dispatcher::observe_unroutable(const InboundMessage& message) {
+  const MessageBytes& bytes = *message.bytes;
+  observer_->on_unroutable(bytes.subject());
+  if (!observer_->tailing()) return;
+  observer_->on_tail(TailItem{
+      wall_now_ns_ / 1'000'000, bytes.subject(), message.stream_seq, message.deliveries, {}, bytes.payload(), 0, true});
+}
+
+void Dispatcher::fill_status(StatusSnapshot& snapshot, const RateWindow& rates, TimePoint now,
+                             std::int64_t now_unix_ms) const {
+  status_.fill(snapshot,
+               state_ == State::kServing    ? "serving"
+               : state_ == State::kDraining ? "draining"
+                                            : "stopped",
+               rates, now, now_unix_ms);
+}
+
+std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeSettings settings) {
+  JETFAN_ON_IO_THREAD(thread_);
+  std::vector<std::string> lines;
+  // Instances of removed handlers are sent ERR and closed; the others move to their new index.
+  std::vector<std::size_t> dismissed_per_old;
+  const auto dismissed = table_.reindex(plan.old_to_new, config_.handlers.size(), dismissed_per_old);
+  status_.reindex(plan.old_to_new, config_.handlers.size());
+  router_ = make_router(config_);
+  settings_.admission = std::move(settings.admission);
+  settings_.core.handlers = settings.core.handlers;
+  settings_.core.nak_delay = settings.core.nak_delay;
+  settings_.core.nak_delay_max = settings.core.nak_delay_max;
+  const ReindexOutcome outcome = core_.reconfigure(
+      HandlerReindex{plan.old_to_new, settings.core.handlers, settings.core.nak_delay, settings.core.nak_delay_max},
+      time_.now());
+
+  std::size_t removed = 0;
+  for (std::size_t old = 0; old < plan.old_to_new.size(); ++old) {
+    if (plan.old_to_new[old]) continue;
+    const std::string& name = plan.removed.at(removed++);
+    lines.push_back("handler \"" + name + "\" removed: " + std::to_string(outcome.released[old]) +
+                    " held message(s) it had not confirmed are settled as if it had; " +
+                    std::to_string(dismissed_per_old[old]) + " instance(s) sent ERR and disconnected");
+  }
+  for (const auto& session : dismissed) {
+    session->dismiss("handler \"" + session->handler_name() + "\" was removed from jetfan's config by a reload");
+  }
+  after_input();
+  return lines;
+}
+
+std::optional<std::string> Dispatcher::set_paused(const std::string& name, bool pause) {
+  JETFAN_ON_IO_THREAD(thread_);
+  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+    if (config_.handlers[h].name != name) continue;
+    const bool was = core_.paused(h);
+    core_.set_paused(h, pause, time_.now());
+    settings_.core.handlers[h].paused = pause;
+    const std::size_t owed = core_.loads()[h].owed;
+    std::string what = "handler \"" + name + "\" " + (was == pause ? "was already " : "") +
+                       (pause ? "paused: it gets nothing new; " + std::to_string(owed) + " held message(s) wait for it"
+                              : "resumed: " + std::to_string(owed) + " held message(s) it owes go to it now");
+    log_info(pause ? "handler.paused" : "handler.resumed", {{"handler", name}, {"held", owed}}, "{}", what);
+    after_input();
+    return what;
+  }
+  return std::nullopt;
 }
 
 }  // namespace jetfan

@@ -35,8 +35,9 @@
 #include "dead_letter_publisher.hpp"
 #include "dead_letters.hpp"
 #include "dispatch_core.hpp"
+#include "dispatch_status.hpp"
 #include "dispatcher_tap.hpp"
-#include "full_policy.hpp"
+#include "full_watch.hpp"
 #include "handler_session.hpp"
 #include "handler_table.hpp"
 #include "held_messages.hpp"
@@ -110,7 +111,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   void set_observer(ArrivalObserver* observer) { observer_ = observer; }
   // Fills what the dispatcher knows: state, figures, handlers and their instances.
   void fill_status(StatusSnapshot& snapshot, const RateWindow& rates, TimePoint now, std::int64_t now_unix_ms) const;
-  std::vector<RateWindow::Named> named_stats() const;
+  std::vector<RateWindow::Named> named_stats() const { return status_.named_stats(); }
   // Applies a reload: `config` (the one given at construction) already holds the new config, and
   // `settings` were derived from it. Precondition: serving. Returns lines for the log and reply.
   std::vector<std::string> apply_reload(const ReloadPlan& plan, ServeSettings settings);
@@ -173,11 +174,6 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   // the housekeeping period is time jetfan did not run, given back to the deliveries in flight.
   void notice_stall(TimePoint now);
   void housekeeping();
-  // When jetfan holds all it may and pulls no more: hands back the backlog of handlers configured
-  // to (when_full: hand_back) past their share, and says who holds everyone up (full_policy.hpp).
-  void act_when_full(TimePoint now);
-  // Warns (rate-limited) of an ordered handler's key blocked for more than a few ack_timeouts.
-  void warn_blocked_keys(TimePoint now);
   std::string describe(const HandlerSession& session) const;
   // Observation (daemon/dispatcher_control.cpp).
   void observe(const HeldMessage& stored, HandlerMask recipients);
@@ -209,9 +205,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   HeldMessages stored_;
   std::vector<PullRequest> requests_;  // reused
   RateLimitedLog warnings_;            // repeated warnings, each kind a few times per window
-  LogRateLimiter full_warnings_;
-  LogRateLimiter order_warnings_;  // keys an ordered handler is blocked on, per handler
-  StallWatch stall_;
+  FullWatch full_;
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;
   // Observation: set per batch, counted per message, read by fill_status.
@@ -219,13 +213,10 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   DispatcherTap* tap_ = nullptr;
   std::optional<TimePoint> batch_now_;  // while a batch from upstream is under way
   std::int64_t wall_now_ns_ = 0;        // the wall clock at the current batch, for publish ages
-  LatencyHistogram publish_age_;
   std::uint64_t last_arrived_seq_ = 0;
-  std::uint64_t reconnects_ = 0;
-  // Per handler: messages delivered unordered to an ordered handler for want of an order key.
-  std::vector<std::uint64_t> without_order_key_;
   DeadLetterPublisher dead_letters_{config_, upstream_, core_, warnings_};
   DeadLetterJobs jobs_{config_, static_cast<DeadLetterJobHost&>(*this)};
+  DispatchStatus status_{{config_, settings_, core_, ledger_, table_, jobs_, full_, arena_}};
 };
 
 }  // namespace jetfan
