@@ -50,7 +50,7 @@ TEST_CASE("full watch: full, a hand_back handler past its share hands its oldest
   watch.act(core, true, 0, t0);
   CHECK(core.counters().handed_back_for_room == 4);
   CHECK(core.loads()[0].queued == 4);  // it keeps its share: 8 held, 2 handlers
-  CHECK(core.loads()[1].owed == 8);  // fast still gets every one
+  CHECK(core.loads()[1].owed == 8);    // fast still gets every one
   CHECK_FALSE(watch.stall().stalled());
 }
 
