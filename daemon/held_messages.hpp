@@ -35,7 +35,7 @@ class HeldMessages {
   using iterator = Map::iterator;
 
   // Precondition: `handle` is not held.
-  HeldMessage& add(MessageHandle handle, HeldMessage held) {
+  HeldMessage& add(MessageHandle handle, HeldMessage&& held) {
     return map_.emplace(handle, std::move(held)).first->second;
   }
   iterator find(MessageHandle handle) { return map_.find(handle); }
