@@ -21,7 +21,7 @@ struct ConsumerFacts {
   std::string filter;                 // the consumer's filter subject, empty for the whole stream
   std::uint64_t num_pending = 0;
   // What an earlier reader may have left unacked: stream sequences in (ack_floor, delivered], of
-  // which ack_pending are unacked (NumAckPending). Ordered handlers wait for those (dispatch_core.hpp).
+  // which ack_pending are unacked (NumAckPending). Ordered handlers wait for those (docs/dispatch-rules.md R26).
   std::uint64_t ack_floor = 0;
   std::uint64_t delivered = 0;
   std::uint64_t ack_pending = 0;

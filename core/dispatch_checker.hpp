@@ -1,5 +1,5 @@
 #pragma once
-// DispatchChecker: DispatchCore's rules (dispatch_core.hpp), checked from outside the core. It keeps
+// DispatchChecker: DispatchCore's rules (docs/dispatch-rules.md), checked from outside the core. It keeps
 // a model of what the core was told and checks every effect the core makes against the rules, and,
 // when asked, the core's state against the model. The core's randomized model test
 // (dispatch_core_test.cpp) and the session fuzzer (fuzz/session_fuzz.cpp) both use it, so both
@@ -9,33 +9,11 @@
 // then pass the core's effects to check() before applying them. Every check returns the first rule
 // it finds broken, in words, or an empty string when every rule holds.
 //
-// The rules checked:
-//   - MSG: never while draining; only to a connected connection, of a handler that is a recipient,
-//     has not confirmed the message in any copy and does not have it in flight already; each
-//     delivery id new; never more than the handler's max_inflight in flight on one connection;
-//   - +ACK only once every recipient has ACKed (none TERMed); +TERM only once every recipient has
-//     settled and one said TERM, or for a message with no key; never both for one sequence. Under
-//     AckPolicy all either also settles every sequence below, whose recipients must all have
-//     confirmed too. Under AckPolicy none nothing goes to the server (no verb, no +WPI);
-//   - -NAK never of a sequence settled at the server, never of one every recipient confirmed
-//     unless draining; while draining, with the delay left of the hand-back given to begin_drain;
-//     of a message with no key only at the end of a drain under AckPolicy all;
-//   - order: a MSG to a handler given an order key for the message (Arrival::order) only while
-//     nothing else of that key is in flight to it and no older message of the key it still owes is
-//     held by the core (one handed back for room is the model test's to check: its wait has a time);
-//   - at most one verb per copy; every copy released once, and named by no effect after that;
-//   - a failure is reported only of a delivery in flight, before its message is released;
-//   - state: held() counts the copies not released (one is alive for each message held);
-//     in_flight() and is_in_flight() agree with the deliveries made and not yet settled, failed or
-//     abandoned; nothing is in flight on a connection that is gone;
-//   - dead letters: only for a recipient that has not confirmed the message, has it not in flight
-//     and has no dead letter of it stored already; for a used-up budget only once the handler
-//     failed it max_attempts times (counted from the failures reported); at most one publish of it
-//     pending at a time. A dead letter counts as the handler's confirmation only once it is stored,
-//     so no +ACK or +TERM goes before that. A give-up without dead letter counts as its TERM;
-//   - end: nothing held or in flight, every copy released.
-// A confirmation the core accepts (ack, nak, term, wip returning true) must be of a delivery in
-// flight on that connection, and one it refuses must not be: no connection settles another's.
+// The rules checked are those marked "checked" in docs/dispatch-rules.md (R1, R2, R4-R6, R8-R11,
+// R14, R15, R17, R18, R20, R21, R41, R44, R45) and its invariants I1-I4; every message a check
+// returns begins with the number of the rule it found broken ("R4: +ACK before every recipient
+// ACKed (sequence 17)"). One handed back for room is the model test's to check for order (R23: its
+// wait has a time).
 //
 // Assumes `remember` is more than the messages of a run: the core forgets no confirmation.
 // Thread: one owner. Not thread-safe.

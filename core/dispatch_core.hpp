@@ -6,120 +6,27 @@
 // (write a MSG to a connection, publish +ACK/-NAK/+TERM/+WPI on the message's reply subject, free
 // the message's bytes) and then clears. Every verb jetfan sends to the server comes from here.
 //
-// The rules:
-//   - A message's recipients are the declared handlers whose patterns match its key, computed by the
-//     caller when it arrives and fixed from then on. Each recipient gets it on one connected
-//     instance, the least loaded, never more than that handler's max_inflight at once per instance.
-//   - A recipient with no connected instance (or none with room) queues the message: not failed,
-//     kept alive at the server.
-//   - The message is acked once every recipient has ACKed; terminated once every recipient has
-//     settled (ACK or TERM) and at least one said TERM; nak'd once nothing is in flight for it and
-//     some recipient failed (NAK, ack_timeout, or disconnect), unless another recipient is about to
-//     get it on a connected instance (one with no instance at all is not waited for). The nak's
-//     delay is the longest any failure asked for; by default it doubles with each delivery from
-//     nak_delay up to nak_delay_max,
-//     so the consumer's MaxDeliver keeps its meaning. Which recipients already settled is
-//     remembered (at most `remember` messages), so a redelivery goes only to those that still owe it.
-//   - A handler's retry budget (HandlerLimits::retry; counts kept by RetryBudget): once it has failed
-//     a message max_attempts times, or said TERM with dead letters, it gives the message up. With
-//     dead letters the core emits kDeadLetter and holds the message for it (neither queued nor
-//     failed; nothing about it goes to the server but +WPI) until the caller reports the publish
-//     stored (dead_letter_stored), which settles it for that handler; a failed publish
-//     (dead_letter_failed) is tried again after the handler's backoff. Without, a used-up budget is
-//     a TERM for that handler (kGaveUp). Its own failures' delays follow its backoff, if it has one.
-//   - No recipient: acked at once, and counted.
-//   - Unroutable (its subject has no key): terminated at once, and counted; redelivering it would
-//     only loop.
-//   - A copy the server delivers while the core still holds the message changes nothing but the
-//     copy jetfan answers on. A copy of a message jetfan already settled (the server lost the ack)
-//     is settled again the same way, without troubling any handler, while the settled record
-//     remembers it (`remember` sequences).
-//   - AckPolicy all: one +ACK, and one +TERM too, settles everything up to its sequence at the
-//     server. So a message is acked or terminated only once everything below it is settled: the
-//     terminated ones in order, then the highest with +ACK (unless it was terminated). At the end of
-//     a drain, settled messages still waiting for that are handed back like the rest. A settled
-//     message waiting so needs only its reply subject: the core says so (kTrim). The sequences below
-//     the floor are only those the core has seen, so the floor is held (no +ACK or +TERM at all)
-//     while the server may hold unacked messages the core has not seen: after deliveries were lost
-//     on the way (a gap, below: no +ACK at or above the first sequence that may have been lost), and
-//     after a restart, until as many of (floor, delivered] came back as were pending, or until
-//     Outstanding::until (expect_outstanding). While it is held, settled messages waiting for it do
-//     not count in held_for_room(), so that jetfan keeps pulling and what was lost can come back.
-//   - AckPolicy none: nothing is sent to the server.
-//   - Ordered handlers (Arrival::order, order_gate.hpp): a handler that is given an order key for a
-//     message gets it only once it has settled every older message of that key it owes, and never
-//     two of one key at once, over all its instances. A message such a handler still owes is never
-//     handed back after a failure: every failure of it (NAK, ack_timeout, disconnect, by any of its
-//     recipients) is retried inside the core after the failure's delay, before any later message of
-//     its key, while the message stays held and touched. Handing it back would let later messages of
-//     its key fill jetfan while it waits at the server, and with max_held full no pull could fetch it
-//     back. Only hand_back_oldest and a drain hand back such a message; after hand_back_oldest its
-//     later messages wait until it came back and was settled, or for at most order_away_hold() (it
-//     may never come back: MaxDeliver reached, deleted from the stream), when the key goes on. A
-//     message no ordered recipient still owes is handed back as above. A reload keeps the order keys
-//     of what is held; new ones apply to new arrivals.
-//   - Ordered handlers after a restart (expect_outstanding, dispatch_core_restart.cpp): what an
-//     earlier reader of the consumer left unacked at the server comes back after AckWait, mixed with
-//     new messages. Each message that may be outstanding is given to the core before the first pull,
-//     with its order keys, as if it had been handed back: a later message of one of its keys waits
-//     until it came back and was settled. The waiting ends for all of them once as many of them came
-//     back as the server said were pending (the rest were acked above the ack floor and never come
-//     back); or once the server shows it has sent again all it held: by nak_delay_max and AckWait
-//     and a third after the call every one of them was due again (left in flight: AckWait; handed
-//     back: its delay), and the server sends what is due again before anything new, so a message
-//     it stored after that time arriving, or an answer to a pull request sent after it (heard()),
-//     means the rest were acked (or lost on the way: a gap, below); or at the latest at
-//     Outstanding::until, when the rest of each key goes on (counted in order_gave_up). When they
-//     could not all be read (too many), every ordered delivery waits until then instead. The ack
-//     floor's hold after a restart (AckPolicy all, above) ends the same ways.
-//   - Deliveries lost on the way (dispatch_core_gap.cpp). The server numbers every delivery of the
-//     consumer (Arrival::consumer_seq, the <cseq> of the ack subject), and on one connection they
-//     arrive in that order; a jump (a broken connection, a consumer leader that died with deliveries
-//     in its buffers) means deliveries were sent that never arrived, and the server sends those
-//     messages again only after AckWait. A lost first delivery is of a stream sequence above the
-//     highest first delivered before the jump (F); one lost of a message the core already knew
-//     changes nothing (it holds or settled it). So after a jump, and until what may be lost came
-//     back, ordered handlers get no message above F (older ones, and unordered handlers, go on), and
-//     under AckPolicy all nothing at or above F+1 is acked. It ends (a) once every stream sequence
-//     between F and the first first-delivery after the jump has arrived (none: at once); or (b)
-//     once AckWait and a third (gap_hold()) has passed and the server shows it has redelivered what
-//     AckWait expired: a message it stored after that time arrives (Arrival::published_ns against
-//     Arrival::wall_ns), or it answers a pull request sent after it (heard()); or (c) at
-//     gap_let_go() after the jump, when the rest goes on (counted in gap_holds_let_go). A jump back
-//     (a new leader, or a restarted server, with an older record) holds nothing: what it had not
-//     recorded as delivered it delivers again in stream order.
-//   - Reconfiguring (a reload of the config) may add, remove, reorder and change handlers. Messages
-//     held keep the recipients they had (re-indexed); a removed handler is settled as if it had
-//     confirmed everything it still owed (a TERM it gave still terminates), and its connections are
-//     forgotten without failing anything. New limits apply to new deliveries; deliveries in flight
-//     keep the deadline they were given.
-//   - Every message held is touched (+WPI) at least every `keepalive`, so the server never
-//     redelivers a message the core still owns.
-//   - A handler's ack_timeout counts only time jetfan was running: the caller reports a stall
-//     (extend_deadlines) before the tick() that follows it, and every delivery in flight gets the
-//     stalled time back.
-//   - A paused handler (set_paused, or HandlerLimits::paused from a reload) gets nothing new: its
-//     messages are held for it as for a handler with no connected instance.
-//   - A redrive (redrive(), dispatch_core_redrive.cpp) is a dead letter given back to one handler: a
-//     message of its own, not of the consumer, with that one recipient. It goes to the handler with
-//     its usual policy (max_inflight, ack_timeout, pause, its order key after the messages of the
-//     key already held); its failures count against a budget of its own and are retried inside the
-//     core after the handler's backoff (nothing goes to the server for it, not even +WPI). Once the
-//     handler ACKs it, or its budget is used up (or it says TERM) and the new dead letter is stored,
-//     the core emits kRedriveSettled: the caller may delete the old dead letter. A drain, a reload
-//     that removes the handler or takes its dead letters away, emit kRedriveDropped instead: the
-//     old dead letter must stay.
-//   - Draining (shutdown): nothing new is dispatched; each message is handed back (nak'd) as soon as
-//     nothing is in flight for it, and abandon_all() hands back whatever is left. A hand-back waits
-//     the `handback_delay` given to begin_drain, counted from then: long enough that no pull request
-//     of this reader is still open at the server to take it straight back.
-//
-// Invariants (checked by the model test over every effect):
-//   - no +ACK or +TERM before every recipient has confirmed; no message settled twice per copy;
-//   - no -NAK for a message every recipient has confirmed, and none without a failure or a drain;
-//   - no MSG to a handler that is not a recipient or has already confirmed the message;
-//   - no more than max_inflight deliveries in flight on one connection;
-//   - every message that arrives is eventually settled or handed back, and its bytes released.
+// The rules are numbered in docs/dispatch-rules.md (R1-R45, invariants I1-I5); DispatchChecker
+// checks those marked "checked" over every effect of the model test and the session fuzzer. In
+// short:
+//   - Delivery (R1-R3): recipients are fixed at arrival (core/Router); each gets the message on its
+//     least-loaded connected instance within max_inflight; without one it is queued, kept alive.
+//   - Settling (R4-R8): +ACK once every recipient ACKed; +TERM once all settled and one said TERM;
+//     -NAK once nothing is in flight and one failed, with the longest delay asked; a redelivery goes
+//     only to those that still owe it (SettledRecord).
+//   - Budgets (R9-R12, RetryBudget): a handler gives up after max_attempts, to a dead letter
+//     (kDeadLetter, held until stored) or as its TERM (kGaveUp).
+//   - No recipient: +ACK; no key: +TERM (R13, R14). Copies (R15, R16): one verb per copy; a copy of
+//     a settled message is settled again.
+//   - AckPolicy all (R17-R19): a verb only once everything below is settled; kTrim; the floor is
+//     held after a gap or a restart. AckPolicy none (R20): nothing to the server.
+//   - Order per key (R21-R25, OrderGate): one of a key at a time, oldest first; a message an ordered
+//     handler owes is retried inside the core, never handed back after a failure.
+//   - Restart (R26-R31, expect_outstanding) and gaps (R32-R35): what may be outstanding or lost
+//     holds later messages of its keys until it came back, the server shows it resent all, or a
+//     deadline.
+//   - Reloads (R36, R37), keepalive and stalls (R38, R39), pause (R40), redrive (R41-R43), drain
+//     (R44, R45).
 // Memory: every structure is bounded by what is held and in flight, not by how many messages have
 // passed. The deadline queue drops the entries of confirmed deliveries lazily, so it is rebuilt
 // from the flights whenever it grows past twice their number (deadlines_queued() says how big).

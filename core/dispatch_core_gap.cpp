@@ -1,4 +1,4 @@
-// DispatchCore, continued: deliveries lost on the way (the rules are in dispatch_core.hpp). Only
+// DispatchCore, continued: deliveries lost on the way (docs/dispatch-rules.md R32-R35). Only
 // what a lost delivery could be matters: a message the core holds or settled is safe whatever
 // happened to one of its copies, so what is held back is what lies above the highest stream
 // sequence first delivered before the jump, and only until those sequences are accounted for.

@@ -1,4 +1,4 @@
-// DispatchCore, continued: ordered delivery per key. The rules are in dispatch_core.hpp; the
+// DispatchCore, continued: ordered delivery per key. The rules are R21-R25 of docs/dispatch-rules.md; the
 // bookkeeping of what each ordered handler owes per key is OrderGate's (order_gate.hpp). Kept apart
 // from the message path in dispatch_core.cpp, which calls in at arrival, dispatch, the end of a
 // delivery, the decision to hand back, and tick().

@@ -1,4 +1,4 @@
-// DispatchCore, continued: ordered handlers after a restart (the rules are in dispatch_core.hpp).
+// DispatchCore, continued: ordered handlers after a restart (docs/dispatch-rules.md R26-R31).
 // The messages an earlier reader may have left unacked enter the gate like messages handed back, so
 // the gate's own rules keep later messages of their keys waiting; what is here only decides when
 // the waiting ends for those that do not come back.

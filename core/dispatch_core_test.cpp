@@ -585,9 +585,9 @@ TEST_CASE("draining hands back with a delay that runs out when the last pull req
 // sent meanwhile arrives in the order sent, so that proof by a late message or a pull's answer is
 // tested too; model handlers connect, disconnect and answer at random; now and then
 // a reload adds, removes, reorders handlers and changes their max_inflight and which of them are
-// ordered (by one of a few keys). Every effect is checked against the invariants in the header,
-// the order of every ordered handler's keys included. Runs end either by settling everything or by a
-// drain, which must hand everything back with the right delay.
+// ordered (by one of a few keys). Every effect is checked by DispatchChecker against the rules of
+// docs/dispatch-rules.md it marks "checked" (a failure names the rule), the order of every ordered handler's keys
+// included. Runs end either by settling everything or by a drain, which must hand everything back with the right delay.
 namespace {
 
 struct Model {
@@ -1141,8 +1141,8 @@ struct Model {
 }  // namespace
 
 TEST_CASE(
-    "model: random traffic, reloads and messages lost on the way keep the invariants, and everything settles or is "
-    "handed back",
+    "model: random traffic, reloads and messages lost on the way keep the checked rules of docs/dispatch-rules.md, "
+    "and everything settles or is handed back",
     "[unit]") {
   const std::size_t kHandlers = 3;
   std::uint64_t dead_letters = 0;

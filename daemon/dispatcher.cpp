@@ -231,7 +231,7 @@ void Dispatcher::expect_outstanding(const ConsumerFacts& facts, const std::optio
   const Duration hold = order_away_hold(settings_.core.nak_delay_max, settings_.core.keepalive);
   outstanding.until = now + hold;
   outstanding.wall_ns = time_.wall_now_ns();
-  // From then on the server can show it sent them again (dispatch_core.hpp).
+  // From then on the server can show it sent them again (docs/dispatch-rules.md R28).
   const Duration proof_after = settings_.core.nak_delay_max + gap_hold(settings_.core.keepalive);
   if (read) {
     for (const StreamMessage& message : *read) {

@@ -1,19 +1,30 @@
 #pragma once
-// Dispatcher: jetfan while it serves. It wires the pure pieces (DispatchCore, PullLedger,
-// TopicMatcher, admission, the when-full policy) to the I/O ones, and applies what the pure pieces
-// decide. It exists only once the consumer is bound: everything it owns is whole from construction.
+// Dispatcher: jetfan while it serves. It wires the pure pieces to the I/O ones and applies what
+// the pure pieces decide; each feature is a type of its own, which the Dispatcher owns and calls:
+//   Router (core/router.hpp)            a message's recipients and order keys
+//   DispatchCore (core/dispatch_core.hpp) who gets what, and every verb to the server
+//   PullLedger (core/pull_ledger.hpp)   what to pull and when
+//   HandlerTable (handler_table.hpp)    the connections, their admission, instances, socket I/O
+//   HeldMessages (held_messages.hpp)    the bytes of what is held, by the core's handle
+//   FullWatch (full_watch.hpp)          hand-backs, stall and blocked-key warnings when full
+//   DeadLetterPublisher                 the core's kDeadLetter, published and answered
+//   DeadLetterJobs (dead_letter_jobs.hpp) `dlq list` and `redrive` while they run
+//   HoldReporter (hold_reporter.hpp)    the log lines of restart and gap holds
+//   DispatchStatus (dispatch_status.hpp) the status snapshot
+// It exists only once the consumer is bound: everything it owns is whole from construction.
 //
-// Its three seams, and nothing else, reach outside it:
-//   - Upstream (upstream.hpp): JetStream. JetStreamReader in the daemon, a fake in tests.
+// Its seams, and nothing else, reach outside it:
+//   - Upstream (upstream.hpp): JetStream. JetStreamReader in the daemon, FakeUpstream in tests.
 //   - Timekeeper (timekeeper.hpp): clocks and alarms. Real time in the daemon, moved by hand in
 //     tests and the session fuzzer.
-//   - HandlerSessions, handed to accept() as sockets (the daemon's HandlerListener, or socketpairs).
+//   - handler sockets, handed to accept() (the daemon's HandlerListener, or socketpairs).
+//   - observers, told and never asked: ArrivalObserver (arrivals, for `jetfan tail`) and
+//     DispatcherTap (every input and effect of the core, for the checks of tests and the fuzzer).
 // No file of the dispatcher includes a cnats header.
 //
-// Data path (ARCHITECTURE.md): Upstream -> on_message (key, recipients) -> DispatchCore::arrive ->
-// Effects -> MSG frames appended to sessions, replies sent upstream -> one flush per session, pull
-// requests topped up, the wakeup alarm re-armed. Handler commands take the same path from
-// DispatchCore on.
+// Data path (ARCHITECTURE.md): Upstream -> on_message -> Router -> DispatchCore::arrive -> Effects
+// -> MSG frames appended to sessions, verbs sent upstream -> one flush per session, pull requests
+// topped up, the wakeup alarm re-armed. Handler commands take the same path from DispatchCore on.
 //
 // Thread: everything here runs on the io_context thread; it owns all dispatch state.
 
@@ -85,10 +96,10 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   // Ordered handlers wait for what an earlier reader of the consumer may have left unacked: the
   // messages of the stream in (facts.ack_floor, facts.delivered], as `read` from the stream
   // (JetStreamReader::read_stream), or nullopt when they could not all be read, when every ordered
-  // delivery waits instead (dispatch_core.hpp, "Ordered handlers after a restart"). Before start().
+  // delivery waits instead (docs/dispatch-rules.md R26-R31). Before start().
   void expect_outstanding(const ConsumerFacts& facts, const std::optional<std::vector<StreamMessage>>& read);
   // What the consumer had delivered when it was bound: its delivery numbers go on from there, so a
-  // jump at the first arrival is a loss too (dispatch_core.hpp). Before the first pull.
+  // jump at the first arrival is a loss too (docs/dispatch-rules.md R32). Before the first pull.
   void bound(const ConsumerFacts& facts) { core_.bound(facts.delivered_consumer_seq, facts.delivered); }
   // A new connection on the handler socket: it becomes a session of this dispatcher. Its id, or
   // nullopt when no connection is taken any more (draining; the socket is closed).

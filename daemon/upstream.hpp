@@ -27,7 +27,7 @@ struct InboundMessage {
   std::string_view key;  // the subject less key.strip_prefix; points into bytes
   std::uint64_t stream_seq = 0;
   std::uint64_t deliveries = 1;
-  std::uint64_t consumer_seq = 0;  // the consumer's number for this delivery (gaps: dispatch_core.hpp)
+  std::uint64_t consumer_seq = 0;  // the consumer's number for this delivery (gaps: docs/dispatch-rules.md R32)
   std::uint64_t published_ns = 0;  // when the stream stored it (the server's clock); 0: unknown
   // false: it has no key (its subject does not start with key.strip_prefix) or no ack subject that
   // could be read; stream_seq is then 0 when unknown.
