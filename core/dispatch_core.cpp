@@ -59,13 +59,39 @@ Duration DispatchCore::handback_delay(TimePoint now) const {
 void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
   // The last of what an earlier reader left outstanding ends the wait only once it is in the gate
   // itself, so that it still goes before the later messages of its key.
-  gap_check(arrival, now);
+  if (const std::uint64_t lost = gap_.check(arrival.consumer_seq, arrival.wall_ns, now); lost > 0) {
+    ++counters_.delivery_gaps;
+    counters_.deliveries_lost += lost;
+  }
   const bool last_outstanding = restart_ && restart_arrived(arrival.stream_seq);
   arrive_one(arrival, now);
   if (last_outstanding) restart_end(now);
   if (floor_hold_) floor_hold_arrived(arrival.stream_seq);
   if (restart_ || floor_hold_) outstanding_proved(arrival, now);
-  gap_arrived(arrival, now);
+  const bool first = arrival.deliveries == 1 && !arrival.unroutable && arrival.stream_seq != 0;
+  gap_ended(gap_.arrived(arrival.stream_seq, first, arrival.published_ns, now), now);
+}
+
+void DispatchCore::bound(std::uint64_t consumer_seq, std::uint64_t stream_seq) { gap_.bound(consumer_seq, stream_seq); }
+
+void DispatchCore::heard(TimePoint asked_at, TimePoint now) {
+  gap_ended(gap_.heard(asked_at, now), now);
+  if (restart_ && restart_->proof.by_answer(asked_at, now)) restart_end(now);
+  if (floor_hold_ && floor_hold_->proof.by_answer(asked_at, now)) {
+    floor_hold_.reset();
+    advance_ack_floor();
+  }
+}
+
+void DispatchCore::gap_ended(std::optional<DeliveryGap::End> why, TimePoint now) {
+  if (!why) return;
+  if (*why == DeliveryGap::End::kLetGo) ++counters_.gap_holds_let_go;
+  advance_ack_floor();
+  std::vector<bool> touched(handlers_.size(), false);
+  release_gated(touched);
+  for (std::size_t h = 0; h < touched.size(); ++h) {
+    if (touched[h]) dispatch(h, now);
+  }
 }
 
 void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
@@ -466,9 +492,7 @@ void DispatchCore::forget_history() {
   confirmations_order_.clear();
   settled_.clear();
   budget_.forget_handed_back();
-  // A new consumer numbers its deliveries from 1 and may start anywhere in the stream.
-  last_consumer_seq_.reset();
-  highest_first_delivered_ = 0;
+  gap_.new_consumer();
 }
 
 void DispatchCore::tick(TimePoint now) {
@@ -485,7 +509,7 @@ void DispatchCore::tick(TimePoint now) {
   order_tick(now);
   retry_dead_letters(now);
   floor_hold_tick(now);
-  gap_tick(now);
+  gap_ended(gap_.tick(now), now);
   if (next_keepalive_ && *next_keepalive_ <= now) {
     next_keepalive_ = now + settings_.keepalive;
     if (to_server()) {
@@ -538,7 +562,7 @@ std::optional<TimePoint> DispatchCore::next_wakeup() const {
   if (const auto order = order_next_wakeup(); order && (!wake || *order < *wake)) wake = order;
   if (const auto retry = budget_.next_retry(); retry && (!wake || *retry < *wake)) wake = retry;
   if (floor_hold_ && (!wake || floor_hold_->until < *wake)) wake = floor_hold_->until;
-  if (gap_ && (!wake || gap_->let_go < *wake)) wake = gap_->let_go;
+  if (const auto let_go = gap_.let_go_at(); let_go && (!wake || *let_go < *wake)) wake = let_go;
   return wake;
 }
 

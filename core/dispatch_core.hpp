@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "ack_policy.hpp"
+#include "delivery_gap.hpp"
 #include "histogram.hpp"
 #include "node_pool.hpp"
 #include "order_gate.hpp"
@@ -197,10 +198,6 @@ struct CoreCounters {
 // How long later messages of a key wait for an older one handed back with `delay` to come back,
 // given the core's keepalive (a third of the consumer's AckWait): the delay and two AckWaits.
 Duration order_away_hold(Duration delay, Duration keepalive);
-// After a gap (rules above), from the jump: when proof that the loss came back may end the hold
-// (AckWait and a third), and when it ends anyway (three AckWaits).
-Duration gap_hold(Duration keepalive);
-Duration gap_let_go(Duration keepalive);
 
 // What an earlier reader of the consumer may have left unacked at the server: the messages in
 // (floor, delivered] of the stream, read at bind (daemon/jetstream_reader.hpp).
@@ -247,11 +244,11 @@ class DispatchCore {
   // restart that what an earlier reader left was sent again (rules above).
   void heard(TimePoint asked_at, TimePoint now);
   // Whether a gap holds messages back (rules above), and above which stream sequence.
-  bool gap_held() const { return gap_.has_value(); }
-  std::uint64_t gap_floor() const { return gap_ ? gap_->floor : 0; }
+  bool gap_held() const { return gap_.held(); }
+  std::uint64_t gap_floor() const { return gap_.floor(); }
   // Whether ordered handlers still wait for what an earlier reader left outstanding, or for what a
   // gap may have lost.
-  bool awaiting_outstanding() const { return restart_.has_value() || gap_.has_value(); }
+  bool awaiting_outstanding() const { return restart_.has_value() || gap_.held(); }
   // Precondition: handler < settings.handlers.size(); connection ids are never reused.
   void connect(ConnectionId connection, std::size_t handler, TimePoint now);
   void disconnect(ConnectionId connection, TimePoint now);
@@ -319,7 +316,7 @@ class DispatchCore {
   std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
   // What counts against max_held: held(), less the settled messages waiting for a held ack floor.
   std::size_t held_for_room() const {
-    return floor_hold_ || (gap_ && settings_.ack_policy == AckPolicy::kAll) ? messages_.size() : held();
+    return floor_hold_ || (gap_.held() && settings_.ack_policy == AckPolicy::kAll) ? messages_.size() : held();
   }
   std::size_t in_flight() const;
   std::size_t in_flight(ConnectionId connection) const;
@@ -450,15 +447,10 @@ class DispatchCore {
   // Whether every ordered delivery waits for what an earlier reader left outstanding.
   bool restart_holds_all() const { return restart_ && restart_->unread; }
   void restart_end(TimePoint now);
-  // dispatch_core_gap.cpp: before an arrival is taken, whether deliveries were lost before it;
-  // after, whether that proves the loss came back.
-  void gap_check(const Arrival& arrival, TimePoint now);
-  void gap_arrived(const Arrival& arrival, TimePoint now);
-  void gap_tick(TimePoint now);
-  enum class GapEnd { kBack, kProof, kLetGo };
-  void gap_end(GapEnd why, TimePoint now);
+  // A gap's hold ended (DeliveryGap): the ack floor and what waited for it may go on.
+  void gap_ended(std::optional<DeliveryGap::End> why, TimePoint now);
   // Whether ordered handlers must not be given `stream_seq` for now: it is above a gap's floor.
-  bool gap_holds(std::uint64_t stream_seq) const { return gap_ && stream_seq > gap_->floor; }
+  bool gap_holds(std::uint64_t stream_seq) const { return gap_.holds(stream_seq); }
   bool to_server() const { return settings_.ack_policy != AckPolicy::kNone; }
   // Redrives (dispatch_core_redrive.cpp) are held in messages_ under a key no stream sequence
   // reaches, so the message path serves them; these are the few places they differ.
@@ -538,22 +530,7 @@ class DispatchCore {
     SentAgainProof proof;
   };
   std::optional<FloorHold> floor_hold_;
-  // Deliveries lost on the way (rules above).
-  struct Gap {
-    std::uint64_t floor = 0;  // F: what may be lost is above it
-    // The latest jump's F, while its first first-delivery is awaited, and what came back above it
-    // before that.
-    std::optional<std::uint64_t> open_from;
-    std::set<std::uint64_t> early;
-    std::set<std::uint64_t> missing;  // above F, below a first-delivery after a jump, not back yet
-    bool uncounted = false;           // too many to count: (a) cannot end it
-    TimePoint until{};                // (b) from then on
-    std::int64_t until_wall_ns = 0;
-    TimePoint let_go{};  // (c)
-  };
-  std::optional<Gap> gap_;
-  std::optional<std::uint64_t> last_consumer_seq_;
-  std::uint64_t highest_first_delivered_ = 0;
+  DeliveryGap gap_{settings_.keepalive};  // deliveries lost on the way
 };
 
 }  // namespace jetfan

@@ -20,7 +20,7 @@ void DispatchCore::advance_ack_floor() {
   if (floor_hold_) return;
   std::uint64_t floor = unsettled_.empty() ? std::numeric_limits<std::uint64_t>::max() : *unsettled_.begin();
   // After a gap, what may have been lost is unsettled too.
-  if (gap_) floor = std::min(floor, gap_->floor + 1);
+  if (gap_.held()) floor = std::min(floor, gap_.floor() + 1);
   const auto end = settled_unacked_.lower_bound(floor);
   if (end == settled_unacked_.begin()) return;
   // Everything below the floor is settled, so each +TERM (in order, for its advisory) and the one

@@ -1,4 +1,4 @@
-// Deliveries lost on the way (docs/dispatch-rules.md R32-R35, dispatch_core_gap.cpp): a jump in the consumer
+// Deliveries lost on the way (docs/dispatch-rules.md R32-R35, DeliveryGap): a jump in the consumer
 // sequence holds back, for ordered handlers and the AckPolicy all floor, only what lies above the
 // highest sequence first delivered before it, and only until the loss is shown to be back.
 
