@@ -63,11 +63,12 @@ void DispatchCore::arrive(const Arrival& arrival, TimePoint now) {
     ++counters_.delivery_gaps;
     counters_.deliveries_lost += lost;
   }
-  const bool last_outstanding = restart_ && restart_arrived(arrival.stream_seq);
+  const bool last_outstanding = restart_ && restart_->arrived(arrival.stream_seq);
   arrive_one(arrival, now);
   if (last_outstanding) restart_end(now);
-  if (floor_hold_) floor_hold_arrived(arrival.stream_seq);
-  if (restart_ || floor_hold_) outstanding_proved(arrival, now);
+  if (floor_hold_ && floor_hold_->arrived(arrival.stream_seq)) floor_hold_end();
+  if (restart_ && restart_->proof().by_store(arrival.published_ns, now)) restart_end(now);
+  if (floor_hold_ && floor_hold_->proof().by_store(arrival.published_ns, now)) floor_hold_end();
   const bool first = arrival.deliveries == 1 && !arrival.unroutable && arrival.stream_seq != 0;
   gap_ended(gap_.arrived(arrival.stream_seq, first, arrival.published_ns, now), now);
 }
@@ -76,11 +77,8 @@ void DispatchCore::bound(std::uint64_t consumer_seq, std::uint64_t stream_seq) {
 
 void DispatchCore::heard(TimePoint asked_at, TimePoint now) {
   gap_ended(gap_.heard(asked_at, now), now);
-  if (restart_ && restart_->proof.by_answer(asked_at, now)) restart_end(now);
-  if (floor_hold_ && floor_hold_->proof.by_answer(asked_at, now)) {
-    floor_hold_.reset();
-    advance_ack_floor();
-  }
+  if (restart_ && restart_->proof().by_answer(asked_at, now)) restart_end(now);
+  if (floor_hold_ && floor_hold_->proof().by_answer(asked_at, now)) floor_hold_end();
 }
 
 void DispatchCore::gap_ended(std::optional<DeliveryGap::End> why, TimePoint now) {
@@ -508,7 +506,7 @@ void DispatchCore::tick(TimePoint now) {
   }
   order_tick(now);
   retry_dead_letters(now);
-  floor_hold_tick(now);
+  if (floor_hold_ && now >= floor_hold_->until()) floor_hold_end();
   gap_ended(gap_.tick(now), now);
   if (next_keepalive_ && *next_keepalive_ <= now) {
     next_keepalive_ = now + settings_.keepalive;
@@ -561,7 +559,7 @@ std::optional<TimePoint> DispatchCore::next_wakeup() const {
   if (next_keepalive_ && held() > 0 && (!wake || *next_keepalive_ < *wake)) wake = next_keepalive_;
   if (const auto order = order_next_wakeup(); order && (!wake || *order < *wake)) wake = order;
   if (const auto retry = budget_.next_retry(); retry && (!wake || *retry < *wake)) wake = retry;
-  if (floor_hold_ && (!wake || floor_hold_->until < *wake)) wake = floor_hold_->until;
+  if (floor_hold_ && (!wake || floor_hold_->until() < *wake)) wake = floor_hold_->until();
   if (const auto let_go = gap_.let_go_at(); let_go && (!wake || *let_go < *wake)) wake = let_go;
   return wake;
 }

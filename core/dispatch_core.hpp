@@ -50,6 +50,7 @@
 #include "histogram.hpp"
 #include "node_pool.hpp"
 #include "order_gate.hpp"
+#include "restart_wait.hpp"
 #include "retry_budget.hpp"
 #include "settled_record.hpp"
 #include "time.hpp"
@@ -198,22 +199,6 @@ struct CoreCounters {
 // How long later messages of a key wait for an older one handed back with `delay` to come back,
 // given the core's keepalive (a third of the consumer's AckWait): the delay and two AckWaits.
 Duration order_away_hold(Duration delay, Duration keepalive);
-
-// What an earlier reader of the consumer may have left unacked at the server: the messages in
-// (floor, delivered] of the stream, read at bind (daemon/jetstream_reader.hpp).
-struct Outstanding {
-  struct Entry {
-    std::uint64_t stream_seq = 0;  // floor < stream_seq <= delivered
-    std::vector<OrderKey> order;   // its ordered recipients now, each with its order key
-  };
-  std::vector<Entry> messages;  // those with an ordered recipient; sequences gone from the stream left out
-  bool unread = false;          // they could not all be read: every ordered delivery waits until `until`
-  std::uint64_t floor = 0;      // the consumer's ack floor (stream sequence)
-  std::uint64_t delivered = 0;  // its last delivered stream sequence
-  std::uint64_t pending = 0;    // its NumAckPending: how many of (floor, delivered] come back
-  TimePoint until{};            // the waiting ends by then in any case
-  std::int64_t wall_ns = 0;     // jetfan's wall clock at the call (ns since the epoch; 0: unknown)
-};
 
 // One ordered handler's waiting now; computed on request.
 struct OrderWait {
@@ -415,8 +400,6 @@ class DispatchCore {
   // AckPolicy all: settled, to be acked or terminated once nothing below it is unsettled.
   void wait_for_floor(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);
   void advance_ack_floor();
-  void floor_hold_arrived(std::uint64_t stream_seq);  // dispatch_core_ack_floor.cpp
-  void floor_hold_tick(TimePoint now);
   void remember(std::uint64_t stream_seq, const Message& message);
   Duration backoff(std::uint64_t deliveries) const;
   Duration handback_delay(TimePoint now) const;
@@ -441,12 +424,11 @@ class DispatchCore {
   void order_tick(TimePoint now);
   std::optional<TimePoint> order_next_wakeup() const;
   void order_reindex(const HandlerReindex& reindex);
-  // dispatch_core_restart.cpp: an arrival that may be one an earlier reader left outstanding;
-  // true when it is the last of them to come back.
-  bool restart_arrived(std::uint64_t stream_seq);
   // Whether every ordered delivery waits for what an earlier reader left outstanding.
-  bool restart_holds_all() const { return restart_ && restart_->unread; }
+  bool restart_holds_all() const { return restart_ && restart_->holds_all(); }
+  // The restart's wait ended: what is still away leaves the gate, and what waited may go.
   void restart_end(TimePoint now);
+  void floor_hold_end();
   // A gap's hold ended (DeliveryGap): the ack floor and what waited for it may go on.
   void gap_ended(std::optional<DeliveryGap::End> why, TimePoint now);
   // Whether ordered handlers must not be given `stream_seq` for now: it is above a gap's floor.
@@ -496,39 +478,9 @@ class DispatchCore {
     bool again = false;  // dead-lettered again
   };
   std::unordered_map<std::uint64_t, RedriveState> redrives_;  // by key in messages_
-  // What an earlier reader may have left outstanding, while ordered handlers wait for it.
-  // When the server has shown it sent again what an earlier reader left (rules above).
-  struct SentAgainProof {
-    TimePoint at = TimePoint::max();
-    std::int64_t wall_ns = std::numeric_limits<std::int64_t>::max();
-    bool by_store(std::uint64_t published_ns, TimePoint now) const {
-      return now >= at && published_ns != 0 && static_cast<std::int64_t>(published_ns) >= wall_ns;
-    }
-    bool by_answer(TimePoint asked_at, TimePoint now) const { return now >= at && asked_at >= at; }
-  };
-  SentAgainProof sent_again_proof(const Outstanding& outstanding, TimePoint now) const;
-  void outstanding_proved(const Arrival& arrival, TimePoint now);  // dispatch_core_restart.cpp
-  struct Restart {
-    std::uint64_t floor = 0;
-    std::uint64_t delivered = 0;
-    std::uint64_t pending = 0;
-    bool unread = false;
-    TimePoint until{};
-    SentAgainProof proof;
-    std::set<std::uint64_t> away;  // in the gate, not back yet
-    std::set<std::uint64_t> back;  // of (floor, delivered], come back
-  };
-  std::optional<Restart> restart_;
-  // AckPolicy all: no +ACK or +TERM while this is set (rules above).
-  struct FloorHold {
-    TimePoint until{};
-    bool counting = false;  // it ends earlier once `pending` of (floor, delivered] came back
-    std::uint64_t floor = 0;
-    std::uint64_t delivered = 0;
-    std::uint64_t pending = 0;
-    std::set<std::uint64_t> back;
-    SentAgainProof proof;
-  };
+  // What an earlier reader may have left outstanding, while ordered handlers wait for it (R26-R31).
+  std::optional<RestartWait> restart_;
+  // AckPolicy all: no +ACK or +TERM while this is set (R19, R31).
   std::optional<FloorHold> floor_hold_;
   DeliveryGap gap_{settings_.keepalive};  // deliveries lost on the way
 };

@@ -1,4 +1,4 @@
-// DispatchCore, continued: the ack floor of AckPolicy all (the rules are in dispatch_core.hpp).
+// DispatchCore, continued: the ack floor of AckPolicy all (docs/dispatch-rules.md R17-R19).
 // One +ACK settles every lower sequence at the server, those the core never saw included; so a
 // settled message waits until nothing below it is unsettled, and nothing goes while the server may
 // hold messages the core has not seen yet.
@@ -34,17 +34,7 @@ void DispatchCore::advance_ack_floor() {
   settled_unacked_.erase(settled_unacked_.begin(), end);
 }
 
-void DispatchCore::floor_hold_arrived(std::uint64_t seq) {
-  FloorHold& hold = *floor_hold_;
-  if (!hold.counting || seq <= hold.floor || seq > hold.delivered) return;
-  hold.back.insert(seq);
-  if (hold.back.size() < hold.pending) return;
-  floor_hold_.reset();
-  advance_ack_floor();
-}
-
-void DispatchCore::floor_hold_tick(TimePoint now) {
-  if (!floor_hold_ || now < floor_hold_->until) return;
+void DispatchCore::floor_hold_end() {
   floor_hold_.reset();
   advance_ack_floor();
 }

@@ -117,8 +117,8 @@ void DispatchCore::order_handed_back(std::uint64_t seq, const Message& message, 
 }
 
 void DispatchCore::order_tick(TimePoint now) {
-  if (restart_ && restart_->until <= now) {
-    counters_.order_gave_up += restart_->away.size();
+  if (restart_ && restart_->until() <= now) {
+    counters_.order_gave_up += restart_->still_away().size();
     restart_end(now);
   }
   std::vector<std::size_t> touched;
@@ -160,7 +160,7 @@ void DispatchCore::order_tick(TimePoint now) {
 std::optional<TimePoint> DispatchCore::order_next_wakeup() const {
   std::optional<TimePoint> wake;
   if (!retries_.empty()) wake = retries_.begin()->first;
-  if (restart_ && (!wake || restart_->until < *wake)) wake = restart_->until;
+  if (restart_ && (!wake || restart_->until() < *wake)) wake = restart_->until();
   for (const auto& [seq, until] : away_) {
     if (!wake || until < *wake) wake = until;
   }
