@@ -50,6 +50,7 @@
 #include "histogram.hpp"
 #include "node_pool.hpp"
 #include "order_gate.hpp"
+#include "redrive_table.hpp"
 #include "restart_wait.hpp"
 #include "retry_budget.hpp"
 #include "settled_record.hpp"
@@ -434,12 +435,10 @@ class DispatchCore {
   // Whether ordered handlers must not be given `stream_seq` for now: it is above a gap's floor.
   bool gap_holds(std::uint64_t stream_seq) const { return gap_.holds(stream_seq); }
   bool to_server() const { return settings_.ack_policy != AckPolicy::kNone; }
-  // Redrives (dispatch_core_redrive.cpp) are held in messages_ under a key no stream sequence
-  // reaches, so the message path serves them; these are the few places they differ.
-  static constexpr std::uint64_t kRedriveKey = std::uint64_t{1} << 63;
-  static bool is_redrive(std::uint64_t key) { return (key & kRedriveKey) != 0; }
+  // Redrives (dispatch_core_redrive.cpp) are held in messages_ under RedriveTable's keys, so the
+  // message path serves them; these are the few places they differ.
+  static bool is_redrive(std::uint64_t key) { return RedriveTable::is_redrive(key); }
   void finish_redrive(std::uint64_t key, Message& message, TimePoint now);
-  void redrive_dead_lettered(std::uint64_t key);
 
   // The nodes every held message needs (its entry in messages_, a flight per delivery, AckPolicy
   // all's sets) come from a free list rather than malloc. Declared first: it outlives every
@@ -473,11 +472,7 @@ class DispatchCore {
   std::multimap<TimePoint, std::pair<std::size_t, std::uint64_t>> retries_;
   // Handed back while an ordered handler owed them: how long their keys wait for them.
   std::map<std::uint64_t, TimePoint> away_;
-  struct RedriveState {
-    std::uint64_t id = 0;
-    bool again = false;  // dead-lettered again
-  };
-  std::unordered_map<std::uint64_t, RedriveState> redrives_;  // by key in messages_
+  RedriveTable redrives_;
   // What an earlier reader may have left outstanding, while ordered handlers wait for it (R26-R31).
   std::optional<RestartWait> restart_;
   // AckPolicy all: no +ACK or +TERM while this is set (R19, R31).

@@ -1,7 +1,8 @@
-// DispatchCore, continued: redrives, dead letters given back to one handler. The rules are in the
-// header. A redrive is held like a message of the stream, under a key of its own (kRedriveKey), so
-// dispatch, confirmations, ack_timeout, the retry budget and dead letters serve it unchanged; what
-// differs is how it ends: never at the server, always with kRedriveSettled or kRedriveDropped.
+// DispatchCore and its RedriveTable (redrive_table.hpp): redrives, dead letters given back to one
+// handler (docs/dispatch-rules.md R41-R43). A redrive is held like a message of the stream, under a
+// key of its own, so dispatch, confirmations, ack_timeout, the retry budget and dead letters serve it
+// unchanged; what differs is how it ends: never at the server, always with kRedriveSettled or
+// kRedriveDropped.
 
 #include <cassert>
 
@@ -10,8 +11,8 @@
 namespace jetfan {
 
 bool DispatchCore::redrive(const Redrive& redrive, TimePoint now) {
-  if (draining_ || redrive.handler >= handlers_.size() || redrive.id == 0 || is_redrive(redrive.id)) return false;
-  const std::uint64_t key = kRedriveKey | redrive.id;
+  if (draining_ || redrive.handler >= handlers_.size() || !RedriveTable::valid_id(redrive.id)) return false;
+  const std::uint64_t key = RedriveTable::key_of(redrive.id);
   if (messages_.count(key) != 0) return false;
   const HandlerMask bit = HandlerMask{1} << redrive.handler;
   if (!next_keepalive_) next_keepalive_ = now + settings_.keepalive;
@@ -27,19 +28,13 @@ bool DispatchCore::redrive(const Redrive& redrive, TimePoint now) {
     message.ordered = bit;
   }
   messages_.emplace(key, message);
-  redrives_.emplace(key, RedriveState{redrive.id, false});
+  redrives_.add(redrive.id);
   handlers_[redrive.handler].queue.push_back(key);
   dispatch(redrive.handler, now);
   return true;
 }
 
-void DispatchCore::redrive_dead_lettered(std::uint64_t key) {
-  if (auto found = redrives_.find(key); found != redrives_.end()) found->second.again = true;
-}
-
 void DispatchCore::finish_redrive(std::uint64_t key, Message& message, TimePoint now) {
-  const auto state = redrives_.find(key);
-  assert(state != redrives_.end());
   // ACKed, or dead-lettered again (stored): settled. A TERM without a dead letter (a reload took
   // them away) would lose it, so that, a removed handler and a drain keep the old dead letter.
   const bool settled =
@@ -57,9 +52,11 @@ void DispatchCore::finish_redrive(std::uint64_t key, Message& message, TimePoint
     }
     return;
   }
+  const std::optional<RedriveTable::Entry> state = redrives_.take(key);
+  assert(state);
   Effect effect{settled ? Effect::Kind::kRedriveSettled : Effect::Kind::kRedriveDropped, message.handle};
-  effect.redrive = state->second.id;
-  effect.again = state->second.again;
+  effect.redrive = state->id;
+  effect.again = state->again;
   for (std::size_t h = 0; h < handlers_.size(); ++h) {
     if (message.recipients & (HandlerMask{1} << h)) effect.handler = h;
   }
@@ -71,7 +68,6 @@ void DispatchCore::finish_redrive(std::uint64_t key, Message& message, TimePoint
       released.push_back(handler);
     }
   }
-  redrives_.erase(state);
   messages_.erase(key);
   budget_.forget(key);
   effects_.push_back(effect);

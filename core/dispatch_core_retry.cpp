@@ -64,7 +64,7 @@ bool DispatchCore::dead_letter_stored(std::uint64_t publish, TimePoint now) {
   ++(published->reason.termed ? stats.dead_lettered_term : stats.dead_lettered_used_up);
   stats.attempts.observe(std::max<std::uint32_t>(published->reason.attempts, 1));
   ++counters_.dead_lettered;
-  if (is_redrive(published->seq)) redrive_dead_lettered(published->seq);
+  if (is_redrive(published->seq)) redrives_.dead_lettered(published->seq);
   // Settled for it now: the next message of its order key, if it waits, may go to it.
   order_ended(handler, published->seq, found->second, true);
   maybe_finish(published->seq, now);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "dead_letter_publisher.hpp"
+#include "redrive_table.hpp"
 
 namespace jetfan {
 namespace {
@@ -10,9 +11,6 @@ namespace {
 // JetStream answers a publish in milliseconds; one unanswered this long is lost (the server went
 // away between the publish and its answer) and is tried again.
 constexpr Duration kPublishTimeout{5000};
-
-// The core names a redrive's dead letter by the redrive's id with this bit set (dispatch_core.hpp).
-constexpr std::uint64_t kRedriveKey = std::uint64_t{1} << 63;
 
 }  // namespace
 
@@ -28,8 +26,9 @@ void DeadLetterPublisher::publish(const Effect& effect, const HeldMessage& store
   facts.consumer = config_.consumer.durable;
   facts.deliveries = stored.deliveries;
   facts.published_ns = stored.published_ns;
-  if (const auto published = core_.budget().find(effect.publish); published && published->seq >= kRedriveKey) {
-    facts.redriven_from = published->seq - kRedriveKey;
+  if (const auto published = core_.budget().find(effect.publish);
+      published && RedriveTable::is_redrive(published->seq)) {
+    facts.redriven_from = RedriveTable::id_of(published->seq);
   }
   const std::string headers = dead_letter_headers(stored.message->headers(), facts);
   if (!upstream_.publish(effect.publish, handler.dead_letter_subject, headers, stored.message->payload())) {
@@ -54,15 +53,15 @@ void DeadLetterPublisher::on_published(std::uint64_t id, const PublishResult& re
     return;
   }
   const auto published = core_.budget().find(id);
-  if (published && published->seq >= kRedriveKey) {
+  if (published && RedriveTable::is_redrive(published->seq)) {
     log_info("dead_letter.stored_again",
              {{"handler", config_.handlers.at(published->handler).name},
-              {"dead_letter", published->seq - kRedriveKey},
+              {"dead_letter", RedriveTable::id_of(published->seq)},
               {"reason", jetfan::describe(published->reason)},
               {"stream", result.stream},
               {"stored_seq", result.stream_seq}},
              "handler \"{}\": redriven dead letter {} dead-lettered anew ({}): stored in stream \"{}\" at seq {}",
-             config_.handlers.at(published->handler).name, published->seq - kRedriveKey,
+             config_.handlers.at(published->handler).name, RedriveTable::id_of(published->seq),
              jetfan::describe(published->reason), result.stream, result.stream_seq);
   } else if (published) {
     log_info("dead_letter.stored",
