@@ -5,6 +5,7 @@ consumer to settle, stop jetfan with SIGTERM, audit what the server still holds,
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import checker
 import faults_lib as F
 import records
 from mesh import KEYS, Run, Settings, key_of, payload_of, standard_handlers
-from proc import die_with_parent, wait_until
+from proc import die_with_parent, read_text, wait_until
 from servers import DEAD_LETTER_STREAM, DURABLE, STREAM
 
 
@@ -84,6 +85,17 @@ def heal_all(run):
             run.start_instance(*key)
 
 
+DEAD_LETTER_STORED = re.compile(r'handler "([^"]+)": stream seq (\d+) dead-lettered \(')
+
+
+def dead_lettered_seqs(log_text):
+    """{handler: stream seqs} jetfan logged as dead-lettered and stored, from its log."""
+    out = {}
+    for handler, seq in DEAD_LETTER_STORED.findall(log_text):
+        out.setdefault(handler, set()).add(int(seq))
+    return out
+
+
 def expectations(run, want_ids=False):
     """(every non-ghost handler has all it should, the ids some handler never confirms, as a count
     or, with want_ids, as {id: stream seq}), from the records so far, with the checker's notion of
@@ -102,6 +114,10 @@ def expectations(run, want_ids=False):
                 elif r.kind == records.ACKED:
                     confirmed[h.name].add(r.id)
     stored, _ = checker.derive_stored(attempted, acked, seen_seq)
+    # A handler with dead letters is done with a message once it confirmed it or jetfan stored its
+    # dead letter: one it failed goes back to the server and comes again, and the server's counts
+    # cannot tell it from one a ghost never confirms.
+    dead_lettered = dead_lettered_seqs(read_text(run.jetfan_log)) if any(h.dead_letter for h in run.handlers) else {}
     complete = True
     unconfirmed = set()
     for h in run.handlers:
@@ -110,6 +126,9 @@ def expectations(run, want_ids=False):
             unconfirmed |= wants - confirmed[h.name]
         else:
             complete = complete and wants <= got[h.name]
+            if h.dead_letter:
+                done = confirmed[h.name] | {seen_seq[s] for s in dead_lettered.get(h.name, ()) if s in seen_seq}
+                complete = complete and wants <= done
             if not h.dead_letter:  # with a dead letter, jetfan settles its poison too
                 unconfirmed |= {i for i in wants if h.poisoned(i)}
     if not want_ids:

@@ -622,5 +622,25 @@ class SoakMemoryRuleTest(unittest.TestCase):
         self.assertIn("RSS grew by 3.6 MiB", findings[0])
 
 
+class DeadLetteredSeqsTest(unittest.TestCase):
+    """The settle wait reads which dead letters jetfan stored from its log; a changed log line must
+    not make it wait for ever or stop waiting too soon."""
+
+    def test_reads_the_stored_lines_only(self):
+        import scenarios
+        log = ('2026-12-04T14:42:14.743+00:00 info handler "L": stream seq 15483 dead-lettered '
+               '(max_attempts 3 used up; last: nak): stored in stream "FAULTS_DLQ" at seq 268\n'
+               '2026-12-04T14:42:14.744+00:00 info handler "L": publishing stream seq 15460 to dead-letter '
+               'subject "dlq.faults.L" (max_attempts 3 used up; last: nak)\n'
+               '2026-12-04T14:42:14.747+00:00 info handler "M": stream seq 7 dead-lettered (TERM): stored in '
+               'stream "FAULTS_DLQ" at seq 269\n')
+        self.assertEqual(scenarios.dead_lettered_seqs(log), {"L": {15483}, "M": {7}})
+
+    def test_matches_what_the_daemon_logs(self):
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../daemon/dead_letter_publisher.cpp")
+        with open(source) as f:
+            self.assertIn('"handler \\"{}\\": stream seq {} dead-lettered ({}): stored in stream', f.read())
+
+
 if __name__ == "__main__":
     unittest.main()
