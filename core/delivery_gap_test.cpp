@@ -98,7 +98,7 @@ TEST_CASE("delivery gap: proof by a message stored after the proof time, or by a
   }
 }
 
-TEST_CASE("delivery gap: let go at gap_let_go after the jump; a second jump moves it later", "[unit]") {
+TEST_CASE("delivery gap: let go at gap_let_go after the jump, and a second jump moves it later", "[unit]") {
   DeliveryGap gap = after_three_in_order();
   CHECK(gap.check(6, kWall, kStart) == 2);
   CHECK(gap.let_go_at() == kStart + gap_let_go(kKeepalive));

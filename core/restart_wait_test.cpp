@@ -34,7 +34,10 @@ SentAgainProof proof_of(const Outstanding& outstanding) {
 
 }  // namespace
 
-TEST_CASE("restart wait: it covers (floor, delivered] and ends once as many came back as were pending", "[unit]") {
+TEST_CASE(
+    "restart wait: it covers what lies above the floor up to the last delivered, and ends once as many came back as "
+    "were pending",
+    "[unit]") {
   const Outstanding outstanding = left_three();
   RestartWait wait(outstanding, proof_of(outstanding));
   CHECK(!wait.waits());
@@ -84,7 +87,7 @@ TEST_CASE("sent-again proof: after nak_delay_max and AckWait and a third, by a l
   CHECK(by_answer_only.by_answer(by_answer_only.at, by_answer_only.at));
 }
 
-TEST_CASE("floor hold: ends once pending came back; a later hold keeps the later until", "[unit]") {
+TEST_CASE("floor hold: ends once pending came back, and a later hold keeps the later until", "[unit]") {
   const Outstanding outstanding = left_three();
   FloorHold hold(outstanding, proof_of(outstanding), nullptr);
   CHECK(hold.until() == outstanding.until);
