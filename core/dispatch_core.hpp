@@ -53,6 +53,7 @@
 #include "redrive_table.hpp"
 #include "restart_wait.hpp"
 #include "retry_budget.hpp"
+#include "retry_queue.hpp"
 #include "settled_record.hpp"
 #include "time.hpp"
 #include "topic_pattern.hpp"
@@ -469,7 +470,7 @@ class DispatchCore {
   std::vector<Effect> effects_;
   OrderGate gate_;
   // Retries inside the core, (handler, seq) by when; an entry whose retrying bit is gone is skipped.
-  std::multimap<TimePoint, std::pair<std::size_t, std::uint64_t>> retries_;
+  RetryQueue retries_;
   // Handed back while an ordered handler owed them: how long their keys wait for them.
   std::map<std::uint64_t, TimePoint> away_;
   RedriveTable redrives_;

@@ -1,5 +1,6 @@
-// DispatchCore, continued: ordered delivery per key. The rules are R21-R25 of docs/dispatch-rules.md; the
-// bookkeeping of what each ordered handler owes per key is OrderGate's (order_gate.hpp). Kept apart
+// DispatchCore and its OrderGate (order_gate.hpp) and RetryQueue (retry_queue.hpp): ordered delivery
+// per key (docs/dispatch-rules.md R21-R25). What each ordered handler owes per key is OrderGate's;
+// when a failed delivery goes again inside the core is RetryQueue's. Kept apart
 // from the message path in dispatch_core.cpp, which calls in at arrival, dispatch, the end of a
 // delivery, the decision to hand back, and tick().
 
@@ -98,7 +99,7 @@ bool DispatchCore::order_holds(std::uint64_t seq, Message& message, TimePoint no
     const HandlerMask bit = HandlerMask{1} << h;
     if (!(fresh & bit)) continue;
     message.retrying |= bit;
-    retries_.emplace(now + message.nak_delay, std::make_pair(h, seq));
+    retries_.schedule(now + message.nak_delay, h, seq);
   }
   return true;
 }
@@ -122,9 +123,7 @@ void DispatchCore::order_tick(TimePoint now) {
     restart_end(now);
   }
   std::vector<std::size_t> touched;
-  while (!retries_.empty() && retries_.begin()->first <= now) {
-    const auto [handler, seq] = retries_.begin()->second;
-    retries_.erase(retries_.begin());
+  for (const auto [handler, seq] : retries_.take_due(now)) {
     auto found = messages_.find(seq);
     if (found == messages_.end()) continue;
     Message& message = found->second;
@@ -158,8 +157,7 @@ void DispatchCore::order_tick(TimePoint now) {
 }
 
 std::optional<TimePoint> DispatchCore::order_next_wakeup() const {
-  std::optional<TimePoint> wake;
-  if (!retries_.empty()) wake = retries_.begin()->first;
+  std::optional<TimePoint> wake = retries_.next();
   if (restart_ && (!wake || restart_->until() < *wake)) wake = restart_->until();
   for (const auto& [seq, until] : away_) {
     if (!wake || until < *wake) wake = until;
@@ -181,11 +179,7 @@ void DispatchCore::order_reindex(const HandlerReindex& reindex) {
     message.gated = remap(message.gated);
     message.retrying = remap(message.retrying);
   }
-  decltype(retries_) retries;
-  for (const auto& [at, entry] : retries_) {
-    if (old_to_new[entry.first]) retries.emplace(at, std::make_pair(*old_to_new[entry.first], entry.second));
-  }
-  retries_ = std::move(retries);
+  retries_.reindex(old_to_new);
   gate_.reindex(old_to_new, reindex.handlers.size());
 }
 

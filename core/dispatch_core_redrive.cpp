@@ -48,7 +48,7 @@ void DispatchCore::finish_redrive(std::uint64_t key, Message& message, TimePoint
       const HandlerMask bit = HandlerMask{1} << h;
       if (!(fresh & bit)) continue;
       message.retrying |= bit;
-      retries_.emplace(now + message.nak_delay, std::make_pair(h, key));
+      retries_.schedule(now + message.nak_delay, h, key);
     }
     return;
   }
