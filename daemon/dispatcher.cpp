@@ -236,7 +236,7 @@ void Dispatcher::expect_outstanding(const ConsumerFacts& facts,
   const Duration proof_after = settings_.core.nak_delay_max + gap_hold(settings_.core.keepalive);
   if (read) {
     for (const jetstream::StoredMessage& message : *read) {
-      const auto key = key_of(message.subject, config_.key.strip_prefix);
+      const auto key = jetstream::key_of(message.subject, config_.key.strip_prefix);
       if (!key) continue;
       Outstanding::Entry entry{message.seq, {}};
       router_.route(*key, message.headers, entry.order);
@@ -508,7 +508,7 @@ bool Dispatcher::redrive(std::size_t handler, const jetstream::StoredMessage& le
   parts.owner.reset(bytes.release());
   MessageBytesPtr message = make_message_bytes(std::move(parts), arena_);
   const std::string_view subject = message->subject();
-  const std::string_view key = key_of(subject, config_.key.strip_prefix).value_or(subject);
+  const std::string_view key = jetstream::key_of(subject, config_.key.strip_prefix).value_or(subject);
   Redrive redrive{next_handle_++, letter.seq, handler, std::nullopt};
   if (const auto found = router_.order_key(handler, key, message->headers())) redrive.order_key = std::string(*found);
   std::uint64_t original = 0;

@@ -213,7 +213,7 @@ JetStreamReader::JetStreamReader(asio::io_context& io, const Config& config, Mes
     : io_(io), config_(config), arena_(arena), callbacks_(std::make_shared<CnatsCallbacks>(io)), loop_(io) {
   callbacks_->reader = this;
   loop_.on_read([this] { on_read(); });
-  pull_subject_ = pull_subject(config.consumer.stream, config.consumer.durable);
+  pull_subject_ = jetstream::pull_subject(config.consumer.stream, config.consumer.durable);
   info_subject_ = jetstream::consumer_info_subject(config.consumer.stream, config.consumer.durable);
 }
 
@@ -646,8 +646,8 @@ void JetStreamReader::take(NatsMsgPtr message) {
   const std::string_view subject = natsMsg_GetSubject(raw);
   if (reply && std::strncmp(reply, "$JS.ACK.", 8) == 0) {
     InboundMessage in;
-    const auto ack = parse_ack_subject(reply);
-    const auto key = key_of(subject, config_.key.strip_prefix);
+    const auto ack = jetstream::parse_ack_subject(reply);
+    const auto key = jetstream::key_of(subject, config_.key.strip_prefix);
     in.routable = ack && key;
     if (ack) {
       in.stream_seq = ack->stream_seq;
