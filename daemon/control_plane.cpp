@@ -11,6 +11,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <variant>
 
 #include "consumer_info.hpp"
 #include "dispatcher.hpp"
@@ -43,6 +44,27 @@ constexpr const char* kCompiler = "gcc " __VERSION__;
 #else
 constexpr const char* kCompiler = "unknown";
 #endif
+
+// What `jetfan status` shows of the server's consumer info (CONSUMER.INFO), or why there is none.
+std::variant<ServerConsumerView, std::string> server_view(std::string_view json) {
+  const auto parsed = jetstream::parse_consumer_info(json);
+  if (const auto* error = std::get_if<jetstream::ApiError>(&parsed)) {
+    return error->from_server() ? "the server says: " + error->describe() : error->description;
+  }
+  const auto& info = std::get<jetstream::ConsumerInfo>(parsed);
+  ServerConsumerView view;
+  view.num_pending = info.num_pending;
+  view.num_ack_pending = info.num_ack_pending;
+  view.num_redelivered = info.num_redelivered;
+  view.num_waiting = info.num_waiting;
+  view.delivered_stream_seq = info.delivered.stream_seq;
+  view.ack_floor_stream_seq = info.ack_floor.stream_seq;
+  view.ack_policy = info.ack_policy;
+  view.ack_wait_seconds = std::chrono::duration<double>(info.ack_wait).count();
+  view.max_deliver = info.max_deliver;
+  view.max_ack_pending = info.max_ack_pending;
+  return view;
+}
 
 std::int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -138,7 +160,7 @@ void ControlPlane::attach(Dispatcher& dispatcher, JetStreamReader& reader) {
   reader_ = &reader;
   dispatcher.set_observer(this);
   reader.on_consumer_info([this](std::uint64_t id, std::string_view json) {
-    auto parsed = parse_consumer_info(json);
+    auto parsed = server_view(json);
     auto* view = std::get_if<ServerConsumerView>(&parsed);
     if (view) {
       polled_ = *view;

@@ -104,7 +104,7 @@ void Daemon::expect_outstanding(const ConsumerFacts& facts, AckPolicy ack_policy
   }
   if (!ordered) {
     // Under AckPolicy all the ack floor waits for them all the same; nothing need be read for that.
-    if (ack_policy == AckPolicy::kAll) dispatcher_->expect_outstanding(facts, std::vector<StreamMessage>{});
+    if (ack_policy == AckPolicy::kAll) dispatcher_->expect_outstanding(facts, std::vector<jetstream::StoredMessage>{});
     return;
   }
   const auto began = std::chrono::steady_clock::now();

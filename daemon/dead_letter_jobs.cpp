@@ -10,6 +10,7 @@
 #include "dead_letter_jobs.hpp"
 #include "logging.hpp"
 #include "nats_header.hpp"
+#include "stream_names.hpp"
 
 namespace jetfan {
 namespace {
@@ -24,7 +25,7 @@ std::uint64_t number(std::optional<std::string_view> text) {
   return value;
 }
 
-std::string header_or(const StoredLetter& letter, std::string_view name, std::string_view otherwise) {
+std::string header_or(const jetstream::StoredMessage& letter, std::string_view name, std::string_view otherwise) {
   const auto value = proto::find_header(letter.headers, name);
   return std::string(value ? *value : otherwise);
 }
@@ -68,7 +69,7 @@ std::optional<std::string> DeadLetterJobs::start(const DeadLetterJob& job, DeadL
            : job.dry_run                          ? "a dry run of a redrive"
                                                   : "a redrive",
            run.subject);
-  ask(id, run, "$JS.API.STREAM.NAMES", stream_names_request(run.subject));
+  ask(id, run, std::string(jetstream::kStreamNamesSubject), jetstream::stream_names_request(run.subject));
   return std::nullopt;
 }
 
@@ -93,46 +94,52 @@ void DeadLetterJobs::on_api_reply(std::uint64_t api, const ApiReply& reply) {
   }
   switch (run.step) {
     case Run::Step::kNames: {
-      auto named = parse_stream_names(reply.json);
-      if (auto* error = std::get_if<ApiError>(&named)) {
-        end_run(id, false, "which stream stores \"" + run.subject + "\"? " + error->what);
+      auto named = jetstream::parse_stream_names(reply.json);
+      if (auto* error = std::get_if<jetstream::ApiError>(&named)) {
+        end_run(id, false, "which stream stores \"" + run.subject + "\"? " + error->describe());
         return;
       }
-      run.stream = std::get<std::string>(named);
+      const auto& streams = std::get<jetstream::StreamNames>(named).streams;
+      if (streams.empty()) {
+        end_run(id, false, "which stream stores \"" + run.subject + "\"? no stream captures the subject");
+        return;
+      }
+      run.stream = streams.front();
       if (run.job.all && run.job.kind == DeadLetterJob::Kind::kRedrive) {
         // Its own failures are dead-lettered anew behind it: --all ends where the stream ends now.
         run.step = Run::Step::kLast;
-        ask(id, run, "$JS.API.STREAM.MSG.GET." + run.stream, msg_get_last_request(run.subject));
+        ask(id, run, jetstream::msg_get_subject(run.stream), jetstream::msg_get_last_request(run.subject));
         return;
       }
       read_next(id, run);
       return;
     }
     case Run::Step::kLast: {
-      auto got = parse_msg_get(reply.json);
-      if (auto* error = std::get_if<ApiError>(&got)) {
-        end_run(id, false, "reading the last dead letter: " + error->what);
+      auto got = jetstream::parse_msg_get(reply.json);
+      if (auto* error = std::get_if<jetstream::ApiError>(&got)) {
+        end_run(id, false, "reading the last dead letter: " + error->describe());
         return;
       }
-      if (std::holds_alternative<NoMessage>(got)) {
+      if (std::holds_alternative<jetstream::NoMessage>(got)) {
         end_run(id, true, "");
         return;
       }
-      run.job.to = std::min(run.job.to, std::get<StoredLetter>(got).seq);
+      run.job.to = std::min(run.job.to, std::get<jetstream::StoredMessage>(got).seq);
       read_next(id, run);
       return;
     }
     case Run::Step::kGet: {
-      auto got = parse_msg_get(reply.json);
-      if (auto* error = std::get_if<ApiError>(&got)) {
-        end_run(id, false, "reading the dead letter at or after seq " + std::to_string(run.next) + ": " + error->what);
+      auto got = jetstream::parse_msg_get(reply.json);
+      if (auto* error = std::get_if<jetstream::ApiError>(&got)) {
+        end_run(id, false,
+                "reading the dead letter at or after seq " + std::to_string(run.next) + ": " + error->describe());
         return;
       }
-      if (std::holds_alternative<NoMessage>(got)) {
+      if (std::holds_alternative<jetstream::NoMessage>(got)) {
         end_run(id, true, "");
         return;
       }
-      on_letter(id, run, std::move(std::get<StoredLetter>(got)));
+      on_letter(id, run, std::move(std::get<jetstream::StoredMessage>(got)));
       return;
     }
     case Run::Step::kDelete:
@@ -145,14 +152,14 @@ void DeadLetterJobs::on_api_reply(std::uint64_t api, const ApiReply& reply) {
 }
 
 void DeadLetterJobs::on_deleted(std::uint64_t id, Run& run, std::string_view json) {
-  const auto why = parse_msg_delete(json);
+  const auto why = jetstream::parse_msg_delete(json);
   const std::uint64_t seq = run.current.seq;
   RedriveCounts& counts = counts_[run.job.handler];
   std::string line = "seq " + std::to_string(seq) + ": ";
   if (why) {
     ++run.kept;
     ++counts.kept;
-    line += "settled by the handler, but not deleted (" + *why + "): a later redrive delivers it again";
+    line += "settled by the handler, but not deleted (" + why->describe() + "): a later redrive delivers it again";
   } else if (run.again) {
     ++run.redead;
     ++counts.again;
@@ -183,10 +190,10 @@ void DeadLetterJobs::read_next(std::uint64_t id, Run& run) {
     return;
   }
   run.step = Run::Step::kGet;
-  ask(id, run, "$JS.API.STREAM.MSG.GET." + run.stream, msg_get_next_request(run.next, run.subject));
+  ask(id, run, jetstream::msg_get_subject(run.stream), jetstream::msg_get_next_request(run.next, run.subject));
 }
 
-void DeadLetterJobs::on_letter(std::uint64_t id, Run& run, StoredLetter letter) {
+void DeadLetterJobs::on_letter(std::uint64_t id, Run& run, jetstream::StoredMessage letter) {
   if (letter.seq > run.job.to) {
     end_run(id, true, "");
     return;
@@ -232,7 +239,7 @@ void DeadLetterJobs::on_letter(std::uint64_t id, Run& run, StoredLetter letter) 
 }
 
 void DeadLetterJobs::begin_redrive(std::uint64_t id, Run& run) {
-  const StoredLetter& letter = run.current;
+  const jetstream::StoredMessage& letter = run.current;
   const auto handler =
       static_cast<std::size_t>(std::find_if(config_.handlers.begin(), config_.handlers.end(),
                                             [&](const HandlerSettings& h) { return h.name == run.job.handler; }) -
@@ -272,7 +279,7 @@ void DeadLetterJobs::redrive_ended(const Effect& effect) {
   }
   run.again = effect.again;
   run.step = Run::Step::kDelete;
-  ask(id, run, "$JS.API.STREAM.MSG.DELETE." + run.stream, msg_delete_request(effect.redrive));
+  ask(id, run, jetstream::msg_delete_subject(run.stream), jetstream::msg_delete_request(effect.redrive));
 }
 
 void DeadLetterJobs::end_run(std::uint64_t id, bool ok, const std::string& why) {

@@ -13,7 +13,7 @@
 // A redriven dead letter is deleted from its stream only after the core said kRedriveSettled, so a
 // redrive cut short (a restart, a crash) has deleted nothing unconfirmed: the worst it leaves is a
 // dead letter confirmed but not yet deleted, redriven again next time. The requests and answers are
-// dead_letter_stream.hpp's; what a job needs of the running jetfan is DeadLetterJobHost.
+// jetstream/'s (stream_names.hpp, stream_message.hpp); what a job needs of the running jetfan is DeadLetterJobHost.
 //
 // Thread: the io_context thread only. `config` and `host` must outlive the jobs.
 
@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "config.hpp"
-#include "dead_letter_stream.hpp"
 #include "dispatch_core.hpp"
+#include "stream_message.hpp"
 #include "time.hpp"
 #include "upstream.hpp"
 
@@ -70,7 +70,7 @@ class DeadLetterJobHost {
   virtual bool api_request(std::uint64_t id, const std::string& subject, const std::string& body) = 0;
   // Gives `letter` to `handler` (an index of the config's handlers) as a redrive (DispatchCore::
   // redrive). False: the core did not take it (jetfan is stopping); nothing was kept of it.
-  virtual bool redrive(std::size_t handler, const StoredLetter& letter) = 0;
+  virtual bool redrive(std::size_t handler, const jetstream::StoredMessage& letter) = 0;
 
  protected:
   ~DeadLetterJobHost() = default;
@@ -108,16 +108,16 @@ class DeadLetterJobs {
     std::uint64_t next = 1;      // the next sequence to read from
     std::uint64_t awaiting = 0;  // the api request outstanding; 0: none
     TimePoint asked{};
-    StoredLetter current;  // being redriven, or deleted
-    bool again = false;    // current was dead-lettered anew
-    bool stop = false;     // nobody listens: stop after current
+    jetstream::StoredMessage current;  // being redriven, or deleted
+    bool again = false;                // current was dead-lettered anew
+    bool stop = false;                 // nobody listens: stop after current
     std::uint64_t seen = 0, confirmed = 0, redead = 0, kept = 0;
     std::vector<std::string> json_items;
   };
 
   void ask(std::uint64_t id, Run& run, const std::string& subject, const std::string& body);
   void read_next(std::uint64_t id, Run& run);
-  void on_letter(std::uint64_t id, Run& run, StoredLetter letter);
+  void on_letter(std::uint64_t id, Run& run, jetstream::StoredMessage letter);
   void on_deleted(std::uint64_t id, Run& run, std::string_view json);
   void begin_redrive(std::uint64_t id, Run& run);
   void end_run(std::uint64_t id, bool ok, const std::string& why);

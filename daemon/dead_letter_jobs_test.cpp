@@ -29,7 +29,7 @@ class FakeHost final : public DeadLetterJobHost {
     requests.push_back(Request{id, subject, body});
     return true;
   }
-  bool redrive(std::size_t handler, const StoredLetter& letter) override {
+  bool redrive(std::size_t handler, const jetstream::StoredMessage& letter) override {
     redriven.emplace_back(handler, letter.seq);
     return core_takes;
   }

@@ -17,7 +17,7 @@ class NoHost final : public DeadLetterJobHost {
   bool serving() const override { return true; }
   std::size_t instances(std::size_t) const override { return 0; }
   bool api_request(std::uint64_t, const std::string&, const std::string&) override { return false; }
-  bool redrive(std::size_t, const StoredLetter&) override { return false; }
+  bool redrive(std::size_t, const jetstream::StoredMessage&) override { return false; }
 };
 
 Config two_handlers() {

@@ -218,7 +218,8 @@ void Dispatcher::note_without_order_key(HandlerMask handlers, std::uint64_t stre
   }
 }
 
-void Dispatcher::expect_outstanding(const ConsumerFacts& facts, const std::optional<std::vector<StreamMessage>>& read) {
+void Dispatcher::expect_outstanding(const ConsumerFacts& facts,
+                                    const std::optional<std::vector<jetstream::StoredMessage>>& read) {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = time_.now();
   Outstanding outstanding;
@@ -234,10 +235,10 @@ void Dispatcher::expect_outstanding(const ConsumerFacts& facts, const std::optio
   // From then on the server can show it sent them again (docs/dispatch-rules.md R28).
   const Duration proof_after = settings_.core.nak_delay_max + gap_hold(settings_.core.keepalive);
   if (read) {
-    for (const StreamMessage& message : *read) {
-      const auto key = key_of(message.subject, config_.key.strip_prefix);
+    for (const jetstream::StoredMessage& message : *read) {
+      const auto key = jetstream::key_of(message.subject, config_.key.strip_prefix);
       if (!key) continue;
-      Outstanding::Entry entry{message.stream_seq, {}};
+      Outstanding::Entry entry{message.seq, {}};
       router_.route(*key, message.headers, entry.order);
       if (!entry.order.empty()) outstanding.messages.push_back(std::move(entry));
     }
@@ -486,7 +487,7 @@ bool Dispatcher::api_request(std::uint64_t id, const std::string& subject, const
   return upstream_.api_request(id, subject, body);
 }
 
-bool Dispatcher::redrive(std::size_t handler, const StoredLetter& letter) {
+bool Dispatcher::redrive(std::size_t handler, const jetstream::StoredMessage& letter) {
   // The handler gets the original subject, sequence, headers and payload, and the Jetfan-* headers
   // the dead letter has: as it would have got the message, plus why it came back. The bytes are
   // the message's own: the letter goes when the job reads the next one, the message when the core
@@ -507,7 +508,7 @@ bool Dispatcher::redrive(std::size_t handler, const StoredLetter& letter) {
   parts.owner.reset(bytes.release());
   MessageBytesPtr message = make_message_bytes(std::move(parts), arena_);
   const std::string_view subject = message->subject();
-  const std::string_view key = key_of(subject, config_.key.strip_prefix).value_or(subject);
+  const std::string_view key = jetstream::key_of(subject, config_.key.strip_prefix).value_or(subject);
   Redrive redrive{next_handle_++, letter.seq, handler, std::nullopt};
   if (const auto found = router_.order_key(handler, key, message->headers())) redrive.order_key = std::string(*found);
   std::uint64_t original = 0;

@@ -97,7 +97,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   // messages of the stream in (facts.ack_floor, facts.delivered], as `read` from the stream
   // (JetStreamReader::read_stream), or nullopt when they could not all be read, when every ordered
   // delivery waits instead (docs/dispatch-rules.md R26-R31). Before start().
-  void expect_outstanding(const ConsumerFacts& facts, const std::optional<std::vector<StreamMessage>>& read);
+  void expect_outstanding(const ConsumerFacts& facts, const std::optional<std::vector<jetstream::StoredMessage>>& read);
   // What the consumer had delivered when it was bound: its delivery numbers go on from there, so a
   // jump at the first arrival is a loss too (docs/dispatch-rules.md R32). Before the first pull.
   void bound(const ConsumerFacts& facts) { core_.bound(facts.delivered_consumer_seq, facts.delivered); }
@@ -174,7 +174,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   // What dead-letter jobs ask of jetfan (DeadLetterJobHost).
   TimePoint now() const override { return time_.now(); }
   bool api_request(std::uint64_t id, const std::string& subject, const std::string& body) override;
-  bool redrive(std::size_t handler, const StoredLetter& letter) override;
+  bool redrive(std::size_t handler, const jetstream::StoredMessage& letter) override;
   void top_up_pulls();
   // The consumer's leader may have changed: probe until it answers, then pull anew.
   void leader_unsure(TimePoint now);

@@ -61,7 +61,7 @@ void FakeUpstream::close(Duration) {
 }
 
 void FakeUpstream::record(Reply::Kind kind, const MessageBytes& message, Duration delay) {
-  const auto ack = parse_ack_subject(message.reply());
+  const auto ack = jetstream::parse_ack_subject(message.reply());
   replies.push_back(Reply{kind, ack ? ack->stream_seq : 0, ack ? ack->deliveries : 0, delay});
 }
 
@@ -75,7 +75,7 @@ void FakeUpstream::deliver(const Message& message) {
                    std::to_string(message.published_ns) + ".0";
   strings->payload = message.payload;
   InboundMessage in;
-  const auto key = key_of(strings->subject, strip_prefix_);
+  const auto key = jetstream::key_of(strings->subject, strip_prefix_);
   in.routable = key.has_value() && message.stream_seq != 0;
   if (key) in.key = *key;
   in.stream_seq = message.stream_seq;

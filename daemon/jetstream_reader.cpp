@@ -11,13 +11,14 @@
 #include <mutex>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
+#include "api_error.hpp"
 #include "consumer_info.hpp"
 #include "jetstream_subject.hpp"
 #include "logging.hpp"
 #include "nats_auth.hpp"
+#include "publish_ack.hpp"
 #include "startup_error.hpp"
+#include "stream_names.hpp"
 
 namespace jetfan {
 namespace asio = boost::asio;
@@ -194,15 +195,13 @@ void on_publish_answer(natsConnection*, natsSubscription*, natsMsg* raw, void* c
     answer.error = std::string(code) + " " + (description ? description : "");
     if (std::string_view(code) == "503") answer.error = "no stream captures the subject (503 No Responders)";
   } else {
-    const auto json = nlohmann::json::parse(body, nullptr, false);
-    if (json.is_object() && json.contains("error")) {
-      answer.error = json["error"].value("description", std::string("an error without a description"));
-    } else if (json.is_object() && json.contains("seq")) {
+    auto ack = jetstream::parse_publish_ack(body);
+    if (auto* stored = std::get_if<jetstream::PublishAck>(&ack)) {
       answer.stored = true;
-      answer.stream_seq = json.value("seq", std::uint64_t{0});
-      answer.stream = json.value("stream", std::string());
+      answer.stream_seq = stored->seq;
+      answer.stream = std::move(stored->stream);
     } else {
-      answer.error = "an answer that is not JetStream's acknowledgement: " + std::string(body.substr(0, 200));
+      answer.error = std::move(std::get<jetstream::ApiError>(ack).description);
     }
   }
   callbacks->push_published(std::move(answer));
@@ -214,8 +213,8 @@ JetStreamReader::JetStreamReader(asio::io_context& io, const Config& config, Mes
     : io_(io), config_(config), arena_(arena), callbacks_(std::make_shared<CnatsCallbacks>(io)), loop_(io) {
   callbacks_->reader = this;
   loop_.on_read([this] { on_read(); });
-  pull_subject_ = pull_subject(config.consumer.stream, config.consumer.durable);
-  info_subject_ = "$JS.API.CONSUMER.INFO." + config.consumer.stream + "." + config.consumer.durable;
+  pull_subject_ = jetstream::pull_subject(config.consumer.stream, config.consumer.durable);
+  info_subject_ = jetstream::consumer_info_subject(config.consumer.stream, config.consumer.durable);
 }
 
 JetStreamReader::~JetStreamReader() {
@@ -380,13 +379,13 @@ void JetStreamReader::check_dead_letter_subjects() {
   for (const auto& handler : config_.handlers) {
     const std::string& subject = handler.dead_letter_subject;
     if (subject.empty()) continue;
-    const std::string request = nlohmann::json{{"subject", subject}}.dump();
+    const std::string request = jetstream::stream_names_request(subject);
     natsMsg* raw_reply = nullptr;
     natsStatus status = NATS_OK;
     std::string why;
     const auto call = [&] {
-      status = natsConnection_RequestString(&raw_reply, connection_.get(), "$JS.API.STREAM.NAMES", request.c_str(),
-                                            config_.nats.connect_timeout.count());
+      status = natsConnection_RequestString(&raw_reply, connection_.get(), jetstream::kStreamNamesSubject.data(),
+                                            request.c_str(), config_.nats.connect_timeout.count());
       if (status != NATS_OK) why = last_error(status);
     };
     wait_off_thread(call, Duration(0));
@@ -400,20 +399,15 @@ void JetStreamReader::check_dead_letter_subjects() {
       continue;
     }
     const std::string_view body(natsMsg_GetData(raw_reply), static_cast<std::size_t>(natsMsg_GetDataLength(raw_reply)));
-    const auto json = nlohmann::json::parse(body, nullptr, false);
-    if (!json.is_object() || json.contains("error")) {
+    const auto names = jetstream::parse_stream_names(body);
+    if (std::holds_alternative<jetstream::ApiError>(names)) {
       log_warn("dead_letter.stream_unknown",
                {{"handler", handler.name}, {"subject", subject}, {"reason", std::string(body.substr(0, 200))}},
                "{}: the server did not say which stream captures \"{}\": {}", where, subject,
                std::string(body.substr(0, 200)));
       continue;
     }
-    std::vector<std::string> streams;
-    if (json.contains("streams") && json["streams"].is_array()) {
-      for (const auto& name : json["streams"]) {
-        if (name.is_string()) streams.push_back(name.get<std::string>());
-      }
-    }
+    const std::vector<std::string>& streams = std::get<jetstream::StreamNames>(names).streams;
     if (streams.empty()) {
       throw StartupError(kExitConfig, where + ": no stream captures \"" + subject +
                                           "\", so the dead letters of handler " + handler.name +
@@ -447,9 +441,16 @@ void JetStreamReader::read_newer_features(ConsumerFacts& facts, const std::strin
   wait_off_thread(call, Duration(kTimeoutMs));
   NatsMsgPtr reply(raw_reply);
   if (status == NATS_OK && reply) {
-    why = read_newer_consumer_features(
-        std::string_view(natsMsg_GetData(reply.get()), static_cast<std::size_t>(natsMsg_GetDataLength(reply.get()))),
-        facts);
+    const auto info = jetstream::parse_consumer_info(
+        std::string_view(natsMsg_GetData(reply.get()), static_cast<std::size_t>(natsMsg_GetDataLength(reply.get()))));
+    if (const auto* read = std::get_if<jetstream::ConsumerInfo>(&info)) {
+      facts.priority_policy = read->priority_policy;
+      facts.priority_groups = read->priority_groups;
+      facts.paused = read->paused;
+      facts.pause_until = read->pause_until;
+    } else {
+      why = std::get<jetstream::ApiError>(info).describe();
+    }
   }
   if (!why.empty()) {
     log_warn("nats.consumer_features_unknown", {{"consumer", named}, {"reason", why}},
@@ -457,15 +458,16 @@ void JetStreamReader::read_newer_features(ConsumerFacts& facts, const std::strin
   }
 }
 
-std::optional<std::vector<StreamMessage>> JetStreamReader::read_stream(std::uint64_t after, std::uint64_t through,
-                                                                       std::string_view filter, std::size_t limit,
-                                                                       Duration budget) {
+std::optional<std::vector<jetstream::StoredMessage>> JetStreamReader::read_stream(std::uint64_t after,
+                                                                                  std::uint64_t through,
+                                                                                  std::string_view filter,
+                                                                                  std::size_t limit, Duration budget) {
   JETFAN_ON_IO_THREAD(thread_);
   // Requests in flight at once: one round trip each would cost seconds for a few thousand messages.
   constexpr std::uint64_t kWindow = 256;
-  const std::string subject = "$JS.API.STREAM.MSG.GET." + config_.consumer.stream;
+  const std::string subject = jetstream::msg_get_subject(config_.consumer.stream);
   const std::int64_t timeout_ms = std::max<std::int64_t>(config_.nats.connect_timeout.count(), 1000);
-  std::map<std::uint64_t, StreamMessage> read;
+  std::map<std::uint64_t, jetstream::StoredMessage> read;
   std::string why;
   const auto call = [&] {
     natsInbox* raw_inbox = nullptr;
@@ -491,7 +493,7 @@ std::optional<std::vector<StreamMessage>> JetStreamReader::read_stream(std::uint
       // Each asks for the first message at or after its sequence that the filter takes; an answer
       // beyond what was asked lets the asking skip ahead (deleted or filtered-out sequences).
       while (next <= through && waiting < kWindow) {
-        const std::string body = stream_message_request(next, filter);
+        const std::string body = jetstream::msg_get_next_request(next, filter);
         const std::string reply = prefix + std::to_string(next);
         if (const natsStatus status = natsConnection_PublishRequest(connection_.get(), subject.c_str(), reply.c_str(),
                                                                     body.data(), static_cast<int>(body.size()));
@@ -514,17 +516,18 @@ std::optional<std::vector<StreamMessage>> JetStreamReader::read_stream(std::uint
       }
       NatsMsgPtr reply(raw_reply);
       --waiting;
-      auto answer = parse_stream_message(
+      auto answer = jetstream::parse_msg_get(
           std::string_view(natsMsg_GetData(raw_reply), static_cast<std::size_t>(natsMsg_GetDataLength(raw_reply))));
-      if (std::holds_alternative<NoStreamMessage>(answer)) continue;
-      if (auto* error = std::get_if<std::string>(&answer)) {
-        why = std::move(*error);
+      if (std::holds_alternative<jetstream::NoMessage>(answer)) continue;
+      if (auto* error = std::get_if<jetstream::ApiError>(&answer)) {
+        why = error->describe();
         return;
       }
-      auto& message = std::get<StreamMessage>(answer);
-      if (message.stream_seq <= after || message.stream_seq > through) continue;
-      next = std::max(next, message.stream_seq + 1);
-      const std::uint64_t seq = message.stream_seq;
+      auto& message = std::get<jetstream::StoredMessage>(answer);
+      if (message.seq <= after || message.seq > through) continue;
+      next = std::max(next, message.seq + 1);
+      const std::uint64_t seq = message.seq;
+      message.payload = std::string();  // the order keys need subject and headers; up to `limit` are kept
       read.emplace(seq, std::move(message));
       if (read.size() > limit) {
         why = "more than " + std::to_string(limit) + " messages";
@@ -539,7 +542,7 @@ std::optional<std::vector<StreamMessage>> JetStreamReader::read_stream(std::uint
              "nats: cannot read stream \"{}\" from seq {} to {}: {}", config_.consumer.stream, after + 1, through, why);
     return std::nullopt;
   }
-  std::vector<StreamMessage> out;
+  std::vector<jetstream::StoredMessage> out;
   out.reserve(read.size());
   for (auto& [seq, message] : read) out.push_back(std::move(message));
   return out;
@@ -643,8 +646,8 @@ void JetStreamReader::take(NatsMsgPtr message) {
   const std::string_view subject = natsMsg_GetSubject(raw);
   if (reply && std::strncmp(reply, "$JS.ACK.", 8) == 0) {
     InboundMessage in;
-    const auto ack = parse_ack_subject(reply);
-    const auto key = key_of(subject, config_.key.strip_prefix);
+    const auto ack = jetstream::parse_ack_subject(reply);
+    const auto key = jetstream::key_of(subject, config_.key.strip_prefix);
     in.routable = ack && key;
     if (ack) {
       in.stream_seq = ack->stream_seq;
@@ -672,7 +675,7 @@ void JetStreamReader::take(NatsMsgPtr message) {
   }
   if (!token.empty() && token[0] == 'p') {
     const std::string_view body(natsMsg_GetData(raw), static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
-    listener_->on_probe_answer(code == nullptr && !body.empty() && body.find("\"error\"") == std::string_view::npos);
+    listener_->on_probe_answer(code == nullptr && !body.empty() && !jetstream::parse_api_error(body));
     return;
   }
   PullStatus status;

@@ -76,8 +76,9 @@ class JetStreamReader final : public Upstream {
   // in flight at once, and waits for them; in stream order. A read of the stream, not of the
   // consumer: it changes nothing there. Sequences gone from the stream are skipped. nullopt (logged)
   // when more than `limit` match, one cannot be read, or it takes longer than `budget`.
-  std::optional<std::vector<StreamMessage>> read_stream(std::uint64_t after, std::uint64_t through,
-                                                        std::string_view filter, std::size_t limit, Duration budget);
+  std::optional<std::vector<jetstream::StoredMessage>> read_stream(std::uint64_t after, std::uint64_t through,
+                                                                   std::string_view filter, std::size_t limit,
+                                                                   Duration budget);
 
   // Subscribes the private inbox (once connected, before the first pull).
   void subscribe();

@@ -186,7 +186,7 @@ void FuzzOwner::on_peer_frame(ConnectionId id, const proto::Frame& frame) {
     const Published& p = published_.at(e.seq);
     const auto& d = frame.delivery;
     require(d.id == e.id && d.stream_seq == e.seq && d.deliveries == e.deliveries &&
-                d.key == *key_of(p.subject, kPrefix) && d.payload == p.payload &&
+                d.key == *jetstream::key_of(p.subject, kPrefix) && d.payload == p.payload &&
                 d.headers == (p.headers ? kHeaderBlock : ""),
             "a MSG's line or body differs from the delivery the core made");
     // A version 2 connection also gets the subject (a version 1 one never does).

@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "consumer_info.hpp"
 #include "format.hpp"
 #include "prometheus_text.hpp"
 #include "rate_window.hpp"
@@ -190,59 +189,6 @@ TEST_CASE("Prometheus text: label values escaped, build info, the process, the s
     CHECK((line.rfind("# ", 0) == 0 || line.rfind("jetfan_", 0) == 0 || line.rfind("process_", 0) == 0));
     start = end + 1;
   }
-}
-
-TEST_CASE("consumer info: the server's answer, its error, or garbage", "[unit]") {
-  const auto good = parse_consumer_info(
-      R"({"type":"io.nats.jetstream.api.v1.consumer_info_response","stream_name":"EVENTS","name":"node1_builder",
-          "config":{"durable_name":"node1_builder","ack_policy":"explicit","ack_wait":30000000000,"max_deliver":5,
-                    "max_ack_pending":1000},
-          "delivered":{"consumer_seq":12,"stream_seq":40},"ack_floor":{"consumer_seq":10,"stream_seq":38},
-          "num_ack_pending":2,"num_redelivered":1,"num_waiting":1,"num_pending":7})");
-  REQUIRE(std::holds_alternative<ServerConsumerView>(good));
-  const auto& view = std::get<ServerConsumerView>(good);
-  CHECK(view.num_pending == 7);
-  CHECK(view.num_ack_pending == 2);
-  CHECK(view.num_redelivered == 1);
-  CHECK(view.ack_floor_stream_seq == 38);
-  CHECK(view.delivered_stream_seq == 40);
-  CHECK(view.ack_policy == "explicit");
-  CHECK(view.ack_wait_seconds == 30);
-  CHECK(view.max_deliver == 5);
-  const auto missing =
-      parse_consumer_info(R"({"error":{"code":404,"err_code":10014,"description":"consumer not found"}})");
-  REQUIRE(std::holds_alternative<std::string>(missing));
-  CHECK(std::get<std::string>(missing) == "the server says: consumer not found (404)");
-  for (const char* bad : {"", "[]", "{", R"({"config":3})", R"({"num_pending":"x","config":{}})"}) {
-    INFO(bad);
-    CHECK(std::holds_alternative<std::string>(parse_consumer_info(bad)));
-  }
-}
-
-TEST_CASE("consumer info: priority groups and pause, as servers since 2.11 say them", "[unit]") {
-  ConsumerFacts facts;
-  CHECK(read_newer_consumer_features(
-            R"({"config":{"durable_name":"d","priority_policy":"overflow","priority_groups":["jobs","more"],
-                "pause_until":"2100-01-01T00:00:00Z"},"paused":true,"pause_remaining":99})",
-            facts)
-            .empty());
-  CHECK(facts.priority_policy == "overflow");
-  CHECK(facts.priority_groups == std::vector<std::string>{"jobs", "more"});
-  CHECK(facts.paused);
-  CHECK(facts.pause_until == "2100-01-01T00:00:00Z");
-
-  ConsumerFacts old_server;
-  CHECK(read_newer_consumer_features(R"({"config":{"durable_name":"d","ack_policy":"explicit"}})", old_server).empty());
-  CHECK(old_server.priority_policy.empty());
-  CHECK(old_server.priority_groups.empty());
-  CHECK_FALSE(old_server.paused);
-
-  ConsumerFacts odd;
-  CHECK(read_newer_consumer_features(R"({"config":{"priority_groups":"jobs","paused":1}})", odd).empty());
-  CHECK(odd.priority_groups.empty());
-  CHECK_THAT(read_newer_consumer_features(R"({"error":{"code":404,"description":"consumer not found"}})", odd),
-             Catch::Contains("consumer not found"));
-  CHECK_FALSE(read_newer_consumer_features("[", odd).empty());
 }
 
 TEST_CASE("rates: per second over the window, by handler name", "[unit]") {

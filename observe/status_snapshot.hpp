@@ -13,7 +13,7 @@
 
 namespace jetfan {
 
-// The server's view of the consumer, from $JS.API.CONSUMER.INFO (consumer_info.hpp).
+// The server's view of the consumer, from $JS.API.CONSUMER.INFO (jetstream/consumer_info.hpp).
 struct ServerConsumerView {
   std::uint64_t num_pending = 0;
   std::uint64_t num_ack_pending = 0;

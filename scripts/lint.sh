@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Style and static checks, failing on any finding:
 #   - clang-format-14 (.clang-format) on every C++ file in the repository;
-#   - clang-tidy-14 (.clang-tidy) on the C++ sources of handles/, core/, proto/, config/, observe/, clients/cpp/,
-#     exec/ and daemon/.
+#   - clang-tidy-14 (.clang-tidy) on the C++ sources of handles/, core/, proto/, jetstream/, config/,
+#     observe/, clients/cpp/, exec/ and daemon/.
 # Needs a configured build/ (compile_commands.json): scripts/build.sh makes one.
 #   scripts/lint.sh [--fix | --format-only]
 #     --fix          rewrites the files clang-format would change
@@ -29,7 +29,7 @@ if [ "${1:-}" = "--format-only" ]; then
 fi
 
 mapfile -t sources < <(printf '%s
-' "${files[@]}" | grep -E '^(handles|core|proto|config|observe|clients/cpp|exec|daemon)/.*\.cpp$' |
+' "${files[@]}" | grep -E '^(handles|core|proto|jetstream|config|observe|clients/cpp|exec|daemon)/.*\.cpp$' |
                        grep -v -e '_fuzz\.cpp$' -e '_fuzz_owner\.cpp$')  # built only with JETFAN_FUZZ
 echo "== clang-tidy: ${#sources[@]} files"
 # One process per file, two at a time; any warning fails the run.

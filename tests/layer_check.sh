@@ -16,7 +16,7 @@ root=$1
 # The layers, lowest first; the folders of one layer do not include each other.
 layers=(
   "handles"                     # RAII owners of descriptors and cnats objects
-  "core proto"                  # the pure core; the wire protocol (parsers, encoder, limits)
+  "core proto jetstream"        # the pure core; the wire protocol (parsers, encoder, limits); JetStream's API
   "config observe clients/cpp"  # YAML -> Config; status and its renderers; the installed C++ client
   "exec"                        # jetfan exec: on the client, reading jetfan's config
   "daemon examples"             # the I/O around the core; the stand-in controller and example handlers

@@ -11,7 +11,7 @@ root=$1
 # What the root holds: ARCHITECTURE.md's table says what each folder is for.
 top_folders=(
   .ci                           # the CI entry point
-  bench clients config core daemon docker docs examples exec fuzz handles observe packaging proto
+  bench clients config core daemon docker docs examples exec fuzz handles jetstream observe packaging proto
   scripts systemd tests
 )
 top_files=(

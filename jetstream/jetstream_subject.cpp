@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace jetfan {
+namespace jetfan::jetstream {
 namespace {
 
 // Eight ASCII digits at `p` as a number, or nullopt if one of them is not a digit. The bytes are
@@ -99,4 +99,4 @@ std::string pull_subject(std::string_view stream, std::string_view durable) {
   return subject;
 }
 
-}  // namespace jetfan
+}  // namespace jetfan::jetstream

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace jetfan {
+namespace jetfan::jetstream {
 
 // A message's key: its subject less `prefix`. nullopt when the subject does not start with the
 // prefix or nothing is left after it.
@@ -28,4 +28,4 @@ std::optional<AckSubject> parse_ack_subject(std::string_view reply);
 // The pull request subject for a consumer.
 std::string pull_subject(std::string_view stream, std::string_view durable);
 
-}  // namespace jetfan
+}  // namespace jetfan::jetstream

@@ -5,7 +5,7 @@
 
 #include "jetstream_subject.hpp"
 
-using namespace jetfan;
+using namespace jetfan::jetstream;
 
 TEST_CASE("a key is the subject less the prefix", "[unit]") {
   CHECK(key_of("events.mesh-build-machine.built", "events.") == "mesh-build-machine.built");
