@@ -1,7 +1,6 @@
 #include "control_plane.hpp"
 
 #include <malloc.h>
-#include <nats/nats.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -13,10 +12,8 @@
 #include <fstream>
 #include <variant>
 
-#include "consumer_info.hpp"
 #include "dispatcher.hpp"
 #include "jetfan/version.hpp"
-#include "jetstream_reader.hpp"
 #include "logging.hpp"
 #include "prometheus_text.hpp"
 #include "status_render.hpp"
@@ -32,11 +29,6 @@ constexpr Duration kRateSpan{60000};     // rates are over the last minute
 constexpr Duration kServerAnswer{2000};  // how long `status` waits for the server's consumer info
 constexpr std::size_t kMaxTails = 16;    // tails at once; each may hold 512 KiB of output
 constexpr std::size_t kUnroutableSubjects = 16;
-// Consumer info for the metrics: one request at a time, answered on the reader's inbox, so the io
-// thread never waits for it. A view older than kConsumerPollStale is not shown.
-constexpr Duration kConsumerPoll{5000};
-constexpr Duration kConsumerPollStale{3 * kConsumerPoll};
-
 #if defined(__clang__)
 constexpr const char* kCompiler = "clang " __clang_version__;
 #elif defined(__GNUC__)
@@ -44,27 +36,6 @@ constexpr const char* kCompiler = "gcc " __VERSION__;
 #else
 constexpr const char* kCompiler = "unknown";
 #endif
-
-// What `jetfan status` shows of the server's consumer info (CONSUMER.INFO), or why there is none.
-std::variant<ServerConsumerView, std::string> server_view(std::string_view json) {
-  const auto parsed = jetstream::parse_consumer_info(json);
-  if (const auto* error = std::get_if<jetstream::ApiError>(&parsed)) {
-    return error->from_server() ? "the server says: " + error->describe() : error->description;
-  }
-  const auto& info = std::get<jetstream::ConsumerInfo>(parsed);
-  ServerConsumerView view;
-  view.num_pending = info.num_pending;
-  view.num_ack_pending = info.num_ack_pending;
-  view.num_redelivered = info.num_redelivered;
-  view.num_waiting = info.num_waiting;
-  view.delivered_stream_seq = info.delivered.stream_seq;
-  view.ack_floor_stream_seq = info.ack_floor.stream_seq;
-  view.ack_policy = info.ack_policy;
-  view.ack_wait_seconds = std::chrono::duration<double>(info.ack_wait).count();
-  view.max_deliver = info.max_deliver;
-  view.max_ack_pending = info.max_ack_pending;
-  return view;
-}
 
 std::int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -128,7 +99,6 @@ ControlPlane::ControlPlane(asio::io_context& io, const Config& config, ReloadFun
       reload_(std::move(reload)),
       control_(io, config.control, *this),
       sampler_(io),
-      poller_(io),
       rates_(kRateSpan),
       started_(Clock::now()),
       started_unix_ms_(unix_ms()) {
@@ -148,47 +118,25 @@ ControlPlane::ControlPlane(asio::io_context& io, const Config& config, ReloadFun
 
 ControlPlane::~ControlPlane() {
   if (dispatcher_) dispatcher_->set_observer(nullptr);
-  if (reader_) reader_->on_consumer_info(nullptr);
+  if (dispatcher_) dispatcher_->set_consumer_sink(nullptr);
   auto tails = std::move(tails_);
   tails_.clear();
   for (auto& tail : tails) tail.session->close();
 }
 
-void ControlPlane::attach(Dispatcher& dispatcher, JetStreamReader& reader) {
+void ControlPlane::attach(Dispatcher& dispatcher, std::string client_version) {
   JETFAN_ON_IO_THREAD(thread_);
   dispatcher_ = &dispatcher;
-  reader_ = &reader;
+  client_version_ = std::move(client_version);
   dispatcher.set_observer(this);
-  reader.on_consumer_info([this](std::uint64_t id, std::string_view json) {
-    auto parsed = server_view(json);
-    auto* view = std::get_if<ServerConsumerView>(&parsed);
-    if (view) {
-      polled_ = *view;
-      polled_at_ = Clock::now();
-    }
-    if (id == poll_id_) {
-      poll_id_ = 0;
-      return;
-    }
-    if (view) {
+  dispatcher.set_consumer_sink([this](std::uint64_t id, const ConsumerAnswer& answer) {
+    if (const auto* view = std::get_if<ServerConsumerView>(&answer)) {
       finish_status(id, *view, {});
     } else {
-      finish_status(id, std::nullopt, std::get<std::string>(parsed));
+      finish_status(id, std::nullopt, std::get<std::string>(answer));
     }
   });
   refresh_names();
-  poll_consumer();
-}
-
-void ControlPlane::poll_consumer() {
-  // An unanswered request is given up when the next one is due: the answer, if it comes late,
-  // still updates the view.
-  poll_id_ = next_status_++;
-  if (!reader_ || !reader_->request_consumer_info(poll_id_)) poll_id_ = 0;
-  poller_.expires_after(kConsumerPoll);
-  poller_.async_wait([this](const boost::system::error_code& error) {
-    if (!error) poll_consumer();
-  });
 }
 
 void ControlPlane::note_reload(bool applied) {
@@ -315,9 +263,9 @@ void ControlPlane::on_unroutable(std::string_view subject) {
 void ControlPlane::status(const std::shared_ptr<ControlSession>& session, bool json) {
   const std::uint64_t id = next_status_++;
   PendingStatus pending{session, json, std::make_unique<asio::steady_timer>(io_)};
-  if (!reader_ || !reader_->request_consumer_info(id)) {
+  if (!dispatcher_ || !dispatcher_->ask_consumer_info(id)) {
     pending_.emplace(id, std::move(pending));
-    finish_status(id, std::nullopt, reader_ ? "not connected to the server" : "not bound to the consumer yet");
+    finish_status(id, std::nullopt, dispatcher_ ? "not connected to the server" : "not bound to the consumer yet");
     return;
   }
   pending.timeout->expires_after(kServerAnswer);
@@ -373,12 +321,8 @@ StatusSnapshot ControlPlane::snapshot() const {
   s.open_fds = open_fds();
   s.max_fds = max_fds();
   s.cpu_seconds = cpu_seconds();
-  s.cnats_version = nats_GetVersion();
+  s.cnats_version = client_version_;
   s.compiler = kCompiler;
-  if (polled_ && now - polled_at_ <= kConsumerPollStale) {
-    s.polled = polled_;
-    s.polled_age_seconds = std::chrono::duration<double>(now - polled_at_).count();
-  }
   return s;
 }
 

@@ -10,8 +10,11 @@
 // ArrivalObserver; each tail has its own bounded output and drops for itself alone when it falls
 // behind (ControlSession), so an observer never holds up a message or an ack.
 //
-// Thread: the io_context thread only. Lifetime: it must be destroyed before the Dispatcher and the
-// JetStreamReader it is attached to (it detaches from them in its destructor).
+// It reaches the server only through the Dispatcher (its ConsumerWatch asks for the consumer's
+// info), so it runs on a FakeUpstream as it does on cnats.
+//
+// Thread: the io_context thread only. Lifetime: it must be destroyed before the Dispatcher it is
+// attached to (it detaches from it in its destructor).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -36,7 +39,6 @@
 namespace jetfan {
 
 class Dispatcher;
-class JetStreamReader;
 
 class ControlPlane final : private ControlOwner, private MetricsSource, public ArrivalObserver {
  public:
@@ -49,7 +51,8 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
   ControlPlane(const ControlPlane&) = delete;
   ControlPlane& operator=(const ControlPlane&) = delete;
 
-  void attach(Dispatcher& dispatcher, JetStreamReader& reader);
+  // Once jetfan serves. `client_version`: the NATS client library's version, for status.
+  void attach(Dispatcher& dispatcher, std::string client_version);
   // After every reload attempt, from SIGHUP or RELOAD.
   void note_reload(bool applied);
 
@@ -74,13 +77,13 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
 
   void status(const std::shared_ptr<ControlSession>& session, bool json);
   void finish_status(std::uint64_t id, std::optional<ServerConsumerView> view, std::string error);
+
   void tail(const std::shared_ptr<ControlSession>& session, std::string pattern);
   void pause(const std::shared_ptr<ControlSession>& session, const std::string& handler, bool paused);
   // DLQ and REDRIVE (control_plane_dead_letters.cpp).
   void dead_letters(const std::shared_ptr<ControlSession>& session, std::string_view rest, bool redrive);
   StatusSnapshot snapshot() const;
   void sample_rates();
-  void poll_consumer();  // the consumer info for the metrics, every kConsumerPoll
   void refresh_names();
 
   boost::asio::io_context& io_;
@@ -88,11 +91,10 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
   ReloadFunction reload_;
   IoThread thread_;
   Dispatcher* dispatcher_ = nullptr;
-  JetStreamReader* reader_ = nullptr;
+  std::string client_version_;
   ControlServer control_;
   std::unique_ptr<MetricsServer> metrics_;
   boost::asio::steady_timer sampler_;
-  boost::asio::steady_timer poller_;
   RateWindow rates_;
   std::chrono::steady_clock::time_point started_;
   std::int64_t started_unix_ms_ = 0;
@@ -106,9 +108,6 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
   std::vector<SubjectCount> unroutable_;  // at most kUnroutableSubjects distinct subjects
   std::map<std::uint64_t, PendingStatus> pending_;
   std::uint64_t next_status_ = 1;
-  std::uint64_t poll_id_ = 0;  // of the periodic consumer info request outstanding; 0: none
-  std::optional<ServerConsumerView> polled_;
-  std::chrono::steady_clock::time_point polled_at_;
   std::uint64_t reloads_applied_ = 0, reloads_refused_ = 0;
 };
 

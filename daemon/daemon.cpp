@@ -6,9 +6,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "jetstream_admin.hpp"
 #include "logging.hpp"
 #include "nats_auth.hpp"
 #include "startup_error.hpp"
+#include "stream_reader.hpp"
 
 namespace jetfan {
 
@@ -41,8 +43,9 @@ int Daemon::run() {
     log_info("stopped", {}, "stopped before the NATS server could be reached");
     return kExitOk;
   }
-  const ConsumerFacts facts = reader_.bind_consumer();
-  reader_.check_dead_letter_subjects();
+  JetStreamAdmin admin(config_, reader_);
+  const ConsumerFacts facts = admin.bind_consumer();
+  admin.check_dead_letter_subjects();
   ServeSettingsResult derived = derive_serve_settings(config_, facts);
   if (!derived.settings) throw StartupError(kExitConfig, "nats: " + derived.error);
   for (const auto& warning : derived.settings->warnings)
@@ -71,7 +74,7 @@ int Daemon::run() {
   expect_outstanding(facts, s.core.ack_policy, max_held, s.ack_wait);
   dispatcher_->start();
   listener_->start([this](HandlerListener::Socket socket) { dispatcher_->accept(std::move(socket)); });
-  control_->attach(*dispatcher_, reader_);
+  control_->attach(*dispatcher_, JetStreamReader::client_version());
   reloader_ = std::make_unique<Reloader>(config_, facts, *dispatcher_, log_level_pinned_);
   std::string handlers;
   for (const auto& handler : config_.handlers) {
@@ -110,7 +113,8 @@ void Daemon::expect_outstanding(const ConsumerFacts& facts, AckPolicy ack_policy
   const auto began = std::chrono::steady_clock::now();
   // Reading pays only while it costs less than what it saves: beyond half an AckWait, every ordered
   // handler waiting about one AckWait for the old messages is the cheaper way.
-  const auto read = reader_.read_stream(facts.ack_floor, facts.delivered, facts.filter, max_held, ack_wait / 2);
+  const auto read =
+      StreamReader(config_, reader_).read(facts.ack_floor, facts.delivered, facts.filter, max_held, ack_wait / 2);
   if (read) {
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
     log_info("order.restart_read", {{"messages", read->size()}, {"ms", took.count()}},

@@ -459,6 +459,7 @@ void Dispatcher::housekeeping() {
     leader_unsure(now);
   }
   if (state_ == State::kServing) {
+    watch_.tick(now);
     full_.warn_blocked_keys(core_, now);
     full_.act(core_, ledger_.full(core_.held_for_room(), arena_.bytes), arena_.bytes, now);
     apply_effects();
@@ -480,6 +481,10 @@ void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
 
 void Dispatcher::on_api_reply(std::uint64_t id, const ApiReply& reply) {
   JETFAN_ON_IO_THREAD(thread_);
+  if (ConsumerWatch::owns(id)) {
+    watch_.on_reply(id, reply, batch_now());
+    return;
+  }
   jobs_.on_api_reply(id, reply);
 }
 
@@ -729,6 +734,7 @@ void Dispatcher::fill_status(StatusSnapshot& snapshot, const RateWindow& rates, 
                : state_ == State::kDraining ? "draining"
                                             : "stopped",
                rates, now, now_unix_ms);
+  watch_.fill(snapshot, time_.now());  // the watch keeps the dispatcher's time
 }
 
 std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeSettings settings) {

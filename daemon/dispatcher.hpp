@@ -11,6 +11,7 @@
 //   DeadLetterJobs (dead_letter_jobs.hpp) `dlq list` and `redrive` while they run
 //   HoldReporter (hold_reporter.hpp)    the log lines of restart and gap holds
 //   DispatchStatus (dispatch_status.hpp) the status snapshot
+//   ConsumerWatch (consumer_watch.hpp)  the server's view of the consumer, polled and on demand
 // It exists only once the consumer is bound: everything it owns is whole from construction.
 //
 // Its seams, and nothing else, reach outside it:
@@ -42,6 +43,7 @@
 
 #include "arrival_observer.hpp"
 #include "config.hpp"
+#include "consumer_watch.hpp"
 #include "dead_letter_jobs.hpp"
 #include "dead_letter_publisher.hpp"
 #include "dead_letters.hpp"
@@ -95,7 +97,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   void start();
   // Ordered handlers wait for what an earlier reader of the consumer may have left unacked: the
   // messages of the stream in (facts.ack_floor, facts.delivered], as `read` from the stream
-  // (JetStreamReader::read_stream), or nullopt when they could not all be read, when every ordered
+  // (StreamReader::read), or nullopt when they could not all be read, when every ordered
   // delivery waits instead (docs/dispatch-rules.md R26-R31). Before start().
   void expect_outstanding(const ConsumerFacts& facts, const std::optional<std::vector<jetstream::StoredMessage>>& read);
   // What the consumer had delivered when it was bound: its delivery numbers go on from there, so a
@@ -123,6 +125,9 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   // Fills what the dispatcher knows: state, figures, handlers and their instances.
   void fill_status(StatusSnapshot& snapshot, const RateWindow& rates, TimePoint now, std::int64_t now_unix_ms) const;
   std::vector<RateWindow::Named> named_stats() const { return status_.named_stats(); }
+  // The consumer's info asked of the server now (jetfan status): ConsumerWatch::ask and set_sink.
+  bool ask_consumer_info(std::uint64_t token) { return watch_.ask(token); }
+  void set_consumer_sink(ConsumerWatch::Sink sink) { watch_.set_sink(std::move(sink)); }
   // Applies a reload: `config` (the one given at construction) already holds the new config, and
   // `settings` were derived from it. Precondition: serving. Returns lines for the log and reply.
   std::vector<std::string> apply_reload(const ReloadPlan& plan, ServeSettings settings);
@@ -228,6 +233,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   DeadLetterPublisher dead_letters_{config_, upstream_, core_, warnings_};
   DeadLetterJobs jobs_{config_, static_cast<DeadLetterJobHost&>(*this)};
   DispatchStatus status_{{config_, settings_, core_, ledger_, table_, jobs_, full_, arena_}};
+  ConsumerWatch watch_{config_, upstream_};
 };
 
 }  // namespace jetfan

@@ -51,7 +51,8 @@ bool FakeUpstream::publish(std::uint64_t id, std::string_view subject, std::stri
 
 bool FakeUpstream::api_request(std::uint64_t id, std::string_view subject, std::string_view body) {
   if (closed) return false;
-  api_requests.push_back(ApiRequest{id, std::string(subject), std::string(body)});
+  auto& requests = subject.rfind("$JS.API.CONSUMER.INFO.", 0) == 0 ? consumer_info_requests : api_requests;
+  requests.push_back(ApiRequest{id, std::string(subject), std::string(body)});
   return true;
 }
 

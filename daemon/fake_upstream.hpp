@@ -84,7 +84,8 @@ class FakeUpstream final : public Upstream {
   std::vector<std::uint64_t> probes;
   std::vector<Reply> replies;
   std::vector<Published> published;
-  std::vector<ApiRequest> api_requests;
+  std::vector<ApiRequest> api_requests;            // but the consumer's info
+  std::vector<ApiRequest> consumer_info_requests;  // $JS.API.CONSUMER.INFO.<stream>.<consumer>
   bool closed = false;
 
   bool listening() const { return listener_ != nullptr; }

@@ -81,13 +81,17 @@ namespace {
 
 using CnatsCallbacks = JetStreamReader::CnatsCallbacks;
 
-std::string last_error(natsStatus status) {
+}  // namespace
+
+std::string nats_last_error(natsStatus status) {
   natsStatus ignored;
   const char* detail = nats_GetLastError(&ignored);
   std::string text = natsStatus_GetText(status);
   if (detail && *detail && text != detail) text += ": " + std::string(detail);
   return text;
 }
+
+namespace {
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -230,7 +234,8 @@ NatsOptionsPtr JetStreamReader::make_options() {
   std::vector<const char*> servers;
   for (const auto& server : nats.servers) servers.push_back(server.c_str());
   auto check = [&](natsStatus status, const std::string& what) {
-    if (status != NATS_OK) throw StartupError(kExitConfig, config_.file + ": nats." + what + ": " + last_error(status));
+    if (status != NATS_OK)
+      throw StartupError(kExitConfig, config_.file + ": nats." + what + ": " + nats_last_error(status));
   };
   CnatsCallbacks* closure = callbacks_.get();
   check(natsOptions_SetServers(raw, servers.data(), static_cast<int>(servers.size())), "servers");
@@ -277,6 +282,8 @@ NatsOptionsPtr JetStreamReader::make_options() {
   return options;
 }
 
+std::string JetStreamReader::client_version() { return nats_GetVersion(); }
+
 bool JetStreamReader::connect(const std::function<bool()>& stopping) {
   JETFAN_ON_IO_THREAD(thread_);
   const auto options = make_options();
@@ -297,7 +304,7 @@ bool JetStreamReader::connect(const std::function<bool()>& stopping) {
                servers, config_.nats.name);
       return true;
     }
-    const std::string why = last_error(status);
+    const std::string why = nats_last_error(status);
     const auto verdict = judge_connect_failure(status, why, config_.nats, config_.file, servers, tls_closed);
     if (verdict.exit_code != 0) throw StartupError(verdict.exit_code, verdict.message);
     tls_closed = verdict.tls_closed;
@@ -312,242 +319,6 @@ bool JetStreamReader::connect(const std::function<bool()>& stopping) {
   }
 }
 
-ConsumerFacts JetStreamReader::bind_consumer() {
-  JETFAN_ON_IO_THREAD(thread_);
-  const auto& consumer = config_.consumer;
-  const std::string named = "consumer \"" + consumer.durable + "\" of stream \"" + consumer.stream + "\"";
-  jsCtx* raw_js = nullptr;
-  if (natsConnection_JetStream(&raw_js, connection_.get(), nullptr) != NATS_OK) {
-    throw StartupError(kExitSoftware, "nats: cannot create a JetStream context");
-  }
-  JsCtxPtr js(raw_js);
-  jsConsumerInfo* raw_info = nullptr;
-  jsErrCode code = static_cast<jsErrCode>(0);
-  natsStatus status = NATS_OK;
-  std::string why;  // cnats's error text is per thread: taken where the call ran
-  const auto call = [&] {
-    status = js_GetConsumerInfo(&raw_info, js.get(), consumer.stream.c_str(), consumer.durable.c_str(), nullptr, &code);
-    if (status != NATS_OK) why = last_error(status);
-  };
-  wait_off_thread(call, Duration(0));
-  JsConsumerInfoPtr info(raw_info);
-  ConsumerFacts facts;
-  if (status == NATS_NOT_FOUND) {
-    throw StartupError(kExitConfig, config_.file + ": consumer: " + named + " does not exist (" + why +
-                                        "). jetfan binds the module's existing durable consumer and never creates "
-                                        "one; its controller creates it.");
-  }
-  if (status == NATS_NO_RESPONDERS) {
-    throw StartupError(kExitTempFail, "nats: JetStream does not answer on " + join(config_.nats.servers) +
-                                          " (no responders for the info of " + named +
-                                          "): is JetStream enabled there, and has the server finished starting? "
-                                          "Exiting with 75 (a temporary failure), so that systemd starts jetfan again "
-                                          "after a delay.");
-  }
-  if (status != NATS_OK) {
-    // Most often the account may not read consumer info (the request then times out).
-    log_warn("nats.consumer_info_failed", {{"consumer", config_.consumer.durable}, {"reason", why}},
-             "nats: cannot read the info of {}: {}", named, why);
-    return facts;
-  }
-  const jsConsumerConfig& server = *info->Config;
-  if (server.DeliverSubject && *server.DeliverSubject) {
-    throw StartupError(kExitConfig, config_.file + ": consumer: " + named + " is a push consumer (deliver subject \"" +
-                                        server.DeliverSubject + "\"); jetfan reads a pull consumer");
-  }
-  facts.from_server = true;
-  facts.ack_policy = server.AckPolicy == js_AckNone  ? AckPolicy::kNone
-                     : server.AckPolicy == js_AckAll ? AckPolicy::kAll
-                                                     : AckPolicy::kExplicit;
-  if (server.AckWait > 0) {
-    facts.ack_wait = std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(server.AckWait));
-  }
-  facts.max_deliver = server.MaxDeliver;
-  facts.max_ack_pending = server.MaxAckPending;
-  facts.filter = server.FilterSubject ? server.FilterSubject : "";
-  facts.num_pending = info->NumPending;
-  facts.ack_floor = info->AckFloor.Stream;
-  facts.delivered = info->Delivered.Stream;
-  facts.delivered_consumer_seq = info->Delivered.Consumer;
-  facts.ack_pending = static_cast<std::uint64_t>(std::max<std::int64_t>(info->NumAckPending, 0));
-  read_newer_features(facts, named);
-  return facts;
-}
-
-void JetStreamReader::check_dead_letter_subjects() {
-  JETFAN_ON_IO_THREAD(thread_);
-  for (const auto& handler : config_.handlers) {
-    const std::string& subject = handler.dead_letter_subject;
-    if (subject.empty()) continue;
-    const std::string request = jetstream::stream_names_request(subject);
-    natsMsg* raw_reply = nullptr;
-    natsStatus status = NATS_OK;
-    std::string why;
-    const auto call = [&] {
-      status = natsConnection_RequestString(&raw_reply, connection_.get(), jetstream::kStreamNamesSubject.data(),
-                                            request.c_str(), config_.nats.connect_timeout.count());
-      if (status != NATS_OK) why = last_error(status);
-    };
-    wait_off_thread(call, Duration(0));
-    NatsMsgPtr reply(raw_reply);
-    const std::string where = config_.file + ": handlers." + handler.name + ".dead_letter.subject";
-    if (status != NATS_OK) {
-      log_warn("dead_letter.stream_unknown", {{"handler", handler.name}, {"subject", subject}, {"reason", why}},
-               "{}: cannot ask the server which stream captures \"{}\" ({}); dead letters that no stream takes "
-               "are held and tried again",
-               where, subject, why);
-      continue;
-    }
-    const std::string_view body(natsMsg_GetData(raw_reply), static_cast<std::size_t>(natsMsg_GetDataLength(raw_reply)));
-    const auto names = jetstream::parse_stream_names(body);
-    if (std::holds_alternative<jetstream::ApiError>(names)) {
-      log_warn("dead_letter.stream_unknown",
-               {{"handler", handler.name}, {"subject", subject}, {"reason", std::string(body.substr(0, 200))}},
-               "{}: the server did not say which stream captures \"{}\": {}", where, subject,
-               std::string(body.substr(0, 200)));
-      continue;
-    }
-    const std::vector<std::string>& streams = std::get<jetstream::StreamNames>(names).streams;
-    if (streams.empty()) {
-      throw StartupError(kExitConfig, where + ": no stream captures \"" + subject +
-                                          "\", so the dead letters of handler " + handler.name +
-                                          " could not be stored. jetfan never creates streams: have the controller "
-                                          "make one whose subjects take it, or change the subject.");
-    }
-    if (std::find(streams.begin(), streams.end(), config_.consumer.stream) != streams.end()) {
-      log_warn("dead_letter.own_stream",
-               {{"handler", handler.name}, {"subject", subject}, {"stream", config_.consumer.stream}},
-               "{}: \"{}\" is captured by stream \"{}\", the one jetfan reads: its dead letters would come back "
-               "to it",
-               where, subject, config_.consumer.stream);
-    }
-    log_info("dead_letter.stream", {{"handler", handler.name}, {"subject", subject}, {"stream", streams.front()}},
-             "handler \"{}\": dead letters go to \"{}\", stored by stream \"{}\"", handler.name, subject,
-             streams.front());
-  }
-}
-
-void JetStreamReader::read_newer_features(ConsumerFacts& facts, const std::string& named) {
-  // cnats 3.4 predates priority groups and pausing (nats-server 2.11) and drops what the server
-  // says of them: the same info, asked for again as JSON.
-  constexpr std::int64_t kTimeoutMs = 5000;
-  natsMsg* raw_reply = nullptr;
-  natsStatus status = NATS_OK;
-  std::string why;
-  const auto call = [&] {
-    status = natsConnection_Request(&raw_reply, connection_.get(), info_subject_.c_str(), "", 0, kTimeoutMs);
-    if (status != NATS_OK) why = last_error(status);
-  };
-  wait_off_thread(call, Duration(kTimeoutMs));
-  NatsMsgPtr reply(raw_reply);
-  if (status == NATS_OK && reply) {
-    const auto info = jetstream::parse_consumer_info(
-        std::string_view(natsMsg_GetData(reply.get()), static_cast<std::size_t>(natsMsg_GetDataLength(reply.get()))));
-    if (const auto* read = std::get_if<jetstream::ConsumerInfo>(&info)) {
-      facts.priority_policy = read->priority_policy;
-      facts.priority_groups = read->priority_groups;
-      facts.paused = read->paused;
-      facts.pause_until = read->pause_until;
-    } else {
-      why = std::get<jetstream::ApiError>(info).describe();
-    }
-  }
-  if (!why.empty()) {
-    log_warn("nats.consumer_features_unknown", {{"consumer", named}, {"reason", why}},
-             "nats: cannot read the priority groups and pause of {}: {}; serving as if it had neither", named, why);
-  }
-}
-
-std::optional<std::vector<jetstream::StoredMessage>> JetStreamReader::read_stream(std::uint64_t after,
-                                                                                  std::uint64_t through,
-                                                                                  std::string_view filter,
-                                                                                  std::size_t limit, Duration budget) {
-  JETFAN_ON_IO_THREAD(thread_);
-  // Requests in flight at once: one round trip each would cost seconds for a few thousand messages.
-  constexpr std::uint64_t kWindow = 256;
-  const std::string subject = jetstream::msg_get_subject(config_.consumer.stream);
-  const std::int64_t timeout_ms = std::max<std::int64_t>(config_.nats.connect_timeout.count(), 1000);
-  std::map<std::uint64_t, jetstream::StoredMessage> read;
-  std::string why;
-  const auto call = [&] {
-    natsInbox* raw_inbox = nullptr;
-    if (natsInbox_Create(&raw_inbox) != NATS_OK) {
-      why = "cannot create an inbox";
-      return;
-    }
-    NatsInboxPtr inbox(raw_inbox);
-    const std::string prefix = std::string(inbox.get()) + ".";
-    natsSubscription* raw_subscription = nullptr;
-    if (const natsStatus status =
-            natsConnection_SubscribeSync(&raw_subscription, connection_.get(), (prefix + "*").c_str());
-        status != NATS_OK) {
-      why = last_error(status);
-      return;
-    }
-    NatsSubscriptionPtr subscription(raw_subscription);
-    natsSubscription_SetPendingLimits(raw_subscription, -1, -1);
-    const auto deadline = std::chrono::steady_clock::now() + budget;
-    std::uint64_t next = after + 1;
-    std::uint64_t waiting = 0;
-    while (next <= through || waiting > 0) {
-      // Each asks for the first message at or after its sequence that the filter takes; an answer
-      // beyond what was asked lets the asking skip ahead (deleted or filtered-out sequences).
-      while (next <= through && waiting < kWindow) {
-        const std::string body = jetstream::msg_get_next_request(next, filter);
-        const std::string reply = prefix + std::to_string(next);
-        if (const natsStatus status = natsConnection_PublishRequest(connection_.get(), subject.c_str(), reply.c_str(),
-                                                                    body.data(), static_cast<int>(body.size()));
-            status != NATS_OK) {
-          why = last_error(status);
-          return;
-        }
-        ++next;
-        ++waiting;
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        why = "reading took longer than " + std::to_string(budget.count()) + "ms";
-        return;
-      }
-      natsMsg* raw_reply = nullptr;
-      if (const natsStatus status = natsSubscription_NextMsg(&raw_reply, raw_subscription, timeout_ms);
-          status != NATS_OK) {
-        why = last_error(status);
-        return;
-      }
-      NatsMsgPtr reply(raw_reply);
-      --waiting;
-      auto answer = jetstream::parse_msg_get(
-          std::string_view(natsMsg_GetData(raw_reply), static_cast<std::size_t>(natsMsg_GetDataLength(raw_reply))));
-      if (std::holds_alternative<jetstream::NoMessage>(answer)) continue;
-      if (auto* error = std::get_if<jetstream::ApiError>(&answer)) {
-        why = error->describe();
-        return;
-      }
-      auto& message = std::get<jetstream::StoredMessage>(answer);
-      if (message.seq <= after || message.seq > through) continue;
-      next = std::max(next, message.seq + 1);
-      const std::uint64_t seq = message.seq;
-      message.payload = std::string();  // the order keys need subject and headers; up to `limit` are kept
-      read.emplace(seq, std::move(message));
-      if (read.size() > limit) {
-        why = "more than " + std::to_string(limit) + " messages";
-        return;
-      }
-    }
-  };
-  wait_off_thread(call, Duration(0));
-  if (!why.empty()) {
-    log_warn("order.stream_unread",
-             {{"stream", config_.consumer.stream}, {"from", after + 1}, {"through", through}, {"reason", why}},
-             "nats: cannot read stream \"{}\" from seq {} to {}: {}", config_.consumer.stream, after + 1, through, why);
-    return std::nullopt;
-  }
-  std::vector<jetstream::StoredMessage> out;
-  out.reserve(read.size());
-  for (auto& [seq, message] : read) out.push_back(std::move(message));
-  return out;
-}
-
 void JetStreamReader::subscribe() {
   JETFAN_ON_IO_THREAD(thread_);
   natsInbox* raw_inbox = nullptr;
@@ -558,7 +329,7 @@ void JetStreamReader::subscribe() {
   const std::string wildcard = inbox_ + "*";
   // Synchronous: cnats queues what it routes to it while the io thread reads; on_read() takes it.
   const natsStatus status = natsConnection_SubscribeSync(&raw, connection_.get(), wildcard.c_str());
-  if (status != NATS_OK) throw StartupError(kExitUnavailable, "nats: cannot subscribe: " + last_error(status));
+  if (status != NATS_OK) throw StartupError(kExitUnavailable, "nats: cannot subscribe: " + nats_last_error(status));
   subscription_.reset(raw);
   // Pull credit, not the client's queue, bounds what can be waiting here.
   natsSubscription_SetPendingLimits(raw, -1, -1);
@@ -582,7 +353,7 @@ bool JetStreamReader::send_pull(const PullRequest& request) {
   const natsStatus status = natsConnection_PublishRequest(connection_.get(), pull_subject_.c_str(), reply.c_str(),
                                                           request_body_.data(), static_cast<int>(request_body_.size()));
   if (status != NATS_OK) {
-    const std::string why = last_error(status);
+    const std::string why = nats_last_error(status);
     log_warn("nats.pull_failed", {{"reason", why}}, "nats: pull request failed: {}; retrying shortly", why);
     return false;
   }
@@ -664,15 +435,10 @@ void JetStreamReader::take(NatsMsgPtr message) {
     listener_->on_message(std::move(in));
     return;
   }
-  // Replies come on the request's own reply subject: <inbox>.<pull>, <inbox>.p<probe> or
-  // <inbox>.i<info>.
+  // Replies come on the request's own reply subject: <inbox>.<pull> or <inbox>.p<probe>.
   const std::string_view token = subject.size() > inbox_.size() ? subject.substr(inbox_.size()) : std::string_view();
   const char* code = nullptr;
   natsMsgHeader_Get(raw, "Status", &code);
-  if (!token.empty() && token[0] == 'i') {
-    take_info_reply(token.substr(1), raw);
-    return;
-  }
   if (!token.empty() && token[0] == 'p') {
     const std::string_view body(natsMsg_GetData(raw), static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
     listener_->on_probe_answer(code == nullptr && !body.empty() && !jetstream::parse_api_error(body));
@@ -699,33 +465,6 @@ void JetStreamReader::wait_off_thread(const std::function<void()>& call, Duratio
   waiter.join();  // cnats's own timeout ends the call
 }
 
-void JetStreamReader::on_consumer_info(InfoHandler handler) {
-  JETFAN_ON_IO_THREAD(thread_);
-  info_handler_ = std::move(handler);
-}
-
-bool JetStreamReader::request_consumer_info(std::uint64_t id) {
-  JETFAN_ON_IO_THREAD(thread_);
-  if (!connection_ || inbox_.empty()) return false;
-  // Answers come on the inbox's subscription, as "<inbox>.i<id>": pull requests use bare numbers.
-  const std::string reply = inbox_ + "i" + std::to_string(id);
-  if (natsConnection_PublishRequest(connection_.get(), info_subject_.c_str(), reply.c_str(), "", 0) != NATS_OK)
-    return false;
-  ++info_outstanding_;
-  return true;
-}
-
-// Consumer info answers share the inbox with pull status replies; they go to the info handler.
-void JetStreamReader::take_info_reply(std::string_view token, natsMsg* message) {
-  if (info_outstanding_ > 0) --info_outstanding_;
-  std::uint64_t id = 0;
-  std::from_chars(token.data(), token.data() + token.size(), id);
-  if (info_handler_) {
-    info_handler_(id,
-                  std::string_view(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message))));
-  }
-}
-
 bool JetStreamReader::send_probe(std::uint64_t id) {
   JETFAN_ON_IO_THREAD(thread_);
   if (!connection_) return false;
@@ -742,7 +481,7 @@ void JetStreamReader::reply(const MessageBytes& message, const char* body, std::
   const natsStatus status = natsConnection_Publish(connection_.get(), subject, body, static_cast<int>(length));
   if (status != NATS_OK) {
     // The server will redeliver after AckWait: at least once, never lost.
-    const std::string why = last_error(status);
+    const std::string why = nats_last_error(status);
     log_warn("nats.ack_send_failed", {{"subject", subject}, {"ack", std::string_view(body, length)}, {"reason", why}},
              "nats: could not send \"{}\" to {}: {}", std::string_view(body, length), subject, why);
   }
@@ -775,7 +514,7 @@ bool JetStreamReader::publish(std::uint64_t id, std::string_view subject, std::s
   set_headers(raw, headers);
   const natsStatus status = natsConnection_PublishMsg(connection_.get(), raw);
   if (status != NATS_OK) {
-    const std::string why = last_error(status);
+    const std::string why = nats_last_error(status);
     log_warn("nats.publish_failed", {{"subject", subject}, {"reason", why}}, "nats: could not publish to {}: {}",
              subject, why);
     return false;
@@ -794,7 +533,7 @@ bool JetStreamReader::answer_subscription() {
   const std::string wildcard = publish_inbox_ + "*";
   if (natsConnection_Subscribe(&raw, connection_.get(), wildcard.c_str(), on_publish_answer, callbacks_.get()) !=
       NATS_OK) {
-    const std::string why = last_error(NATS_ERR);
+    const std::string why = nats_last_error(NATS_ERR);
     log_warn("nats.subscribe_failed", {{"reason", why}}, "nats: cannot subscribe for publish acknowledgements: {}",
              why);
     return false;
@@ -810,7 +549,7 @@ bool JetStreamReader::api_request(std::uint64_t id, std::string_view subject, st
   const natsStatus status = natsConnection_PublishRequest(connection_.get(), std::string(subject).c_str(),
                                                           reply.c_str(), body.data(), static_cast<int>(body.size()));
   if (status != NATS_OK) {
-    const std::string why = last_error(status);
+    const std::string why = nats_last_error(status);
     log_warn("nats.request_failed", {{"subject", subject}, {"reason", why}}, "nats: could not send a request to {}: {}",
              subject, why);
     return false;

@@ -1,13 +1,14 @@
 #pragma once
-// JetStreamReader: jetfan's one connection to NATS, and the cnats calls made on it: the Upstream
-// (upstream.hpp) the Dispatcher talks to. What to ask for and what to answer is decided elsewhere
-// (PullLedger, DispatchCore); this class only talks, and classifies what comes in: a message's
-// key, sequence, delivery count and header block are read here, once, so that nothing past the
-// seam needs cnats.
+// JetStreamReader: jetfan's one connection to NATS and its message path: the Upstream
+// (upstream.hpp) the Dispatcher talks to. What is asked before serving, waiting for the answer, is
+// asked on the same connection by JetStreamAdmin (the consumer's info, dead-letter streams) and
+// StreamReader (messages read straight from the stream), through NatsBlocking. What to ask for and
+// what to answer is decided elsewhere (PullLedger, DispatchCore); this class only talks, and
+// classifies what comes in: a message's key, sequence, delivery count and header block are read
+// here, once, so that nothing past the seam needs cnats.
 //
-// It binds the consumer named in the config and never creates, updates or deletes one. It reads
-// with plain pull requests to $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>, each with its own reply
-// subject <inbox>.<id> under one private inbox. cnats's own Fetch is not used: in 3.4.1 it can
+// It reads with plain pull requests to $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>, each with its
+// own reply subject <inbox>.<id> under one private inbox. cnats's own Fetch is not used: in 3.4.1 it can
 // ignore its timeout and overrun its batch array, and it does not re-send a pull after a reconnect.
 //
 // Threads and lifetimes:
@@ -15,7 +16,7 @@
 //   - cnats's socket I/O runs on that thread too (NatsEventLoop): the io thread reads the server's
 //     socket, cnats routes what it read to the inbox's synchronous subscription, and on_read() hands
 //     it to the listener at once: from the server's socket to a handler's on one thread.
-//     Calls that wait for the server's reply (the consumer info in bind_consumer, the flush in close)
+//     Calls that wait for the server's reply (JetStreamAdmin's, StreamReader's, the flush in close)
 //     wait on a short-lived thread while the io thread feeds cnats (wait_off_thread).
 //   - cnats still calls back on its own threads (reconnect, async callbacks, the answers to
 //     publish()). Those callbacks only record what happened in CnatsCallbacks, under its lock, and
@@ -37,18 +38,17 @@
 #include <vector>
 
 #include "config.hpp"
-#include "consumer_facts.hpp"
 #include "io_thread.hpp"
 #include "message_bytes.hpp"
+#include "nats_blocking.hpp"
 #include "nats_event_loop.hpp"
 #include "nats_handles.hpp"
 #include "pull_ledger.hpp"
-#include "stream_message.hpp"
 #include "upstream.hpp"
 
 namespace jetfan {
 
-class JetStreamReader final : public Upstream {
+class JetStreamReader final : public Upstream, public NatsBlocking {
  public:
   // Every message's bytes are counted in `arena`, which must outlive them.
   JetStreamReader(boost::asio::io_context& io, const Config& config, MessageBytesArena& arena);
@@ -56,29 +56,13 @@ class JetStreamReader final : public Upstream {
   JetStreamReader(const JetStreamReader&) = delete;
   JetStreamReader& operator=(const JetStreamReader&) = delete;
 
+  // The version of the NATS client library jetfan runs with (cnats's own, at run time).
+  static std::string client_version();
+
   // Connects, retrying with capped backoff while no server answers and logging each attempt.
   // Runs `io` between attempts so signals are handled. Returns false if `stopping` turned true.
   // Throws StartupError for failures that waiting cannot fix (credentials refused, TLS).
   bool connect(const std::function<bool()>& stopping);
-
-  // Reads the consumer's info. Throws StartupError (kExitConfig) when the stream or the consumer
-  // does not exist, or when it is a push consumer. Facts stay empty when info cannot be read.
-  ConsumerFacts bind_consumer();
-
-  // Asks the server ($JS.API.STREAM.NAMES with a subject filter) which stream captures each
-  // handler's dead_letter subject. Throws StartupError (kExitConfig) naming handler and subject
-  // when none does: jetfan never creates streams. Warns, and goes on, when the server cannot be
-  // asked (no permission, no answer), or when the consumer's own stream captures it.
-  void check_dead_letter_subjects();
-
-  // Reads the messages of the consumer's stream in (after, through] whose subjects match `filter`
-  // (empty: all) straight from the stream ($JS.API.STREAM.MSG.GET), one request per message, many
-  // in flight at once, and waits for them; in stream order. A read of the stream, not of the
-  // consumer: it changes nothing there. Sequences gone from the stream are skipped. nullopt (logged)
-  // when more than `limit` match, one cannot be read, or it takes longer than `budget`.
-  std::optional<std::vector<jetstream::StoredMessage>> read_stream(std::uint64_t after, std::uint64_t through,
-                                                                   std::string_view filter, std::size_t limit,
-                                                                   Duration budget);
 
   // Subscribes the private inbox (once connected, before the first pull).
   void subscribe();
@@ -95,12 +79,9 @@ class JetStreamReader final : public Upstream {
   bool api_request(std::uint64_t id, std::string_view subject, std::string_view body) override;  // on <pinbox>.a<id>
   void close(Duration timeout) override;
 
-  // Asks the server for the consumer's info ($JS.API.CONSUMER.INFO), without waiting: the answer
-  // comes to `handler` on the io thread, with the `id` given here, and never to the listener.
-  // False when there is no connection to ask on. The handler is set once (nullptr: no more calls).
-  using InfoHandler = std::function<void(std::uint64_t id, std::string_view json)>;
-  void on_consumer_info(InfoHandler handler);
-  bool request_consumer_info(std::uint64_t id);
+  // NatsBlocking, for JetStreamAdmin and StreamReader before serving.
+  natsConnection* connection() const override { return connection_.get(); }
+  void wait_off_thread(const std::function<void()>& call, Duration timeout) override;
 
   struct CnatsCallbacks;  // what cnats threads hand over; defined in the .cpp
 
@@ -110,12 +91,6 @@ class JetStreamReader final : public Upstream {
   void on_read();       // takes what a read routed to the inbox, on the io thread
   // Hands one message from the inbox to the listener, as what it is.
   void take(NatsMsgPtr message);
-  void take_info_reply(std::string_view token, natsMsg* message);
-  // Runs `call` (which waits for the server) on a short-lived thread while this one feeds cnats.
-  void wait_off_thread(const std::function<void()>& call, Duration timeout);
-  // bind_consumer's second look: what cnats does not read (priority groups, pause), logged and
-  // left empty when it cannot be had.
-  void read_newer_features(ConsumerFacts& facts, const std::string& named);
   void reply(const MessageBytes& message, const char* body, std::size_t length);
   // The subscription publish() and api_request() are answered on, made on first use.
   bool answer_subscription();
@@ -139,8 +114,6 @@ class JetStreamReader final : public Upstream {
   std::string info_subject_;
   std::string request_body_;  // reused: no allocation per pull request
   UpstreamListener* listener_ = nullptr;
-  InfoHandler info_handler_;
-  std::size_t info_outstanding_ = 0;  // consumer info requests not yet answered
 };
 
 }  // namespace jetfan

@@ -203,6 +203,7 @@ def record(binary, out_root):
         nats.request(acks[0], b"+ACK")
         answers["consumer_info"] = api("$JS.API.CONSUMER.INFO.EVENTS.worker")
         answers["consumer_info_not_found"] = api("$JS.API.CONSUMER.INFO.EVENTS.nobody")
+        answers["consumer_info_no_stream"] = api("$JS.API.CONSUMER.INFO.NOSTREAM.worker")
 
         # Priority groups (2.11 on): an older server refuses the config or ignores its fields.
         pinned = json.loads(

@@ -26,6 +26,7 @@ namespace {
 
 // Every server before 2.11 answered these; 2.11 and later these and kNewer.
 const std::set<std::string> kEvery = {"consumer_info",
+                                      "consumer_info_no_stream",
                                       "consumer_info_not_found",
                                       "msg_delete",
                                       "msg_delete_error",
@@ -162,6 +163,13 @@ TEST_CASE("recorded answers: consumer info of a missing consumer", "[unit]") {
   for (const auto& [version, text] : answers("consumer_info_not_found")) {
     INFO(version);
     check_server_error(must_be<ApiError>(parse_consumer_info(text)), 404, kConsumerNotFound);
+  }
+}
+
+TEST_CASE("recorded answers: consumer info in a missing stream", "[unit]") {
+  for (const auto& [version, text] : answers("consumer_info_no_stream")) {
+    INFO(version);
+    check_server_error(must_be<ApiError>(parse_consumer_info(text)), 404, kStreamNotFound);
   }
 }
 

@@ -37,7 +37,11 @@ cnats_files=(
   daemon/nats_event_loop.cpp      #   its implementation
   daemon/jetstream_reader.hpp     # the Upstream over cnats: pulls, acks, publishes
   daemon/jetstream_reader.cpp     #   its implementation
-  daemon/control_plane.cpp        # status: cnats's version (nats_GetVersion)
+  daemon/nats_blocking.hpp        # the connection and a wait off the io thread, for requests before serving
+  daemon/jetstream_admin.hpp      # the consumer's info and dead-letter streams, asked before serving
+  daemon/jetstream_admin.cpp      #   its implementation
+  daemon/stream_reader.hpp        # messages read straight from the stream (MSG.GET) at startup
+  daemon/stream_reader.cpp        #   its implementation
   daemon/daemon.hpp               # owns the JetStreamReader
   daemon/daemon.cpp               #   its implementation: checks the credentials with nats_auth
   daemon/cli.cpp                  # the credential checks (nats_auth); nats_CloseAndWait at exit

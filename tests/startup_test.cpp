@@ -22,6 +22,17 @@ TEST_CASE("a missing consumer stops jetfan with status 78, naming the stream and
   CHECK(mesh.controller().consumers("EVENTS").empty());  // and it did not create one
 }
 
+TEST_CASE("a stream name that is wrong stops jetfan with status 78 naming the stream, even with ack_policy set",
+          "[integration]") {
+  Mesh mesh;
+  std::string config = mesh.config(kBuilder);
+  config.replace(config.find("stream: EVENTS"), 14, "stream: EVENTZ\n  ack_policy: explicit");
+  auto& jetfan = mesh.start_jetfan(config, false);
+  REQUIRE(jetfan.wait(20s) == 78);
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("stream \"EVENTZ\" does not exist") &&
+                                    Catch::Contains("Check consumer.stream") && !Catch::Contains("serving consumer"));
+}
+
 TEST_CASE("jetfan binds the existing consumer and never creates another", "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilder));

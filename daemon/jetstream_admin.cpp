@@ -1,0 +1,114 @@
+#include "jetstream_admin.hpp"
+
+#include <algorithm>
+
+#include "consumer_binding.hpp"
+#include "consumer_info.hpp"
+#include "logging.hpp"
+#include "nats_handles.hpp"
+#include "startup_error.hpp"
+#include "stream_names.hpp"
+
+namespace jetfan {
+
+namespace {
+
+// How long a startup request waits for its answer (cnats's JetStream context waits as long).
+constexpr std::int64_t kAnswerMs = 5000;
+
+std::string_view body_of(natsMsg* message) {
+  return {natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message))};
+}
+
+}  // namespace
+
+ConsumerFacts JetStreamAdmin::bind_consumer() {
+  const std::string subject = jetstream::consumer_info_subject(config_.consumer.stream, config_.consumer.durable);
+  natsMsg* raw_reply = nullptr;
+  natsStatus status = NATS_OK;
+  std::string why;  // cnats's error text is per thread: taken where the call ran
+  nats_.wait_off_thread(
+      [&] {
+        status = natsConnection_Request(&raw_reply, nats_.connection(), subject.c_str(), "", 0, kAnswerMs);
+        if (status != NATS_OK) why = nats_last_error(status);
+      },
+      Duration(kAnswerMs));
+  NatsMsgPtr reply(raw_reply);
+  ConsumerInfoAnswer answer = NoAnswer{status == NATS_NO_RESPONDERS, why};
+  if (status == NATS_OK && reply) {
+    auto parsed = jetstream::parse_consumer_info(body_of(reply.get()));
+    if (auto* info = std::get_if<jetstream::ConsumerInfo>(&parsed)) {
+      answer = std::move(*info);
+    } else {
+      answer = std::get<jetstream::ApiError>(std::move(parsed));
+    }
+  }
+  BindingVerdict verdict = judge_binding(config_, answer);
+  switch (verdict.kind) {
+    case BindingVerdict::Kind::kBound:
+      break;
+    case BindingVerdict::Kind::kUnread:
+      log_warn("nats.consumer_info_failed", {{"consumer", config_.consumer.durable}}, "{}", verdict.message);
+      break;
+    case BindingVerdict::Kind::kRefused:
+      throw StartupError(kExitConfig, verdict.message);
+    case BindingVerdict::Kind::kNotAvailable:
+      throw StartupError(kExitTempFail, verdict.message);
+  }
+  return std::move(verdict.facts);
+}
+
+void JetStreamAdmin::check_dead_letter_subjects() {
+  for (const auto& handler : config_.handlers) {
+    const std::string& subject = handler.dead_letter_subject;
+    if (subject.empty()) continue;
+    const std::string request = jetstream::stream_names_request(subject);
+    natsMsg* raw_reply = nullptr;
+    natsStatus status = NATS_OK;
+    std::string why;
+    nats_.wait_off_thread(
+        [&] {
+          status = natsConnection_RequestString(&raw_reply, nats_.connection(), jetstream::kStreamNamesSubject.data(),
+                                                request.c_str(), config_.nats.connect_timeout.count());
+          if (status != NATS_OK) why = nats_last_error(status);
+        },
+        Duration(0));
+    NatsMsgPtr reply(raw_reply);
+    const std::string where = config_.file + ": handlers." + handler.name + ".dead_letter.subject";
+    if (status != NATS_OK) {
+      log_warn("dead_letter.stream_unknown", {{"handler", handler.name}, {"subject", subject}, {"reason", why}},
+               "{}: cannot ask the server which stream captures \"{}\" ({}); dead letters that no stream takes "
+               "are held and tried again",
+               where, subject, why);
+      continue;
+    }
+    const std::string_view body = body_of(reply.get());
+    const auto names = jetstream::parse_stream_names(body);
+    if (std::holds_alternative<jetstream::ApiError>(names)) {
+      log_warn("dead_letter.stream_unknown",
+               {{"handler", handler.name}, {"subject", subject}, {"reason", std::string(body.substr(0, 200))}},
+               "{}: the server did not say which stream captures \"{}\": {}", where, subject,
+               std::string(body.substr(0, 200)));
+      continue;
+    }
+    const std::vector<std::string>& streams = std::get<jetstream::StreamNames>(names).streams;
+    if (streams.empty()) {
+      throw StartupError(kExitConfig, where + ": no stream captures \"" + subject +
+                                          "\", so the dead letters of handler " + handler.name +
+                                          " could not be stored. jetfan never creates streams: have the controller "
+                                          "make one whose subjects take it, or change the subject.");
+    }
+    if (std::find(streams.begin(), streams.end(), config_.consumer.stream) != streams.end()) {
+      log_warn("dead_letter.own_stream",
+               {{"handler", handler.name}, {"subject", subject}, {"stream", config_.consumer.stream}},
+               "{}: \"{}\" is captured by stream \"{}\", the one jetfan reads: its dead letters would come back "
+               "to it",
+               where, subject, config_.consumer.stream);
+    }
+    log_info("dead_letter.stream", {{"handler", handler.name}, {"subject", subject}, {"stream", streams.front()}},
+             "handler \"{}\": dead letters go to \"{}\", stored by stream \"{}\"", handler.name, subject,
+             streams.front());
+  }
+}
+
+}  // namespace jetfan
