@@ -307,6 +307,16 @@ class ConfigReader {
           error(policy, "consumer.ack_policy", "\"" + *text + "\" must be explicit, all or none");
       }
     }
+    if (const auto action = node["on_other_reader"]) {
+      if (const auto text = string(action, "consumer.on_other_reader")) {
+        if (*text == "warn")
+          consumer.on_other_reader = OtherReaderAction::kWarn;
+        else if (*text == "exit")
+          consumer.on_other_reader = OtherReaderAction::kExit;
+        else
+          error(action, "consumer.on_other_reader", "\"" + *text + "\" must be warn or exit");
+      }
+    }
     if (node["max_held"]) {
       std::int64_t max_held = 0;
       read_int(node, "consumer", "max_held", max_held, 1, 10'000'000);

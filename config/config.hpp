@@ -50,6 +50,11 @@ struct NatsSettings {
   Duration retry_max = defaults::kRetryMax;            // cap of the backoff while unreachable at start
 };
 
+// What jetfan does when another client reads its durable (OtherReaderCheck): say so loudly (an
+// error in the log, a status problem, /ready failing, a metric) and go on consuming its share, or
+// also stop (exit 78).
+enum class OtherReaderAction { kWarn, kExit };
+
 struct ConsumerSettings {
   std::string stream;
   std::string durable;
@@ -59,6 +64,7 @@ struct ConsumerSettings {
   std::optional<int> batch;  // messages asked for by one pull request; default: max_held / 4, at most 4096
   Duration pull_expires = defaults::kPullExpires;      // how long one pull request waits at the server
   Duration idle_heartbeat = defaults::kIdleHeartbeat;  // the server's heartbeat while a pull waits
+  OtherReaderAction on_other_reader = OtherReaderAction::kWarn;
 };
 
 struct KeySettings {

@@ -13,8 +13,8 @@ inline constexpr std::array kNats = {
     "servers",  "name",          "creds", "nkey_seed",       "nkey",           "token",    "token_file", "user",
     "password", "password_file", "tls",   "connect_timeout", "reconnect_wait", "retry_max"};
 inline constexpr std::array kNatsTls = {"ca", "cert", "key"};
-inline constexpr std::array kConsumer = {"stream",         "durable", "ack_policy",   "max_held",
-                                         "max_held_bytes", "batch",   "pull_expires", "idle_heartbeat"};
+inline constexpr std::array kConsumer = {"stream", "durable",      "ack_policy",     "max_held",       "max_held_bytes",
+                                         "batch",  "pull_expires", "idle_heartbeat", "on_other_reader"};
 inline constexpr std::array kKey = {"strip_prefix"};
 inline constexpr std::array kSocket = {"path",
                                        "mode",

@@ -78,6 +78,8 @@ const std::vector<Fixed>& fixed_keys() {
        [](const Config& a, const Config& b) { return a.consumer.pull_expires == b.consumer.pull_expires; }},
       {"consumer.idle_heartbeat",
        [](const Config& a, const Config& b) { return a.consumer.idle_heartbeat == b.consumer.idle_heartbeat; }},
+      {"consumer.on_other_reader",
+       [](const Config& a, const Config& b) { return a.consumer.on_other_reader == b.consumer.on_other_reader; }},
       {"key.strip_prefix", [](const Config& a, const Config& b) { return a.key.strip_prefix == b.key.strip_prefix; }},
       {"socket.path", [](const Config& a, const Config& b) { return a.socket.path == b.socket.path; }},
       {"socket.mode", [](const Config& a, const Config& b) { return a.socket.mode == b.socket.mode; }},

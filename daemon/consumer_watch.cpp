@@ -51,7 +51,7 @@ bool ConsumerWatch::send(std::uint64_t token) {
   return true;
 }
 
-void ConsumerWatch::on_reply(std::uint64_t id, const ApiReply& reply, TimePoint now) {
+ConsumerWatch::Heard ConsumerWatch::on_reply(std::uint64_t id, const ApiReply& reply, TimePoint now) {
   std::optional<std::uint64_t> token;
   if (const auto found = asked_.find(id & ~kIdBit); found != asked_.end()) {
     token = found->second;
@@ -61,11 +61,16 @@ void ConsumerWatch::on_reply(std::uint64_t id, const ApiReply& reply, TimePoint 
       reply.json.empty()
           ? jetstream::ApiError{0, 0, reply.error.empty() ? std::string("no answer") : std::string(reply.error)}
           : jetstream::parse_consumer_info(reply.json);
+  Heard heard;
   if (auto* info = std::get_if<jetstream::ConsumerInfo>(&parsed)) {
-    last_ = *info;
+    last_ = std::move(*info);
     last_at_ = now;
+    heard.info = &*last_;
+  } else {
+    heard.error = std::get<jetstream::ApiError>(parsed);
   }
-  if (token && *token != 0 && sink_) sink_(*token, server_view(parsed));
+  if (token && *token != 0 && sink_) sink_(*token, last_ && heard.info ? server_view(*last_) : server_view(parsed));
+  return heard;
 }
 
 void ConsumerWatch::fill(StatusSnapshot& snapshot, TimePoint now) const {

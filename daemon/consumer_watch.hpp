@@ -53,8 +53,13 @@ class ConsumerWatch {
   bool ask(std::uint64_t token);
   // Where answers to ask() go; nullptr: nowhere (its owner goes). Set once or reset.
   void set_sink(Sink sink) { sink_ = std::move(sink); }
+  // What an answer said: the consumer's info, or the server's error (or why there was no answer).
+  struct Heard {
+    const jetstream::ConsumerInfo* info = nullptr;  // valid until the next on_reply
+    std::optional<jetstream::ApiError> error;
+  };
   // An answer to one of this watch's requests (owns(id)).
-  void on_reply(std::uint64_t id, const ApiReply& reply, TimePoint now);
+  Heard on_reply(std::uint64_t id, const ApiReply& reply, TimePoint now);
 
   // The last view the server gave, if not older than kStale, and its age.
   void fill(StatusSnapshot& snapshot, TimePoint now) const;

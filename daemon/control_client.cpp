@@ -116,16 +116,21 @@ int control_status(const std::string& path, bool json) {
   if (reply.rfind("ERR", 0) == 0) return kExitSoftware;
   // Answering is not serving: while it connects, binds or drains, a health check must fail.
   std::string state;
+  bool ready = true;
   if (json) {
     const auto doc = nlohmann::json::parse(reply, nullptr, false);
     if (doc.is_object() && doc.contains("state") && doc["state"].is_string()) state = doc["state"];
+    if (doc.is_object() && doc.contains("ready") && doc["ready"].is_boolean()) ready = doc["ready"];
   } else {
+    ready = reply.find("\nready:   no") == std::string::npos;
     // "jetfan <version> <state> consumer ..."
     const auto first = std::string_view(reply).substr(0, reply.find('\n'));
     const auto at = first.find(' ', first.find(' ') + 1);
     if (at != std::string_view::npos) state = std::string(first.substr(at + 1, first.find(' ', at + 1) - at - 1));
   }
-  return state == "serving" ? kExitOk : kExitTempFail;
+  // Serving but not consuming as the only reader (disconnected, another reader, the consumer gone).
+  if (state == "serving") return ready ? kExitOk : kExitNotConsuming;
+  return kExitTempFail;
 }
 
 int control_reload(const std::string& path) {

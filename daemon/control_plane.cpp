@@ -303,6 +303,7 @@ StatusSnapshot ControlPlane::snapshot() const {
   } else {
     s.state = "starting";
     s.ack_policy = "?";
+    s.nats_connected = false;  // or not yet bound: jetfan_nats_connected says 1 once it serves
   }
   for (std::size_t i = 0; i < unmatched_.size(); ++i) {
     const auto& key = unmatched_[(unmatched_next_ + i) % unmatched_.size()];
@@ -334,7 +335,8 @@ std::string ControlPlane::metrics_text() {
 std::string ControlPlane::not_ready_reason() {
   if (!dispatcher_) return "not bound to the consumer yet";
   if (!dispatcher_->serving()) return "stopping";
-  return {};
+  const auto reasons = dispatcher_->not_consuming();
+  return reasons.empty() ? std::string() : reasons.front();
 }
 
 }  // namespace jetfan

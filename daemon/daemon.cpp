@@ -93,7 +93,7 @@ int Daemon::run() {
   if (stopping_) dispatcher_->begin_drain();  // a signal came while binding
   io_.run();
   notifier_.stop_watchdog();
-  return kExitOk;
+  return dispatcher_->exit_code();
 }
 
 void Daemon::expect_outstanding(const ConsumerFacts& facts, AckPolicy ack_policy, std::size_t max_held,

@@ -106,9 +106,15 @@ TimePoint Dispatcher::batch_now() {
   return *batch_now_;
 }
 
+void Dispatcher::on_disconnected(std::string_view why) {
+  JETFAN_ON_IO_THREAD(thread_);
+  reader_health_.disconnected(batch_now(), why);
+}
+
 void Dispatcher::on_reconnected() {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = batch_now();
+  reader_health_.reconnected();
   // The server forgets pull requests when it restarts, and cnats does not re-send them.
   status_.reconnected();
   // Answers to dead letters published before are lost with the connection: try them again.
@@ -165,6 +171,12 @@ void Dispatcher::on_pull_status(const PullStatus& status) {
 void Dispatcher::on_message(InboundMessage&& message) {
   const TimePoint now = batch_now();
   const MessageHandle handle = next_handle_++;
+  if (message.consumer_seq != 0) {
+    ++own_.arrivals;
+    own_.highest_consumer_seq = std::max(own_.highest_consumer_seq, message.consumer_seq);
+  } else {
+    reader_health_.excuse();  // a delivery of unknown number: the count cannot be judged
+  }
   if (message.published_ns != 0) {
     status_.arrived_aged(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(message.published_ns)));
   }
@@ -287,6 +299,7 @@ void Dispatcher::after_input() {
 
 void Dispatcher::leader_unsure(TimePoint now) {
   if (!unsure_since_) unsure_since_ = now;
+  reader_health_.excuse();
   ledger_.on_leader_unsure(now);
   probe(now);
 }
@@ -437,6 +450,7 @@ void Dispatcher::notice_stall(TimePoint now) {
     // Stopped (SIGSTOP) or starved: MSGs queued before the stall went out only now, and answers to
     // them wait unread in the sockets. None of that time counts against a handler's ack_timeout.
     core_.extend_deadlines(std::chrono::ceil<Duration>(now - *last_turn_));
+    reader_health_.excuse();  // what the server delivered meanwhile could not be read
   }
   if (!last_turn_ || *last_turn_ < now) last_turn_ = now;
 }
@@ -482,7 +496,15 @@ void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
 void Dispatcher::on_api_reply(std::uint64_t id, const ApiReply& reply) {
   JETFAN_ON_IO_THREAD(thread_);
   if (ConsumerWatch::owns(id)) {
-    watch_.on_reply(id, reply, batch_now());
+    const TimePoint now = batch_now();
+    const auto heard = watch_.on_reply(id, reply, now);
+    if (heard.info) {
+      own_.outstanding_pulls = ledger_.outstanding();
+      reader_health_.heard(now, *heard.info, own_);
+      if (reader_health_.exit_code() && state_ == State::kServing) begin_drain();
+    } else if (heard.error) {
+      reader_health_.heard(*heard.error);
+    }
     return;
   }
   jobs_.on_api_reply(id, reply);
@@ -735,6 +757,7 @@ void Dispatcher::fill_status(StatusSnapshot& snapshot, const RateWindow& rates, 
                                             : "stopped",
                rates, now, now_unix_ms);
   watch_.fill(snapshot, time_.now());  // the watch keeps the dispatcher's time
+  reader_health_.fill(snapshot, time_.now());
 }
 
 std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeSettings settings) {

@@ -12,6 +12,7 @@
 //   HoldReporter (hold_reporter.hpp)    the log lines of restart and gap holds
 //   DispatchStatus (dispatch_status.hpp) the status snapshot
 //   ConsumerWatch (consumer_watch.hpp)  the server's view of the consumer, polled and on demand
+//   ReaderHealth (reader_health.hpp)    consuming as the only reader? (connection, other readers)
 // It exists only once the consumer is bound: everything it owns is whole from construction.
 //
 // Its seams, and nothing else, reach outside it:
@@ -63,6 +64,7 @@
 #include "pull_ledger.hpp"
 #include "rate_limited_log.hpp"
 #include "rate_window.hpp"
+#include "reader_health.hpp"
 #include "reload_plan.hpp"
 #include "router.hpp"
 #include "serve_settings.hpp"
@@ -102,7 +104,10 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   void expect_outstanding(const ConsumerFacts& facts, const std::optional<std::vector<jetstream::StoredMessage>>& read);
   // What the consumer had delivered when it was bound: its delivery numbers go on from there, so a
   // jump at the first arrival is a loss too (docs/dispatch-rules.md R32). Before the first pull.
-  void bound(const ConsumerFacts& facts) { core_.bound(facts.delivered_consumer_seq, facts.delivered); }
+  void bound(const ConsumerFacts& facts) {
+    core_.bound(facts.delivered_consumer_seq, facts.delivered);
+    reader_health_.bound(facts.delivered_consumer_seq, time_.now());
+  }
   // A new connection on the handler socket: it becomes a session of this dispatcher. Its id, or
   // nullopt when no connection is taken any more (draining; the socket is closed).
   std::optional<ConnectionId> accept(HandlerSession::Socket socket);
@@ -116,6 +121,10 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   // One line for systemd's STATUS= and the like: what jetfan is doing and for whom.
   std::string status_line() const;
   bool serving() const override { return state_ == State::kServing; }
+  // Why jetfan, serving, is not consuming as its durable's only reader (ReaderHealth); empty: it is.
+  std::vector<std::string> not_consuming() const { return reader_health_.reasons(time_.now()); }
+  // The status to exit with once finished: 0, or what ReaderHealth asked for (on_other_reader: exit).
+  int exit_code() const { return reader_health_.exit_code().value_or(0); }
   bool draining() const { return state_ == State::kDraining; }
   const CoreCounters& counters() const { return core_.counters(); }
 
@@ -159,6 +168,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   bool busy(const HandlerSession& session) const override;
   void on_closed(HandlerSession& session) override;
 
+  void on_disconnected(std::string_view why) override;
   void on_reconnected() override;
   void on_message(InboundMessage&& message) override;
   void on_pull_status(const PullStatus& status) override;
@@ -234,6 +244,8 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   DeadLetterJobs jobs_{config_, static_cast<DeadLetterJobHost&>(*this)};
   DispatchStatus status_{{config_, settings_, core_, ledger_, table_, jobs_, full_, arena_}};
   ConsumerWatch watch_{config_, upstream_};
+  ReaderHealth reader_health_{config_, ConsumerWatch::kPollEvery};
+  OtherReaderCheck::Own own_;  // jetfan's own figures for the check: arrivals, pulls
 };
 
 }  // namespace jetfan

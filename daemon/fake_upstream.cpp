@@ -103,6 +103,12 @@ void FakeUpstream::probe_answer(bool answered) {
   batch_end();
 }
 
+void FakeUpstream::disconnect(std::string_view why) {
+  if (!listener_) return;
+  listener_->on_disconnected(why);
+  batch_end();
+}
+
 void FakeUpstream::reconnect() {
   if (!listener_) return;
   listener_->on_reconnected();

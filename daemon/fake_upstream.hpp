@@ -72,6 +72,7 @@ class FakeUpstream final : public Upstream {
   void lose(std::uint64_t deliveries = 1) { consumer_seq_ += deliveries; }
   void status(std::uint64_t pull, std::string_view code, std::string_view description = {});
   void probe_answer(bool answered);
+  void disconnect(std::string_view why = "connection reset");
   void reconnect();
   void publish_answer(std::uint64_t id, const PublishResult& result);
   void api_answer(std::uint64_t id, std::string_view json, std::string_view error = {});
@@ -89,6 +90,8 @@ class FakeUpstream final : public Upstream {
   bool closed = false;
 
   bool listening() const { return listener_ != nullptr; }
+  // The consumer's number of its last delivery, those lost on the way (lose()) included.
+  std::uint64_t delivered_consumer_seq() const { return consumer_seq_; }
 
  private:
   void record(Reply::Kind kind, const MessageBytes& message, Duration delay);

@@ -37,9 +37,14 @@ struct JetStreamReader::CnatsCallbacks : std::enable_shared_from_this<CnatsCallb
     std::string error;
   };
 
-  void push_reconnected() {
+  // A disconnect (with why) or a reconnect (why empty), in the order cnats reported them.
+  struct Link {
+    bool up = false;
+    std::string why;
+  };
+  void push_link(Link event) {
     std::lock_guard lock(mutex);
-    reconnected = true;
+    links.push_back(std::move(event));
     post_locked();
   }
   struct Api {
@@ -66,7 +71,7 @@ struct JetStreamReader::CnatsCallbacks : std::enable_shared_from_this<CnatsCallb
   }
   asio::io_context& io;
   std::mutex mutex;
-  bool reconnected = false;
+  std::vector<Link> links;
   std::vector<Published> published;
   std::vector<Api> api;
   bool posted = false;
@@ -99,9 +104,16 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-void on_disconnected(natsConnection*, void* closure) {
-  if (static_cast<CnatsCallbacks*>(closure)->closing) return;
-  log_warn("nats.disconnected", {}, "nats: disconnected; reconnecting. Messages held and in flight are kept.");
+void on_disconnected(natsConnection* connection, void* closure) {
+  auto* callbacks = static_cast<CnatsCallbacks*>(closure);
+  if (callbacks->closing) return;
+  const char* text = nullptr;
+  const natsStatus status = natsConnection_GetLastError(connection, &text);
+  std::string why = status == NATS_OK ? std::string("the connection closed")
+                                      : (text && *text ? std::string(text) : std::string(natsStatus_GetText(status)));
+  log_warn("nats.disconnected", {{"reason", why}},
+           "nats: disconnected ({}); reconnecting. Messages held and in flight are kept.", why);
+  callbacks->push_link({false, std::move(why)});
 }
 void on_reconnected(natsConnection* connection, void* closure) {
   auto* callbacks = static_cast<CnatsCallbacks*>(closure);
@@ -110,7 +122,7 @@ void on_reconnected(natsConnection* connection, void* closure) {
   natsConnection_GetConnectedUrl(connection, url, sizeof url);
   const std::string server = redact_url(url);
   log_info("nats.reconnected", {{"server", server}}, "nats: reconnected to {}; pulling anew", server);
-  callbacks->push_reconnected();
+  callbacks->push_link({true, {}});
 }
 // cnats calls this when it will call no more with this pointer. The reference it takes out may be
 // the last, and the mutex goes with the CnatsCallbacks: it is dropped after the lock is released.
@@ -364,18 +376,25 @@ bool JetStreamReader::send_pull(const PullRequest& request) {
 
 void JetStreamReader::on_callbacks() {
   JETFAN_ON_IO_THREAD(thread_);
-  bool reconnected = false;
+  std::vector<CnatsCallbacks::Link> links;
   std::vector<CnatsCallbacks::Published> published;
   std::vector<CnatsCallbacks::Api> api;
   {
     std::lock_guard lock(callbacks_->mutex);
-    reconnected = std::exchange(callbacks_->reconnected, false);
+    links.swap(callbacks_->links);
     published.swap(callbacks_->published);
     api.swap(callbacks_->api);
     callbacks_->posted = false;
   }
-  if (!listener_ || (!reconnected && published.empty() && api.empty())) return;
-  if (reconnected) listener_->on_reconnected();
+  if (!listener_ || (links.empty() && published.empty() && api.empty())) return;
+  for (const auto& link : links) {
+    if (!listener_) return;
+    if (link.up) {
+      listener_->on_reconnected();
+    } else {
+      listener_->on_disconnected(link.why);
+    }
+  }
   for (const auto& answer : published) {
     if (!listener_) return;
     listener_->on_published(answer.id, PublishResult{answer.stored, answer.stream_seq, answer.stream, answer.error});

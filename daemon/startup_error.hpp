@@ -10,6 +10,7 @@
 namespace jetfan {
 
 inline constexpr int kExitOk = 0;
+inline constexpr int kExitNotConsuming = 1;  // jetfan status: serving, but not consuming as the only reader
 inline constexpr int kExitUsage = 64;        // EX_USAGE: bad command line
 inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: a resource jetfan needs is not there
 inline constexpr int kExitSoftware = 70;     // EX_SOFTWARE: a bug
@@ -17,8 +18,8 @@ inline constexpr int kExitTempFail = 75;     // EX_TEMPFAIL: worth trying again 
 inline constexpr int kExitNoPerm = 77;       // EX_NOPERM: the NATS server refused our credentials
 inline constexpr int kExitConfig = 78;       // EX_CONFIG: the config, or the consumer it names, is wrong
 // Every status jetfan (but `jetfan exec`, exec_handler.hpp) exits with; its man page lists them all.
-inline constexpr int kExitStatuses[] = {kExitOk,       kExitUsage,  kExitUnavailable, kExitSoftware,
-                                        kExitTempFail, kExitNoPerm, kExitConfig};
+inline constexpr int kExitStatuses[] = {kExitOk,       kExitNotConsuming, kExitUsage,  kExitUnavailable,
+                                        kExitSoftware, kExitTempFail,     kExitNoPerm, kExitConfig};
 
 class StartupError : public std::runtime_error {
  public:

@@ -57,6 +57,8 @@ struct ApiReply {
 
 class UpstreamListener {
  public:
+  // The connection to the server was lost (`why`: the client's words); it is being made again.
+  virtual void on_disconnected(std::string_view why) = 0;
   // The connection to the server was made again: the server has forgotten every pull request.
   virtual void on_reconnected() = 0;
   virtual void on_message(InboundMessage&& message) = 0;

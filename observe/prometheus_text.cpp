@@ -91,8 +91,13 @@ std::string render_prometheus(const StatusSnapshot& s) {
   w.sample("jetfan_build_info",
            label("version", s.version) + "," + label("cnats", s.cnats_version) + "," + label("compiler", s.compiler),
            std::uint64_t{1});
-  w.family("jetfan_ready", "gauge", "1 while the consumer is bound and the handler socket listens, else 0.");
+  w.family("jetfan_ready", "gauge",
+           "1 while jetfan serves and consumes as its durable's only reader (as /ready), else 0.");
   w.sample("jetfan_ready", "", std::uint64_t{s.ready ? 1u : 0u});
+  w.family("jetfan_nats_connected", "gauge", "1 while the connection to the NATS server is up, else 0.");
+  w.sample("jetfan_nats_connected", "", std::uint64_t{s.nats_connected ? 1u : 0u});
+  w.family("jetfan_other_reader", "gauge", "1 while another client is seen reading jetfan's durable, else 0.");
+  w.sample("jetfan_other_reader", "", std::uint64_t{s.other_reader ? 1u : 0u});
 
   struct Counter {
     const char* name;

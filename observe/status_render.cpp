@@ -50,7 +50,7 @@ json attempts_json(const AttemptsHistogram& h) {
 }  // namespace
 
 std::vector<std::string> status_problems(const StatusSnapshot& s) {
-  std::vector<std::string> problems;
+  std::vector<std::string> problems = s.not_consuming;
   if (s.state == "starting") problems.push_back("not serving yet: connecting to NATS and binding the consumer");
   if (s.state == "draining") problems.push_back("draining: jetfan is stopping and takes no new messages");
   if (s.stall) {
@@ -83,6 +83,10 @@ std::string render_status_text(const StatusSnapshot& s) {
   line("jetfan " + s.version + " " + s.state + " consumer \"" + s.durable + "\" of stream \"" + s.stream + "\", up " +
        format::duration(s.uptime_seconds) + " (" + s.config_file + ")");
   for (const auto& problem : status_problems(s)) line("PROBLEM: " + problem);
+  if (s.state == "serving") {
+    line(std::string("ready:   ") +
+         (s.ready ? "yes" : "no: not consuming as the only reader (the problems above); jetfan status exits 1"));
+  }
   if (s.server) {
     const auto& v = *s.server;
     line("server:  " + std::to_string(v.num_pending) + " pending, " + std::to_string(v.num_ack_pending) +
@@ -226,6 +230,10 @@ std::string render_status_json(const StatusSnapshot& s) {
                      {"recent_unmatched_keys", s.recent_unmatched_keys},
                      {"unroutable_subjects", unroutable}};
   doc["pulls"] = {{"outstanding", s.pulls_outstanding}, {"batch", s.pull_batch}, {"reconnects", s.reconnects}};
+  doc["nats"] = {{"connected", s.nats_connected},
+                 {"disconnected_seconds", optional_seconds(s.nats_disconnected_seconds)},
+                 {"last_disconnect", s.nats_last_disconnect.empty() ? json(nullptr) : json(s.nats_last_disconnect)},
+                 {"other_reader", s.other_reader}};
   json handlers = json::array();
   for (const auto& h : s.handlers) {
     json instances = json::array();

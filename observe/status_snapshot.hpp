@@ -82,7 +82,7 @@ struct TailView {
 struct StatusSnapshot {
   std::string version;
   std::string state;   // "starting" (not yet bound), "serving", "draining"
-  bool ready = false;  // the consumer is bound and the handler socket listens
+  bool ready = false;  // serving, and consuming as the only reader (not_consuming is empty)
   std::int64_t now_unix_ms = 0;
   double uptime_seconds = 0;
   double start_time_unix = 0;
@@ -105,6 +105,14 @@ struct StatusSnapshot {
   std::size_t pulls_outstanding = 0;
   std::size_t pull_batch = 0;  // messages one pull request asks for: consumer.batch, or its default
   std::uint64_t reconnects = 0;
+  // The NATS connection: up, or lost for how long, and why it went last (the client's words).
+  bool nats_connected = true;
+  std::optional<double> nats_disconnected_seconds;
+  std::string nats_last_disconnect;
+  bool other_reader = false;  // another client reads the durable (daemon/ReaderHealth)
+  // Why jetfan is not consuming as the only reader (disconnected past the grace, the consumer gone,
+  // another reader), one line each; empty: it is. Not empty means not ready.
+  std::vector<std::string> not_consuming;
   // Set while jetfan is full and nothing has settled for a while (the stall warning's subject).
   struct Stall {
     std::string handler;  // the one holding everyone up
@@ -134,8 +142,9 @@ struct StatusSnapshot {
   double polled_age_seconds = 0;
 };
 
-// The problems an operator should see first, one line each: a declared handler with no instance
-// while messages wait for it, no handler connected at all, not (yet) serving.
+// The problems an operator should see first, one line each: why jetfan is not consuming, a declared
+// handler with no instance while messages wait for it, no handler connected at all, not (yet)
+// serving.
 std::vector<std::string> status_problems(const StatusSnapshot& snapshot);
 
 }  // namespace jetfan

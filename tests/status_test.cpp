@@ -39,14 +39,15 @@ TEST_CASE("status shows first, as the problem, a declared handler with no instan
   const std::string text = control_request(mesh.control_path(), "STATUS");
   INFO(text);
   const auto lines = lines_of(text);
-  REQUIRE(lines.size() > 3);
+  REQUIRE(lines.size() > 4);
   CHECK_THAT(lines[0], Catch::StartsWith("jetfan ") &&
                            Catch::Contains("serving consumer \"node1_builder\" of stream \"EVENTS\""));
   CHECK_THAT(
       lines[1],
       Catch::StartsWith(
           "PROBLEM: handler \"audit\" has no instance connected and 3 message(s) waiting for it, the oldest for "));
-  CHECK_THAT(lines[2], Catch::StartsWith("server:  0 pending, 3 ack pending, 0 redelivered, ack floor 0"));
+  CHECK(lines[2] == "ready:   yes");
+  CHECK_THAT(lines[3], Catch::StartsWith("server:  0 pending, 3 ack pending, 0 redelivered, ack floor 0"));
   CHECK_THAT(text, Catch::Contains("handler builder: patterns a.*; max_inflight 64"));
   CHECK_THAT(text, Catch::Contains(", pid " + std::to_string(builder.pid()) + ", uid "));
   CHECK_THAT(text, Catch::Contains("delivered 2 ("));
