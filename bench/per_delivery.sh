@@ -36,24 +36,23 @@
 
 pd_size=128
 
-pd_spec() {  # HANDLERS: sets pd_handler_spec and pd_names, h0..h<H-1> all on "#"
-  local i
-  pd_handler_spec=""; pd_names=""
-  for i in $(seq 0 $(($1 - 1))); do pd_handler_spec+="${pd_handler_spec:+;}h$i:#"; pd_names+=" h$i"; done
+pd_jetfan() {  # HANDLERS [WRAPPER...]: rewinds the consumer and starts jetfan (under WRAPPER) with HANDLERS
+  # all-matching handlers (run.sh's all_handlers sets the caller's spec and names) and /metrics on
+  # a free port, pd_port
+  all_handlers "$1"; shift
+  "$tool" rewind "$url" BENCH bench_durable "$sweep_ack_pending"
+  pd_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  jetfan_config "$spec" "metrics:"$'\n'"  listen: \"127.0.0.1:$pd_port\""$'\n'
+  start_jetfan "$names" "$@"
 }
 
 pd_run() {  # CLIENT HANDLERS N: one timed run; appends a row to delivery.csv
-  local client=$1 h=$2 n=$3 server=${pids[0]} s0 s1 hcpu=0 name i=0 jcpu t1
+  local client=$1 h=$2 n=$3 server=${pids[0]} s0 s1 hcpu=0 name i=0 jcpu t1 spec names
   handler_on "$client"
-  pd_spec "$h"
-  "$tool" rewind "$url" BENCH bench_durable "$sweep_ack_pending"
-  local port
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  jetfan_config "$pd_handler_spec" "metrics:"$'\n'"  listen: \"127.0.0.1:$port\""$'\n'
   s0=$(cpu_seconds "$server")
-  start_jetfan "$pd_names"
+  pd_jetfan "$h"
   local -a h0=()
-  for name in $pd_names; do
+  for name in $names; do
     wait_file "$work/handler-$name.out" ready_ns
     h0+=("$(cpu_seconds "${handler_pids[i]}")")
     i=$((i + 1))
@@ -62,7 +61,7 @@ pd_run() {  # CLIENT HANDLERS N: one timed run; appends a row to delivery.csv
   t1=$(value settled_ns "$work/watch.out")
   jcpu=$(cpu_seconds "$jetfan_pid"); s1=$(cpu_seconds "$server")
   local io
-  io=$(pd_socket_io "$port")
+  io=$(pd_socket_io "$pd_port")
   for i in "${!handler_pids[@]}"; do
     hcpu=$(awk -v a="$hcpu" -v b="$(cpu_seconds "${handler_pids[i]}")" -v c="${h0[i]}" 'BEGIN {print a + b - c}')
   done
@@ -118,21 +117,16 @@ pd_count() {
 }
 
 per_delivery_syscalls() {  # N: one counted run per handler count, C++ handlers
-  local n=$1 h traced calls hw hr sw sr
+  local n=$1 h traced calls hw hr sw sr spec names
   echo "handlers,messages,deliveries,syscalls,handler_writes,handler_reads,server_writes,server_reads,syscalls_per_delivery,msgs_per_writev,acks_per_read,acks_per_server_write" > "$out/delivery_syscalls.csv"
   if ! command -v strace > /dev/null; then echo "  (system calls skipped: strace is not installed; apt-get install strace)"; return 0; fi
   if ! strace -o /dev/null true 2> "$work/strace.err"; then
     echo "  (system calls skipped: strace cannot trace here: $(head -c 200 "$work/strace.err"))"; return 0
   fi
   for h in "${pd_handlers[@]}"; do
-    pd_spec "$h"
-    "$tool" rewind "$url" BENCH bench_durable "$sweep_ack_pending"
-    local port
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  jetfan_config "$pd_handler_spec" "metrics:"$'\n'"  listen: \"127.0.0.1:$port\""$'\n'
     # jetfan starts under strace: it reads ahead of its handlers, so its reads from the server come
     # before the first handler connects.
-    start_jetfan "$pd_names" strace -f -C -yy -o "$work/strace.txt"
+    pd_jetfan "$h" strace -f -C -yy -o "$work/strace.txt"
     "$tool" watch "$url" BENCH bench_durable 600 > /dev/null
     # jetfan_pid is strace's: jetfan (its child) is stopped as always, and strace writes its table
     # when jetfan has gone.

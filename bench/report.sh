@@ -3,6 +3,7 @@
 # copies bench.md into docs/BENCHMARKS.md, so its links to the plots are relative to docs/.
 #   bench/report.sh RESULTS_DIR HELD_RSS_MIB HELD_PEAK_MIB HELD_N REPS [LATENCY_RATE]
 #   bench/report.sh --clients RESULTS_DIR     only the clients' table (clients.csv), on stdout
+#   bench/report.sh --order RESULTS_DIR       only the ordered delivery's ratio (order.csv), on stdout
 #   bench/report.sh --delivery RESULTS_DIR    only the per-delivery costs (delivery.csv and
 #                                             delivery_syscalls.csv): draws delivery.png, prints the section
 #   bench/report.sh --ratios RESULTS_DIR      only the interleaved rounds' ratios (rounds.csv), on stdout
@@ -239,9 +240,11 @@ round_range() { round_ratios "$@" | sort -n | sed -n '1p;$p' | paste -sd- ; }
 
 # The rounds' ratios alone (bench/run.sh --ratios): for each size and case, the median over rounds
 # of its rate over A's and over G's in the same round (range in brackets).
+# G: the nats.go reader's rows, if this run had them (bench/go/go_reader.sh skips G where it cannot build it).
+g_present() { awk -F, 'NR > 1 && $3 == "G" {found = 1} END {exit !found}' "$out/rounds.csv"; }
 ratios_table() {
   local size c g=0
-  awk -F, 'NR > 1 && $3 == "G" {found = 1} END {exit !found}' "$out/rounds.csv" && g=1
+  g_present && g=1
   echo "| size | case | rounds | msg/s (median) | ×A | ×G |"
   echo "|---:|---|---:|---:|---:|---:|"
   awk -F, 'NR > 1 && !seen[$2 FS $3]++ {print $2, $3}' "$out/rounds.csv" | while read -r size c; do
@@ -254,6 +257,16 @@ ratios_table() {
 if [ "${1:-}" = "--ratios" ]; then
   out=$2
   ratios_table
+  exit 0
+fi
+
+# order.csv (round,case,keys,messages,seconds): the median over rounds of ordered's rate over
+# unordered's in the same round, and the serial run on one key (round "single").
+if [ "${1:-}" = "--order" ]; then
+  ratio=$(awk -F, 'NR > 1 && $1 != "single" {t[$1, $2] = $5; r[$1] = 1}
+    END {for (i in r) if (t[i, "ordered"]) printf "%.3f\n", t[i, "unordered"] / t[i, "ordered"]}' "$2/order.csv" | median)
+  echo "  ordered / unordered, median of the rounds: $(printf '%.2f' "$ratio")x (target at least 0.8x)"
+  awk -F, '$1 == "single" {printf "  one key, serial: %.0f msg/s, one round trip (MSG, ACK, next MSG) %.0f us\n", $4 / $5, $5 / $4 * 1e6}' "$2/order.csv"
   exit 0
 fi
 
@@ -291,7 +304,6 @@ awk -F, 'NR == 1 {next}
                                                      (b[size[i]] ? sprintf("%.2f", rate[i] / b[size[i]]) : ""),
                                                      (g[size[i]] ? sprintf("%.2f", rate[i] / g[size[i]]) : "")}' "$csv" > "$ratios"
 
-lookup() { awk -F, -v c="$1" -v s="$2" -v col="$3" '$1 == c && $5 == s {print $col; exit}' "$ratios"; }
 # Median over rounds of one stack's latency column; and of C minus A per round (column 2 p50, 3 p99).
 lat() { awk -F, -v s="$1" -v col="$2" '$1 == s {print $col}' "$out/latency.csv" | median; }
 added() { awk -F, -v col="$1" '$1 == "A" {a[$6] = $col} $1 == "C" {c[$6] = $col} END {for (r in c) print c[r] - a[r]}' "$out/latency.csv" | median; }
@@ -315,8 +327,6 @@ delivery_row() {  # LABEL CLIENT HANDLERS COLUMN LIMIT: a per-delivery figure (d
   local v; v=$(awk -F, -v c="$2" -v h="$3" -v col="$4" '$1 == c && $2 == h {print $col; exit}' "$out/delivery.csv")
   echo "| $1 | ≤ $5 µs | ${v:-no figure}${v:+ µs} | $(met "$v" le "$5") |"
 }
-# G: the nats.go reader's rows, if this run had them (bench/go/go_reader.sh skips G where it cannot build it).
-g_present() { awk -F, 'NR > 1 && $3 == "G" {found = 1} END {exit !found}' "$out/rounds.csv"; }
 g_version() { dpkg-query -W -f='${Version}' golang-github-nats-io-go-nats-dev 2>/dev/null || echo "(not installed)"; }
 
 {

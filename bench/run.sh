@@ -68,22 +68,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-smoke=0
-only_instructions=0
-only_clients=0
-only_sweep=0
-[ "${1:-}" = "--smoke" ] && smoke=1
-[ "${1:-}" = "--instructions" ] && only_instructions=1 && smoke=1
-[ "${1:-}" = "--clients" ] && only_clients=1 && smoke=1
-only_acks=0
-[ "${1:-}" = "--acks" ] && only_acks=1 && smoke=1
-[ "${1:-}" = "--sweep" ] && only_sweep=1
-only_delivery=0
-[ "${1:-}" = "--delivery" ] && only_delivery=1 && smoke=1
-only_order=0
-[ "${1:-}" = "--order" ] && only_order=1 && smoke=1
-only_ratios=0
-[ "${1:-}" = "--ratios" ] && only_ratios=1 && smoke=1
+mode=full  # or smoke, or the one part a --PART option runs
+case ${1:-} in
+  --smoke | --instructions | --clients | --acks | --sweep | --delivery | --order | --ratios) mode=${1#--} ;;
+esac
+smoke=1  # results in a temp dir: all but the full run and --sweep
+case $mode in full | sweep) smoke=0 ;; esac
+uses() { [[ " $* " == *" $mode "* ]]; }  # uses MODE...: this run is one of them
 
 scripts/deps.sh
 need=()
@@ -93,8 +84,8 @@ command -v valgrind > /dev/null || need+=(valgrind)
 command -v strace > /dev/null || need+=(strace)  # bench/per_delivery.sh: jetfan's system calls
 if [ ${#need[@]} -gt 0 ]; then apt-get install -y -q --no-install-recommends "${need[@]}"; fi
 scripts/build.sh > /dev/null
-[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || [ $only_delivery = 1 ] || [ $only_order = 1 ] || [ $only_ratios = 1 ] || (cd bench/node && npm ci --no-audit --no-fund --silent)
-[ $only_instructions = 1 ] || [ $only_acks = 1 ] || [ $only_sweep = 1 ] || [ $only_order = 1 ] || [ $only_ratios = 1 ] || node20=$(clients/node/bench/build.sh)  # the TypeScript client's handler
+if uses full smoke; then (cd bench/node && npm ci --no-audit --no-fund --silent); fi  # B, the in-process reader
+if uses full smoke clients delivery; then node20=$(clients/node/bench/build.sh); fi  # the TypeScript client's handler
 python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past any launcher shim
 
 bin=$root/${JETFAN_BUILD_DIR:-build}
@@ -111,33 +102,28 @@ cleanup() {  # also what a failed run left behind: a jetfan without its server w
 trap cleanup EXIT
 # shellcheck source=bench/go/go_reader.sh
 source "$root/bench/go/go_reader.sh"
-[ $only_instructions = 1 ] || [ $only_clients = 1 ] || [ $only_acks = 1 ] || [ $only_delivery = 1 ] || [ $only_order = 1 ] || go_reader_build "$bin/bench"
+if uses full smoke sweep ratios; then go_reader_build "$bin/bench"; fi
 
-if [ $only_instructions = 1 ]; then
-  cg=(2000 10000)
-elif [ $only_acks = 1 ]; then
-  ack_n=${2:-100000}
-elif [ $only_order = 1 ]; then
-  order_n=${2:-100000}; order_round_count=${3:-5}
-elif [ $only_ratios = 1 ]; then
-  declare -A count=([128]=${2:-400000} [256]=${2:-400000}); rounds=${3:-5}
-elif [ $only_clients = 1 ]; then
-  declare -A count=([128]=${2:-300000}); rounds=${3:-5}
-elif [ $only_delivery = 1 ]; then
-  pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=${2:-300000}
-elif [ $smoke = 1 ]; then
-  declare -A count=([128]=300 [256]=300 [16384]=100); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
-  sweep_handlers=(1 2); sweep_sizes=(128 16384); sweep_fanout=(1 2); sweep_n=300; sweep_reps=1
-  pd_handlers=(1 2); pd_clients=(cpp ts python); pd_n=300
-  order_n=2000; order_round_count=1
-else
-  declare -A count=(); steady=1; sizes=(128 1024 16384); fanout=(2 4 8)  # count: at least 20 × max_held, below
-  lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000); reps=3; rounds=5
-  order_n=100000; order_round_count=5
-  sweep_handlers=(1 2 4 8 16 32); sweep_sizes=(128 1024 4096 16384 65536 262144); sweep_fanout=(1 4); sweep_n=""
-  sweep_reps=$reps; [ $only_sweep = 1 ] && sweep_reps=${2:-3}
-  pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=300000
-fi
+case $mode in
+  instructions) cg=(2000 10000) ;;
+  acks) ack_n=${2:-100000} ;;
+  order) order_n=${2:-100000}; order_round_count=${3:-5} ;;
+  ratios) declare -A count=([128]=${2:-400000} [256]=${2:-400000}); rounds=${3:-5} ;;
+  clients) declare -A count=([128]=${2:-300000}); rounds=${3:-5} ;;
+  delivery) pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=${2:-300000} ;;
+  smoke)
+    declare -A count=([128]=300 [256]=300 [16384]=100); sizes=(128); fanout=(2); lat_n=200; lat_rate=1000; held_n=500; cg=(100 300); reps=1; rounds=1
+    sweep_handlers=(1 2); sweep_sizes=(128 16384); sweep_fanout=(1 2); sweep_n=300; sweep_reps=1
+    pd_handlers=(1 2); pd_clients=(cpp ts python); pd_n=300
+    order_n=2000; order_round_count=1 ;;
+  *)  # full, sweep
+    declare -A count=(); steady=1; sizes=(128 1024 16384); fanout=(2 4 8)  # count: at least 20 × max_held, below
+    lat_n=30000; lat_rate=10000; held_n=10000; cg=(2000 10000); reps=3; rounds=5
+    order_n=100000; order_round_count=5
+    sweep_handlers=(1 2 4 8 16 32); sweep_sizes=(128 1024 4096 16384 65536 262144); sweep_fanout=(1 4); sweep_n=""
+    sweep_reps=$reps; [ "$mode" = sweep ] && sweep_reps=${2:-3}
+    pd_handlers=(1 4 8 16); pd_clients=(cpp ts python); pd_n=300000 ;;
+esac
 [[ ${pd_n:-1} =~ ^[1-9][0-9]*$ ]] || { echo "bench: --delivery N is a count of messages, not '$pd_n'" >&2; exit 64; }
 [ -n "${PER_DELIVERY_HANDLERS:-}" ] && read -ra pd_handlers <<< "$PER_DELIVERY_HANDLERS"
 [[ ${sweep_reps:-1} =~ ^[1-9][0-9]*$ ]] || { echo "bench: --sweep REPS is a count of runs, not '$sweep_reps'" >&2; exit 64; }
@@ -244,38 +230,43 @@ run_direct() {  # size
   messages_ready "$size"
   drain_direct "$n" "$size"
 }
-drain_direct() {  # N SIZE: A reads the N messages waiting for the consumer; sets sec (from its ready_ns), cpu, rss (-)
-  "$tool" direct "$url" BENCH bench_durable "$1" "$work/direct.lat" "$2" > "$work/direct.out" &
+# drain_reader NAME COMMAND...: the reader COMMAND (A, B or G, acking itself) drains the messages
+# waiting for the consumer; sets sec (from the ready_ns it prints until the server shows nothing
+# pending or unacked), cpu and rss (-: only jetfan's are taken).
+drain_reader() {
+  local file=$work/$1.out; shift
+  "$@" > "$file" 2>&1 &
   local pid=$!
-  wait_file "$work/direct.out" ready_ns
+  wait_file "$file" ready_ns
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
-  sec=$(elapsed "$(value ready_ns "$work/direct.out")" "$(value settled_ns "$work/watch.out")"); cpu=-; rss=-
+  sec=$(elapsed "$(value ready_ns "$file")" "$(value settled_ns "$work/watch.out")"); cpu=-; rss=-
   stop_all $pid
 }
+drain_direct() { drain_reader direct "$tool" direct "$url" BENCH bench_durable "$1" "$work/direct.lat" "$2"; }  # N SIZE
 
 run_inprocess() {  # size handlers
   local size=$1 handlers=$2 args=()
   messages_ready "$size"
   for i in $(seq "$handlers"); do args+=("#"); done
-  node bench/node/reader.mjs "$url" BENCH bench_durable bench. "$work/node.lat" "${args[@]}" > "$work/node.out" 2>&1 &
-  local pid=$!
-  wait_file "$work/node.out" ready_ns
-  "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
-  sec=$(elapsed "$(value ready_ns "$work/node.out")" "$(value settled_ns "$work/watch.out")"); cpu=-; rss=-
-  stop_all $pid
+  drain_reader node node bench/node/reader.mjs "$url" BENCH bench_durable bench. "$work/node.lat" "${args[@]}"
 }
 
-run_jetfan() {  # size handlers mode(all|disjoint|p100)
-  local size=$1 handlers=$2 mode=$3 spec="" names="" i j keys
-  case $mode in
-    all) for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:#"; names+=" h$i"; done ;;
+all_handlers() {  # N: sets the caller's spec (for jetfan_config) and names: h0..h<N-1>, each on "#"
+  local i; spec=""; names=""
+  for i in $(seq 0 $(($1 - 1))); do spec+="${spec:+;}h$i:#"; names+=" h$i"; done
+}
+p100=""; for i in $(seq 0 98); do p100+="mesh-$i.built-before,"; done  # 99 patterns no message matches
+
+run_jetfan() {  # size handlers kind(all|disjoint|p100)
+  local size=$1 handlers=$2 kind=$3 spec="" names="" i j keys
+  case $kind in
+    all) all_handlers "$handlers" ;;
     disjoint)  # handler i takes the keys k<j> with j mod handlers = i: each message goes to one handler
       for i in $(seq 0 $((handlers - 1))); do
         keys=""; for j in $(seq "$i" "$handlers" 7); do keys+="${keys:+,}k$j"; done
         spec+="${spec:+;}h$i:$keys"; names+=" h$i"
       done ;;
-    p100) local list=""; for i in $(seq 0 98); do list+="mesh-$i.built-before,"; done
-          spec="h0:${list}#"; names=" h0" ;;
+    p100) spec="h0:${p100}#"; names=" h0" ;;
   esac
   messages_ready "$size"
   drain_jetfan "$spec" "$names"
@@ -362,7 +353,7 @@ ack_writes() {
 # single key, which is serial: jetfan gives it the next message of the key only after the ACK of the
 # one before, so its time per message is one round trip (MSG out, ACK in, the next MSG out).
 order_rounds() {  # N ROUNDS
-  local n=$1 order_round_count=$2 r unordered ordered ratios="" single_n
+  local n=$1 order_round_count=$2 r unordered ordered single_n
   echo "== ordered delivery at 128 B, one handler: order_by key on 1000 keys against unordered; $order_round_count rounds of $n messages"
   echo "round,case,keys,messages,seconds" > "$out/order.csv"
   fresh_stream; prepublish "$n" 128 "$(keys_for 1000)"
@@ -375,25 +366,22 @@ order_rounds() {  # N ROUNDS
     done
     echo "$r,unordered,1000,$n,$unordered" >> "$out/order.csv"
     echo "$r,ordered,1000,$n,$ordered" >> "$out/order.csv"
-    ratios+="$(awk -v u="$unordered" -v o="$ordered" 'BEGIN {printf "%.3f", u / o}') "
     echo "  round $r: unordered $(awk -v n="$n" -v s="$unordered" 'BEGIN {printf "%.0f", n / s}') msg/s," \
       "ordered $(awk -v n="$n" -v s="$ordered" 'BEGIN {printf "%.0f", n / s}') msg/s"
   done
-  echo "  ordered / unordered, median of the rounds: $(echo "$ratios" | tr ' ' '\n' | sed '/^$/d' | sort -n |
-    awk '{v[NR] = $1} END {printf "%.2f", v[int((NR + 1) / 2)]}')x (target at least 0.8x)"
   single_n=$(( n / 20 > 100 ? n / 20 : 100 ))
   fresh_stream; prepublish "$single_n" 128 k0
   order_by=key drain_jetfan "h0:#" " h0"
   echo "single,ordered,1,$single_n,$sec" >> "$out/order.csv"
-  echo "  one key, serial: $(awk -v n="$single_n" -v s="$sec" 'BEGIN {printf "%.0f msg/s, one round trip (MSG, ACK, next MSG) %.0f us", n / s, s / n * 1e6}')"
+  bash bench/report.sh --order "$out"
 }
-if [ $only_order = 1 ]; then
+if [ "$mode" = order ]; then
   order_rounds "$order_n" "$order_round_count"
   echo "== results in $out"
   exit 0
 fi
 
-if [ $only_acks = 1 ]; then
+if [ "$mode" = acks ]; then
   echo "== +ACK batching: $ack_n messages of 128 B, one handler"
   ack_writes "$ack_n"
   exit 0
@@ -438,7 +426,7 @@ round_cases() {  # SIZE CASE...: one round of the cases, each "A", "G", "B" or "
 g_case=(); [ -n "${go_reader:-}" ] && g_case=(G)
 rounds_header() { echo "round,size,case,seconds,jetfan_peak_rss_mib,messages" > "$out/rounds.csv"; }
 
-if [ $only_ratios = 1 ]; then
+if [ "$mode" = ratios ]; then
   echo "== ratios, interleaved rounds at 128 B: A, ${g_case[*]:+G, }C with 1, 4 and 8 all-matching handlers; at 256 B: A, ${g_case[*]:+G, }C1; $rounds rounds of ${count[128]}"
   rounds_header
   for r in $(seq "$rounds"); do round_cases 128 A "${g_case[@]}" C1 C4 C8; done
@@ -447,7 +435,7 @@ if [ $only_ratios = 1 ]; then
   exit 0
 fi
 
-if [ $only_sweep = 1 ]; then
+if [ "$mode" = sweep ]; then
   sweep
   bash bench/report.sh --sweep "$out"
   if [ -f "$out/bench.md" ]; then benchmarks_from "$out/bench.md"; fi
@@ -455,19 +443,19 @@ if [ $only_sweep = 1 ]; then
   exit 0
 fi
 
-if [ $only_delivery = 1 ]; then
+if [ "$mode" = delivery ]; then
   per_delivery
   bash bench/report.sh --delivery "$out"
   exit 0
 fi
 
-if [ $only_clients = 1 ]; then
+if [ "$mode" = clients ]; then
   client_rows
   bash bench/report.sh --clients "$out"
   exit 0
 fi
 
-if [ $only_instructions = 0 ]; then
+if [ "$mode" != instructions ]; then
 echo "case,stack,handlers,patterns,size,messages,seconds,msgs_per_s,mb_per_s,jetfan_cpu_s_per_million,jetfan_peak_rss_mib" > "$csv"
 echo "== throughput: messages pre-published, then drained; median of $reps runs"
 for size in "${sizes[@]}"; do
@@ -562,7 +550,6 @@ instructions() {  # spec N -> "total locking" instructions of the jetfan process
     awk '/pthread_mutex_trylock|natsMutex_Lock / {gsub(",", "", $1); sum += $1} END {print sum + 0}')
   echo "$total $locking"
 }
-p100=""; for i in $(seq 0 98); do p100+="mesh-$i.built-before,"; done
 # ipm "total1 locking1" "total2 locking2" -> "per-message-total per-message-without-locking"
 ipm() {
   awk -v a="$1" -v b="$2" -v n1="${cg[0]}" -v n2="${cg[1]}" 'BEGIN {
@@ -575,7 +562,7 @@ echo "  2 patterns: $ipm2 instructions/message ($ipm2_nolock without lock acquis
 echo "  100 patterns: $ipm100 instructions/message ($ipm100_nolock without lock acquisition)"
 echo "patterns,instructions_per_message,without_locking" > "$out/instructions.csv"
 printf '2,%s,%s\n100,%s,%s\n' "$ipm2" "$ipm2_nolock" "$ipm100" "$ipm100_nolock" >> "$out/instructions.csv"
-[ $only_instructions = 1 ] && exit 0
+[ "$mode" = instructions ] && exit 0
 
 bash bench/report.sh "$out" "$held_rss" "$held_peak" "$held_n" "$reps" "$lat_rate"
 if [ $smoke = 0 ]; then benchmarks_from "$out/bench.md"; fi

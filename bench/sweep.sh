@@ -49,7 +49,7 @@ sweep_count() {  # size -> messages per run
 # One run on the messages already in the stream: STACK (A, G or C) HANDLERS SIZE N. Appends
 # "stack handlers size n seconds cpu rss" to $work/sweep.reps.
 sweep_run() {
-  local stack=$1 handlers=$2 size=$3 n=$4 spec="" names="" i
+  local stack=$1 handlers=$2 size=$3 n=$4 spec="" names=""
   "$tool" rewind "$url" BENCH bench_durable "$sweep_ack_pending"
   if [ "$stack" = A ]; then
     drain_direct "$n" "$size"
@@ -58,7 +58,7 @@ sweep_run() {
     drain_go "$n" "$size"
     handlers=-
   else
-    for i in $(seq 0 $((handlers - 1))); do spec+="${spec:+;}h$i:#"; names+=" h$i"; done
+    all_handlers "$handlers"
     drain_jetfan "$spec" "$names"
   fi
   echo "$stack $handlers $size $n $sec $cpu $rss" >> "$work/sweep.reps"

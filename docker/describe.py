@@ -7,9 +7,9 @@ beside it to eval (nothing here checks anything; the scripts run the real thing 
 For each Dockerfile stage S (non-word characters as _): stage_S_base, _packages (what `apt-get install`
 adds), _runs (its other RUN commands), _args (ARG defaults as NAME=VALUE), _copies (FROM SOURCE
 DEST triples; FROM is - for the build context), _targets (the --target list of its cmake --build),
-and, inherited from a stage it builds on, _user, _env (NAME=VALUE), _labels (NAME=VALUE),
-_entrypoint (argv, of the exec form) and _cmd (argv), _healthcheck (the
-shell command of HEALTHCHECK CMD, or NONE), _stopsignal; stages lists them in order.
+and, inherited from a stage it builds on, _user, _env (NAME=VALUE), _entrypoint (argv, of the exec
+form) and _cmd (argv), _healthcheck (the shell command of HEALTHCHECK CMD, or NONE), _stopsignal;
+stages lists them in order. LABELs are not read (packaging/check_metadata.py reads the labels).
 For each compose service V: service_V_target (its build stage, or none), _entrypoint and _command
 (argv; _has_entrypoint / _has_command say whether they are set), _user, _env, _volumes (SOURCE:
 TARGET[:ro], a bind's source made absolute), _read_only, _restart, _stop_grace_period; services
@@ -64,9 +64,8 @@ def stages(path):
         if keyword == "FROM":
             match = re.fullmatch(r"(\S+) AS (\S+)", args, re.IGNORECASE) or fail(f"{path}:{line}: FROM {args}")
             base, name = match.groups()
-            current = dict(result[base]) if base in result else dict(user="root", env=[], labels=[], entrypoint=[],
-                                                                      cmd=[], healthcheck="",
-                                                                      stopsignal="SIGTERM")
+            current = dict(result[base]) if base in result else dict(user="root", env=[], entrypoint=[], cmd=[],
+                                                                      healthcheck="", stopsignal="SIGTERM")
             current.update(name=name, base=base, packages=[], runs=[], args=[], copies=[], targets=[])
             result[name] = current
         elif current is None:
@@ -91,12 +90,6 @@ def stages(path):
             current["user"] = args
         elif keyword == "ENV":
             current["env"] = [e for e in current["env"] if e.split("=")[0] != args.split("=")[0]] + [args]
-        elif keyword == "LABEL":
-            labels = shlex.split(args)
-            if not all("=" in label for label in labels):
-                fail(f"{path}:{line}: LABEL takes NAME=VALUE pairs")
-            names = {label.split("=")[0] for label in labels}
-            current["labels"] = [x for x in current["labels"] if x.split("=")[0] not in names] + labels
         elif keyword == "ENTRYPOINT":
             # As Docker does, a stage's ENTRYPOINT drops the CMD it inherited.
             current["entrypoint"], current["cmd"] = json.loads(args), []
@@ -106,7 +99,7 @@ def stages(path):
             current["healthcheck"] = "NONE" if args == "NONE" else re.sub(r"^(--\S+ )*CMD ", "", args)
         elif keyword == "STOPSIGNAL":
             current["stopsignal"] = args
-        elif keyword not in ("WORKDIR", "EXPOSE"):
+        elif keyword not in ("WORKDIR", "EXPOSE", "LABEL"):
             fail(f"{path}:{line}: {keyword} is not understood here")
     return result
 
@@ -131,8 +124,8 @@ def main():
     parsed = stages(dockerfile)
     emit("stages", list(parsed))
     for name, stage in parsed.items():
-        for key in ("base", "packages", "runs", "args", "copies", "targets", "user", "env", "labels", "entrypoint",
-                    "cmd", "healthcheck", "stopsignal"):
+        for key in ("base", "packages", "runs", "args", "copies", "targets", "user", "env", "entrypoint", "cmd",
+                    "healthcheck", "stopsignal"):
             emit(f"stage_{name}_{key}", stage[key])
     if yaml is None:
         emit("services", [])

@@ -16,9 +16,12 @@ case $2 in
   cpp)
     mesh_spawn handler "$build/examples/jetfan-example-handler" "$mesh_socket" builder ;;
   python)
-    python3 -m venv "$mesh_dir/venv" > "$mesh_dir/venv.log" 2>&1 || mesh_fail "python3 -m venv failed (python3-venv)"
-    "$mesh_dir/venv/bin/pip" install --no-index --disable-pip-version-check "$here/../clients/python" \
-      > "$mesh_dir/pip.log" 2>&1 || mesh_fail "pip install ./clients/python failed offline"
+    # As clients/python/README.md installs it offline: Debian's python3, whose venv sees the flit
+    # package's build backend, and pip without build isolation or an index.
+    /usr/bin/python3 -m venv --system-site-packages "$mesh_dir/venv" > "$mesh_dir/venv.log" 2>&1 ||
+      mesh_fail "python3 -m venv failed (python3-venv)"
+    "$mesh_dir/venv/bin/pip" install --no-index --no-build-isolation --disable-pip-version-check "$here/../clients/python" \
+      > "$mesh_dir/pip.log" 2>&1 || mesh_fail "pip install ./clients/python failed offline: $(tail -n 5 "$mesh_dir/pip.log")"
     cd "$mesh_dir"  # away from the sources: the installed package is what runs
     mesh_spawn handler "$mesh_dir/venv/bin/python" "$here/handler.py" "$mesh_socket" builder ;;
   shell)

@@ -8,6 +8,7 @@ build_packages=(g++ cmake ninja-build pkg-config python3 libnats-dev libboost-de
                 libyaml-cpp-dev nlohmann-json3-dev libsystemd-dev libcli11-dev catch2)
 # What the tests and the demo need besides.
 packages=("${build_packages[@]}" nats-server python3-venv
+          flit  # flit_core, the Python client's build backend (offline: pip --no-build-isolation)
           prometheus  # promtool checks the /metrics text in the tests
           dpkg-dev lintian man-db python3-yaml systemd-container  # packaging, docker/ and systemd/ checks
           zsh  # daemon/cli_test.cpp parses the zsh completion with zsh -n

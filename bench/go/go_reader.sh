@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2154,SC2034  # tool, url, work ... are run.sh's; sec, cpu, rss are for it
+# shellcheck shell=bash disable=SC2154,SC2034  # tool, url, work, mode ... are run.sh's; sec, cpu, rss are for it
 # G, the nats.go reader (bench/go/reader.go), sourced by bench/run.sh: built from Debian 12's packages,
 # golang-go and golang-github-nats-io-go-nats-dev (nats.go 1.22.1), offline in GOPATH mode from
 # /usr/share/gocode. go_reader_build installs them if they are missing and it may (root; not in the
@@ -18,7 +18,7 @@ go_reader_build() {  # OUT_DIR: sets go_reader
   if [ ${#missing[@]} -gt 0 ]; then
     # The smoke run (part of the test command) proves the harness, not the ceiling: it builds G when
     # the packages are there and does not spend minutes installing and compiling a Go toolchain's worth.
-    if [ "$smoke" = 1 ] && [ "${only_ratios:-0}" = 0 ]; then  # --ratios is against G: it installs
+    if [ "$mode" = smoke ]; then  # --ratios and --sweep are against G: they install
       echo "== G (nats.go reader) skipped in smoke mode: ${missing[*]} not installed (the full run installs them)"
       return 0
     fi
@@ -37,23 +37,14 @@ go_reader_build() {  # OUT_DIR: sets go_reader
   go_reader=$dir/jetfan-bench-go
 }
 
-go_reader_version() {  # the nats.go package's Debian version, for the report
-  dpkg-query -W -f='${Version}' golang-github-nats-io-go-nats-dev 2>/dev/null
-}
-
-drain_go() {  # N SIZE: G reads the N messages waiting for the consumer; sets sec (from its ready_ns), cpu, rss (-)
+drain_go() {  # N SIZE: G reads the N messages waiting for the consumer (run.sh's drain_reader)
   # A Fetch for more than the consumer's MaxAckPending stalled G here (nats-server 2.9.10, MaxAckPending 1000).
   local batch=$go_reader_batch; [ "${max_ack_pending:-$batch}" -lt "$batch" ] && batch=$max_ack_pending
   # nats.go drops a subscription's messages as a slow consumer past 64 MiB pending, and Fetch(2048) of
   # 64 KiB is 128 MiB; G then waits out AckWait. Cap one Fetch at 32 MiB, jetfan's max_held_bytes.
   local by_bytes=$(( (32 << 20) / ${2:-1} )); [ "$by_bytes" -lt 1 ] && by_bytes=1
   [ "$by_bytes" -lt "$batch" ] && batch=$by_bytes
-  "$go_reader" "$url" BENCH bench_durable "$1" "$work/go.lat" "$batch" > "$work/go.out" &
-  local pid=$!
-  wait_file "$work/go.out" ready_ns
-  "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
-  sec=$(elapsed "$(value ready_ns "$work/go.out")" "$(value settled_ns "$work/watch.out")"); cpu=-; rss=-
-  stop_all $pid
+  drain_reader go "$go_reader" "$url" BENCH bench_durable "$1" "$work/go.lat" "$batch"
 }
 
 run_go() {  # size
