@@ -19,6 +19,7 @@ ConsumerFacts consumer_facts(const jetstream::ConsumerInfo& info) {
   facts.ack_pending = info.num_ack_pending;
   facts.priority_policy = info.priority_policy;
   facts.priority_groups = info.priority_groups;
+  facts.priority_timeout = std::chrono::duration_cast<Duration>(info.pinned_ttl);
   facts.paused = info.paused;
   facts.pause_until = info.pause_until;
   return facts;

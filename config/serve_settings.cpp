@@ -1,5 +1,7 @@
 #include "serve_settings.hpp"
 
+#include "priority_group.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -14,18 +16,14 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
                    "; set it to the consumer's policy (explicit, all or none)";
     return result;
   }
-  if (!facts.priority_groups.empty() || (!facts.priority_policy.empty() && facts.priority_policy != "none")) {
-    std::string groups;
-    for (const auto& group : facts.priority_groups) groups += (groups.empty() ? "\"" : ", \"") + group + "\"";
-    result.error = named + " has priority groups (policy " +
-                   (facts.priority_policy.empty() ? std::string("unset") : facts.priority_policy) + ", groups " +
-                   (groups.empty() ? std::string("none") : groups) +
-                   "): a pull must then name a group and the server pins or overflows between its readers, while "
-                   "jetfan is the consumer's only reader and its pulls name no group. Remove the priority groups "
-                   "from the consumer (priority_policy none), or give jetfan a consumer of its own";
+  PriorityGroupPlan groups = plan_priority_group(config, facts);
+  if (!groups.refused.empty()) {
+    result.error = std::move(groups.refused);
     return result;
   }
   ServeSettings s;
+  s.pin = std::move(groups.pin);
+  if (!groups.warning.empty()) s.warnings.push_back(std::move(groups.warning));
   if (facts.paused) {
     s.warnings.push_back(named + " is paused until " +
                          (facts.pause_until.empty() ? "further notice" : facts.pause_until) +

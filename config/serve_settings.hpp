@@ -7,9 +7,9 @@
 //     defaults::kMinKeepalive; AckWait is defaults::kAckWaitUnknown when info cannot be read.
 //   - max_held: `consumer.max_held`, else the consumer's MaxAckPending (the server would not send
 //     more anyway), else defaults::kMaxHeldUnlimited.
-//   - a consumer with priority groups (nats-server 2.11+) is refused: its pulls must name a group,
-//     jetfan's do not, and jetfan is its only reader. A paused one is served (with a warning): the
-//     server holds the pulls until it resumes.
+//   - priority groups (nats-server 2.11+): a pinned_client group is read as such, anything else is
+//     refused (config/priority_group.hpp). A paused consumer is served (with a warning): the server
+//     holds the pulls until it resumes.
 
 #include <optional>
 #include <string>
@@ -19,6 +19,7 @@
 #include "config.hpp"
 #include "consumer_facts.hpp"
 #include "dispatch_core.hpp"
+#include "pin_tracker.hpp"
 #include "pull_ledger.hpp"
 
 namespace jetfan {
@@ -28,6 +29,7 @@ struct ServeSettings {
   PullSettings pull;
   std::vector<AdmissionRule> admission;  // index = handler index
   Duration ack_wait{0};                  // the one the keepalive was derived from
+  std::optional<PinSettings> pin;        // read as a pinned_client of this group (hot standby)
   std::vector<std::string> warnings;     // to log at startup, one line each
 };
 

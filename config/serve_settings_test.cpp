@@ -140,19 +140,28 @@ delivery: {nak_delay: 2s, nak_delay_max: 10s}
   CHECK(warned);
 }
 
-TEST_CASE("serve settings: a consumer with priority groups is refused, saying which", "[unit]") {
+TEST_CASE("serve settings: a pinned_client group on a good server is read as such, overflow is refused", "[unit]") {
   ConsumerFacts facts = from_server(AckPolicy::kExplicit, milliseconds(30000), 100);
   facts.priority_policy = "pinned_client";
   facts.priority_groups = {"jobs"};
-  const auto result = derive_serve_settings(config_with(), facts);
-  REQUIRE_FALSE(result.settings);
-  CHECK_THAT(result.error, Catch::Contains("consumer \"d\" of stream \"EVENTS\" has priority groups"));
-  CHECK_THAT(result.error, Catch::Contains("policy pinned_client, groups \"jobs\""));
-  CHECK_THAT(result.error, Catch::Contains("priority_policy none"));
+  facts.priority_timeout = milliseconds(3000);
+  facts.server_version = "2.15.1";
+  const auto pinned = derive_serve_settings(config_with(), facts);
+  REQUIRE(pinned.settings);
+  REQUIRE(pinned.settings->pin);
+  CHECK(pinned.settings->pin->group == "jobs");
+  CHECK(pinned.settings->pin->priority_timeout == milliseconds(3000));
+
+  facts.priority_policy = "overflow";
+  const auto overflow = derive_serve_settings(config_with(), facts);
+  REQUIRE_FALSE(overflow.settings);
+  CHECK_THAT(overflow.error, Catch::Contains("consumer \"d\" of stream \"EVENTS\" has priority groups"));
 
   ConsumerFacts none = from_server(AckPolicy::kExplicit, milliseconds(30000), 100);
   none.priority_policy = "none";
-  CHECK(derive_serve_settings(config_with(), none).settings);
+  const auto plain = derive_serve_settings(config_with(), none);
+  REQUIRE(plain.settings);
+  CHECK_FALSE(plain.settings->pin);
 }
 
 TEST_CASE("serve settings: a paused consumer is served, with a warning naming its resume time", "[unit]") {

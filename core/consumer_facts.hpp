@@ -29,9 +29,11 @@ struct ConsumerFacts {
   // Features of nats-server 2.11 and later; older servers say nothing of them (empty, false).
   std::string priority_policy;               // "pinned_client", "overflow", ...; empty or "none": none
   std::vector<std::string> priority_groups;  // a pull must name one of these when there are any
+  Duration priority_timeout{0};              // how long a pin outlives its client's last pull
   bool paused = false;                       // the server delivers nothing until pause_until
   std::string pause_until;                   // RFC 3339, as the server said it
   bool from_server = false;
+  std::string server_version;  // as the server's INFO says it ("2.15.1"); empty: not known
 };
 
 }  // namespace jetfan

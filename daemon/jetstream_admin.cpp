@@ -6,6 +6,7 @@
 #include "consumer_info.hpp"
 #include "logging.hpp"
 #include "nats_handles.hpp"
+#include "server_info.hpp"
 #include "startup_error.hpp"
 #include "stream_names.hpp"
 
@@ -44,6 +45,12 @@ ConsumerFacts JetStreamAdmin::bind_consumer() {
     }
   }
   BindingVerdict verdict = judge_binding(config_, answer);
+  if (!verdict.facts.priority_groups.empty()) {
+    // Whether its pins can be trusted depends on the server's version (config/priority_group.hpp).
+    char url[512] = {0};
+    natsConnection_GetConnectedUrl(nats_.connection(), url, sizeof url);
+    verdict.facts.server_version = read_server_version(url, Duration(kAnswerMs));
+  }
   switch (verdict.kind) {
     case BindingVerdict::Kind::kBound:
       break;

@@ -1,0 +1,104 @@
+// PinTracker: the roles of a pinned_client reader and what moves jetfan between them.
+
+#include <catch2/catch.hpp>
+
+#include "pin_tracker.hpp"
+
+using namespace jetfan;
+using std::chrono::milliseconds;
+using Change = PinTracker::Change;
+using Role = PinTracker::Role;
+
+namespace {
+
+const TimePoint t0 = TimePoint{} + std::chrono::hours(1);
+
+PinTracker tracker() { return PinTracker(PinSettings{"jobs", milliseconds(3000)}); }
+
+}  // namespace
+
+TEST_CASE("pin: jetfan stands by until a delivery carries a pin id, and is then active with it", "[unit]") {
+  auto pin = tracker();
+  CHECK(pin.role() == Role::kStandby);
+  CHECK(pin.pin_id().empty());
+  CHECK(pin.group() == "jobs");
+  CHECK(pin.on_message("", t0) == Change::kNone);
+  CHECK(pin.role() == Role::kStandby);
+  CHECK(pin.on_message("PIN1", t0) == Change::kGained);
+  CHECK(pin.role() == Role::kActive);
+  CHECK(pin.pin_id() == "PIN1");
+  // Later deliveries carry no id, or the same: nothing changes.
+  CHECK(pin.on_message("", t0) == Change::kNone);
+  CHECK(pin.on_message("PIN1", t0) == Change::kNone);
+  CHECK(pin.gained() == 1);
+}
+
+TEST_CASE("pin: a keep-alive pull is due a third of the priority timeout after the last pull with the id", "[unit]") {
+  auto pin = tracker();
+  CHECK_FALSE(pin.keepalive_due());
+  pin.on_message("PIN1", t0);
+  REQUIRE(pin.keepalive_due());
+  CHECK(*pin.keepalive_due() == t0 + milliseconds(1000));
+  pin.pulled(t0 + milliseconds(800));
+  CHECK(*pin.keepalive_due() == t0 + milliseconds(1800));
+  CHECK(*pin.next_wakeup() == t0 + milliseconds(1800));
+}
+
+TEST_CASE("pin: a 423 means the pin moved, and jetfan stands by", "[unit]") {
+  auto pin = tracker();
+  pin.on_message("PIN1", t0);
+  CHECK(pin.on_refused(t0) == Change::kLost);
+  CHECK(pin.role() == Role::kStandby);
+  CHECK(pin.pin_id().empty());
+  CHECK_FALSE(pin.keepalive_due());
+  CHECK(pin.on_refused(t0) == Change::kNone);  // once
+  CHECK(pin.lost() == 1);
+  // Pinned again later: gained anew.
+  CHECK(pin.on_message("PIN2", t0 + milliseconds(5000)) == Change::kGained);
+}
+
+TEST_CASE("pin: after a leader change the owner drops its id, pulls at once, and keeps the pin it is given", "[unit]") {
+  auto pin = tracker();
+  pin.on_message("PIN1", t0);
+  pin.on_leader_change(t0 + milliseconds(100));
+  CHECK(pin.role() == Role::kRepinning);
+  CHECK(pin.active());
+  CHECK(pin.pin_id().empty());
+  CHECK(pin.may_pull(t0 + milliseconds(100)));
+  CHECK(pin.on_message("PIN2", t0 + milliseconds(400)) == Change::kNone);  // no takeover: it never let go
+  CHECK(pin.role() == Role::kActive);
+  CHECK(pin.pin_id() == "PIN2");
+  CHECK(pin.tick(t0 + milliseconds(10000)) == Change::kNone);
+}
+
+TEST_CASE("pin: a re-pin that does not come within kRepinWait is a lost pin", "[unit]") {
+  auto pin = tracker();
+  pin.on_message("PIN1", t0);
+  pin.on_leader_change(t0);
+  CHECK(pin.tick(t0 + PinTracker::kRepinWait - milliseconds(1)) == Change::kNone);
+  CHECK(*pin.next_wakeup() == t0 + PinTracker::kRepinWait);
+  CHECK(pin.tick(t0 + PinTracker::kRepinWait) == Change::kLost);
+  CHECK(pin.role() == Role::kStandby);
+}
+
+TEST_CASE("pin: a standby waits a moment after a leader change so the owner is pinned again", "[unit]") {
+  auto pin = tracker();
+  pin.on_leader_change(t0);
+  CHECK_FALSE(pin.may_pull(t0 + milliseconds(999)));
+  CHECK(*pin.quiet_until() == t0 + PinTracker::kStandbyWait);
+  pin.tick(t0 + PinTracker::kStandbyWait);
+  CHECK(pin.may_pull(t0 + PinTracker::kStandbyWait));
+  CHECK_FALSE(pin.quiet_until());
+}
+
+TEST_CASE("pin: step-down gives the pin up and keeps jetfan from pulling for the hold", "[unit]") {
+  auto pin = tracker();
+  pin.on_message("PIN1", t0);
+  CHECK(pin.step_down(t0, milliseconds(2000)) == Change::kLost);
+  CHECK(pin.role() == Role::kStandby);
+  CHECK_FALSE(pin.may_pull(t0 + milliseconds(1999)));
+  pin.tick(t0 + milliseconds(2000));
+  CHECK(pin.may_pull(t0 + milliseconds(2000)));
+  // A step-down while standing by changes nothing but the hold.
+  CHECK(pin.step_down(t0 + milliseconds(3000), milliseconds(2000)) == Change::kNone);
+}
