@@ -29,6 +29,34 @@ void DispatchCore::emit(Effect::Kind kind, MessageHandle handle, Duration delay)
   effects_.push_back(Effect{kind, handle, 0, 0, delay});
 }
 
+void DispatchCore::emit_floor(Duration nak_delay) {
+  using Verb = AckFloor::Step::Verb;
+  for (const AckFloor::Step& step : floor_steps_) {
+    switch (step.verb) {
+      case Verb::kAck:
+        emit(Effect::Kind::kAck, step.handle);
+        break;
+      case Verb::kTerm:
+        emit(Effect::Kind::kTerm, step.handle);
+        break;
+      case Verb::kNak:
+        emit(Effect::Kind::kNak, step.handle, nak_delay);
+        ++counters_.nakked;
+        break;
+      case Verb::kWip:
+        emit(Effect::Kind::kWip, step.handle);
+        break;
+      case Verb::kRelease:
+        emit(Effect::Kind::kRelease, step.handle);
+        break;
+      case Verb::kTrim:
+        emit(Effect::Kind::kTrim, step.handle);
+        break;
+    }
+  }
+  floor_steps_.clear();
+}
+
 std::size_t DispatchCore::in_flight() const {
   std::size_t total = 0;
   for (const auto& [id, connection] : connections_) total += connection.flights.size();
@@ -101,16 +129,14 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
     if (settings_.ack_policy == AckPolicy::kAll) {
       // +TERM would settle everything below it too. Without a sequence it cannot wait its turn: the
       // server redelivers it after AckWait, until MaxDeliver.
-      if (auto waiting = settled_unacked_.find(arrival.stream_seq); waiting != settled_unacked_.end()) {
+      if (floor_.copy(arrival.stream_seq, arrival.message, now, floor_steps_)) {
         ++counters_.already_held;
-        emit(Effect::Kind::kRelease, waiting->second.handle);
-        waiting->second.handle = arrival.message;
-        waiting->second.touched = now;
-        emit(Effect::Kind::kTrim, arrival.message);
+        emit_floor();
         return;
       }
       if (arrival.stream_seq != 0) {
-        wait_for_floor(arrival.stream_seq, arrival.message, true, now);
+        floor_.settle(arrival.stream_seq, arrival.message, true, now, floor_ceiling(), floor_steps_);
+        emit_floor();
         return;
       }
     } else if (to_server()) {
@@ -132,12 +158,9 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
     held->second.touched = now;
     return;
   }
-  if (auto waiting = settled_unacked_.find(seq); waiting != settled_unacked_.end()) {
+  if (floor_.copy(seq, arrival.message, now, floor_steps_)) {
     ++counters_.already_held;
-    emit(Effect::Kind::kRelease, waiting->second.handle);
-    waiting->second.handle = arrival.message;
-    waiting->second.touched = now;
-    emit(Effect::Kind::kTrim, arrival.message);
+    emit_floor();
     return;
   }
 
@@ -168,7 +191,7 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
   if (arrival.recipients == 0) ++counters_.no_recipient;
   message.queued = arrival.recipients & ~message.settled;
   order_arrived(arrival, message, now);
-  if (settings_.ack_policy == AckPolicy::kAll) unsettled_.insert(seq);
+  if (settings_.ack_policy == AckPolicy::kAll) floor_.held(seq);
   messages_.emplace(seq, message);
   budget_.held_again(seq);
   if (message.queued == 0) {
@@ -186,11 +209,13 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
 void DispatchCore::arrive_copy_of_settled(const Arrival& arrival, SettledRecord::Verb verb, TimePoint now) {
   ++counters_.already_settled;
   const bool terminate = verb == SettledRecord::Verb::kTerminated;
-  if (settings_.ack_policy == AckPolicy::kAll && (floor_hold_ || gap_holds(arrival.stream_seq) ||
-                                                  (!unsettled_.empty() && *unsettled_.begin() < arrival.stream_seq))) {
-    // Either verb now would also settle a lower sequence still unsettled: it waits its turn.
-    wait_for_floor(arrival.stream_seq, arrival.message, terminate, now);
-    return;
+  if (settings_.ack_policy == AckPolicy::kAll) {
+    if (const std::uint64_t ceiling = floor_ceiling(); floor_.must_wait(arrival.stream_seq, ceiling)) {
+      // Either verb now would also settle a lower sequence still unsettled: it waits its turn.
+      floor_.settle(arrival.stream_seq, arrival.message, terminate, now, ceiling, floor_steps_);
+      emit_floor();
+      return;
+    }
   }
   if (to_server()) emit(terminate ? Effect::Kind::kTerm : Effect::Kind::kAck, arrival.message);
   emit(Effect::Kind::kRelease, arrival.message);
@@ -408,8 +433,8 @@ void DispatchCore::hand_back(std::uint64_t seq, Message& message, TimePoint now)
   emit(Effect::Kind::kRelease, handle);
   if (settings_.ack_policy == AckPolicy::kAll && last_delivery) {
     // The server will not deliver it again, so it must not hold back the ack floor.
-    unsettled_.erase(seq);
-    advance_ack_floor();
+    floor_.gone(seq, floor_ceiling(), floor_steps_);
+    emit_floor();
   }
 }
 
@@ -421,8 +446,8 @@ void DispatchCore::settle_at_server(std::uint64_t seq, MessageHandle handle, boo
   }
   if (to_server()) settled_.add(seq, terminate ? SettledRecord::Verb::kTerminated : SettledRecord::Verb::kAcked);
   if (settings_.ack_policy == AckPolicy::kAll) {
-    unsettled_.erase(seq);
-    wait_for_floor(seq, handle, terminate, touched);
+    floor_.settle(seq, handle, terminate, touched, floor_ceiling(), floor_steps_);
+    emit_floor();
     return;
   }
   if (to_server()) emit(terminate ? Effect::Kind::kTerm : Effect::Kind::kAck, handle);
@@ -518,12 +543,8 @@ void DispatchCore::tick(TimePoint now) {
           message.touched = now;
         }
       }
-      for (auto& [seq, waiting] : settled_unacked_) {
-        if (waiting.touched <= stale) {
-          emit(Effect::Kind::kWip, waiting.handle);
-          waiting.touched = now;
-        }
-      }
+      floor_.touch(stale, now, floor_steps_);
+      emit_floor();
     }
   }
 }
@@ -593,12 +614,8 @@ void DispatchCore::abandon_all(TimePoint now) {
   std::sort(left.begin(), left.end());  // as in begin_drain
   for (const std::uint64_t seq : left) maybe_finish(seq, now);
   // AckPolicy all: settled, but something below will never be settled by this reader now.
-  for (const auto& [seq, waiting] : settled_unacked_) {
-    emit(Effect::Kind::kNak, waiting.handle, handback_delay(now));
-    ++counters_.nakked;
-    emit(Effect::Kind::kRelease, waiting.handle);
-  }
-  settled_unacked_.clear();
+  floor_.abandon(floor_steps_);
+  emit_floor(handback_delay(now));
 }
 
 }  // namespace jetfan

@@ -18,8 +18,8 @@
 //     (kDeadLetter, held until stored) or as its TERM (kGaveUp).
 //   - No recipient: +ACK; no key: +TERM (R13, R14). Copies (R15, R16): one verb per copy; a copy of
 //     a settled message is settled again.
-//   - AckPolicy all (R17-R19): a verb only once everything below is settled; kTrim; the floor is
-//     held after a gap or a restart. AckPolicy none (R20): nothing to the server.
+//   - AckPolicy all (R17-R19, AckFloor): a verb only once everything below is settled; kTrim; the
+//     floor is held after a gap or a restart. AckPolicy none (R20): nothing to the server.
 //   - Order per key (R21-R25, OrderGate): one of a key at a time, oldest first; a message an ordered
 //     handler owes is retried inside the core, never handed back after a failure.
 //   - Restart (R26-R31, expect_outstanding) and gaps (R32-R35): what may be outstanding or lost
@@ -42,9 +42,11 @@
 #include <queue>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
+#include "ack_floor.hpp"
 #include "ack_policy.hpp"
 #include "delivery_gap.hpp"
 #include "histogram.hpp"
@@ -61,6 +63,7 @@
 namespace jetfan {
 
 using MessageHandle = std::uint64_t;  // the caller's name for one received copy of a message
+static_assert(std::is_same_v<MessageHandle, AckFloor::Handle>);
 using ConnectionId = std::uint64_t;
 using DeliveryId = std::uint64_t;  // names one delivery on one connection; the protocol's <id>
 
@@ -300,7 +303,7 @@ class DispatchCore {
   // One entry per handler (all zero for an unordered one); walks everything held.
   std::vector<OrderWait> order_waits() const;
 
-  std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
+  std::size_t held() const { return messages_.size() + floor_.waiting(); }
   // What counts against max_held: held(), less the settled messages waiting for a held ack floor.
   std::size_t held_for_room() const {
     return floor_hold_ || (gap_.held() && settings_.ack_policy == AckPolicy::kAll) ? messages_.size() : held();
@@ -363,11 +366,6 @@ class DispatchCore {
     std::uint64_t stamp = 0;
     bool poison = false;  // see Message::poison
   };
-  struct SettledUnacked {  // AckPolicy all: settled, waiting for everything below to settle
-    MessageHandle handle;
-    TimePoint touched;
-    bool terminate;
-  };
   struct FlightRef {
     Connection* connection;
     std::pmr::unordered_map<DeliveryId, Flight>::iterator flight;
@@ -399,9 +397,18 @@ class DispatchCore {
   // Whether one of the handlers in `queued` has no connected instance.
   bool waits_for_an_instance(HandlerMask queued) const;
   void settle_at_server(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);
-  // AckPolicy all: settled, to be acked or terminated once nothing below it is unsettled.
-  void wait_for_floor(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);
-  void advance_ack_floor();
+  // AckPolicy all: nothing at or above this may be acked or terminated now (R19): the floor is held
+  // after a restart (FloorHold), or a gap may have lost what lies above its floor (DeliveryGap).
+  std::uint64_t floor_ceiling() const {
+    return floor_hold_ ? 0 : gap_.held() ? gap_.floor() + 1 : AckFloor::kNoCeiling;
+  }
+  // AckPolicy all: the ceiling rose; what the floor passes goes out.
+  void advance_ack_floor() {
+    floor_.advance(floor_ceiling(), floor_steps_);
+    emit_floor();
+  }
+  // The effects of what AckFloor decided (floor_steps_), in order; a kNak with `nak_delay`.
+  void emit_floor(Duration nak_delay = Duration(0));
   void remember(std::uint64_t stream_seq, const Message& message);
   Duration backoff(std::uint64_t deliveries) const;
   Duration handback_delay(TimePoint now) const;
@@ -441,8 +448,8 @@ class DispatchCore {
   static bool is_redrive(std::uint64_t key) { return RedriveTable::is_redrive(key); }
   void finish_redrive(std::uint64_t key, Message& message, TimePoint now);
 
-  // The nodes every held message needs (its entry in messages_, a flight per delivery, AckPolicy
-  // all's sets) come from a free list rather than malloc. Declared first: it outlives every
+  // The nodes every held message needs (its entry in messages_, a flight per delivery, AckFloor's
+  // entries) come from a free list rather than malloc. Declared first: it outlives every
   // container that uses it.
   NodePool pool_;
   CoreSettings settings_;
@@ -459,9 +466,10 @@ class DispatchCore {
   std::uint64_t confirmations_stamp_ = 0;
   SettledRecord settled_;
   // AckPolicy all: sequences not yet settled (held, or nak'd and due back), and settled ones
-  // waiting for everything below them to settle.
-  std::pmr::set<std::uint64_t> unsettled_{&pool_};
-  std::pmr::map<std::uint64_t, SettledUnacked> settled_unacked_{&pool_};
+  // waiting for everything below them to settle; floor_steps_ what it decided, emptied at once
+  // (kept for its capacity).
+  AckFloor floor_{&pool_};
+  AckFloor::Steps floor_steps_;
   std::optional<TimePoint> next_keepalive_;
   bool draining_ = false;
   TimePoint handback_until_{};  // draining: hand-backs are redelivered no earlier than this
