@@ -51,6 +51,7 @@
 #include "delivery_gap.hpp"
 #include "histogram.hpp"
 #include "node_pool.hpp"
+#include "order_away.hpp"
 #include "order_gate.hpp"
 #include "redrive_table.hpp"
 #include "restart_wait.hpp"
@@ -200,10 +201,6 @@ struct CoreCounters {
   std::uint64_t dead_letter_failures = 0;  // dead-letter publishes that failed
   std::uint64_t gave_up = 0;               // used-up budgets without a dead letter
 };
-
-// How long later messages of a key wait for an older one handed back with `delay` to come back,
-// given the core's keepalive (a third of the consumer's AckWait): the delay and two AckWaits.
-Duration order_away_hold(Duration delay, Duration keepalive);
 
 // One ordered handler's waiting now; computed on request.
 struct OrderWait {
@@ -480,7 +477,7 @@ class DispatchCore {
   // Retries inside the core, (handler, seq) by when; an entry whose retrying bit is gone is skipped.
   RetryQueue retries_;
   // Handed back while an ordered handler owed them: how long their keys wait for them.
-  std::map<std::uint64_t, TimePoint> away_;
+  OrderAway away_{settings_.keepalive};
   RedriveTable redrives_;
   // What an earlier reader may have left outstanding, while ordered handlers wait for it (R26-R31).
   std::optional<RestartWait> restart_;
