@@ -73,6 +73,34 @@ bool DispatchCore::is_in_flight(ConnectionId connection, DeliveryId delivery) co
   return found != connections_.end() && found->second.flights.count(delivery) != 0;
 }
 
+std::vector<HandlerLoad> DispatchCore::loads() const {
+  std::vector<HandlerLoad> loads(handlers_.size());
+  for (std::size_t h = 0; h < handlers_.size(); ++h) {
+    loads[h].connections = handlers_[h].connections.size();
+    for (const ConnectionId id : handlers_[h].connections) loads[h].in_flight += connections_.at(id).flights.size();
+  }
+  for (const auto& [seq, message] : messages_) {
+    const HandlerMask owed = message.recipients & ~message.settled;
+    for (std::size_t h = 0; h < handlers_.size(); ++h) {
+      const HandlerMask bit = HandlerMask{1} << h;
+      if (!(owed & bit)) continue;
+      ++loads[h].owed;
+      if (message.queued & bit) ++loads[h].queued;
+      auto& oldest = loads[h].oldest_unconfirmed;
+      if (!oldest || message.arrived < *oldest) oldest = message.arrived;
+    }
+  }
+  return loads;
+}
+
+std::optional<TimePoint> DispatchCore::oldest_held() const {
+  std::optional<TimePoint> oldest;
+  for (const auto& [seq, message] : messages_) {
+    if (!oldest || message.arrived < *oldest) oldest = message.arrived;
+  }
+  return oldest;
+}
+
 Duration DispatchCore::backoff(std::uint64_t deliveries) const {
   Duration delay = settings_.nak_delay;
   for (std::uint64_t i = 1; i < deliveries && delay < settings_.nak_delay_max; ++i) delay *= 2;

@@ -49,6 +49,7 @@
 #include "ack_floor.hpp"
 #include "ack_policy.hpp"
 #include "delivery_gap.hpp"
+#include "handler_renumbering.hpp"
 #include "histogram.hpp"
 #include "node_pool.hpp"
 #include "order_away.hpp"
@@ -287,8 +288,9 @@ class DispatchCore {
   // Precondition: handler < handler_count().
   void set_paused(std::size_t handler, bool paused, TimePoint now);
   bool paused(std::size_t handler) const { return handlers_[handler].limits.paused; }
-  // Takes a new handler table (see the rules above). Preconditions: not draining; old_to_new has one
-  // entry per current handler and maps no two of them to one index; handlers.size() <= kMaxHandlers.
+  // Takes a new handler table (dispatch_core_reconfigure.cpp; rules above). Preconditions: not
+  // draining; old_to_new has one entry per current handler and maps no two of them to one index;
+  // handlers.size() <= kMaxHandlers.
   ReindexOutcome reconfigure(const HandlerReindex& reindex, TimePoint now);
 
   std::size_t handler_count() const { return handlers_.size(); }
@@ -429,7 +431,7 @@ class DispatchCore {
   void release_gated(std::vector<bool>& touched);
   void order_tick(TimePoint now);
   std::optional<TimePoint> order_next_wakeup() const;
-  void order_reindex(const HandlerReindex& reindex);
+  void order_reindex(const HandlerReindex& reindex, const HandlerRenumbering& renumbering);
   // Whether every ordered delivery waits for what an earlier reader left outstanding.
   bool restart_holds_all() const { return restart_ && restart_->holds_all(); }
   // The restart's wait ended: what is still away leaves the gate, and what waited may go.

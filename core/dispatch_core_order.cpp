@@ -153,22 +153,14 @@ std::optional<TimePoint> DispatchCore::order_next_wakeup() const {
   return wake;
 }
 
-void DispatchCore::order_reindex(const HandlerReindex& reindex) {
-  const auto& old_to_new = reindex.old_to_new;
-  auto remap = [&](HandlerMask mask) {
-    HandlerMask out = 0;
-    for (std::size_t h = 0; h < old_to_new.size(); ++h) {
-      if ((mask & (HandlerMask{1} << h)) && old_to_new[h]) out |= HandlerMask{1} << *old_to_new[h];
-    }
-    return out;
-  };
+void DispatchCore::order_reindex(const HandlerReindex& reindex, const HandlerRenumbering& renumbering) {
   for (auto& [seq, message] : messages_) {
-    message.ordered = remap(message.ordered);
-    message.gated = remap(message.gated);
-    message.retrying = remap(message.retrying);
+    message.ordered = renumbering.mask(message.ordered);
+    message.gated = renumbering.mask(message.gated);
+    message.retrying = renumbering.mask(message.retrying);
   }
-  retries_.reindex(old_to_new);
-  gate_.reindex(old_to_new, reindex.handlers.size());
+  retries_.reindex(reindex.old_to_new);
+  gate_.reindex(reindex.old_to_new, reindex.handlers.size());
 }
 
 std::vector<OrderWait> DispatchCore::order_waits() const {
