@@ -299,19 +299,7 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
   list.erase(std::remove(list.begin(), list.end(), connection_id), list.end());
   const auto flights = std::move(found->second.flights);
   connections_.erase(found);
-  if (list.empty()) {
-    // Messages queued for this handler that another recipient failed no longer wait for it.
-    std::vector<std::uint64_t> waiting;
-    for (const std::uint64_t seq : handlers_[handler].queue) {
-      auto message = messages_.find(seq);
-      if (message != messages_.end() && message->second.failed != 0 && message->second.in_flight == 0) {
-        waiting.push_back(seq);
-      }
-    }
-    for (const std::uint64_t seq : waiting) {
-      if (messages_.count(seq)) maybe_finish(seq, now);
-    }
-  }
+  if (list.empty()) stop_waiting_for(handler, now);
   for (const auto& [delivery, flight] : flights) {
     auto message = messages_.find(flight.stream_seq);
     if (message == messages_.end()) continue;
@@ -324,6 +312,33 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
     order_ended(handler, flight.stream_seq, message->second,
                 (message->second.settled & (HandlerMask{1} << handler)) != 0);
     maybe_finish(flight.stream_seq, now);
+  }
+}
+
+void DispatchCore::stop_waiting_for(std::size_t handler, TimePoint now) {
+  // maybe_finish() does not wait for a handler with no instance or paused (waits_for_an_instance),
+  // so the messages queued for it that another recipient failed can be handed back now.
+  std::vector<std::uint64_t> waiting;
+  for (const std::uint64_t seq : handlers_[handler].queue) {
+    auto message = messages_.find(seq);
+    if (message != messages_.end() && message->second.failed != 0 && message->second.in_flight == 0) {
+      waiting.push_back(seq);
+    }
+  }
+  for (const std::uint64_t seq : waiting) {
+    if (messages_.count(seq)) maybe_finish(seq, now);
+  }
+}
+
+void DispatchCore::set_paused(std::size_t handler, bool paused, TimePoint now) {
+  Handler& h = handlers_[handler];
+  if (h.limits.paused == paused) return;
+  h.limits.paused = paused;
+  settings_.handlers[handler].paused = paused;
+  if (paused) {
+    stop_waiting_for(handler, now);  // as when its last instance goes
+  } else {
+    dispatch(handler, now);
   }
 }
 

@@ -283,8 +283,8 @@ class DispatchCore {
   // room it freed): the others' confirmations are remembered, so only it gets the message again,
   // and the server counts a delivery against MaxDeliver. Returns how many.
   std::size_t hand_back_oldest(std::size_t handler, std::size_t keep, TimePoint now);
-  // Pauses or resumes a handler (dispatch_core_pause.cpp): paused, it gets nothing new and what it
-  // owes is held for it as for a handler with no connected instance; deliveries in flight go on.
+  // Pauses or resumes a handler: paused, it gets nothing new and what it owes is held for it as for
+  // a handler with no connected instance; deliveries in flight go on.
   // Precondition: handler < handler_count().
   void set_paused(std::size_t handler, bool paused, TimePoint now);
   bool paused(std::size_t handler) const { return handlers_[handler].limits.paused; }
@@ -395,6 +395,9 @@ class DispatchCore {
   void hand_back(std::uint64_t stream_seq, Message& message, TimePoint now);
   // Whether one of the handlers in `queued` has no connected instance.
   bool waits_for_an_instance(HandlerMask queued) const;
+  // `handler` takes nothing more for now (its last instance went, or it was paused): what another
+  // recipient failed no longer waits for it.
+  void stop_waiting_for(std::size_t handler, TimePoint now);
   void settle_at_server(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);
   // AckPolicy all: nothing at or above this may be acked or terminated now (R19): the floor is held
   // after a restart (FloorHold), or a gap may have lost what lies above its floor (DeliveryGap).
