@@ -21,12 +21,15 @@
 //   - AckPolicy all (R17-R19, AckFloor): a verb only once everything below is settled; kTrim; the
 //     floor is held after a gap or a restart. AckPolicy none (R20): nothing to the server.
 //   - Order per key (R21-R25, OrderGate): one of a key at a time, oldest first; a message an ordered
-//     handler owes is retried inside the core, never handed back after a failure.
-//   - Restart (R26-R31, expect_outstanding) and gaps (R32-R35): what may be outstanding or lost
-//     holds later messages of its keys until it came back, the server shows it resent all, or a
-//     deadline.
-//   - Reloads (R36, R37), keepalive and stalls (R38, R39), pause (R40), redrive (R41-R43), drain
-//     (R44, R45).
+//     handler owes is retried inside the core (RetryQueue), never handed back after a failure; one
+//     handed back for room holds its keys while it is away (OrderAway).
+//   - Restart (R26-R31, expect_outstanding, RestartWait and FloorHold) and gaps (R32-R35,
+//     DeliveryGap): what may be outstanding or lost holds later messages of its keys until it came
+//     back, the server shows it resent all, or a deadline.
+//   - Reloads (R36, R37, HandlerRenumbering), keepalive and stalls (R38, R39), pause (R40), redrive
+//     (R41-R43, RedriveTable), drain (R44, R45).
+// Each of those types decides its part, purely; this is the one state machine that holds the
+// messages and turns their decisions into effects.
 // Memory: every structure is bounded by what is held and in flight, not by how many messages have
 // passed. The deadline queue drops the entries of confirmed deliveries lazily, so it is rebuilt
 // from the flights whenever it grows past twice their number (deadlines_queued() says how big).
