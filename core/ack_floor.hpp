@@ -12,8 +12,8 @@
 // while the server may hold messages it has not seen (R19): 0 while FloorHold holds it after a
 // restart, F+1 while DeliveryGap says deliveries above F may be lost, kNoCeiling otherwise.
 //
-// What goes out is decided here and appended, in order, to the caller's Steps, which it turns into
-// its effects; Steps is meant to be reused, so that the per-message path does not allocate.
+// What goes out is decided here and appended, in order, to the caller's list of Effects (the
+// core's own effects()).
 //
 // Pure: no I/O, no clock; time comes in as values. Memory: a node per sequence held and not yet
 // settled, and one per settled message waiting, from the caller's memory resource (DispatchCore's
@@ -26,30 +26,16 @@
 #include <set>
 #include <vector>
 
+#include "effect.hpp"
 #include "time.hpp"
 
 namespace jetfan {
 
 class AckFloor {
  public:
-  using Handle = std::uint64_t;  // the caller's name for one copy of a message (MessageHandle)
   static constexpr std::uint64_t kNoCeiling = std::numeric_limits<std::uint64_t>::max();
-
-  // One thing to tell the server, or the caller's store of message bytes, about a copy.
-  struct Step {
-    enum class Verb : std::uint8_t {
-      kAck,      // +ACK: settles it and everything below
-      kTerm,     // +TERM
-      kNak,      // -NAK: handed back (abandon())
-      kWip,      // +WPI: kept alive (touch())
-      kRelease,  // its bytes may go
-      kTrim,     // only its reply subject is needed from now on
-    };
-    Verb verb;
-    Handle handle;
-    bool operator==(const Step&) const = default;
-  };
-  using Steps = std::vector<Step>;
+  // What goes out: kAck, kTerm, kNak, kWip, kRelease and kTrim, each naming a copy of a message.
+  using Effects = std::vector<Effect>;
 
   explicit AckFloor(std::pmr::memory_resource* memory) : unsettled_(memory), waiting_(memory) {}
 
@@ -58,14 +44,15 @@ class AckFloor {
   // `seq` is settled (terminate: with +TERM, else +ACK) on `handle`, last told the server about at
   // `touched`: it waits, and whatever the floor passes now goes out; kTrim if it still waits.
   // Precondition: `seq` does not wait already (copy() said false).
-  void settle(std::uint64_t seq, Handle handle, bool terminate, TimePoint touched, std::uint64_t ceiling, Steps& out);
+  void settle(std::uint64_t seq, MessageHandle handle, bool terminate, TimePoint touched, std::uint64_t ceiling,
+              Effects& out);
   // The server will not deliver `seq` again (MaxDeliver): it no longer holds the floor back.
-  void gone(std::uint64_t seq, std::uint64_t ceiling, Steps& out);
+  void gone(std::uint64_t seq, std::uint64_t ceiling, Effects& out);
   // Whatever the floor passes now goes out: after the ceiling rose (a hold ended).
-  void advance(std::uint64_t ceiling, Steps& out);
+  void advance(std::uint64_t ceiling, Effects& out);
   // Another copy of `seq` arrived, on `handle`. When `seq` waits, the answer goes on the new copy: the
   // old one is released and the new one trimmed; true. False, and nothing changes, otherwise.
-  bool copy(std::uint64_t seq, Handle handle, TimePoint now, Steps& out) {
+  bool copy(std::uint64_t seq, MessageHandle handle, TimePoint now, Effects& out) {
     return !waiting_.empty() && copy_waiting(seq, handle, now, out);
   }
   // Whether a copy of a message settled earlier (docs/dispatch-rules.md R16), `seq`, must wait
@@ -74,11 +61,11 @@ class AckFloor {
     return seq >= ceiling || (!unsettled_.empty() && *unsettled_.begin() < seq);
   }
   // kWip for every message waiting that the server last heard of at or before `stale`; now touched.
-  void touch(TimePoint stale, TimePoint now, Steps& out);
-  // The end of a drain: nothing below will be settled by this reader. kNak and kRelease for each
-  // message waiting, lowest first; none waits afterwards. What is unsettled stays (the caller's
-  // messages are handed back too).
-  void abandon(Steps& out);
+  void touch(TimePoint stale, TimePoint now, Effects& out);
+  // The end of a drain: nothing below will be settled by this reader. kNak (after `delay`) and
+  // kRelease for each message waiting, lowest first; none waits afterwards. What is unsettled stays
+  // (the caller's messages are handed back too).
+  void abandon(Duration delay, Effects& out);
 
   // Settled messages waiting for the floor.
   std::size_t waiting() const { return waiting_.size(); }
@@ -87,11 +74,11 @@ class AckFloor {
 
  private:
   struct Waiting {
-    Handle handle;
+    MessageHandle handle;
     TimePoint touched;
     bool terminate;
   };
-  bool copy_waiting(std::uint64_t seq, Handle handle, TimePoint now, Steps& out);
+  bool copy_waiting(std::uint64_t seq, MessageHandle handle, TimePoint now, Effects& out);
 
   std::pmr::set<std::uint64_t> unsettled_;
   std::pmr::map<std::uint64_t, Waiting> waiting_;  // by seq

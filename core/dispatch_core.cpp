@@ -29,34 +29,6 @@ void DispatchCore::emit(Effect::Kind kind, MessageHandle handle, Duration delay)
   effects_.push_back(Effect{kind, handle, 0, 0, delay});
 }
 
-void DispatchCore::emit_floor(Duration nak_delay) {
-  using Verb = AckFloor::Step::Verb;
-  for (const AckFloor::Step& step : floor_steps_) {
-    switch (step.verb) {
-      case Verb::kAck:
-        emit(Effect::Kind::kAck, step.handle);
-        break;
-      case Verb::kTerm:
-        emit(Effect::Kind::kTerm, step.handle);
-        break;
-      case Verb::kNak:
-        emit(Effect::Kind::kNak, step.handle, nak_delay);
-        ++counters_.nakked;
-        break;
-      case Verb::kWip:
-        emit(Effect::Kind::kWip, step.handle);
-        break;
-      case Verb::kRelease:
-        emit(Effect::Kind::kRelease, step.handle);
-        break;
-      case Verb::kTrim:
-        emit(Effect::Kind::kTrim, step.handle);
-        break;
-    }
-  }
-  floor_steps_.clear();
-}
-
 std::size_t DispatchCore::in_flight() const {
   std::size_t total = 0;
   for (const auto& [id, connection] : connections_) total += connection.flights.size();
@@ -157,14 +129,12 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
     if (settings_.ack_policy == AckPolicy::kAll) {
       // +TERM would settle everything below it too. Without a sequence it cannot wait its turn: the
       // server redelivers it after AckWait, until MaxDeliver.
-      if (floor_.copy(arrival.stream_seq, arrival.message, now, floor_steps_)) {
+      if (floor_.copy(arrival.stream_seq, arrival.message, now, effects_)) {
         ++counters_.already_held;
-        emit_floor();
         return;
       }
       if (arrival.stream_seq != 0) {
-        floor_.settle(arrival.stream_seq, arrival.message, true, now, floor_ceiling(), floor_steps_);
-        emit_floor();
+        floor_.settle(arrival.stream_seq, arrival.message, true, now, floor_ceiling(), effects_);
         return;
       }
     } else if (to_server()) {
@@ -186,9 +156,8 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
     held->second.touched = now;
     return;
   }
-  if (floor_.copy(seq, arrival.message, now, floor_steps_)) {
+  if (floor_.copy(seq, arrival.message, now, effects_)) {
     ++counters_.already_held;
-    emit_floor();
     return;
   }
 
@@ -240,8 +209,7 @@ void DispatchCore::arrive_copy_of_settled(const Arrival& arrival, SettledRecord:
   if (settings_.ack_policy == AckPolicy::kAll) {
     if (const std::uint64_t ceiling = floor_ceiling(); floor_.must_wait(arrival.stream_seq, ceiling)) {
       // Either verb now would also settle a lower sequence still unsettled: it waits its turn.
-      floor_.settle(arrival.stream_seq, arrival.message, terminate, now, ceiling, floor_steps_);
-      emit_floor();
+      floor_.settle(arrival.stream_seq, arrival.message, terminate, now, ceiling, effects_);
       return;
     }
   }
@@ -476,8 +444,7 @@ void DispatchCore::hand_back(std::uint64_t seq, Message& message, TimePoint now)
   emit(Effect::Kind::kRelease, handle);
   if (settings_.ack_policy == AckPolicy::kAll && last_delivery) {
     // The server will not deliver it again, so it must not hold back the ack floor.
-    floor_.gone(seq, floor_ceiling(), floor_steps_);
-    emit_floor();
+    floor_.gone(seq, floor_ceiling(), effects_);
   }
 }
 
@@ -489,8 +456,7 @@ void DispatchCore::settle_at_server(std::uint64_t seq, MessageHandle handle, boo
   }
   if (to_server()) settled_.add(seq, terminate ? SettledRecord::Verb::kTerminated : SettledRecord::Verb::kAcked);
   if (settings_.ack_policy == AckPolicy::kAll) {
-    floor_.settle(seq, handle, terminate, touched, floor_ceiling(), floor_steps_);
-    emit_floor();
+    floor_.settle(seq, handle, terminate, touched, floor_ceiling(), effects_);
     return;
   }
   if (to_server()) emit(terminate ? Effect::Kind::kTerm : Effect::Kind::kAck, handle);
@@ -586,8 +552,7 @@ void DispatchCore::tick(TimePoint now) {
           message.touched = now;
         }
       }
-      floor_.touch(stale, now, floor_steps_);
-      emit_floor();
+      floor_.touch(stale, now, effects_);
     }
   }
 }
@@ -657,8 +622,8 @@ void DispatchCore::abandon_all(TimePoint now) {
   std::sort(left.begin(), left.end());  // as in begin_drain
   for (const std::uint64_t seq : left) maybe_finish(seq, now);
   // AckPolicy all: settled, but something below will never be settled by this reader now.
-  floor_.abandon(floor_steps_);
-  emit_floor(handback_delay(now));
+  counters_.nakked += floor_.waiting();
+  floor_.abandon(handback_delay(now), effects_);
 }
 
 }  // namespace jetfan

@@ -45,13 +45,13 @@
 #include <queue>
 #include <set>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 #include "ack_floor.hpp"
 #include "ack_policy.hpp"
 #include "delivery_gap.hpp"
+#include "effect.hpp"
 #include "handler_renumbering.hpp"
 #include "histogram.hpp"
 #include "node_pool.hpp"
@@ -66,11 +66,6 @@
 #include "topic_pattern.hpp"
 
 namespace jetfan {
-
-using MessageHandle = std::uint64_t;  // the caller's name for one received copy of a message
-static_assert(std::is_same_v<MessageHandle, AckFloor::Handle>);
-using ConnectionId = std::uint64_t;
-using DeliveryId = std::uint64_t;  // names one delivery on one connection; the protocol's <id>
 
 struct HandlerLimits {
   std::uint32_t max_inflight = 0;  // > 0
@@ -129,34 +124,6 @@ struct HandlerReindex {
 struct ReindexOutcome {
   std::vector<std::size_t> released;  // per old handler index: held messages it owed, settled for it
   std::vector<ConnectionId> dropped;  // connections of removed handlers, forgotten by the core
-};
-
-struct Effect {
-  enum class Kind {
-    kDeliver,         // send message to connection as delivery
-    kAck,             // +ACK message at the server
-    kNak,             // -NAK message at the server, redeliver after delay
-    kTerm,            // +TERM message at the server
-    kWip,             // +WPI message at the server
-    kRelease,         // the core no longer refers to message; its bytes may go
-    kFailed,          // a fact, to report: delivery of message on connection failed for cause
-    kDeadLetter,      // publish message as a dead letter of handler, as publish; answer with dead_letter_*()
-    kGaveUp,          // a fact, to report: handler used up its max_attempts, no dead letter: a TERM for it
-    kRedriveSettled,  // redrive `redrive` is settled by handler (ACK, or dead-lettered again): delete the old one
-    kRedriveDropped,  // redrive `redrive` is over unsettled (drain, reload): keep the dead letter
-    kTrim,            // only the reply subject of message is needed from now on (settled, waiting for the floor)
-  };
-  Kind kind;
-  MessageHandle message = 0;
-  ConnectionId connection = 0;        // kDeliver, kFailed
-  DeliveryId delivery = 0;            // kDeliver, kFailed
-  Duration delay{0};                  // kNak
-  FailCause cause = FailCause::kNak;  // kFailed
-  std::size_t handler = 0;            // kDeadLetter, kGaveUp
-  std::uint64_t publish = 0;          // kDeadLetter: names this try of the publish
-  GiveUpReason reason{};              // kDeadLetter, kGaveUp
-  std::uint64_t redrive = 0;          // kRedriveSettled, kRedriveDropped: Redrive::id
-  bool again = false;                 // kRedriveSettled: not ACKed; its new dead letter is stored
 };
 
 // A dead letter given back to one handler (DispatchCore::redrive).
@@ -408,12 +375,7 @@ class DispatchCore {
     return floor_hold_ ? 0 : gap_.held() ? gap_.floor() + 1 : AckFloor::kNoCeiling;
   }
   // AckPolicy all: the ceiling rose; what the floor passes goes out.
-  void advance_ack_floor() {
-    floor_.advance(floor_ceiling(), floor_steps_);
-    emit_floor();
-  }
-  // The effects of what AckFloor decided (floor_steps_), in order; a kNak with `nak_delay`.
-  void emit_floor(Duration nak_delay = Duration(0));
+  void advance_ack_floor() { floor_.advance(floor_ceiling(), effects_); }
   void remember(std::uint64_t stream_seq, const Message& message);
   Duration backoff(std::uint64_t deliveries) const;
   Duration handback_delay(TimePoint now) const;
@@ -471,10 +433,8 @@ class DispatchCore {
   std::uint64_t confirmations_stamp_ = 0;
   SettledRecord settled_;
   // AckPolicy all: sequences not yet settled (held, or nak'd and due back), and settled ones
-  // waiting for everything below them to settle; floor_steps_ what it decided, emptied at once
-  // (kept for its capacity).
+  // waiting for everything below them to settle; it appends what goes out to effects_.
   AckFloor floor_{&pool_};
-  AckFloor::Steps floor_steps_;
   std::optional<TimePoint> next_keepalive_;
   bool draining_ = false;
   TimePoint handback_until_{};  // draining: hand-backs are redelivered no earlier than this
