@@ -45,6 +45,34 @@ bool DispatchCore::is_in_flight(ConnectionId connection, DeliveryId delivery) co
   return found != connections_.end() && found->second.flights.count(delivery) != 0;
 }
 
+std::vector<HandlerLoad> DispatchCore::loads() const {
+  std::vector<HandlerLoad> loads(handlers_.size());
+  for (std::size_t h = 0; h < handlers_.size(); ++h) {
+    loads[h].connections = handlers_[h].connections.size();
+    for (const ConnectionId id : handlers_[h].connections) loads[h].in_flight += connections_.at(id).flights.size();
+  }
+  for (const auto& [seq, message] : messages_) {
+    const HandlerMask owed = message.recipients & ~message.settled;
+    for (std::size_t h = 0; h < handlers_.size(); ++h) {
+      const HandlerMask bit = HandlerMask{1} << h;
+      if (!(owed & bit)) continue;
+      ++loads[h].owed;
+      if (message.queued & bit) ++loads[h].queued;
+      auto& oldest = loads[h].oldest_unconfirmed;
+      if (!oldest || message.arrived < *oldest) oldest = message.arrived;
+    }
+  }
+  return loads;
+}
+
+std::optional<TimePoint> DispatchCore::oldest_held() const {
+  std::optional<TimePoint> oldest;
+  for (const auto& [seq, message] : messages_) {
+    if (!oldest || message.arrived < *oldest) oldest = message.arrived;
+  }
+  return oldest;
+}
+
 Duration DispatchCore::backoff(std::uint64_t deliveries) const {
   Duration delay = settings_.nak_delay;
   for (std::uint64_t i = 1; i < deliveries && delay < settings_.nak_delay_max; ++i) delay *= 2;
@@ -101,16 +129,12 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
     if (settings_.ack_policy == AckPolicy::kAll) {
       // +TERM would settle everything below it too. Without a sequence it cannot wait its turn: the
       // server redelivers it after AckWait, until MaxDeliver.
-      if (auto waiting = settled_unacked_.find(arrival.stream_seq); waiting != settled_unacked_.end()) {
+      if (floor_.copy(arrival.stream_seq, arrival.message, now, effects_)) {
         ++counters_.already_held;
-        emit(Effect::Kind::kRelease, waiting->second.handle);
-        waiting->second.handle = arrival.message;
-        waiting->second.touched = now;
-        emit(Effect::Kind::kTrim, arrival.message);
         return;
       }
       if (arrival.stream_seq != 0) {
-        wait_for_floor(arrival.stream_seq, arrival.message, true, now);
+        floor_.settle(arrival.stream_seq, arrival.message, true, now, floor_ceiling(), effects_);
         return;
       }
     } else if (to_server()) {
@@ -132,12 +156,8 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
     held->second.touched = now;
     return;
   }
-  if (auto waiting = settled_unacked_.find(seq); waiting != settled_unacked_.end()) {
+  if (floor_.copy(seq, arrival.message, now, effects_)) {
     ++counters_.already_held;
-    emit(Effect::Kind::kRelease, waiting->second.handle);
-    waiting->second.handle = arrival.message;
-    waiting->second.touched = now;
-    emit(Effect::Kind::kTrim, arrival.message);
     return;
   }
 
@@ -168,7 +188,7 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
   if (arrival.recipients == 0) ++counters_.no_recipient;
   message.queued = arrival.recipients & ~message.settled;
   order_arrived(arrival, message, now);
-  if (settings_.ack_policy == AckPolicy::kAll) unsettled_.insert(seq);
+  if (settings_.ack_policy == AckPolicy::kAll) floor_.held(seq);
   messages_.emplace(seq, message);
   budget_.held_again(seq);
   if (message.queued == 0) {
@@ -186,11 +206,12 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
 void DispatchCore::arrive_copy_of_settled(const Arrival& arrival, SettledRecord::Verb verb, TimePoint now) {
   ++counters_.already_settled;
   const bool terminate = verb == SettledRecord::Verb::kTerminated;
-  if (settings_.ack_policy == AckPolicy::kAll && (floor_hold_ || gap_holds(arrival.stream_seq) ||
-                                                  (!unsettled_.empty() && *unsettled_.begin() < arrival.stream_seq))) {
-    // Either verb now would also settle a lower sequence still unsettled: it waits its turn.
-    wait_for_floor(arrival.stream_seq, arrival.message, terminate, now);
-    return;
+  if (settings_.ack_policy == AckPolicy::kAll) {
+    if (const std::uint64_t ceiling = floor_ceiling(); floor_.must_wait(arrival.stream_seq, ceiling)) {
+      // Either verb now would also settle a lower sequence still unsettled: it waits its turn.
+      floor_.settle(arrival.stream_seq, arrival.message, terminate, now, ceiling, effects_);
+      return;
+    }
   }
   if (to_server()) emit(terminate ? Effect::Kind::kTerm : Effect::Kind::kAck, arrival.message);
   emit(Effect::Kind::kRelease, arrival.message);
@@ -246,19 +267,7 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
   list.erase(std::remove(list.begin(), list.end(), connection_id), list.end());
   const auto flights = std::move(found->second.flights);
   connections_.erase(found);
-  if (list.empty()) {
-    // Messages queued for this handler that another recipient failed no longer wait for it.
-    std::vector<std::uint64_t> waiting;
-    for (const std::uint64_t seq : handlers_[handler].queue) {
-      auto message = messages_.find(seq);
-      if (message != messages_.end() && message->second.failed != 0 && message->second.in_flight == 0) {
-        waiting.push_back(seq);
-      }
-    }
-    for (const std::uint64_t seq : waiting) {
-      if (messages_.count(seq)) maybe_finish(seq, now);
-    }
-  }
+  if (list.empty()) stop_waiting_for(handler, now);
   for (const auto& [delivery, flight] : flights) {
     auto message = messages_.find(flight.stream_seq);
     if (message == messages_.end()) continue;
@@ -271,6 +280,33 @@ void DispatchCore::disconnect(ConnectionId connection_id, TimePoint now) {
     order_ended(handler, flight.stream_seq, message->second,
                 (message->second.settled & (HandlerMask{1} << handler)) != 0);
     maybe_finish(flight.stream_seq, now);
+  }
+}
+
+void DispatchCore::stop_waiting_for(std::size_t handler, TimePoint now) {
+  // maybe_finish() does not wait for a handler with no instance or paused (waits_for_an_instance),
+  // so the messages queued for it that another recipient failed can be handed back now.
+  std::vector<std::uint64_t> waiting;
+  for (const std::uint64_t seq : handlers_[handler].queue) {
+    auto message = messages_.find(seq);
+    if (message != messages_.end() && message->second.failed != 0 && message->second.in_flight == 0) {
+      waiting.push_back(seq);
+    }
+  }
+  for (const std::uint64_t seq : waiting) {
+    if (messages_.count(seq)) maybe_finish(seq, now);
+  }
+}
+
+void DispatchCore::set_paused(std::size_t handler, bool paused, TimePoint now) {
+  Handler& h = handlers_[handler];
+  if (h.limits.paused == paused) return;
+  h.limits.paused = paused;
+  settings_.handlers[handler].paused = paused;
+  if (paused) {
+    stop_waiting_for(handler, now);  // as when its last instance goes
+  } else {
+    dispatch(handler, now);
   }
 }
 
@@ -408,8 +444,7 @@ void DispatchCore::hand_back(std::uint64_t seq, Message& message, TimePoint now)
   emit(Effect::Kind::kRelease, handle);
   if (settings_.ack_policy == AckPolicy::kAll && last_delivery) {
     // The server will not deliver it again, so it must not hold back the ack floor.
-    unsettled_.erase(seq);
-    advance_ack_floor();
+    floor_.gone(seq, floor_ceiling(), effects_);
   }
 }
 
@@ -421,8 +456,7 @@ void DispatchCore::settle_at_server(std::uint64_t seq, MessageHandle handle, boo
   }
   if (to_server()) settled_.add(seq, terminate ? SettledRecord::Verb::kTerminated : SettledRecord::Verb::kAcked);
   if (settings_.ack_policy == AckPolicy::kAll) {
-    unsettled_.erase(seq);
-    wait_for_floor(seq, handle, terminate, touched);
+    floor_.settle(seq, handle, terminate, touched, floor_ceiling(), effects_);
     return;
   }
   if (to_server()) emit(terminate ? Effect::Kind::kTerm : Effect::Kind::kAck, handle);
@@ -518,12 +552,7 @@ void DispatchCore::tick(TimePoint now) {
           message.touched = now;
         }
       }
-      for (auto& [seq, waiting] : settled_unacked_) {
-        if (waiting.touched <= stale) {
-          emit(Effect::Kind::kWip, waiting.handle);
-          waiting.touched = now;
-        }
-      }
+      floor_.touch(stale, now, effects_);
     }
   }
 }
@@ -593,12 +622,8 @@ void DispatchCore::abandon_all(TimePoint now) {
   std::sort(left.begin(), left.end());  // as in begin_drain
   for (const std::uint64_t seq : left) maybe_finish(seq, now);
   // AckPolicy all: settled, but something below will never be settled by this reader now.
-  for (const auto& [seq, waiting] : settled_unacked_) {
-    emit(Effect::Kind::kNak, waiting.handle, handback_delay(now));
-    ++counters_.nakked;
-    emit(Effect::Kind::kRelease, waiting.handle);
-  }
-  settled_unacked_.clear();
+  counters_.nakked += floor_.waiting();
+  floor_.abandon(handback_delay(now), effects_);
 }
 
 }  // namespace jetfan

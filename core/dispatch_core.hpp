@@ -18,15 +18,18 @@
 //     (kDeadLetter, held until stored) or as its TERM (kGaveUp).
 //   - No recipient: +ACK; no key: +TERM (R13, R14). Copies (R15, R16): one verb per copy; a copy of
 //     a settled message is settled again.
-//   - AckPolicy all (R17-R19): a verb only once everything below is settled; kTrim; the floor is
-//     held after a gap or a restart. AckPolicy none (R20): nothing to the server.
+//   - AckPolicy all (R17-R19, AckFloor): a verb only once everything below is settled; kTrim; the
+//     floor is held after a gap or a restart. AckPolicy none (R20): nothing to the server.
 //   - Order per key (R21-R25, OrderGate): one of a key at a time, oldest first; a message an ordered
-//     handler owes is retried inside the core, never handed back after a failure.
-//   - Restart (R26-R31, expect_outstanding) and gaps (R32-R35): what may be outstanding or lost
-//     holds later messages of its keys until it came back, the server shows it resent all, or a
-//     deadline.
-//   - Reloads (R36, R37), keepalive and stalls (R38, R39), pause (R40), redrive (R41-R43), drain
-//     (R44, R45).
+//     handler owes is retried inside the core (RetryQueue), never handed back after a failure; one
+//     handed back for room holds its keys while it is away (OrderAway).
+//   - Restart (R26-R31, expect_outstanding, RestartWait and FloorHold) and gaps (R32-R35,
+//     DeliveryGap): what may be outstanding or lost holds later messages of its keys until it came
+//     back, the server shows it resent all, or a deadline.
+//   - Reloads (R36, R37, HandlerRenumbering), keepalive and stalls (R38, R39), pause (R40), redrive
+//     (R41-R43, RedriveTable), drain (R44, R45).
+// Each of those types decides its part, purely; this is the one state machine that holds the
+// messages and turns their decisions into effects.
 // Memory: every structure is bounded by what is held and in flight, not by how many messages have
 // passed. The deadline queue drops the entries of confirmed deliveries lazily, so it is rebuilt
 // from the flights whenever it grows past twice their number (deadlines_queued() says how big).
@@ -45,10 +48,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ack_floor.hpp"
 #include "ack_policy.hpp"
 #include "delivery_gap.hpp"
+#include "effect.hpp"
+#include "handler_renumbering.hpp"
 #include "histogram.hpp"
 #include "node_pool.hpp"
+#include "order_away.hpp"
 #include "order_gate.hpp"
 #include "redrive_table.hpp"
 #include "restart_wait.hpp"
@@ -59,10 +66,6 @@
 #include "topic_pattern.hpp"
 
 namespace jetfan {
-
-using MessageHandle = std::uint64_t;  // the caller's name for one received copy of a message
-using ConnectionId = std::uint64_t;
-using DeliveryId = std::uint64_t;  // names one delivery on one connection; the protocol's <id>
 
 struct HandlerLimits {
   std::uint32_t max_inflight = 0;  // > 0
@@ -123,34 +126,6 @@ struct ReindexOutcome {
   std::vector<ConnectionId> dropped;  // connections of removed handlers, forgotten by the core
 };
 
-struct Effect {
-  enum class Kind {
-    kDeliver,         // send message to connection as delivery
-    kAck,             // +ACK message at the server
-    kNak,             // -NAK message at the server, redeliver after delay
-    kTerm,            // +TERM message at the server
-    kWip,             // +WPI message at the server
-    kRelease,         // the core no longer refers to message; its bytes may go
-    kFailed,          // a fact, to report: delivery of message on connection failed for cause
-    kDeadLetter,      // publish message as a dead letter of handler, as publish; answer with dead_letter_*()
-    kGaveUp,          // a fact, to report: handler used up its max_attempts, no dead letter: a TERM for it
-    kRedriveSettled,  // redrive `redrive` is settled by handler (ACK, or dead-lettered again): delete the old one
-    kRedriveDropped,  // redrive `redrive` is over unsettled (drain, reload): keep the dead letter
-    kTrim,            // only the reply subject of message is needed from now on (settled, waiting for the floor)
-  };
-  Kind kind;
-  MessageHandle message = 0;
-  ConnectionId connection = 0;        // kDeliver, kFailed
-  DeliveryId delivery = 0;            // kDeliver, kFailed
-  Duration delay{0};                  // kNak
-  FailCause cause = FailCause::kNak;  // kFailed
-  std::size_t handler = 0;            // kDeadLetter, kGaveUp
-  std::uint64_t publish = 0;          // kDeadLetter: names this try of the publish
-  GiveUpReason reason{};              // kDeadLetter, kGaveUp
-  std::uint64_t redrive = 0;          // kRedriveSettled, kRedriveDropped: Redrive::id
-  bool again = false;                 // kRedriveSettled: not ACKed; its new dead letter is stored
-};
-
 // A dead letter given back to one handler (DispatchCore::redrive).
 struct Redrive {
   MessageHandle message = 0;
@@ -197,10 +172,6 @@ struct CoreCounters {
   std::uint64_t dead_letter_failures = 0;  // dead-letter publishes that failed
   std::uint64_t gave_up = 0;               // used-up budgets without a dead letter
 };
-
-// How long later messages of a key wait for an older one handed back with `delay` to come back,
-// given the core's keepalive (a third of the consumer's AckWait): the delay and two AckWaits.
-Duration order_away_hold(Duration delay, Duration keepalive);
 
 // One ordered handler's waiting now; computed on request.
 struct OrderWait {
@@ -282,13 +253,14 @@ class DispatchCore {
   // room it freed): the others' confirmations are remembered, so only it gets the message again,
   // and the server counts a delivery against MaxDeliver. Returns how many.
   std::size_t hand_back_oldest(std::size_t handler, std::size_t keep, TimePoint now);
-  // Pauses or resumes a handler (dispatch_core_pause.cpp): paused, it gets nothing new and what it
-  // owes is held for it as for a handler with no connected instance; deliveries in flight go on.
+  // Pauses or resumes a handler: paused, it gets nothing new and what it owes is held for it as for
+  // a handler with no connected instance; deliveries in flight go on.
   // Precondition: handler < handler_count().
   void set_paused(std::size_t handler, bool paused, TimePoint now);
   bool paused(std::size_t handler) const { return handlers_[handler].limits.paused; }
-  // Takes a new handler table (see the rules above). Preconditions: not draining; old_to_new has one
-  // entry per current handler and maps no two of them to one index; handlers.size() <= kMaxHandlers.
+  // Takes a new handler table (dispatch_core_reconfigure.cpp; rules above). Preconditions: not
+  // draining; old_to_new has one entry per current handler and maps no two of them to one index;
+  // handlers.size() <= kMaxHandlers.
   ReindexOutcome reconfigure(const HandlerReindex& reindex, TimePoint now);
 
   std::size_t handler_count() const { return handlers_.size(); }
@@ -300,7 +272,7 @@ class DispatchCore {
   // One entry per handler (all zero for an unordered one); walks everything held.
   std::vector<OrderWait> order_waits() const;
 
-  std::size_t held() const { return messages_.size() + settled_unacked_.size(); }
+  std::size_t held() const { return messages_.size() + floor_.waiting(); }
   // What counts against max_held: held(), less the settled messages waiting for a held ack floor.
   std::size_t held_for_room() const {
     return floor_hold_ || (gap_.held() && settings_.ack_policy == AckPolicy::kAll) ? messages_.size() : held();
@@ -363,11 +335,6 @@ class DispatchCore {
     std::uint64_t stamp = 0;
     bool poison = false;  // see Message::poison
   };
-  struct SettledUnacked {  // AckPolicy all: settled, waiting for everything below to settle
-    MessageHandle handle;
-    TimePoint touched;
-    bool terminate;
-  };
   struct FlightRef {
     Connection* connection;
     std::pmr::unordered_map<DeliveryId, Flight>::iterator flight;
@@ -398,10 +365,17 @@ class DispatchCore {
   void hand_back(std::uint64_t stream_seq, Message& message, TimePoint now);
   // Whether one of the handlers in `queued` has no connected instance.
   bool waits_for_an_instance(HandlerMask queued) const;
+  // `handler` takes nothing more for now (its last instance went, or it was paused): what another
+  // recipient failed no longer waits for it.
+  void stop_waiting_for(std::size_t handler, TimePoint now);
   void settle_at_server(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);
-  // AckPolicy all: settled, to be acked or terminated once nothing below it is unsettled.
-  void wait_for_floor(std::uint64_t stream_seq, MessageHandle handle, bool terminate, TimePoint touched);
-  void advance_ack_floor();
+  // AckPolicy all: nothing at or above this may be acked or terminated now (R19): the floor is held
+  // after a restart (FloorHold), or a gap may have lost what lies above its floor (DeliveryGap).
+  std::uint64_t floor_ceiling() const {
+    return floor_hold_ ? 0 : gap_.held() ? gap_.floor() + 1 : AckFloor::kNoCeiling;
+  }
+  // AckPolicy all: the ceiling rose; what the floor passes goes out.
+  void advance_ack_floor() { floor_.advance(floor_ceiling(), effects_); }
   void remember(std::uint64_t stream_seq, const Message& message);
   Duration backoff(std::uint64_t deliveries) const;
   Duration handback_delay(TimePoint now) const;
@@ -425,7 +399,7 @@ class DispatchCore {
   void release_gated(std::vector<bool>& touched);
   void order_tick(TimePoint now);
   std::optional<TimePoint> order_next_wakeup() const;
-  void order_reindex(const HandlerReindex& reindex);
+  void order_reindex(const HandlerReindex& reindex, const HandlerRenumbering& renumbering);
   // Whether every ordered delivery waits for what an earlier reader left outstanding.
   bool restart_holds_all() const { return restart_ && restart_->holds_all(); }
   // The restart's wait ended: what is still away leaves the gate, and what waited may go.
@@ -441,8 +415,8 @@ class DispatchCore {
   static bool is_redrive(std::uint64_t key) { return RedriveTable::is_redrive(key); }
   void finish_redrive(std::uint64_t key, Message& message, TimePoint now);
 
-  // The nodes every held message needs (its entry in messages_, a flight per delivery, AckPolicy
-  // all's sets) come from a free list rather than malloc. Declared first: it outlives every
+  // The nodes every held message needs (its entry in messages_, a flight per delivery, AckFloor's
+  // entries) come from a free list rather than malloc. Declared first: it outlives every
   // container that uses it.
   NodePool pool_;
   CoreSettings settings_;
@@ -459,9 +433,8 @@ class DispatchCore {
   std::uint64_t confirmations_stamp_ = 0;
   SettledRecord settled_;
   // AckPolicy all: sequences not yet settled (held, or nak'd and due back), and settled ones
-  // waiting for everything below them to settle.
-  std::pmr::set<std::uint64_t> unsettled_{&pool_};
-  std::pmr::map<std::uint64_t, SettledUnacked> settled_unacked_{&pool_};
+  // waiting for everything below them to settle; it appends what goes out to effects_.
+  AckFloor floor_{&pool_};
   std::optional<TimePoint> next_keepalive_;
   bool draining_ = false;
   TimePoint handback_until_{};  // draining: hand-backs are redelivered no earlier than this
@@ -472,7 +445,7 @@ class DispatchCore {
   // Retries inside the core, (handler, seq) by when; an entry whose retrying bit is gone is skipped.
   RetryQueue retries_;
   // Handed back while an ordered handler owed them: how long their keys wait for them.
-  std::map<std::uint64_t, TimePoint> away_;
+  OrderAway away_{settings_.keepalive};
   RedriveTable redrives_;
   // What an earlier reader may have left outstanding, while ordered handlers wait for it (R26-R31).
   std::optional<RestartWait> restart_;

@@ -1,7 +1,8 @@
 // The ack floor of AckPolicy all while the server may hold messages the core has not seen after a
 // restart (expect_outstanding): no +ACK or +TERM goes, and the settled messages waiting for it
 // neither keep their bodies nor take room from pulling. After deliveries lost on the way, see
-// dispatch_core_gap_test.cpp.
+// dispatch_core_gap_test.cpp; AckFloor's own rules (what goes out when the floor passes a message),
+// ack_floor_test.cpp.
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,7 @@
-// DispatchCore and its OrderGate (order_gate.hpp) and RetryQueue (retry_queue.hpp): ordered delivery
-// per key (docs/dispatch-rules.md R21-R25). What each ordered handler owes per key is OrderGate's;
-// when a failed delivery goes again inside the core is RetryQueue's. Kept apart
+// DispatchCore and its OrderGate (order_gate.hpp), RetryQueue (retry_queue.hpp) and OrderAway
+// (order_away.hpp): ordered delivery per key (docs/dispatch-rules.md R21-R25). What each ordered
+// handler owes per key is OrderGate's; when a failed delivery goes again inside the core is
+// RetryQueue's; how long a key waits for a message handed back for room is OrderAway's. Kept apart
 // from the message path in dispatch_core.cpp, which calls in at arrival, dispatch, the end of a
 // delivery, the decision to hand back, and tick().
 
@@ -10,15 +11,10 @@
 
 namespace jetfan {
 
-Duration order_away_hold(Duration delay, Duration keepalive) {
-  // The keepalive is a third of AckWait (config's kKeepalivesPerAckWait).
-  return delay + 6 * keepalive;
-}
-
 void DispatchCore::order_arrived(const Arrival& arrival, Message& message, TimePoint now) {
   if (arrival.order.empty() && gate_.entries() == 0) return;  // the path of every unordered message
   const std::uint64_t seq = arrival.stream_seq;
-  away_.erase(seq);
+  away_.back(seq);
   const HandlerMask owed = message.recipients & ~message.settled;
   for (const OrderKey& order : arrival.order) {
     const HandlerMask bit = HandlerMask{1} << order.handler;
@@ -108,7 +104,7 @@ void DispatchCore::order_handed_back(std::uint64_t seq, const Message& message, 
                                      TimePoint now) {
   if (draining_ || (message.ordered & ~message.settled) == 0) return;
   if (!last_delivery && to_server()) {
-    away_[seq] = now + order_away_hold(delay, settings_.keepalive);
+    away_.away(seq, delay, now);
     return;
   }
   // The server will not deliver it again (MaxDeliver, or AckPolicy none): waiting for it would
@@ -138,13 +134,7 @@ void DispatchCore::order_tick(TimePoint now) {
     handlers_[handler].queue.push_front(seq);
     touched.push_back(handler);
   }
-  for (auto it = away_.begin(); it != away_.end();) {
-    if (it->second > now) {
-      ++it;
-      continue;
-    }
-    const std::uint64_t seq = it->first;
-    it = away_.erase(it);
+  for (const std::uint64_t seq : away_.take_expired(now)) {
     ++counters_.order_gave_up;
     for (const auto& [handler, next] : gate_.forget(seq)) {
       order_release(handler, next);
@@ -159,28 +149,18 @@ void DispatchCore::order_tick(TimePoint now) {
 std::optional<TimePoint> DispatchCore::order_next_wakeup() const {
   std::optional<TimePoint> wake = retries_.next();
   if (restart_ && (!wake || restart_->until() < *wake)) wake = restart_->until();
-  for (const auto& [seq, until] : away_) {
-    if (!wake || until < *wake) wake = until;
-  }
+  if (const auto away = away_.next(); away && (!wake || *away < *wake)) wake = away;
   return wake;
 }
 
-void DispatchCore::order_reindex(const HandlerReindex& reindex) {
-  const auto& old_to_new = reindex.old_to_new;
-  auto remap = [&](HandlerMask mask) {
-    HandlerMask out = 0;
-    for (std::size_t h = 0; h < old_to_new.size(); ++h) {
-      if ((mask & (HandlerMask{1} << h)) && old_to_new[h]) out |= HandlerMask{1} << *old_to_new[h];
-    }
-    return out;
-  };
+void DispatchCore::order_reindex(const HandlerReindex& reindex, const HandlerRenumbering& renumbering) {
   for (auto& [seq, message] : messages_) {
-    message.ordered = remap(message.ordered);
-    message.gated = remap(message.gated);
-    message.retrying = remap(message.retrying);
+    message.ordered = renumbering.mask(message.ordered);
+    message.gated = renumbering.mask(message.gated);
+    message.retrying = renumbering.mask(message.retrying);
   }
-  retries_.reindex(old_to_new);
-  gate_.reindex(old_to_new, reindex.handlers.size());
+  retries_.reindex(reindex.old_to_new);
+  gate_.reindex(reindex.old_to_new, reindex.handlers.size());
 }
 
 std::vector<OrderWait> DispatchCore::order_waits() const {

@@ -1,5 +1,8 @@
-// DispatchCore, continued: taking a new handler table (a reload), and the figures it reports about
-// handlers. Kept apart from the message path in dispatch_core.cpp; the rules are in the header.
+// DispatchCore and its HandlerRenumbering (handler_renumbering.hpp): taking a new handler table, a
+// reload (docs/dispatch-rules.md R36, R37). HandlerRenumbering moves every mask of handlers to the
+// new indices; here the core applies it to what it holds (messages, connections, queues, the
+// confirmations remembered, its parts' own tables) and settles what only removed handlers owed.
+// Kept apart from the message path in dispatch_core.cpp: a reload is rare and walks everything.
 
 #include <algorithm>
 #include <cassert>
@@ -7,30 +10,16 @@
 #include "dispatch_core.hpp"
 
 namespace jetfan {
-namespace {
-
-// The bits of `mask` moved to their new indices; bits of removed handlers are dropped.
-HandlerMask reindex_mask(HandlerMask mask, const std::vector<std::optional<std::size_t>>& old_to_new) {
-  HandlerMask out = 0;
-  for (std::size_t h = 0; h < old_to_new.size(); ++h) {
-    if ((mask & (HandlerMask{1} << h)) && old_to_new[h]) out |= HandlerMask{1} << *old_to_new[h];
-  }
-  return out;
-}
-
-}  // namespace
 
 ReindexOutcome DispatchCore::reconfigure(const HandlerReindex& reindex, TimePoint now) {
   assert(!draining_);
   assert(reindex.old_to_new.size() == handlers_.size());
   assert(reindex.handlers.size() <= kMaxHandlers);
   const auto& old_to_new = reindex.old_to_new;
+  const HandlerRenumbering renumbering(old_to_new);
+  const HandlerMask removed = renumbering.removed();
   ReindexOutcome outcome;
   outcome.released.assign(handlers_.size(), 0);
-  HandlerMask removed = 0;
-  for (std::size_t h = 0; h < old_to_new.size(); ++h) {
-    if (!old_to_new[h]) removed |= HandlerMask{1} << h;
-  }
 
   // A removed handler's deliveries in flight count as confirmed; its connections are forgotten
   // (the caller closes them), so a later disconnect() of them changes nothing.
@@ -48,7 +37,7 @@ ReindexOutcome DispatchCore::reconfigure(const HandlerReindex& reindex, TimePoin
     outcome.dropped.push_back(it->first);
     it = connections_.erase(it);
   }
-  order_reindex(reindex);
+  order_reindex(reindex, renumbering);
 
   for (auto& [seq, message] : messages_) {
     const HandlerMask owed_by_removed = message.recipients & ~message.settled & removed;
@@ -57,18 +46,18 @@ ReindexOutcome DispatchCore::reconfigure(const HandlerReindex& reindex, TimePoin
     }
     if (message.termed & removed) message.poison = true;
     // A removed handler's failure in this delivery goes with it: it no longer owes the message.
-    message.recipients = reindex_mask(message.recipients, old_to_new);
-    message.settled = reindex_mask(message.settled, old_to_new);
-    message.termed = reindex_mask(message.termed, old_to_new);
-    message.failed = reindex_mask(message.failed, old_to_new);
-    message.queued = reindex_mask(message.queued, old_to_new);
-    message.in_flight = reindex_mask(message.in_flight, old_to_new);
+    message.recipients = renumbering.mask(message.recipients);
+    message.settled = renumbering.mask(message.settled);
+    message.termed = renumbering.mask(message.termed);
+    message.failed = renumbering.mask(message.failed);
+    message.queued = renumbering.mask(message.queued);
+    message.in_flight = renumbering.mask(message.in_flight);
   }
   budget_.reindex(old_to_new);
   for (auto& [seq, known] : confirmations_) {
     if (known.termed & removed) known.poison = true;
-    known.settled = reindex_mask(known.settled, old_to_new);
-    known.termed = reindex_mask(known.termed, old_to_new);
+    known.settled = renumbering.mask(known.settled);
+    known.termed = renumbering.mask(known.termed);
   }
 
   std::vector<Handler> handlers(reindex.handlers.size());
@@ -99,34 +88,6 @@ ReindexOutcome DispatchCore::reconfigure(const HandlerReindex& reindex, TimePoin
   for (const std::uint64_t seq : order) maybe_finish(seq, now);
   for (std::size_t h = 0; h < handlers_.size(); ++h) dispatch(h, now);
   return outcome;
-}
-
-std::vector<HandlerLoad> DispatchCore::loads() const {
-  std::vector<HandlerLoad> loads(handlers_.size());
-  for (std::size_t h = 0; h < handlers_.size(); ++h) {
-    loads[h].connections = handlers_[h].connections.size();
-    for (const ConnectionId id : handlers_[h].connections) loads[h].in_flight += connections_.at(id).flights.size();
-  }
-  for (const auto& [seq, message] : messages_) {
-    const HandlerMask owed = message.recipients & ~message.settled;
-    for (std::size_t h = 0; h < handlers_.size(); ++h) {
-      const HandlerMask bit = HandlerMask{1} << h;
-      if (!(owed & bit)) continue;
-      ++loads[h].owed;
-      if (message.queued & bit) ++loads[h].queued;
-      auto& oldest = loads[h].oldest_unconfirmed;
-      if (!oldest || message.arrived < *oldest) oldest = message.arrived;
-    }
-  }
-  return loads;
-}
-
-std::optional<TimePoint> DispatchCore::oldest_held() const {
-  std::optional<TimePoint> oldest;
-  for (const auto& [seq, message] : messages_) {
-    if (!oldest || message.arrived < *oldest) oldest = message.arrived;
-  }
-  return oldest;
 }
 
 }  // namespace jetfan

@@ -1,8 +1,9 @@
-// DispatchCore and its RestartWait (restart_wait.hpp): ordered handlers after a restart
+// DispatchCore and its RestartWait and FloorHold (restart_wait.hpp): after a restart
 // (docs/dispatch-rules.md R26-R31). The messages an earlier reader may have left unacked enter the
 // gate like messages handed back, so the gate's own rules keep later messages of their keys
 // waiting; RestartWait decides when the waiting ends for those that do not come back, and this
-// lets them go.
+// lets them go. Under AckPolicy all, FloorHold keeps the ack floor (AckFloor) from moving until the
+// same ends.
 
 #include "dispatch_core.hpp"
 
@@ -51,6 +52,11 @@ void DispatchCore::restart_end(TimePoint now) {
   for (std::size_t h = 0; h < touched.size(); ++h) {
     if (touched[h]) dispatch(h, now);
   }
+}
+
+void DispatchCore::floor_hold_end() {
+  floor_hold_.reset();
+  advance_ack_floor();
 }
 
 }  // namespace jetfan

@@ -1,5 +1,6 @@
-// DispatchCore, continued: the per-handler retry policy (RetryPolicy) and dead letters. The
-// bookkeeping is RetryBudget's; here is what the core does with it. The rules are in the header.
+// DispatchCore and its RetryBudget (retry_budget.hpp): the per-handler retry policy (RetryPolicy)
+// and dead letters (docs/dispatch-rules.md R9-R12). The bookkeeping is RetryBudget's; here is what
+// the core does with it.
 
 #include <cassert>
 
