@@ -1,5 +1,7 @@
 #include "cli.hpp"
 
+#include <charconv>
+
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -50,6 +52,7 @@ struct Values {
   std::string seq;  // dlq list's and redrive's --seq A[-B]
   bool all = false;
   bool dry_run = false;
+  std::string stream_seq;        // unreadable's --seq N
   ExecFlags exec;                // declared for help and completions; run_exec parses exec's words
   std::vector<std::string> cmd;  // likewise
 };
@@ -124,6 +127,14 @@ class JetfanCommandLine : public CommandLine {
         ->excludes(all);
     redrive.add_flag("--dry-run", values_.dry_run, "say what would be redriven; change nothing");
     add_control_flags(redrive);
+
+    auto& unreadable = add_command("unreadable",
+                                   "messages whose subject the NATS client cannot read: those found; with --seq, "
+                                   "look at stream seq N and dead-letter and terminate it if so; exit 1 if not done",
+                                   [this] { return control_command("unreadable"); });
+    unreadable.add_option("--seq", values_.stream_seq, "a stream sequence the search for them did not reach")
+        ->type_name("N");
+    add_control_flags(unreadable);
 
     auto& exec = add_command("exec", "run CMD once per message, as a handler (jetfan exec --help says more)",
                              // run_cli hands exec's words to run_exec before parsing: exec has its own help.
@@ -224,7 +235,7 @@ class JetfanCommandLine : public CommandLine {
     return control_command(list ? "dlq list" : "redrive", &args);
   }
 
-  // status, tail, reload, pause, resume, dlq list, redrive: talk to a running jetfan on its
+  // status, tail, reload, pause, resume, dlq list, redrive, unreadable: talk to a running jetfan on its
   // control socket.
   int control_command(const std::string& command, const DeadLetterArguments* dead_letters = nullptr) {
     std::string path = values_.control;
@@ -247,6 +258,17 @@ class JetfanCommandLine : public CommandLine {
     if (command == "status") return control_status(path, values_.json);
     if (command == "reload") return control_reload(path);
     if (command == "pause" || command == "resume") return control_pause(path, values_.handler, command == "pause");
+    if (command == "unreadable") {
+      std::uint64_t seq = 0;
+      const std::string& text = values_.stream_seq;
+      if (!text.empty()) {
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seq);
+        if (error != std::errc() || end != text.data() + text.size() || seq == 0) {
+          return usage_error("--seq " + text + ": not a stream sequence (a number from 1)");
+        }
+      }
+      return control_unreadable(path, seq);
+    }
     return control_tail(path, values_.pattern);
   }
 

@@ -147,6 +147,13 @@ int control_tail(const std::string& path, const std::string& pattern) {
   return first.rfind("ERR", 0) == 0 ? kExitUsage : kExitOk;
 }
 
+int control_unreadable(const std::string& path, std::uint64_t seq) {
+  std::string last;
+  const int status = control_command(path, seq == 0 ? "UNREADABLE" : "UNREADABLE " + std::to_string(seq), last);
+  if (status != kExitOk) return status;
+  return last.rfind("OK", 0) == 0 ? kExitOk : 1;
+}
+
 int control_pause(const std::string& path, const std::string& handler, bool pause) {
   std::string first;
   const int status = run(path, std::string(pause ? "PAUSE " : "RESUME ") + handler, first);

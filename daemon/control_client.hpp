@@ -2,6 +2,7 @@
 // The client side of the control socket, for `jetfan status`, `jetfan reload` and `jetfan tail`:
 // sends one command line and copies what jetfan answers to stdout. Blocking; used by the CLI only.
 
+#include <cstdint>
 #include <string>
 
 namespace jetfan {
@@ -16,6 +17,9 @@ int control_reload(const std::string& path);
 int control_tail(const std::string& path, const std::string& pattern);
 // jetfan pause / resume --handler NAME: prints the answer; 0 if done, 64 if no such handler.
 int control_pause(const std::string& path, const std::string& handler, bool pause);
+// jetfan unreadable [--seq N] (UNREADABLE [SEQ]): prints the answer; 0 listed or done, 1 when jetfan
+// answered ERR (nothing done), 69 unreachable.
+int control_unreadable(const std::string& path, std::uint64_t seq);
 
 // Sends `command`, copies the reply to stdout as it comes, and keeps its last line in `last_line`.
 // 0 once jetfan closed the connection, 69 unreachable.

@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <charconv>
 
 #include <spdlog/spdlog.h>
 
@@ -174,6 +175,8 @@ void ControlPlane::on_control_command(const std::shared_ptr<ControlSession>& ses
     pause(session, std::string(rest), verb == "PAUSE");
   } else if (verb == "DLQ" || verb == "REDRIVE") {
     dead_letters(session, rest, verb == "REDRIVE");
+  } else if (verb == "UNREADABLE") {
+    unreadable(session, rest);
   } else if (verb == "RELOAD" && rest.empty()) {
     const ReloadResult result = reload_();
     // "OK <what happened>" or "REFUSED <why>", then one indented line per detail.
@@ -183,7 +186,7 @@ void ControlPlane::on_control_command(const std::shared_ptr<ControlSession>& ses
   } else {
     session->reply_and_close("ERR unknown command \"" + std::string(line.substr(0, 64)) +
                              "\"; send one of STATUS, STATUS JSON, METRICS, TAIL [PATTERN], RELOAD, PAUSE HANDLER, "
-                             "RESUME HANDLER, DLQ HANDLER, REDRIVE HANDLER ...\n");
+                             "RESUME HANDLER, DLQ HANDLER, REDRIVE HANDLER ..., UNREADABLE [SEQ]\n");
   }
 }
 
@@ -201,6 +204,30 @@ void ControlPlane::pause(const std::shared_ptr<ControlSession>& session, const s
     return;
   }
   session->reply_and_close("OK " + *done + "\n");
+}
+
+void ControlPlane::unreadable(const std::shared_ptr<ControlSession>& session, std::string_view rest) {
+  if (!dispatcher_) {
+    session->reply_and_close("ERR not serving yet\n");
+    return;
+  }
+  if (rest.empty()) {
+    const auto lines = dispatcher_->unreadable_list();
+    std::string reply;
+    for (const auto& line : lines) reply += line + "\n";
+    session->reply_and_close(reply + "OK " + std::to_string(lines.size()) +
+                             " message(s) with a subject the NATS client cannot read found since start\n");
+    return;
+  }
+  std::uint64_t seq = 0;
+  const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), seq);
+  if (error != std::errc() || end != rest.data() + rest.size() || seq == 0) {
+    session->reply_and_close("ERR \"" + std::string(rest.substr(0, 64)) + "\" is not a stream sequence\n");
+    return;
+  }
+  const auto refused = dispatcher_->examine_unreadable(
+      seq, [session](bool, const std::string& line) { session->reply_and_close(line + "\n"); });
+  if (refused) session->reply_and_close("ERR " + *refused + "\n");
 }
 
 void ControlPlane::tail(const std::shared_ptr<ControlSession>& session, std::string pattern) {

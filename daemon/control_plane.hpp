@@ -82,6 +82,7 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
   void pause(const std::shared_ptr<ControlSession>& session, const std::string& handler, bool paused);
   // DLQ and REDRIVE (control_plane_dead_letters.cpp).
   void dead_letters(const std::shared_ptr<ControlSession>& session, std::string_view rest, bool redrive);
+  void unreadable(const std::shared_ptr<ControlSession>& session, std::string_view rest);
   StatusSnapshot snapshot() const;
   void sample_rates();
   void refresh_names();

@@ -109,12 +109,16 @@ TimePoint Dispatcher::batch_now() {
 void Dispatcher::on_disconnected(std::string_view why) {
   JETFAN_ON_IO_THREAD(thread_);
   reader_health_.disconnected(batch_now(), why);
+  unreadable_.disconnected(why == kProtocolError);
 }
 
 void Dispatcher::on_reconnected() {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = batch_now();
   reader_health_.reconnected();
+  unreadable_.reconnected();
+  // A message that broke the connection is looked for as soon as the server says what it delivered.
+  if (unreadable_.wants_consumer_info()) watch_.ask(0);
   // The server forgets pull requests when it restarts, and cnats does not re-send them.
   status_.reconnected();
   // Answers to dead letters published before are lost with the connection: try them again.
@@ -171,6 +175,7 @@ void Dispatcher::on_pull_status(const PullStatus& status) {
 void Dispatcher::on_message(InboundMessage&& message) {
   const TimePoint now = batch_now();
   const MessageHandle handle = next_handle_++;
+  unreadable_.arrived(message.stream_seq, message.consumer_seq);
   if (message.consumer_seq != 0) {
     ++own_.arrivals;
     own_.highest_consumer_seq = std::max(own_.highest_consumer_seq, message.consumer_seq);
@@ -460,6 +465,7 @@ void Dispatcher::housekeeping() {
   notice_stall(now);
   if (dead_letters_.fail_overdue(now)) arm_wakeup();
   jobs_.time_out(now);
+  unreadable_.time_out(now);
   notifier_.status(status_line());
   if (state_ == State::kDraining) {
     const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(drain_deadline_ - now));
@@ -490,6 +496,10 @@ std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob
 
 void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
   JETFAN_ON_IO_THREAD(thread_);
+  if (UnreadableMessages::owns(id)) {
+    unreadable_.on_published(id, result);
+    return;
+  }
   dead_letters_.on_published(id, result, batch_now());
 }
 
@@ -501,13 +511,54 @@ void Dispatcher::on_api_reply(std::uint64_t id, const ApiReply& reply) {
     if (heard.info) {
       own_.outstanding_pulls = ledger_.outstanding();
       reader_health_.heard(now, *heard.info, own_);
+      unreadable_.heard(*heard.info, now);
       if (reader_health_.exit_code() && state_ == State::kServing) begin_drain();
     } else if (heard.error) {
       reader_health_.heard(*heard.error);
     }
     return;
   }
+  if (UnreadableMessages::owns(id)) {
+    unreadable_.on_api_reply(id, reply, batch_now());
+    return;
+  }
   jobs_.on_api_reply(id, reply);
+}
+
+void Dispatcher::settle_unreadable(MessageBytesPtr bytes, std::uint64_t stream_seq) {
+  // As a message no handler can be given: the core terminates it, with AckPolicy all once the floor
+  // reaches it. Its delivery number is not given: the delivery gap check is for arrivals.
+  const MessageHandle handle = next_handle_++;
+  const Arrival arrival{handle, stream_seq, 1, 0, true};
+  stored_.add(handle, HeldMessage{std::move(bytes), {}, stream_seq, 1, 0});
+  core_.arrive(arrival, batch_now());
+  if (tap_) tap_->arrived(arrival);
+}
+
+std::optional<std::string> Dispatcher::examine_unreadable(std::uint64_t seq, UnreadableMessages::Done done) {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (state_ != State::kServing) return "not serving";
+  if (settings_.core.ack_policy == AckPolicy::kAll) {
+    return "the consumer's AckPolicy is all: a +TERM there settles every delivery up to its consumer sequence, "
+           "which only a break of the connection tells; jetfan finds such a message when it breaks the connection";
+  }
+  return unreadable_.examine(seq, std::move(done), time_.now());
+}
+
+std::vector<std::size_t> Dispatcher::matching_handlers(std::string_view key, std::string_view headers) {
+  std::vector<OrderKey> order;
+  const HandlerMask recipients = router_.route(key, headers, order).recipients;
+  std::vector<std::size_t> handlers;
+  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+    if (recipients & (HandlerMask{1} << h)) handlers.push_back(h);
+  }
+  return handlers;
+}
+
+std::unordered_set<std::uint64_t> Dispatcher::held_sequences() const {
+  std::unordered_set<std::uint64_t> held;
+  stored_.each([&](const HeldMessage& message) { held.insert(message.stream_seq); });
+  return held;
 }
 
 bool Dispatcher::api_request(std::uint64_t id, const std::string& subject, const std::string& body) {
@@ -758,6 +809,7 @@ void Dispatcher::fill_status(StatusSnapshot& snapshot, const RateWindow& rates, 
                rates, now, now_unix_ms);
   watch_.fill(snapshot, time_.now());  // the watch keeps the dispatcher's time
   reader_health_.fill(snapshot, time_.now());
+  unreadable_.fill(snapshot);
 }
 
 std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeSettings settings) {

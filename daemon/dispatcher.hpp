@@ -13,6 +13,7 @@
 //   DispatchStatus (dispatch_status.hpp) the status snapshot
 //   ConsumerWatch (consumer_watch.hpp)  the server's view of the consumer, polled and on demand
 //   ReaderHealth (reader_health.hpp)    consuming as the only reader? (connection, other readers)
+//   UnreadableMessages (unreadable_messages.hpp) a message whose subject breaks the connection
 // It exists only once the consumer is bound: everything it owns is whole from construction.
 //
 // Its seams, and nothing else, reach outside it:
@@ -72,6 +73,7 @@
 #include "stream_message.hpp"
 #include "systemd_notifier.hpp"
 #include "timekeeper.hpp"
+#include "unreadable_messages.hpp"
 #include "upstream.hpp"
 
 namespace jetfan {
@@ -85,7 +87,10 @@ struct DispatcherHooks {
 // The routing step of `config`'s handlers (core/router.hpp), reading headers with proto's reader.
 Router make_router(const Config& config);
 
-class Dispatcher final : private SessionOwner, private UpstreamListener, private DeadLetterJobHost {
+class Dispatcher final : private SessionOwner,
+                         private UpstreamListener,
+                         private DeadLetterJobHost,
+                         private UnreadableHost {
  public:
   // `config`, `upstream`, `time`, `notifier` and `arena` must outlive the dispatcher; `arena` must
   // also outlive the io_context its sessions run on.
@@ -107,6 +112,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   void bound(const ConsumerFacts& facts) {
     core_.bound(facts.delivered_consumer_seq, facts.delivered);
     reader_health_.bound(facts.delivered_consumer_seq, time_.now());
+    unreadable_.bound(facts.delivered_consumer_seq, facts.delivered);
   }
   // A new connection on the handler socket: it becomes a session of this dispatcher. Its id, or
   // nullopt when no connection is taken any more (draining; the socket is closed).
@@ -146,6 +152,11 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   bool paused(std::size_t handler) const { return core_.paused(handler); }
   // jetfan dlq list / redrive: DeadLetterJobs::start (dead_letter_jobs.hpp).
   std::optional<std::string> start_dead_letter_job(const DeadLetterJob& job, DeadLetterJobOutput out);
+  // jetfan unreadable: the messages with a subject the client cannot read found since start, and
+  // an operator's look at stream seq `seq` (UnreadableMessages::examine; refused with AckPolicy all,
+  // whose TERM needs the delivery's consumer sequence, which only a break tells).
+  std::vector<std::string> unreadable_list() const { return unreadable_.list(); }
+  std::optional<std::string> examine_unreadable(std::uint64_t seq, UnreadableMessages::Done done);
   // Per handler name: its redrives since start.
   const std::map<std::string, RedriveCounts>& redrive_counts() const { return jobs_.counts(); }
   // The stream sequence of the last message that arrived; routing by a reload starts after it.
@@ -190,6 +201,10 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   TimePoint now() const override { return time_.now(); }
   bool api_request(std::uint64_t id, const std::string& subject, const std::string& body) override;
   bool redrive(std::size_t handler, const jetstream::StoredMessage& letter) override;
+  // What UnreadableMessages asks of jetfan (UnreadableHost).
+  void settle_unreadable(MessageBytesPtr bytes, std::uint64_t stream_seq) override;
+  std::unordered_set<std::uint64_t> held_sequences() const override;
+  std::vector<std::size_t> matching_handlers(std::string_view key, std::string_view headers) override;
   void top_up_pulls();
   // The consumer's leader may have changed: probe until it answers, then pull anew.
   void leader_unsure(TimePoint now);
@@ -246,6 +261,7 @@ class Dispatcher final : private SessionOwner, private UpstreamListener, private
   ConsumerWatch watch_{config_, upstream_};
   ReaderHealth reader_health_{config_, ConsumerWatch::kPollEvery};
   OtherReaderCheck::Own own_;  // jetfan's own figures for the check: arrivals, pulls
+  UnreadableMessages unreadable_{config_, upstream_, arena_, static_cast<UnreadableHost&>(*this)};
 };
 
 }  // namespace jetfan

@@ -45,6 +45,10 @@ class HeldMessages {
   // Keeps only the subject and reply subject of the message (and its key, now in the copy).
   void trim(HeldMessage& held, MessageBytesArena& arena);
   std::size_t size() const { return map_.size(); }
+  template <typename F>
+  void each(F&& f) const {
+    for (const auto& entry : map_) f(entry.second);
+  }
 
  private:
   NodePool pool_;  // declared first: it outlives the map that uses it

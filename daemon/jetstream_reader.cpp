@@ -337,14 +337,20 @@ void JetStreamReader::subscribe() {
   if (natsInbox_Create(&raw_inbox) != NATS_OK) throw StartupError(kExitSoftware, "nats: cannot create an inbox");
   NatsInboxPtr inbox(raw_inbox);
   inbox_ = std::string(inbox.get()) + ".";
+  const natsStatus status = subscribe_inbox();
+  if (status != NATS_OK) throw StartupError(kExitUnavailable, "nats: cannot subscribe: " + nats_last_error(status));
+}
+
+natsStatus JetStreamReader::subscribe_inbox() {
   natsSubscription* raw = nullptr;
   const std::string wildcard = inbox_ + "*";
   // Synchronous: cnats queues what it routes to it while the io thread reads; on_read() takes it.
   const natsStatus status = natsConnection_SubscribeSync(&raw, connection_.get(), wildcard.c_str());
-  if (status != NATS_OK) throw StartupError(kExitUnavailable, "nats: cannot subscribe: " + nats_last_error(status));
+  if (status != NATS_OK) return status;
   subscription_.reset(raw);
   // Pull credit, not the client's queue, bounds what can be waiting here.
   natsSubscription_SetPendingLimits(raw, -1, -1);
+  return NATS_OK;
 }
 
 void JetStreamReader::listen(UpstreamListener* listener) {
@@ -390,7 +396,19 @@ void JetStreamReader::on_callbacks() {
   for (const auto& link : links) {
     if (!listener_) return;
     if (link.up) {
+      if (renew_due_) {
+        renew_due_ = false;
+        if (!renew()) {
+          renew_later();
+          break;
+        }
+        listener_->on_reconnected();
+        break;  // what else the old connection reported is its own
+      }
       listener_->on_reconnected();
+    } else if (loop_.take_broken_read() || renew_due_) {
+      renew_due_ = true;
+      listener_->on_disconnected(kProtocolError);
     } else {
       listener_->on_disconnected(link.why);
     }
@@ -579,6 +597,7 @@ bool JetStreamReader::api_request(std::uint64_t id, std::string_view subject, st
 void JetStreamReader::close(Duration timeout) {
   JETFAN_ON_IO_THREAD(thread_);
   listener_ = nullptr;
+  renew_timer_.cancel();
   callbacks_->closing = true;
   if (subscription_) natsSubscription_Unsubscribe(subscription_.get());
   if (publish_subscription_) natsSubscription_Unsubscribe(publish_subscription_.get());
@@ -596,6 +615,60 @@ void JetStreamReader::close(Duration timeout) {
   subscription_.reset();
   publish_subscription_.reset();
   connection_.reset();
+}
+
+// cnats 3.4.1, reading through an external event loop, creates its protocol parser once
+// (natsConnection_ProcessReadEvent) and never resets it: only its own read loop thread destroys it
+// when a connection ends. After a protocol error (a MSG line it cannot split, as a subject with a CR
+// makes) the parser stays in the middle of that line, with offsets into a buffer long gone, and
+// every reconnected connection breaks at the first message the server sends it: seen against
+// nats-server 2.9.10 as a reconnect every reconnect_wait, for ever. A new natsConnection has a new
+// parser. The old one is closed first (one connection on the event loop at a time); its callbacks
+// object goes with it, so nothing it reports late reaches this reader.
+bool JetStreamReader::renew() {
+  JETFAN_ON_IO_THREAD(thread_);
+  callbacks_->closing = true;
+  callbacks_->reader = nullptr;
+  if (connection_) natsConnection_Close(connection_.get());
+  subscription_.reset();  // after the close, as in close()
+  publish_subscription_.reset();
+  connection_.reset();
+  callbacks_ = std::make_shared<CnatsCallbacks>(io_);
+  callbacks_->reader = this;
+  const auto options = make_options();
+  natsConnection* raw = nullptr;
+  natsStatus status = natsConnection_Connect(&raw, options.get());
+  if (status == NATS_OK) {
+    connection_.reset(raw);
+    std::lock_guard lock(callbacks_->held_mutex);
+    if (!callbacks_->connection_closed) callbacks_->held_by_connection = callbacks_;
+  }
+  if (status == NATS_OK) status = subscribe_inbox();
+  if (status != NATS_OK) {
+    const std::string why = nats_last_error(status);
+    log_warn("nats.renew_failed", {{"reason", why}, {"retry_ms", config_.nats.reconnect_wait.count()}},
+             "nats: could not make a new connection: {}; trying again in {}ms", why,
+             config_.nats.reconnect_wait.count());
+    return false;
+  }
+  loop_.take_broken_read();  // a break of the old connection's, if any, is over with it
+  log_warn("nats.renewed", {{"reason", "protocol error"}},
+           "nats: the client dropped the connection while reading what the server sent, and would keep the "
+           "broken read's state on every reconnect (cnats 3.4.1 with an event loop): made a new connection");
+  return true;
+}
+
+void JetStreamReader::renew_later() {
+  renew_timer_.expires_after(config_.nats.reconnect_wait);
+  renew_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (error || !listener_) return;
+    if (!renew()) {
+      renew_later();
+      return;
+    }
+    listener_->on_reconnected();
+    listener_->on_batch_end();
+  });
 }
 
 }  // namespace jetfan

@@ -25,10 +25,15 @@
 //     is therefore backed by a reference that keeps it alive until the connection's closed callback.
 //   - After close() begins, disconnect and reconnect callbacks are ignored. close() destroys the
 //     subscription only after the connection is closed (see close()).
+//   - A connection cnats dropped while reading what the server sent (a protocol error: a MSG whose
+//     subject it cannot parse) is replaced by a new one once cnats has reconnected (renew()): with
+//     an external event loop cnats 3.4.1 keeps its parser's state across a reconnect, and every
+//     later connection would break at its first message.
 // Ownership: the reader owns the connection. Every message it hands out is the receiver's
 // (MessageBytesPtr, owning the natsMsg); replies need only the message's reply subject.
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <functional>
 #include <memory>
@@ -94,6 +99,12 @@ class JetStreamReader final : public Upstream, public NatsBlocking {
   void reply(const MessageBytes& message, const char* body, std::size_t length);
   // The subscription publish() and api_request() are answered on, made on first use.
   bool answer_subscription();
+  // Subscribes the private inbox (inbox_) on the connection.
+  natsStatus subscribe_inbox();
+  // Closes the connection and makes a new one (see the threads and lifetimes above); false when the
+  // new one could not be made (tried again after nats.reconnect_wait).
+  bool renew();
+  void renew_later();
 
   boost::asio::io_context& io_;
   const Config& config_;
@@ -114,6 +125,8 @@ class JetStreamReader final : public Upstream, public NatsBlocking {
   std::string info_subject_;
   std::string request_body_;  // reused: no allocation per pull request
   UpstreamListener* listener_ = nullptr;
+  bool renew_due_ = false;  // cnats dropped the connection while reading: renew it once it is back
+  boost::asio::steady_timer renew_timer_{io_};
 };
 
 }  // namespace jetfan

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <thread>
+#include <utility>
 
 #include "unique_fd.hpp"
 
@@ -42,6 +43,7 @@ struct NatsEventLoop::State : std::enable_shared_from_this<State> {
   std::uint64_t generation = 0;               // bumped when `descriptor` changes: older waits are stale
   bool read_armed = false;
   bool write_armed = false;
+  bool broken_read = false;  // see take_broken_read()
   std::function<void()> after_read;
 
   template <typename Fn>
@@ -98,9 +100,12 @@ struct NatsEventLoop::State : std::enable_shared_from_this<State> {
     // cnats reads at most 32 KiB per event (two 16 KiB messages): while more is waiting, read on
     // before handing over, rather than go back to the reactor for each 32 KiB.
     const int socket = descriptor.native_handle();
+    int waiting = 0;
+    ::ioctl(socket, FIONREAD, &waiting);
     for (int reads = 0; reads < kMaxReadsPerEvent; ++reads) {
       natsConnection_ProcessReadEvent(nc);
-      int waiting = 0;
+      if (!want_read && waiting > 0) broken_read = true;  // dropped while reading what was there
+      waiting = 0;
       if (!want_read || connection.load() != nc || ::ioctl(socket, FIONREAD, &waiting) != 0 || waiting <= 0) break;
     }
     if (after_read) after_read();  // may close the connection (and release the descriptor)
@@ -209,6 +214,8 @@ void NatsEventLoop::drive_until(const std::function<bool()>& done, std::chrono::
     if ((ready.revents & (POLLIN | POLLHUP | POLLERR)) && s.want_read) natsConnection_ProcessReadEvent(nc);
   }
 }
+
+bool NatsEventLoop::take_broken_read() { return std::exchange(state_->broken_read, false); }
 
 void NatsEventLoop::shutdown() { state_->release_descriptor(); }
 

@@ -52,6 +52,11 @@ class NatsEventLoop {
   // the waiting itself goes to another thread, this one feeds it.
   void drive_until(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline);
 
+  // True once since cnats dropped a connection in the middle of reading bytes the server sent (the
+  // socket had bytes waiting, and cnats stopped reading it during ProcessReadEvent): a protocol
+  // error, such as a MSG it cannot parse, rather than the server closing. Clears the mark.
+  bool take_broken_read();
+
   // Stops polling the socket (closes jetfan's duplicate, not cnats's socket). On the io thread,
   // after the connection is closed (cnats has called detach).
   void shutdown();

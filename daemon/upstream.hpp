@@ -55,9 +55,14 @@ struct ApiReply {
   std::string_view error;  // when json is empty: "no responders", a status line, ...
 };
 
+// The `why` of on_disconnected when the client dropped the connection while reading what the server
+// sent (a protocol error: a MSG it cannot parse, as a subject with a CR makes).
+inline constexpr std::string_view kProtocolError = "the client could not read what the server sent (a protocol error)";
+
 class UpstreamListener {
  public:
-  // The connection to the server was lost (`why`: the client's words); it is being made again.
+  // The connection to the server was lost (`why`: the client's words, or kProtocolError); it is
+  // being made again.
   virtual void on_disconnected(std::string_view why) = 0;
   // The connection to the server was made again: the server has forgotten every pull request.
   virtual void on_reconnected() = 0;

@@ -287,3 +287,18 @@ TEST_CASE("redrive progress is shown in status, status json and metrics", "[unit
   CHECK(doc["handlers"][1]["redrive"]["running"] == false);
   CHECK_THAT(render_status_text(s), Catch::Contains("redrive: RUNNING; 4 confirmed and deleted, 1 failed again"));
 }
+
+TEST_CASE("messages with an unreadable subject are shown in status, status json and metrics", "[unit]") {
+  StatusSnapshot s = example();
+  s.unreadable.push_back({4, "events.a\\rb", 1'700'000'000'000, 3, 2, "dead-lettered for builder; terminated"});
+  s.unreadable_total = 2;
+  CHECK_THAT(render_prometheus(s), Catch::Contains("jetfan_messages_unreadable_subject_total 2\n"));
+  CHECK_THAT(render_status_text(s),
+             Catch::Contains("unreadable subject: stream seq 4 \"events.a\\rb\" broke the NATS connection (found 2 "
+                             "times); dead-lettered for builder; terminated; 3 delivery(ies) it took handed back"));
+  const auto doc = nlohmann::json::parse(render_status_json(s));
+  CHECK(doc["messages"]["unreadable_subject"][0]["stream_seq"] == 4);
+  CHECK(doc["messages"]["unreadable_subject"][0]["subject"] == "events.a\\rb");
+  CHECK(doc["messages"]["unreadable_subject_total"] == 2);
+  CHECK(doc["messages"]["unreadable_subject"][0]["outcome"] == "dead-lettered for builder; terminated");
+}

@@ -115,6 +115,10 @@ std::string render_prometheus(const StatusSnapshot& s) {
       {"jetfan_messages_no_recipient_total", "Messages no declared handler matched; acked at once.", t.no_recipient},
       {"jetfan_messages_unroutable_total", "Messages whose subject lacks the key prefix; terminated at once.",
        t.unroutable},
+      {"jetfan_messages_unreadable_subject_total",
+       "Messages whose subject the NATS client cannot read, found after their delivery broke the connection; "
+       "terminated.",
+       s.unreadable_total},
       {"jetfan_messages_duplicate_total", "Copies of a message jetfan still held or had already settled.",
        t.already_held + t.already_settled},
       {"jetfan_unknown_confirmations_total", "Confirmations naming no delivery in flight (late, after a timeout).",

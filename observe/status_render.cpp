@@ -117,6 +117,11 @@ std::string render_status_text(const StatusSnapshot& s) {
     }
     line("unroutable subjects (no key prefix): " + subjects);
   }
+  for (const auto& u : s.unreadable) {
+    line("unreadable subject: stream seq " + std::to_string(u.stream_seq) + " \"" + u.subject +
+         "\" broke the NATS connection" + (u.times > 1 ? " (found " + std::to_string(u.times) + " times)" : "") + "; " +
+         u.outcome + "; " + std::to_string(u.handed_back) + " delivery(ies) it took handed back");
+  }
   for (const auto& h : s.handlers) {
     line("");
     line("handler " + h.name + ": patterns " + joined(h.patterns, " ") + "; max_inflight " +
@@ -229,6 +234,17 @@ std::string render_status_json(const StatusSnapshot& s) {
                      {"unknown_confirmations", t.unknown_confirmations},
                      {"recent_unmatched_keys", s.recent_unmatched_keys},
                      {"unroutable_subjects", unroutable}};
+  json unreadable = json::array();
+  for (const auto& u : s.unreadable) {
+    unreadable.push_back({{"stream_seq", u.stream_seq},
+                          {"subject", u.subject},
+                          {"found_unix_ms", u.found_unix_ms},
+                          {"handed_back", u.handed_back},
+                          {"times", u.times},
+                          {"outcome", u.outcome}});
+  }
+  doc["messages"]["unreadable_subject"] = unreadable;
+  doc["messages"]["unreadable_subject_total"] = s.unreadable_total;
   doc["pulls"] = {{"outstanding", s.pulls_outstanding}, {"batch", s.pull_batch}, {"reconnects", s.reconnects}};
   doc["nats"] = {{"connected", s.nats_connected},
                  {"disconnected_seconds", optional_seconds(s.nats_disconnected_seconds)},

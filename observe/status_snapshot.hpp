@@ -121,7 +121,20 @@ struct StatusSnapshot {
   std::optional<Stall> stall;
   std::vector<std::string> recent_unmatched_keys;  // keys no handler matched, newest last
   std::vector<SubjectCount> unroutable_subjects;   // subjects without the key prefix
-  LatencyHistogram publish_age;                    // from publish (JetStream timestamp) to arrival
+  // Messages whose subject the NATS client cannot read, found after their delivery broke the
+  // connection and terminated (daemon/UnreadableMessages), newest last; how many were found since
+  // start.
+  struct Unreadable {
+    std::uint64_t stream_seq = 0;
+    std::string subject;  // escaped: "\r" for a CR, "\xNN" for other bytes that are not printable
+    std::int64_t found_unix_ms = 0;
+    std::uint64_t handed_back = 0;  // deliveries the break took with it, handed back at once
+    std::uint64_t times = 1;        // found this often (again: a break before the TERM took effect)
+    std::string outcome;            // what was done: "terminated", "dead-lettered for ..., terminated", ...
+  };
+  std::vector<Unreadable> unreadable;
+  std::uint64_t unreadable_total = 0;
+  LatencyHistogram publish_age;  // from publish (JetStream timestamp) to arrival
   std::vector<TailView> tails;
   std::uint64_t tail_dropped = 0;  // by every tail, ever
   std::uint64_t reloads_applied = 0, reloads_refused = 0;
