@@ -515,17 +515,17 @@ bool Dispatcher::api_request(std::uint64_t id, const std::string& subject, const
 }
 
 bool Dispatcher::redrive(std::size_t handler, const jetstream::StoredMessage& letter) {
-  // The handler gets the original subject, sequence, headers and payload, and the Jetfan-* headers
-  // the dead letter has: as it would have got the message, plus why it came back. The bytes are
-  // the message's own: the letter goes when the job reads the next one, the message when the core
-  // releases it.
+  // The handler gets the original subject, sequence, header block and payload, and the Jetfan-*
+  // fields the dead letter has (redriven_headers): as it would have got the message, byte for byte,
+  // plus why it came back. The bytes are the message's own: the letter goes when the job reads the
+  // next one, the message when the core releases it.
   struct LetterBytes {
     std::string subject, headers, payload;
   };
   auto bytes = std::make_unique<LetterBytes>();
   const auto original_subject = proto::find_header(letter.headers, "Jetfan-Subject");
   bytes->subject = original_subject ? std::string(*original_subject) : letter.subject;
-  bytes->headers = letter.headers;
+  bytes->headers = redriven_headers(letter.headers);
   bytes->payload = letter.payload;
   MessageParts parts{BytesOwner(nullptr, [](void* owned) { delete static_cast<LetterBytes*>(owned); }),
                      bytes->subject,
