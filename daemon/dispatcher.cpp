@@ -332,7 +332,9 @@ void Dispatcher::apply_effects() {
         HandlerSession* session = table_.find(effect.connection);
         if (session == nullptr) break;
         const auto& s = stored->second;
-        session->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.published_ns, s.message);
+        // The handler's own count; the server's goes beside it in version 2.
+        session->send_msg(effect.delivery, s.key, s.stream_seq, effect.deliveries, s.deliveries, s.published_ns,
+                          s.message);
         if (dirty_.empty() || dirty_.back().get() != session) dirty_.push_back(session->shared_from_this());
         break;
       }
