@@ -249,6 +249,7 @@ void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
     ++handler.stats.delivered;
     order_delivered(handler_index, seq, message);
     effects_.push_back(Effect{Effect::Kind::kDeliver, message.handle, least_id, delivery, Duration(0)});
+    effects_.back().deliveries = budget_.deliveries_to(seq, handler_index, message.deliveries);
   }
 }
 

@@ -95,6 +95,56 @@ TEST_CASE("ordered: a NAK is retried inside jetfan after its delay, before the n
   CHECK(core.held() == 0);
 }
 
+TEST_CASE("ordered: each retry inside jetfan is one more delivery to the handler, the server's count stays", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.arrive(ordered(1, "k", 0b11), kStart);
+  auto sent = take_all(core, Kind::kDeliver);
+  REQUIRE(sent.size() == 2);
+  for (const auto& e : sent) CHECK(e.deliveries == 1);
+  const Effect to_other = sent[0].connection == 2 ? sent[0] : sent[1];
+  const Effect to_ordered = sent[0].connection == 1 ? sent[0] : sent[1];
+  REQUIRE(core.ack(2, to_other.delivery, kStart));
+  REQUIRE(core.nak(1, to_ordered.delivery, std::nullopt, kStart));
+  TimePoint now = kStart + milliseconds(100);
+  for (std::uint64_t expected = 2; expected <= 4; ++expected) {
+    core.tick(now);
+    sent = take_all(core, Kind::kDeliver);
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].connection == 1);
+    CHECK(sent[0].deliveries == expected);
+    CHECK(core.counters().order_retries == expected - 1);
+    REQUIRE(core.nak(1, sent[0].delivery, std::nullopt, now));
+    now += milliseconds(1000);
+  }
+  core.tick(now);
+  sent = take_all(core, Kind::kDeliver);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].deliveries == 5);
+  REQUIRE(core.ack(1, sent[0].delivery, now));
+  CHECK(take(core, Kind::kAck).size() == 1);
+}
+
+TEST_CASE("ordered: a message that waited behind its key while another handler failed it is new to the handler",
+          "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.arrive(ordered(1, "k"), kStart);
+  core.arrive(ordered(2, "k", 0b11), kStart);  // for the unordered handler too; waits behind 1 for handler 0
+  auto sent = take_all(core, Kind::kDeliver);
+  REQUIRE(sent.size() == 2);
+  const Effect first = sent[0].connection == 1 ? sent[0] : sent[1];
+  const Effect other = sent[0].connection == 2 ? sent[0] : sent[1];
+  REQUIRE(core.nak(2, other.delivery, std::nullopt, kStart));  // the unordered handler fails 2
+  REQUIRE(core.ack(1, first.delivery, kStart));
+  sent = take_all(core, Kind::kDeliver);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].message / 100 == 2);
+  CHECK(sent[0].deliveries == 1);  // handler 0 has not had it before
+}
+
 TEST_CASE("ordered: a timeout or a disconnect keeps the message for the handler and its place in the key", "[unit]") {
   DispatchCore core(settings(1));
   core.connect(1, 0, kStart);

@@ -11,7 +11,7 @@ namespace jetfan {
 void DispatchCore::failed_attempt(std::uint64_t seq, Message& message, std::size_t handler, FailCause cause,
                                   std::optional<Duration> delay, TimePoint /*now*/) {
   const RetryPolicy& policy = handlers_[handler].limits.retry;
-  const std::uint32_t attempts = budget_.count_failure(seq, handler, cause);
+  const std::uint32_t attempts = budget_.count_failure(seq, handler, cause, message.deliveries);
   if (policy.max_attempts == 0 || attempts < policy.max_attempts) {
     // A handler's own backoff counts its own failures, not the deliveries others' failures caused.
     if (!delay && policy.backoff > Duration(0)) {

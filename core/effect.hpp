@@ -44,6 +44,8 @@ struct Effect {
   GiveUpReason reason{};              // kDeadLetter, kGaveUp
   std::uint64_t redrive = 0;          // kRedriveSettled, kRedriveDropped: Redrive::id
   bool again = false;                 // kRedriveSettled: not ACKed; its new dead letter is stored
+  std::uint64_t deliveries = 0;       // kDeliver: the deliveries of message to its handler, this one
+                                      // included (RetryBudget::deliveries_to)
 };
 
 }  // namespace jetfan

@@ -29,8 +29,11 @@ void AttemptsHistogram::observe(std::uint32_t attempts) {
   sum_ += attempts;
 }
 
-std::uint32_t RetryBudget::count_failure(std::uint64_t seq, std::size_t handler, FailCause /*cause*/) {
-  Entry& entry = entries_[seq];
+std::uint32_t RetryBudget::count_failure(std::uint64_t seq, std::size_t handler, FailCause /*cause*/,
+                                         std::uint64_t server_deliveries) {
+  const auto [found, made] = entries_.try_emplace(seq);
+  Entry& entry = found->second;
+  if (made) entry.before = server_deliveries > 0 ? server_deliveries - 1 : 0;
   for (Count& count : entry.counts) {
     if (count.handler == handler) return ++count.attempts;
   }
@@ -45,6 +48,17 @@ std::uint32_t RetryBudget::attempts(std::uint64_t seq, std::size_t handler) cons
     if (count.handler == handler) return count.attempts;
   }
   return 0;
+}
+
+std::uint64_t RetryBudget::deliveries_to(std::uint64_t seq, std::size_t handler,
+                                         std::uint64_t server_deliveries) const {
+  const auto found = entries_.find(seq);
+  if (found == entries_.end()) return std::max<std::uint64_t>(server_deliveries, 1);
+  std::uint64_t failed = 0;
+  for (const Count& count : found->second.counts) {
+    if (count.handler == handler) failed = count.attempts;
+  }
+  return found->second.before + failed + 1;
 }
 
 Duration RetryBudget::delay(std::uint32_t attempts, Duration backoff, Duration backoff_max) {

@@ -9,6 +9,10 @@
 // redelivery continues the count. They live in memory only: a restart begins again at zero, and the
 // server's delivery count bounds every handler's count from above.
 //
+// The same counts say how often a message has been delivered to a handler (deliveries_to, the
+// <deliveries> of its MSG, proto/PROTOCOL.md): every delivery to a handler before this one ended in
+// a failure, as one that ended in ACK or TERM is not repeated while the counts are kept.
+//
 // A dead letter is published on the caller's side (the core emits Effect::Kind::kDeadLetter with a
 // publish id); until the caller reports it stored, the handler has not settled the message. A failed
 // publish is tried again after a backoff that doubles with each failure.
@@ -75,9 +79,19 @@ class RetryBudget {
  public:
   explicit RetryBudget(std::size_t remember) : remember_(remember) {}
 
-  // Counts a failed delivery of `seq` to `handler`; returns its attempts so far.
-  std::uint32_t count_failure(std::uint64_t seq, std::size_t handler, FailCause cause);
+  // Counts a failed delivery of `seq` to `handler`; returns its attempts so far. `server_deliveries`
+  // is the server's delivery count of the copy held (1 the first time).
+  std::uint32_t count_failure(std::uint64_t seq, std::size_t handler, FailCause cause,
+                              std::uint64_t server_deliveries = 1);
   std::uint32_t attempts(std::uint64_t seq, std::size_t handler) const;
+  // How often `seq` has been delivered to `handler`, a delivery about to be made included (1: never
+  // before), given the server's count of the copy held. While counts of `seq` are kept: the
+  // handler's failures, plus one, plus the server's deliveries that came before the first failure
+  // counted (0 when that failure was of its first delivery; otherwise a bound from above, as those
+  // deliveries may not all have reached this handler). With none kept (nothing failed while jetfan
+  // held it, or jetfan forgot: a restart, more than `remember` handed back since): the server's
+  // count, which is above 1 whenever an earlier delivery may have reached the handler.
+  std::uint64_t deliveries_to(std::uint64_t seq, std::size_t handler, std::uint64_t server_deliveries) const;
   // The wait after a handler's `attempts`-th failure: `backoff` doubling up to `backoff_max`.
   static Duration delay(std::uint32_t attempts, Duration backoff, Duration backoff_max);
 
@@ -131,7 +145,8 @@ class RetryBudget {
   };
   struct Entry {
     std::vector<Count> counts;
-    std::uint64_t stamp = 0;  // nonzero: handed back, evicted when it is the oldest of too many
+    std::uint64_t stamp = 0;   // nonzero: handed back, evicted when it is the oldest of too many
+    std::uint64_t before = 0;  // the server's deliveries before the one whose failure was counted first
   };
   struct Pending {
     std::uint64_t id = 0;  // 0: waiting for retry_at

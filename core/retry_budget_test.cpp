@@ -75,6 +75,33 @@ TEST_CASE("attempts are counted per handler and message, and kept across a hand-
   CHECK(budget.attempts(8, 0) == 0);
 }
 
+TEST_CASE("deliveries to a handler: its failures and one, from the server's first delivery on", "[unit]") {
+  RetryBudget budget(2);
+  CHECK(budget.deliveries_to(7, 0, 1) == 1);  // nothing failed: the server's count
+  budget.count_failure(7, 0, FailCause::kNak, 1);
+  CHECK(budget.deliveries_to(7, 0, 1) == 2);  // retried inside jetfan: the server's count stays 1
+  CHECK(budget.deliveries_to(7, 1, 2) == 1);  // another handler never had it, whatever the server says
+  budget.count_failure(7, 0, FailCause::kTimeout, 1);
+  budget.handed_back(7);
+  budget.held_again(7);
+  CHECK(budget.deliveries_to(7, 0, 2) == 3);
+}
+
+TEST_CASE("deliveries to a handler: what jetfan does not remember is the server's count", "[unit]") {
+  RetryBudget budget(1);
+  // Came for the third time when jetfan first saw it (a restart): those two may have reached anyone.
+  CHECK(budget.deliveries_to(5, 0, 3) == 3);
+  budget.count_failure(5, 0, FailCause::kNak, 3);
+  CHECK(budget.deliveries_to(5, 0, 4) == 4);
+  CHECK(budget.deliveries_to(5, 1, 4) == 3);  // a bound from above for a handler that did not fail
+  // Forgotten (more than `remember` handed back since): the server's count again.
+  budget.handed_back(5);
+  budget.count_failure(6, 0, FailCause::kNak, 1);
+  budget.handed_back(6);
+  CHECK(budget.deliveries_to(5, 0, 5) == 5);
+  CHECK(budget.deliveries_to(5, 0, 0) == 1);  // never below 1
+}
+
 TEST_CASE("a reload moves counts and pending dead letters to the handler's new index", "[unit]") {
   RetryBudget budget(10);
   budget.count_failure(1, 0, FailCause::kNak);

@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include "base64.hpp"
+
 namespace jetfan {
 namespace {
 
@@ -34,6 +36,34 @@ bool is_our_msg_id(std::string_view line) {
   return value.rfind("jetfan:", 0) == 0;
 }
 
+constexpr std::string_view kHeadersField = "jetfan-headers:";
+
+// The field lines of a block, after its first line and up to its blank line, without their CRLF.
+template <typename Each>
+void each_line(std::string_view block, Each&& each) {
+  std::size_t at = block.find("\r\n");
+  while (at != std::string_view::npos && at + 2 < block.size()) {
+    const std::size_t start = at + 2;
+    const std::size_t end = block.find("\r\n", start);
+    if (end == std::string_view::npos || end == start) break;
+    each(block.substr(start, end - start));
+    at = end;
+  }
+}
+
+// The value of the last Jetfan-Headers field of `block`, without blanks around it; empty if none.
+std::string_view last_original_block(std::string_view block) {
+  std::string_view found;
+  each_line(block, [&](std::string_view line) {
+    if (!starts_with_folded(line, kHeadersField)) return;
+    std::string_view value = line.substr(kHeadersField.size());
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    found = value;
+  });
+  return found;
+}
+
 // Header values are one line: a CR or LF would end the header early.
 std::string one_line(std::string_view value) {
   std::string out(value);
@@ -56,15 +86,9 @@ std::string dead_letter_headers(std::string_view original, const DeadLetterFacts
   std::string block = "NATS/1.0\r\n";
   block.append("Nats-Msg-Id: ").append(one_line(dedup_id(facts))).append("\r\n");
   // The original's own headers, in order; its first line (the version, perhaps a status) is ours.
-  std::size_t at = original.find("\r\n");
-  while (at != std::string_view::npos && at + 2 < original.size()) {
-    const std::size_t start = at + 2;
-    const std::size_t end = original.find("\r\n", start);
-    if (end == std::string_view::npos || end == start) break;
-    const std::string_view line = original.substr(start, end - start);
+  each_line(original, [&block](std::string_view line) {
     if (!starts_with_folded(line, "jetfan-") && !is_our_msg_id(line)) block.append(line).append("\r\n");
-    at = end;
-  }
+  });
   auto add = [&block](std::string_view name, const std::string& value) {
     block.append(name).append(": ").append(one_line(value)).append("\r\n");
   };
@@ -77,6 +101,29 @@ std::string dead_letter_headers(std::string_view original, const DeadLetterFacts
   add("Jetfan-Consumer", std::string(facts.consumer));
   add("Jetfan-Deliveries", std::to_string(facts.deliveries));
   if (facts.published_ns != 0) add("Jetfan-Time", rfc3339(facts.published_ns));
+  // The original block itself: a redrive's is the one its dead letter carried.
+  if (facts.redriven_from != 0) {
+    if (const std::string_view carried = last_original_block(original); !carried.empty()) {
+      add("Jetfan-Headers", std::string(carried));
+    }
+  } else if (!original.empty()) {
+    add("Jetfan-Headers", jetstream::base64_encode(original));
+  }
+  block.append("\r\n");
+  return block;
+}
+
+std::string redriven_headers(std::string_view letter) {
+  const auto original = jetstream::base64_decode(last_original_block(letter));
+  constexpr std::string_view kEnd = "\r\n\r\n";
+  if (!original || original->size() < kEnd.size() ||
+      original->compare(original->size() - kEnd.size(), kEnd.size(), kEnd) != 0) {
+    return std::string(letter);
+  }
+  std::string block(*original, 0, original->size() - 2);
+  each_line(letter, [&block](std::string_view line) {
+    if (starts_with_folded(line, "jetfan-")) block.append(line).append("\r\n");
+  });
   block.append("\r\n");
   return block;
 }

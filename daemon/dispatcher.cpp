@@ -337,7 +337,9 @@ void Dispatcher::apply_effects() {
         HandlerSession* session = table_.find(effect.connection);
         if (session == nullptr) break;
         const auto& s = stored->second;
-        session->send_msg(effect.delivery, s.key, s.stream_seq, s.deliveries, s.published_ns, s.message);
+        // The handler's own count; the server's goes beside it in version 2.
+        session->send_msg(effect.delivery, s.key, s.stream_seq, effect.deliveries, s.deliveries, s.published_ns,
+                          s.message);
         if (dirty_.empty() || dirty_.back().get() != session) dirty_.push_back(session->shared_from_this());
         break;
       }
@@ -566,17 +568,17 @@ bool Dispatcher::api_request(std::uint64_t id, const std::string& subject, const
 }
 
 bool Dispatcher::redrive(std::size_t handler, const jetstream::StoredMessage& letter) {
-  // The handler gets the original subject, sequence, headers and payload, and the Jetfan-* headers
-  // the dead letter has: as it would have got the message, plus why it came back. The bytes are
-  // the message's own: the letter goes when the job reads the next one, the message when the core
-  // releases it.
+  // The handler gets the original subject, sequence, header block and payload, and the Jetfan-*
+  // fields the dead letter has (redriven_headers): as it would have got the message, byte for byte,
+  // plus why it came back. The bytes are the message's own: the letter goes when the job reads the
+  // next one, the message when the core releases it.
   struct LetterBytes {
     std::string subject, headers, payload;
   };
   auto bytes = std::make_unique<LetterBytes>();
   const auto original_subject = proto::find_header(letter.headers, "Jetfan-Subject");
   bytes->subject = original_subject ? std::string(*original_subject) : letter.subject;
-  bytes->headers = letter.headers;
+  bytes->headers = redriven_headers(letter.headers);
   bytes->payload = letter.payload;
   MessageParts parts{BytesOwner(nullptr, [](void* owned) { delete static_cast<LetterBytes*>(owned); }),
                      bytes->subject,

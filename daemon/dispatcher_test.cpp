@@ -363,7 +363,7 @@ TEST_CASE("dispatcher: an ordered handler gets one message of a key at a time, a
   auto c = config({handler("ordered", {"m.*"}), handler("all", {">"})});
   c.handlers[0].order_by = OrderBy{OrderBy::Kind::kToken, 2, ""};
   Harness h(std::move(c));
-  const auto ordered = h.hello("ordered");
+  const auto ordered = h.hello("ordered", 2);
   const auto all = h.hello("all");
   h.deliver(1, "ev.m.k1");
   h.deliver(2, "ev.m.k1");
@@ -387,6 +387,10 @@ TEST_CASE("dispatcher: an ordered handler gets one message of a key at a time, a
   auto again = h.msgs(ordered);
   REQUIRE(again.size() == 1);
   CHECK(again[0].stream_seq == 1);
+  // Its second delivery to the handler, of the server's first.
+  CHECK(first[0].deliveries == 1);
+  CHECK(again[0].deliveries == 2);
+  CHECK(again[0].server_deliveries == 1);
   h.send(ordered, "ACK " + std::to_string(again[0].id) + "\r\n");
   auto next = h.msgs(ordered);
   REQUIRE(next.size() == 1);
@@ -459,12 +463,14 @@ std::string base64(std::string_view bytes) {
   return out;
 }
 
-// A dead letter of `handler` as MSG.GET returns it, at `seq` of its stream.
-std::string stored_letter(std::uint64_t seq, const std::string& handler, std::uint64_t original) {
+// A dead letter of `handler` as MSG.GET returns it, at `seq` of its stream; `more` are field lines
+// after jetfan's.
+std::string stored_letter(std::uint64_t seq, const std::string& handler, std::uint64_t original,
+                          const std::string& more = "") {
   const std::string headers = "NATS/1.0\r\nTrace: t1\r\nJetfan-Handler: " + handler +
                               "\r\nJetfan-Reason: TERM\r\nJetfan-Attempts: 2\r\nJetfan-Subject: ev.a.x\r\n"
                               "Jetfan-Sequence: " +
-                              std::to_string(original) + "\r\n\r\n";
+                              std::to_string(original) + "\r\n" + more + "\r\n";
   return "{\"type\":\"io.nats.jetstream.api.v1.stream_msg_get_response\",\"message\":{\"subject\":\"dlq.builder\","
          "\"seq\":" +
          std::to_string(seq) + ",\"hdrs\":\"" + base64(headers) + "\",\"data\":\"" + base64("the payload") +
@@ -593,6 +599,37 @@ TEST_CASE("dispatcher: a redriven dead letter the handler fails again is dead-le
   CHECK_FALSE(*log.ok);  // not all went through
   CHECK(log.last.find("1 failed again") != std::string::npos);
   CHECK(h.upstream.replies.empty());
+}
+
+TEST_CASE(
+    "dispatcher: a redrive gives the handler the message's header block byte for byte, and so does its dead "
+    "letter anew",
+    "[unit]") {
+  using namespace std::string_literals;
+  Harness h(redrive_config());
+  h.checking = false;
+  const auto builder = h.hello("builder", 2);
+  JobLog log;
+  REQUIRE_FALSE(h.dispatcher().start_dead_letter_job(builder_redrive({{3, 3}}), log.output()));
+  answer_last(h, R"({"streams":["DLQ"]})");
+  const std::string original = "NATS/1.0 503 No Responders\r\nB: 2\r\nK: a\0b\r\nB: 1\r\n\r\n"s;
+  const std::string carried = "Jetfan-Headers: " + base64(original) + "\r\n";
+  answer_last(h, stored_letter(3, "builder", 17, carried));
+  auto sent = h.msgs(builder);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].headers == original.substr(0, original.size() - 2) +
+                               "Jetfan-Handler: builder\r\nJetfan-Reason: TERM\r\nJetfan-Attempts: 2\r\n"
+                               "Jetfan-Subject: ev.a.x\r\nJetfan-Sequence: 17\r\n" +
+                               carried + "\r\n");
+  CHECK(sent[0].deliveries == 1);
+  h.send(builder, "NAK " + std::to_string(sent[0].id) + "\r\n");
+  h.advance(milliseconds(100));
+  sent = h.msgs(builder);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].deliveries == 2);  // retried inside jetfan: a redrive never goes to the server
+  h.send(builder, "NAK " + std::to_string(sent[0].id) + "\r\n");
+  REQUIRE(h.upstream.published.size() == 1);
+  CHECK(h.upstream.published[0].headers.find("\r\n" + carried) != std::string::npos);
 }
 
 TEST_CASE("dispatcher: dlq list reads the handler's dead letters only, and a dry run redrives nothing", "[unit]") {

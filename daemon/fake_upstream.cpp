@@ -20,6 +20,7 @@ namespace {
 struct Strings {
   std::string subject;
   std::string reply;
+  std::string headers;
   std::string payload;
 };
 
@@ -79,12 +80,13 @@ void FakeUpstream::deliver(const Message& message) {
   const auto key = jetstream::key_of(strings->subject, strip_prefix_);
   in.routable = key.has_value() && message.stream_seq != 0;
   if (key) in.key = *key;
+  if (in.routable) strings->headers = message.headers;
   in.stream_seq = message.stream_seq;
   in.deliveries = message.deliveries;
   in.consumer_seq = consumer_seq;
   in.published_ns = message.published_ns;
-  MessageParts parts{BytesOwner(nullptr, free_strings), strings->subject, strings->reply,
-                     in.routable ? message.headers : std::string(), strings->payload};
+  MessageParts parts{BytesOwner(nullptr, free_strings), strings->subject, strings->reply, strings->headers,
+                     strings->payload};
   parts.owner.reset(strings.release());
   in.bytes = make_message_bytes(std::move(parts), arena_);
   listener_->on_message(std::move(in));

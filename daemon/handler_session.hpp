@@ -96,10 +96,12 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
 
   // Frames to send; they go out at the next flush(). A MSG's body is shared, not copied. READY
   // announces the handler's max_inflight as its max-unconfirmed. A MSG is laid out in the
-  // connection's version: version 2 adds `published_ns` (0: unknown) and the message's subject.
+  // connection's version: version 2 adds `published_ns` (0: unknown), the message's subject and
+  // `server_deliveries`. `deliveries` is the handler's own count (RetryBudget::deliveries_to),
+  // `server_deliveries` the server's.
   void send_ready(std::uint32_t max_inflight, const std::vector<std::string>& patterns);
   void send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
-                std::uint64_t published_ns, const MessageBytesPtr& message);
+                std::uint64_t server_deliveries, std::uint64_t published_ns, const MessageBytesPtr& message);
   void send_pong();
   void flush();
   // Sends ERR with the reason, then closes, lingering so that the ERR reaches a peer that is still

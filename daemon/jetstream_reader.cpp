@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "logging.hpp"
 #include "nats_auth.hpp"
 #include "publish_ack.hpp"
+#include "received_headers.hpp"
 #include "startup_error.hpp"
 #include "stream_names.hpp"
 
@@ -143,7 +145,12 @@ void on_async_error(natsConnection*, natsSubscription*, natsStatus status, void*
 
 void destroy_message(void* message) { natsMsg_Destroy(static_cast<natsMsg*>(message)); }
 
+// Past this many bytes between a reply subject and its payload the layout is not the one known: the
+// server's max_payload, headers included, is at most 64 MiB.
+constexpr std::uintptr_t kMaxHeaderGap = std::uintptr_t{64} << 20;
+
 // The NATS/1.0 header block of a message, rebuilt from cnats's parsed headers; empty when it has none.
+// Lossy (received_headers.hpp): for a message whose block as received cannot be had.
 std::string header_block(natsMsg* message) {
   const char** keys = nullptr;
   int count = 0;
@@ -162,6 +169,24 @@ std::string header_block(natsMsg* message) {
   free(keys);
   block.append("\r\n");
   return block;
+}
+
+// cnats's parse of a message's headers, as fields; parses the block in place if it was not yet.
+std::vector<ParsedField> parsed_fields(natsMsg* message) {
+  std::vector<ParsedField> fields;
+  const char** keys = nullptr;
+  int count = 0;
+  if (natsMsgHeader_Keys(message, &keys, &count) != NATS_OK) return fields;
+  for (int k = 0; k < count; ++k) {
+    const char** values = nullptr;
+    int value_count = 0;
+    if (natsMsgHeader_Values(message, keys[k], &values, &value_count) == NATS_OK) {
+      for (int v = 0; v < value_count; ++v) fields.push_back({keys[k], values[v]});
+      free(values);  // cnats hands out the array, not the strings
+    }
+  }
+  free(keys);
+  return fields;
 }
 
 // Sets the headers of a NATS/1.0 block on `message`; lines that are not "Name: value" are skipped.
@@ -465,10 +490,9 @@ void JetStreamReader::take(NatsMsgPtr message) {
     }
     if (key) in.key = *key;
     const std::string_view payload(natsMsg_GetData(raw), static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
-    std::string headers = in.routable ? header_block(raw) : std::string();
-    in.bytes = make_message_bytes(
-        MessageParts{BytesOwner(message.release(), destroy_message), subject, reply, std::move(headers), payload},
-        arena_);
+    MessageParts parts{BytesOwner(message.release(), destroy_message), subject, reply, {}, payload};
+    if (in.routable) find_headers(raw, parts);
+    in.bytes = make_message_bytes(std::move(parts), arena_);
     listener_->on_message(std::move(in));
     return;
   }
@@ -488,6 +512,94 @@ void JetStreamReader::take(NatsMsgPtr message) {
   status.code = code ? code : "";
   status.description = description ? description : "";
   listener_->on_pull_status(status);
+}
+
+void JetStreamReader::find_headers(natsMsg* raw, MessageParts& parts) {
+  auto rebuild = [&] {
+    std::string block = header_block(raw);
+    if (!block.empty()) parts.made_headers = std::move(block);
+  };
+  if (header_layout_ == HeaderLayout::kRebuild) {
+    rebuild();
+    return;
+  }
+  // Subject, NUL, reply subject, NUL, [header block, NUL,] payload: the gap is read only when the
+  // first two sit so, and it lies between the reply subject and the payload.
+  const auto at = [](const char* pointer) { return reinterpret_cast<std::uintptr_t>(pointer); };
+  const std::uintptr_t after_reply = at(parts.reply.data()) + parts.reply.size() + 1;
+  const std::uintptr_t payload = at(parts.payload.data());
+  HeaderGap gap{HeaderGap::Kind::kUnknown, {}};
+  if (at(parts.subject.data()) + parts.subject.size() + 1 == at(parts.reply.data()) && after_reply <= payload &&
+      payload - after_reply <= kMaxHeaderGap) {
+    gap = read_header_gap(std::string_view(parts.reply.data() + parts.reply.size() + 1, payload - after_reply));
+  }
+  switch (gap.kind) {
+    case HeaderGap::Kind::kNone:
+      // Until a block has been found where the layout says, a message without one is asked too.
+      if (header_layout_ == HeaderLayout::kUnchecked && !parsed_fields(raw).empty()) {
+        header_layout_ = HeaderLayout::kRebuild;
+        log_warn("nats.header_layout", {{"cnats", client_version()}, {"subject", parts.subject}},
+                 "nats: a message on {} has headers where jetfan found none in the bytes the NATS client library "
+                 "(cnats {}) keeps for it: every header block is passed on rebuilt from cnats's parse from now on "
+                 "(fields by name, a value cut at a NUL byte, a status line as Status and Description fields)",
+                 parts.subject, client_version());
+        rebuild();
+      }
+      return;
+    case HeaderGap::Kind::kBlock: {
+      if (header_layout_ == HeaderLayout::kChecked) {
+        parts.headers = gap.block;
+        return;
+      }
+      std::string copy(gap.block);  // cnats's parse, which the check asks for, writes over the block
+      switch (agrees_with_parse(copy, parsed_fields(raw))) {
+        case Agreement::kAgrees:
+          header_layout_ = HeaderLayout::kChecked;
+          log_debug("nats.header_layout", {{"cnats", client_version()}},
+                    "nats: header blocks are passed on as received (checked against cnats {}'s parse)",
+                    client_version());
+          parts.made_headers = std::move(copy);
+          return;
+        case Agreement::kCannotTell:
+          parts.made_headers = std::move(copy);
+          return;
+        case Agreement::kDisagrees:
+          header_layout_ = HeaderLayout::kRebuild;
+          log_warn("nats.header_layout", {{"cnats", client_version()}, {"subject", parts.subject}},
+                   "nats: the header block jetfan found in a message on {} does not agree with the NATS client "
+                   "library's parse of it (cnats {}): every header block is passed on rebuilt from cnats's parse "
+                   "from now on (fields by name, a value cut at a NUL byte, a status line as Status and Description "
+                   "fields)",
+                   parts.subject, client_version());
+          rebuild();
+          return;
+      }
+      return;
+    }
+    case HeaderGap::Kind::kParsed:
+      if (!told_parsed_) {
+        told_parsed_ = true;
+        log_warn("nats.headers_parsed", {{"cnats", client_version()}, {"subject", parts.subject}},
+                 "nats: a message on {} has headers and an empty payload, and the NATS client library (cnats {}) "
+                 "parsed its header block in place before handing it over: the header blocks of such messages are "
+                 "passed on rebuilt from cnats's parse (fields by name, a value cut at a NUL byte, a status line as "
+                 "Status and Description fields). Logged once.",
+                 parts.subject, client_version());
+      }
+      rebuild();
+      return;
+    case HeaderGap::Kind::kUnknown:
+      if (!told_unknown_) {
+        told_unknown_ = true;
+        log_warn("nats.header_layout", {{"cnats", client_version()}, {"subject", parts.subject}},
+                 "nats: the header block of a message on {} is not where jetfan expects the NATS client library "
+                 "(cnats {}) to keep it, or does not start with NATS/1.0: it is passed on rebuilt from cnats's parse, "
+                 "and so is every such block. Logged once.",
+                 parts.subject, client_version());
+      }
+      rebuild();
+      return;
+  }
 }
 
 void JetStreamReader::wait_off_thread(const std::function<void()>& call, Duration timeout) {

@@ -5,7 +5,9 @@
 // StreamReader (messages read straight from the stream), through NatsBlocking. What to ask for and
 // what to answer is decided elsewhere (PullLedger, DispatchCore); this class only talks, and
 // classifies what comes in: a message's key, sequence, delivery count and header block are read
-// here, once, so that nothing past the seam needs cnats.
+// here, once, so that nothing past the seam needs cnats. The header block is passed on as the
+// server sent it, a view into the natsMsg (received_headers.hpp says how it is found and checked),
+// or, where cnats has parsed it already, rebuilt from cnats's parse.
 //
 // It reads with plain pull requests to $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>, each with its
 // own reply subject <inbox>.<id> under one private inbox. cnats's own Fetch is not used: in 3.4.1 it can
@@ -96,6 +98,9 @@ class JetStreamReader final : public Upstream, public NatsBlocking {
   void on_read();       // takes what a read routed to the inbox, on the io thread
   // Hands one message from the inbox to the listener, as what it is.
   void take(NatsMsgPtr message);
+  // Sets the header block of `parts` (a message of `raw`, which its owner holds): a view of the
+  // block as received, or one rebuilt from cnats's parse (received_headers.hpp).
+  void find_headers(natsMsg* raw, MessageParts& parts);
   void reply(const MessageBytes& message, const char* body, std::size_t length);
   // The subscription publish() and api_request() are answered on, made on first use.
   bool answer_subscription();
@@ -127,6 +132,12 @@ class JetStreamReader final : public Upstream, public NatsBlocking {
   UpstreamListener* listener_ = nullptr;
   bool renew_due_ = false;  // cnats dropped the connection while reading: renew it once it is back
   boost::asio::steady_timer renew_timer_{io_};
+  // Whether the header blocks found in received messages are trusted: checked once against
+  // cnats's parse, or given up for rebuilding every block.
+  enum class HeaderLayout { kUnchecked, kChecked, kRebuild };
+  HeaderLayout header_layout_ = HeaderLayout::kUnchecked;
+  bool told_parsed_ = false;   // the warning about blocks cnats had parsed already, given once
+  bool told_unknown_ = false;  // ... about a block not where the layout says
 };
 
 }  // namespace jetfan

@@ -11,6 +11,13 @@ namespace {
 // measured per message (which would cost more than it tells).
 constexpr std::size_t kPerMessageOverhead = 256;
 
+// What the parts cost to keep, once their header block points at the one they made, if they made
+// one (only once they sit where they stay: a short string's bytes move with it).
+std::size_t settle(MessageParts& parts) {
+  if (parts.made_headers) parts.headers = *parts.made_headers;
+  return parts.payload.size() + parts.headers.size() + kPerMessageOverhead;
+}
+
 struct SubjectAndReply {
   std::string subject;
   std::string reply;
@@ -19,9 +26,7 @@ void free_subject_and_reply(void* bytes) { delete static_cast<SubjectAndReply*>(
 }  // namespace
 
 MessageBytes::MessageBytes(MessageParts parts, MessageBytesArena& arena)
-    : parts_(std::move(parts)),
-      arena_(arena),
-      size_(parts_.payload.size() + parts_.headers.size() + kPerMessageOverhead) {
+    : parts_(std::move(parts)), arena_(arena), size_(settle(parts_)) {
   arena_.bytes += size_;
   ++arena_.messages;
 }

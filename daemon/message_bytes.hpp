@@ -6,6 +6,8 @@
 //
 // The bytes stay where the upstream put them (a cnats natsMsg, or a test's strings): a
 // MessageBytes holds views into them and the owner that frees them, so nothing here knows cnats.
+// The one exception is a header block the upstream had to make (JetStreamReader's rebuild from
+// cnats's parse, when the block as received cannot be read): the MessageBytes keeps that string.
 //
 // Every MessageBytes alive is counted in a MessageBytesArena, and allocated from its pool; the
 // arena must outlive them all (the daemon owns it, ahead of its io_context, whose pending
@@ -16,6 +18,7 @@
 #include <cstddef>
 #include <memory>
 #include <memory_resource>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,9 +40,13 @@ using BytesOwner = std::unique_ptr<void, void (*)(void*)>;
 struct MessageParts {
   BytesOwner owner{nullptr, nullptr};
   std::string_view subject;
-  std::string_view reply;  // the $JS.ACK subject the server is answered on
-  std::string headers;     // the NATS/1.0 header block to forward, or empty
+  std::string_view reply;    // the $JS.ACK subject the server is answered on
+  std::string_view headers;  // the NATS/1.0 header block to forward, as received, or empty
   std::string_view payload;
+  // A header block made for this message rather than found in its bytes: when set, it is the
+  // block, and `headers` is not read. Costs an allocation; the message path sets it only when the
+  // block as received cannot be had (jetstream_reader.hpp).
+  std::optional<std::string> made_headers;
 };
 
 class MessageBytes {

@@ -152,8 +152,8 @@ void FuzzOwner::effects(std::span<const Effect> effects, TimePoint now) {
     const auto copy = copies_.find(effect.message);
     require(copy != copies_.end(), "an effect names a message that never arrived");
     if (effect.kind == Effect::Kind::kDeliver) {
-      expected_[effect.connection].push_back(
-          Expected{proto::Frame::Kind::kMsg, 0, effect.delivery, copy->second.first, copy->second.second});
+      expected_[effect.connection].push_back(Expected{proto::Frame::Kind::kMsg, 0, effect.delivery, copy->second.first,
+                                                      effect.deliveries, copy->second.second});
     }
   }
 }
@@ -189,8 +189,11 @@ void FuzzOwner::on_peer_frame(ConnectionId id, const proto::Frame& frame) {
                 d.key == *jetstream::key_of(p.subject, kPrefix) && d.payload == p.payload &&
                 d.headers == (p.headers ? kHeaderBlock : ""),
             "a MSG's line or body differs from the delivery the core made");
-    // A version 2 connection also gets the subject (a version 1 one never does).
+    // A version 2 connection also gets the subject and the server's count (a version 1 one never does).
     require(d.subject.empty() || d.subject == p.subject, "a version 2 MSG names another subject");
+    require(d.subject.empty() ? d.server_deliveries == 0 : d.server_deliveries == e.server_deliveries,
+            "a version 2 MSG gives another server delivery count");
+    require(d.deliveries >= 1, "a MSG counts no delivery");
   }
 }
 

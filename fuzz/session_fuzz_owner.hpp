@@ -94,7 +94,8 @@ class FuzzOwner final : private DispatcherTap {
     std::size_t handler = 0;  // kReady
     DeliveryId id = 0;        // kMsg
     std::uint64_t seq = 0;
-    std::uint64_t deliveries = 0;
+    std::uint64_t deliveries = 0;         // to the handler: the core's count (Effect::deliveries)
+    std::uint64_t server_deliveries = 0;  // the copy's, as the server counted it
   };
 
   // DispatcherTap.

@@ -4,9 +4,11 @@
 #include <cstdint>
 
 namespace jetfan::jetstream {
+namespace {
+constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}  // namespace
 
 std::optional<std::string> base64_decode(std::string_view text) {
-  static constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   static const std::array<int, 256> kValue = [] {
     std::array<int, 256> value{};
     value.fill(-1);
@@ -30,6 +32,28 @@ std::optional<std::string> base64_decode(std::string_view text) {
     }
   }
   if (count >= 6) return std::nullopt;  // one character left over: no whole byte
+  return out;
+}
+
+std::string base64_encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const std::uint32_t group = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << 16 |
+                                static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8 |
+                                static_cast<unsigned char>(bytes[i + 2]);
+    for (int shift = 18; shift >= 0; shift -= 6) out.push_back(kAlphabet[(group >> shift) & 0x3f]);
+  }
+  const std::size_t left = bytes.size() - i;
+  if (left > 0) {
+    std::uint32_t group = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (left == 2) group |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    out.push_back(kAlphabet[(group >> 18) & 0x3f]);
+    out.push_back(kAlphabet[(group >> 12) & 0x3f]);
+    out.push_back(left == 2 ? kAlphabet[(group >> 6) & 0x3f] : '=');
+    out.push_back('=');
+  }
   return out;
 }
 

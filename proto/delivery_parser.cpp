@@ -14,20 +14,24 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
   if (words.empty()) return fail(ErrorCode::kEmptyLine, "empty line");
   const auto verb = words[0];
   if (equals_ignoring_case(verb, "MSG")) {
-    const std::size_t expected = version_ >= kVersion2 ? 9 : 7;
+    const std::size_t expected = version_ >= kVersion2 ? 10 : 7;
     if (words.size() != expected) {
       return fail(words.size() < expected ? ErrorCode::kMissingArgument : ErrorCode::kTooManyArguments,
                   "MSG needs " + std::to_string(expected - 1) + " arguments in protocol version " +
                       std::to_string(version_) + ", got " + std::to_string(words.size() - 1));
     }
     std::optional<std::uint64_t> published = 0;
-    if (expected == 9) published = parse_number(words[7]);
+    std::optional<std::uint64_t> server_deliveries = 0;
+    if (expected == 10) {
+      published = parse_number(words[7]);
+      server_deliveries = parse_number(words[9]);
+    }
     const auto id = parse_number(words[1]);
     const auto seq = parse_number(words[3]);
     const auto deliveries = parse_number(words[4]);
     const auto header_bytes = parse_number(words[5]);
     const auto total_bytes = parse_number(words[6]);
-    if (!id || !seq || !deliveries || !header_bytes || !total_bytes || !published)
+    if (!id || !seq || !deliveries || !header_bytes || !total_bytes || !published || !server_deliveries)
       return fail(ErrorCode::kBadNumber, "MSG: malformed number");
     if (*header_bytes > *total_bytes)
       return fail(ErrorCode::kHeaderExceedsTotal, "MSG: header bytes exceed total bytes");
@@ -41,9 +45,10 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     d.key = std::string(words[2]);
     d.stream_seq = *seq;
     d.deliveries = *deliveries;
-    if (expected == 9) {
+    if (expected == 10) {
       d.published_ns = *published;
       d.subject = std::string(words[8]);
+      d.server_deliveries = *server_deliveries;
     }
     header_bytes_ = *header_bytes;
     body_left_ = *total_bytes + 2;

@@ -190,7 +190,8 @@ TEST_CASE("random garbage never crashes either parser and never yields a frame p
   }
 }
 
-TEST_CASE("delivery parser: after READY 2, MSG carries the publish time and the subject", "[unit]") {
+TEST_CASE("delivery parser: after READY 2, MSG carries the publish time, the subject and the server's count",
+          "[unit]") {
   std::string s;
   append_ready(s, 2, "builder", 8, {"#"});
   Delivery d;
@@ -202,8 +203,9 @@ TEST_CASE("delivery parser: after READY 2, MSG carries the publish time and the 
   d.payload = kBinary;
   d.published_ns = 1'700'000'000'123'456'789;
   d.subject = "mesh.built";
+  d.server_deliveries = 3;
   append_msg(s, 2, d);
-  CHECK(s.substr(s.find("MSG")).starts_with("MSG 5 built 42 1 28 50 1700000000123456789 mesh.built\r\n"));
+  CHECK(s.substr(s.find("MSG")).starts_with("MSG 5 built 42 1 28 50 1700000000123456789 mesh.built 3\r\n"));
   for (std::size_t cut = 0; cut <= s.size(); ++cut) {
     const auto frames = parse_all(s, {cut});
     REQUIRE(frames.size() == 2);
@@ -214,6 +216,8 @@ TEST_CASE("delivery parser: after READY 2, MSG carries the publish time and the 
     CHECK(got.payload == kBinary);
     CHECK(got.published_ns == d.published_ns);
     CHECK(got.subject == "mesh.built");
+    CHECK(got.server_deliveries == 3);
+    CHECK(got.deliveries == 1);
   }
 }
 
@@ -223,15 +227,19 @@ TEST_CASE("delivery parser: each version's MSG has its own argument count", "[un
   CHECK(parse_all("MSG 1 k 1 1 0 0 5 k\r\n\r\n", {}, &error).empty());
   CHECK(error.find("6 arguments") != std::string::npos);
   CHECK(parse_all("READY 1 h 1 #\r\nMSG 1 k 1 1 0 0 5 k\r\n\r\n", {}, &error).size() == 1);
-  // A version 2 stream: the version 1 layout misses two; a bad publish time is a bad number.
+  // A version 2 stream: the version 1 layout misses three; a bad publish time or server count is a
+  // bad number.
   CHECK(parse_all("READY 2 h 1 #\r\nMSG 1 k 1 1 0 0\r\n\r\n", {}, &error).size() == 1);
-  CHECK(error.find("8 arguments") != std::string::npos);
-  CHECK(parse_all("READY 2 h 1 #\r\nMSG 1 k 1 1 0 0 -5 k\r\n\r\n", {}, &error).size() == 1);
+  CHECK(error.find("9 arguments") != std::string::npos);
+  CHECK(parse_all("READY 2 h 1 #\r\nMSG 1 k 1 1 0 0 -5 k 1\r\n\r\n", {}, &error).size() == 1);
   CHECK(error == "MSG: malformed number");
-  const auto frames = parse_all("READY 2 h 1 #\r\nMSG 1 k 1 1 0 0 0 ev.k\r\n\r\n", {});
+  CHECK(parse_all("READY 2 h 1 #\r\nMSG 1 k 1 1 0 0 5 k x\r\n\r\n", {}, &error).size() == 1);
+  CHECK(error == "MSG: malformed number");
+  const auto frames = parse_all("READY 2 h 1 #\r\nMSG 1 k 1 1 0 0 0 ev.k 1\r\n\r\n", {});
   REQUIRE(frames.size() == 2);
   CHECK(frames[1].delivery.published_ns == 0);  // unknown
   CHECK(frames[1].delivery.subject == "ev.k");
+  CHECK(frames[1].delivery.server_deliveries == 1);
 }
 
 TEST_CASE("encoder: a version 1 MSG is the same bytes whichever call writes it", "[unit]") {

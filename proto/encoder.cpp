@@ -53,12 +53,20 @@ std::size_t ready_line_length(std::string_view handler, std::uint32_t max_unconf
 
 namespace {
 
-// "MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes>", then in version 2 (a
-// publish time given) " <published> <subject>", then "\r\n". One MSG line per recipient of every message: the numbers
-// go into buffers on the stack and the line into `out` in a few appends, not a dozen.
+// Version 2's words after the ones of version 1.
+struct Version2Words {
+  std::uint64_t published_ns;
+  std::string_view subject;
+  std::uint64_t server_deliveries;
+};
+
+// "MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes>", then in version 2 (`v2` given)
+// " <published> <subject> <server-deliveries>", then "\r\n". One MSG line per recipient of every
+// message: the numbers go into buffers on the stack and the line into `out` in a few appends, not a
+// dozen.
 void append_msg_words(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                       std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
-                      const std::uint64_t* published_ns, std::string_view subject) {
+                      const Version2Words* v2) {
   char head[4 + 20 + 1] = {'M', 'S', 'G', ' '};
   char* at = std::to_chars(head + 4, std::end(head) - 1, id).ptr;
   *at++ = ' ';
@@ -70,31 +78,37 @@ void append_msg_words(std::string& out, std::uint64_t id, std::string_view key, 
     *at++ = ' ';
     at = std::to_chars(at, std::end(tail), number).ptr;
   }
-  if (published_ns == nullptr) {
+  if (v2 == nullptr) {
     *at++ = '\r';
     *at++ = '\n';
     out.append(tail, static_cast<std::size_t>(at - tail));
     return;
   }
   *at++ = ' ';
-  at = std::to_chars(at, std::end(tail), *published_ns).ptr;
+  at = std::to_chars(at, std::end(tail), v2->published_ns).ptr;
   *at++ = ' ';
   out.append(tail, static_cast<std::size_t>(at - tail));
-  out.append(subject);
-  out.append("\r\n");
+  out.append(v2->subject);
+  at = tail;
+  *at++ = ' ';
+  at = std::to_chars(at, std::end(tail), v2->server_deliveries).ptr;
+  *at++ = '\r';
+  *at++ = '\n';
+  out.append(tail, static_cast<std::size_t>(at - tail));
 }
 
 }  // namespace
 
 void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes) {
-  append_msg_words(out, id, key, stream_seq, deliveries, header_bytes, total_bytes, nullptr, {});
+  append_msg_words(out, id, key, stream_seq, deliveries, header_bytes, total_bytes, nullptr);
 }
 
 void append_msg2_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                       std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
-                      std::uint64_t published_ns, std::string_view subject) {
-  append_msg_words(out, id, key, stream_seq, deliveries, header_bytes, total_bytes, &published_ns, subject);
+                      std::uint64_t published_ns, std::string_view subject, std::uint64_t server_deliveries) {
+  const Version2Words v2{published_ns, subject, server_deliveries};
+  append_msg_words(out, id, key, stream_seq, deliveries, header_bytes, total_bytes, &v2);
 }
 
 void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
@@ -108,7 +122,8 @@ void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::u
 void append_msg(std::string& out, std::uint32_t version, const Delivery& d) {
   const std::size_t total = d.headers.size() + d.payload.size();
   if (version >= kVersion2) {
-    append_msg2_line(out, d.id, d.key, d.stream_seq, d.deliveries, d.headers.size(), total, d.published_ns, d.subject);
+    append_msg2_line(out, d.id, d.key, d.stream_seq, d.deliveries, d.headers.size(), total, d.published_ns, d.subject,
+                     d.server_deliveries);
   } else {
     append_msg_line(out, d.id, d.key, d.stream_seq, d.deliveries, d.headers.size(), total);
   }

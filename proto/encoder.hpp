@@ -22,17 +22,18 @@ std::size_t ready_line_length(std::string_view handler, std::uint32_t max_unconf
 // A whole MSG of version 1.
 void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                 std::uint64_t deliveries, std::string_view headers, std::string_view payload);
-// A whole MSG in the layout of `version`: a version 2 MSG carries d.published_ns and d.subject too.
+// A whole MSG in the layout of `version`: a version 2 MSG carries d.published_ns, d.subject and
+// d.server_deliveries too.
 void append_msg(std::string& out, std::uint32_t version, const Delivery& d);
 // Only the control line of a MSG ("MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes>\r\n"),
 // for a writer that sends the body from where it already is; the body and a final "\r\n" follow.
 void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes);
-// The same in version 2: "MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes> <published> <subject>\r\n".
-// `subject` is a NATS subject: not empty, no blanks.
+// The same in version 2: "MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes> <published> <subject>
+// <server-deliveries>\r\n". `subject` is a NATS subject: not empty, no blanks.
 void append_msg2_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                       std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
-                      std::uint64_t published_ns, std::string_view subject);
+                      std::uint64_t published_ns, std::string_view subject, std::uint64_t server_deliveries);
 void append_err(std::string& out, std::string_view reason);
 
 // either way

@@ -13,7 +13,7 @@ namespace jetfan::proto {
 // The versions this code speaks: every one from 1 to kLatestVersion. A handler's HELLO names the
 // highest it speaks; jetfan answers in READY with the highest both speak (negotiated_version).
 inline constexpr std::uint32_t kVersion1 = 1;
-inline constexpr std::uint32_t kVersion2 = 2;  // MSG also carries the publish time and the subject
+inline constexpr std::uint32_t kVersion2 = 2;  // MSG also carries the publish time, subject, server's count
 inline constexpr std::uint32_t kLatestVersion = kVersion2;
 inline constexpr std::size_t kMaxCommandLine = 1024;  // handler -> jetfan, with the line end
 // jetfan -> handler, with the line end: room for a version 2 MSG line, which holds the subject
@@ -49,12 +49,13 @@ struct Delivery {
   std::uint64_t id = 0;
   std::string key;
   std::uint64_t stream_seq = 0;
-  std::uint64_t deliveries = 0;
-  std::string headers;  // a NATS/1.0 header block, or empty
+  std::uint64_t deliveries = 0;  // of this message to this handler, this one included (1: the first)
+  std::string headers;           // the NATS/1.0 header block as JetStream sent it, or empty
   std::string payload;
   // Version 2 only (0 and empty in version 1):
-  std::uint64_t published_ns = 0;  // when JetStream stored it, in nanoseconds since 1970 (UTC); 0: unknown
-  std::string subject;             // the message's full NATS subject
+  std::uint64_t published_ns = 0;       // when JetStream stored it, in nanoseconds since 1970 (UTC); 0: unknown
+  std::string subject;                  // the message's full NATS subject
+  std::uint64_t server_deliveries = 0;  // how often JetStream has delivered it to jetfan (1 the first time)
 };
 
 struct Frame {

@@ -93,6 +93,7 @@ Frame frame_from(const json& f) {
     // Version 2 fields; a version 1 MSG has neither.
     if (f.contains("published")) d.published_ns = u64(f.at("published"));
     if (f.contains("subject")) d.subject = bytes_of(f.at("subject"));
+    if (f.contains("server_deliveries")) d.server_deliveries = u64(f.at("server_deliveries"));
   } else if (type == "ERR") {
     out.kind = Frame::Kind::kErr;
     out.error = bytes_of(f.at("reason"));
@@ -153,7 +154,7 @@ std::string show(const Frame& f) {
     case Frame::Kind::kMsg: {
       const auto& d = f.delivery;
       s << "MSG " << d.id << ' ' << show(d.key) << ' ' << d.stream_seq << ' ' << d.deliveries << ' ' << show(d.headers)
-        << ' ' << show(d.payload) << ' ' << d.published_ns << ' ' << show(d.subject);
+        << ' ' << show(d.payload) << ' ' << d.published_ns << ' ' << show(d.subject) << ' ' << d.server_deliveries;
       break;
     }
     case Frame::Kind::kErr:

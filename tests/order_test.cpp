@@ -137,3 +137,25 @@ TEST_CASE("ordered: one blocked key does not block the others, nor an unordered 
   ack(*peer, fourth);
   REQUIRE(mesh.wait_settled());
 }
+
+TEST_CASE("ordered: a handler that NAKs only its first delivery gets the message again counted 2, then the next",
+          "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(ordered_and_audit("key"), kFastRetry));
+  mesh.start_handler("ordered", {"--details", "yes"});  // the test handler, on the C++ client
+  mesh.start_handler("audit");
+  const std::uint64_t first = mesh.publish("e.one", "nak1@ordered");
+  const std::uint64_t second = mesh.publish("e.one", "after");
+  REQUIRE(mesh.wait_seen("ordered", 3));
+  REQUIRE(mesh.wait_settled());
+  const auto seen = mesh.details("ordered");
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0].stream_seq == first);
+  CHECK(seen[0].deliveries == 1);
+  CHECK(seen[1].stream_seq == first);  // jetfan's own retry, before the next of its key
+  CHECK(seen[1].deliveries == 2);
+  CHECK(seen[1].server_deliveries == 1);  // the server delivered it once
+  CHECK(seen[2].stream_seq == second);
+  CHECK(seen[2].deliveries == 1);
+  CHECK(mesh.seen("ordered").size() == 3);  // acked on its second delivery: nothing more
+}

@@ -1,10 +1,12 @@
 // test_handler: a real handler process for the integration tests, on the C++ client.
 //
-//   test_handler SOCKET NAME SEEN_FILE [--default ACTION] [--only ACTION]
+//   test_handler SOCKET NAME SEEN_FILE [--default ACTION] [--only ACTION] [--details yes]
 //
 // For every message it appends "<stream-seq> <key> <deliveries> <payload>" to SEEN_FILE, then
-// answers. The payload may carry directives "<action>@<name>"; the one naming this handler wins,
-// else --default (ack); --only ACTION answers every message so, whatever it says. Actions:
+// answers. With --details, it also appends "<stream-seq> <deliveries> <server-deliveries> <headers>"
+// to SEEN_FILE.details, the header block in hex ("-" for none), byte for byte as it came. The payload may carry
+// directives "<action>@<name>"; the one naming this handler wins, else --default (ack); --only ACTION answers every
+// message so, whatever it says. Actions:
 //   ack, term, nak          answer so
 //   nak1                    nak on the first delivery, ack later ones
 //   wip<ms>, sleep<ms>      see below
@@ -26,6 +28,16 @@
 
 namespace {
 
+std::string hex(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (const unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
 std::string action_for(const std::string& payload, const std::string& name, const std::string& fallback) {
   std::istringstream words(payload);
   for (std::string word; words >> word;) {
@@ -45,9 +57,11 @@ int main(int argc, char** argv) {
   const std::string name = argv[2];
   std::string fallback = "ack";
   std::string only;
+  bool details = false;
   for (int i = 4; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--default") fallback = argv[i + 1];
     if (std::string(argv[i]) == "--only") only = argv[i + 1];
+    if (std::string(argv[i]) == "--details") details = std::string(argv[i + 1]) == "yes";
   }
   try {
     // Exits when jetfan goes, so a test that starts a new jetfan decides which handlers it gets.
@@ -55,7 +69,14 @@ int main(int argc, char** argv) {
     std::printf("ready %s\n", name.c_str());
     std::fflush(stdout);
     std::ofstream seen(argv[3], std::ios::app);
+    std::ofstream detail;
+    if (details) detail.open(std::string(argv[3]) + ".details", std::ios::app);
     while (auto message = client.next()) {
+      if (details) {
+        detail << message->stream_seq << ' ' << message->deliveries << ' ' << message->server_deliveries << ' '
+               << (message->headers.empty() ? "-" : hex(message->headers)) << '\n'
+               << std::flush;
+      }
       seen << message->stream_seq << ' ' << message->key << ' ' << message->deliveries << ' ' << message->payload
            << '\n'
            << std::flush;

@@ -251,6 +251,7 @@ std::optional<Delivery> HandlerClient::State::next() {
         Delivery delivery{
             0, std::move(wire.key), wire.stream_seq, wire.deliveries, std::move(wire.headers), std::move(wire.payload)};
         delivery.subject = std::move(wire.subject);
+        delivery.server_deliveries = wire.server_deliveries;
         if (wire.published_ns != 0) {
           delivery.published =
               std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(

@@ -37,7 +37,7 @@
 // - Protocol version. The client asks for ClientOptions::protocol_version (2 by default) and
 //   speaks what READY answers; a jetfan that speaks only version 1 refuses 2, and the client
 //   connects again at once asking for 1. Each (re)connection negotiates anew. In version 2,
-//   Delivery::published and Delivery::subject are set.
+//   Delivery::published, Delivery::subject and Delivery::server_deliveries are set.
 // - PING from jetfan is answered with PONG whenever the client reads.
 // - Confirmations made on the thread that calls next() are buffered and written together just
 //   before next() waits for input (or by flush()); confirmations made on any other thread, and
@@ -90,12 +90,16 @@ struct Delivery {
   std::uint64_t id = 0;          // this client's name for the delivery; never reused
   std::string key;               // the subject less jetfan's prefix
   std::uint64_t stream_seq = 0;  // JetStream stream sequence: the same on a redelivery
-  std::uint64_t deliveries = 0;  // 1 the first time, 2 on the first redelivery, ...
-  std::string headers;           // the NATS header block as sent ("NATS/1.0\r\n..."), or empty
+  // How often jetfan has given this message to this handler, this time included: 1 the first time,
+  // above 1 whenever it may have reached the handler before (retries inside jetfan included; after
+  // a restart of jetfan, the server's count: proto/PROTOCOL.md).
+  std::uint64_t deliveries = 0;
+  std::string headers;  // the NATS header block as JetStream sent it ("NATS/1.0\r\n..."), or empty
   std::string payload;
-  // Protocol version 2 (ready().version >= 2) only; nullopt and empty in version 1:
+  // Protocol version 2 (ready().version >= 2) only; nullopt, empty and 0 in version 1:
   std::optional<std::chrono::system_clock::time_point> published;  // when JetStream stored it
   std::string subject;                                             // the full NATS subject
+  std::uint64_t server_deliveries = 0;  // how often JetStream has delivered it to jetfan (1 the first time)
 
   // Every header as (name, value), in order; a repeated name once per value.
   std::vector<std::pair<std::string, std::string>> header_list() const;

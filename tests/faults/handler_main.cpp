@@ -4,7 +4,9 @@
 //                  [--never-confirm 1] [--batch 1] [--nak-first 1]
 //
 // Records every delivery it gets and every answer it gives (record_log.hpp), kind:
-//   1 delivered   stream_seq, id (the payload's number), aux = deliveries; flags bit 0 set when
+//   1 delivered   stream_seq, id (the payload's number), aux = the server's delivery count
+//                 (protocol version 2's server_deliveries; MSG's own count, which also counts
+//                 jetfan's retries, where the connection speaks version 1); flags bit 0 set when
 //                 the key jetfan gave differs from the key in the payload
 //   2 acked       3 nak'd    4 dropped: the connection was closed with this delivery unconfirmed
 //   5 connected   6 disconnected (jetfan went away or refused us)
@@ -16,7 +18,7 @@
 // --reconnect-every N: after every N deliveries, close the connection without confirming the
 // last one, and connect again (a handler that reconnects in a loop). --never-confirm: a stuck
 // handler, which takes every delivery and answers none. --nak-first 1: NAK each message the first
-// time it comes (delivery count 1), ACK it later. Each answer is written to the socket at
+// time it comes (the server's delivery count 1, as aux), ACK it later. Each answer is written to the socket at
 // once and recorded after that, so "acked" on record means jetfan can read the ACK; --batch 1
 // leaves answers to the client's batching (one write per burst) for the soak, where nothing is
 // killed. Whenever jetfan is away it
@@ -74,7 +76,10 @@ void serve(jetfan::HandlerClient& client, const Options& options, RecordLog& log
     record.kind = kDelivered;
     record.stream_seq = message->stream_seq;
     record.id = payload_id(message->payload, key_in_payload);
-    record.aux = static_cast<std::uint32_t>(message->deliveries);
+    // The checker reads aux as the server's count, which an ordered handler's retries do not move.
+    const std::uint64_t server_deliveries =
+        message->server_deliveries ? message->server_deliveries : message->deliveries;
+    record.aux = static_cast<std::uint32_t>(server_deliveries);
     record.flags = key_in_payload != message->key ? 1 : 0;
     record.connection = connection;
     log.append(record);
@@ -87,7 +92,7 @@ void serve(jetfan::HandlerClient& client, const Options& options, RecordLog& log
     if (options.never_confirm) continue;
     if (options.slow_us) std::this_thread::sleep_for(std::chrono::microseconds(options.slow_us));
     const bool poison = (options.poison_mod && record.id % options.poison_mod == options.poison_rem) ||
-                        (options.nak_first && message->deliveries == 1);
+                        (options.nak_first && server_deliveries == 1);
     record.kind = poison ? kNaked : kAcked;
     poison ? client.nak(message->id) : client.ack(message->id);
     if (options.batch) {

@@ -175,6 +175,22 @@ std::vector<Seen> Mesh::seen(const std::string& name, int instance) const {
   return out;
 }
 
+std::vector<SeenDetail> Mesh::details(const std::string& name, int instance) const {
+  std::vector<SeenDetail> out;
+  std::istringstream lines(read_file(dir_ + "/" + name + "-" + std::to_string(instance) + ".seen.details"));
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    SeenDetail d;
+    std::string hex;
+    words >> d.stream_seq >> d.deliveries >> d.server_deliveries >> hex;
+    for (std::size_t i = 0; hex != "-" && i + 1 < hex.size(); i += 2) {
+      d.headers.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
 bool Mesh::wait_seen(const std::string& name, std::size_t count, int instance,
                      std::chrono::milliseconds timeout) const {
   return wait_until([&] { return seen(name, instance).size() >= count; }, timeout);

@@ -47,6 +47,14 @@ struct Seen {
   std::string payload;
 };
 
+// One line a test handler started with {"--details", "yes"} wrote for a message it was given.
+struct SeenDetail {
+  std::uint64_t stream_seq = 0;
+  std::uint64_t deliveries = 0;         // its own count (MSG's <deliveries>)
+  std::uint64_t server_deliveries = 0;  // the server's (protocol version 2)
+  std::string headers;                  // the header block, byte for byte; empty when none
+};
+
 class Mesh {
  public:
   explicit Mesh(MeshOptions options = {});
@@ -85,6 +93,7 @@ class Mesh {
                          const std::vector<std::string>& runner = {}, bool wait_ready = true);
   std::string handler_log(const std::string& name, int instance = 1) const;
   std::vector<Seen> seen(const std::string& name, int instance = 1) const;
+  std::vector<SeenDetail> details(const std::string& name, int instance = 1) const;
   bool wait_seen(const std::string& name, std::size_t count, int instance = 1,
                  std::chrono::milliseconds timeout = 20s) const;
 

@@ -55,6 +55,7 @@ export interface MsgFrame {
   id: U64;
   key: string;
   seq: U64;
+  /** The deliveries of the message to this handler, this one included: 1 the first time. */
   deliveries: U64;
   headers: Buffer;
   payload: Buffer;
@@ -62,6 +63,8 @@ export interface MsgFrame {
   published: U64;
   /** Version 2: its full NATS subject; "" in version 1. */
   subject: string;
+  /** Version 2: how often JetStream has delivered it to jetfan (1 the first time); 0 in version 1. */
+  serverDeliveries: U64;
 }
 
 export interface ErrFrame {
@@ -246,7 +249,7 @@ export class FrameParser {
   #fastMsg(buf: Buffer, start: number, end: number): boolean {
     if (buf[start] !== 0x4d || buf[start + 1] !== 0x53 || buf[start + 2] !== 0x47 || buf[start + 3] !== 0x20) return false;
     const bounds = this.#bounds;
-    const expected = this.#version >= 2 ? 9 : 7;
+    const expected = this.#version >= 2 ? 10 : 7;
     let words = 1;
     let i = start + 4;
     for (;;) {
@@ -268,20 +271,23 @@ export class FrameParser {
     if (headerBytes > totalBytes || totalBytes > MAX_BODY) return false;
     let published: U64 = 0;
     let subject = "";
-    if (expected === 9) {
+    let serverDeliveries: U64 = 0;
+    if (expected === 10) {
       // A publish time in nanoseconds is past 2^53: read as the general path reads it.
       const p = parseU64(buf.toString("latin1", bounds[14]!, bounds[15]!));
       if (p === undefined) return false;
       published = p;
       subject = buf.toString("utf8", bounds[16]!, bounds[17]!);
+      serverDeliveries = smallNumber(buf, bounds[18]!, bounds[19]!);
+      if (serverDeliveries < 0) return false;
     }
     const key = buf.toString("utf8", bounds[4]!, bounds[5]!);
-    this.#msg = { type: "MSG", id, key, seq, deliveries, headers: EMPTY, payload: EMPTY, published, subject };
+    this.#msg = { type: "MSG", id, key, seq, deliveries, headers: EMPTY, payload: EMPTY, published, subject, serverDeliveries };
     this.#headerBytes = headerBytes;
     this.#bodyLeft = totalBytes + 2;
     return true;
   }
-  #bounds = new Int32Array(18); // start and end of each word of a MSG line
+  #bounds = new Int32Array(20); // start and end of each word of a MSG line
 
   #parseLine(line: string, out: Frame[]): void {
     const words = splitWords(line);
@@ -289,14 +295,15 @@ export class FrameParser {
     const verb = words[0]!.toUpperCase();
     switch (verb) {
       case "MSG": {
-        const expected = this.#version >= 2 ? 9 : 7;
+        const expected = this.#version >= 2 ? 10 : 7;
         if (words.length !== expected) {
           this.#fail(
             words.length < expected ? "missing-argument" : "too-many-arguments",
             `MSG needs ${expected - 1} arguments in protocol version ${this.#version}, got ${words.length - 1}`,
           );
         }
-        const published = expected === 9 ? parseU64(words[7]!) : 0;
+        const published = expected === 10 ? parseU64(words[7]!) : 0;
+        const serverDeliveries = expected === 10 ? parseU64(words[9]!) : 0;
         const id = parseU64(words[1]!);
         const seq = parseU64(words[3]!);
         const deliveries = parseU64(words[4]!);
@@ -308,14 +315,26 @@ export class FrameParser {
           deliveries === undefined ||
           headerBytes === undefined ||
           totalBytes === undefined ||
-          published === undefined
+          published === undefined ||
+          serverDeliveries === undefined
         ) {
           this.#fail("bad-number", `MSG: malformed number in "${shown(line)}"`);
         }
         if (headerBytes > totalBytes) this.#fail("header-exceeds-total", "MSG: header bytes exceed total bytes");
         if (totalBytes > MAX_BODY) this.#fail("body-too-large", `MSG: body larger than ${MAX_BODY} bytes`);
-        const subject = expected === 9 ? text(words[8]!) : "";
-        this.#msg = { type: "MSG", id, key: text(words[2]!), seq, deliveries, headers: EMPTY, payload: EMPTY, published, subject };
+        const subject = expected === 10 ? text(words[8]!) : "";
+        this.#msg = {
+          type: "MSG",
+          id,
+          key: text(words[2]!),
+          seq,
+          deliveries,
+          headers: EMPTY,
+          payload: EMPTY,
+          published,
+          subject,
+          serverDeliveries,
+        };
         this.#headerBytes = Number(headerBytes);
         this.#bodyLeft = Number(totalBytes) + 2;
         return;

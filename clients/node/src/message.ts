@@ -16,7 +16,11 @@ export interface Message {
   readonly key: string;
   /** Its JetStream stream sequence: compare it to recognise a redelivery. Exact up to 2^53 - 1. */
   readonly seq: number;
-  /** How often JetStream has delivered it: 1 the first time. */
+  /**
+   * How often jetfan has given it to this handler, this time included: 1 the first time, above 1
+   * whenever it may have reached the handler before (jetfan's own retries included; after a restart
+   * of jetfan, the server's count).
+   */
   readonly deliveries: number;
   /** Its NATS headers (empty when it has none). */
   readonly headers: MsgHeaders;
@@ -27,6 +31,11 @@ export interface Message {
   readonly published: Date | undefined;
   /** Its full NATS subject (the key with jetfan's prefix). Protocol version 2 only, else undefined. */
   readonly subject: string | undefined;
+  /**
+   * How often JetStream has delivered it to jetfan: 1 the first time (jetfan's own retries to an
+   * ordered handler do not count). Protocol version 2 only, else undefined.
+   */
+  readonly serverDeliveries: number | undefined;
   /** Its payload, as bytes. */
   readonly data: Buffer;
   /** The payload parsed as JSON (UTF-8). Throws SyntaxError if it is not JSON. */
@@ -64,6 +73,7 @@ export class Delivery implements Message {
   readonly data: Buffer;
   readonly published: Date | undefined;
   readonly subject: string | undefined;
+  readonly serverDeliveries: number | undefined;
   readonly #id: U64;
   readonly #rawHeaders: Buffer;
   #headers: MsgHeaders | undefined;
@@ -77,6 +87,7 @@ export class Delivery implements Message {
     this.data = frame.payload;
     this.published = frame.published === 0 ? undefined : new Date(Number(BigInt(frame.published) / 1_000_000n));
     this.subject = frame.subject === "" ? undefined : frame.subject;
+    this.serverDeliveries = frame.serverDeliveries === 0 ? undefined : Number(frame.serverDeliveries);
     this.#id = frame.id;
     this.#rawHeaders = frame.headers;
     this.#link = link;

@@ -227,16 +227,17 @@ it("against a jetfan that speaks only version 1, the client falls back to versio
   assert.equal(m.text(), "x");
   assert.equal(m.published, undefined);
   assert.equal(m.subject, undefined);
+  assert.equal(m.serverDeliveries, undefined);
   m.ack();
   await waitFor(() => second.text().includes("ACK 1"), "the ACK");
   await iterator.return();
 });
 
-it("in version 2, a message has its publish time as a Date and its subject", async (t) => {
+it("in version 2, a message has its publish time as a Date, its subject and the server's count", async (t) => {
   const jetfan = await scriptedJetfan(t);
   const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
   const peer = await jetfan.helloed(0);
-  peer.socket.write("READY 2 h 8 #\r\nMSG 1 k 1 1 0 1 1700000000123456789 events.k\r\nx\r\n");
+  peer.socket.write("READY 2 h 8 #\r\nMSG 1 k 1 1 0 1 1700000000123456789 events.k 3\r\nx\r\n");
   const handler = await connecting;
   assert.equal(handler.ready.version, 2);
   const iterator = handler[Symbol.asyncIterator]();
@@ -245,6 +246,8 @@ it("in version 2, a message has its publish time as a Date and its subject", asy
   assert.equal(m.published.toISOString(), "2023-11-14T22:13:20.123Z");
   assert.equal(m.subject, "events.k");
   assert.equal(m.key, "k");
+  assert.equal(m.deliveries, 1);
+  assert.equal(m.serverDeliveries, 3);
   m.ack();
   await iterator.return();
 });

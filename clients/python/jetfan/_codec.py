@@ -43,13 +43,15 @@ class MsgFrame(NamedTuple):  # a tuple: the cheapest to make, once per message
     id: int  # names the delivery on this connection only
     key: str
     seq: int
-    deliveries: int
-    headers: bytes  # the NATS header block as sent, or b""
+    deliveries: int  # of this message to this handler, this one included: 1 the first time
+    headers: bytes  # the NATS header block as JetStream sent it, or b""
     payload: bytes
     # Version 2 only: when JetStream stored it, in nanoseconds since 1970 UTC (0: unknown, and in
-    # version 1), and its full NATS subject ("" in version 1).
+    # version 1), its full NATS subject ("" in version 1), and how often JetStream has delivered it
+    # to jetfan (0 in version 1).
     published: int = 0
     subject: str = ""
+    server_deliveries: int = 0
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ def _number(word: bytes, limit: int = _MAX_U64) -> int:
 # MSG as jetfan writes it: upper case, single spaces, numbers of at most 20 digits.
 _CANONICAL_MSG = re.compile(rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20})").fullmatch
 _CANONICAL_MSG2 = re.compile(
-    rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) ([^ \t]+)"
+    rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) ([^ \t]+) (\d{1,20})"
 ).fullmatch
 
 
@@ -98,7 +100,7 @@ _CANONICAL_MSG2 = re.compile(
 # at most 19 digits are below 2**64, so the fast path needs no range checks; anything else (20 digits, a
 # \r inside a word, a bare \n) goes the general way, which names any error.
 _WHOLE_MSG2 = re.compile(
-    rb"MSG (\d{1,19}) ([^ \t\r\n]+) (\d{1,19}) (\d{1,19}) (\d{1,19}) (\d{1,19}) (\d{1,19}) ([^ \t\r\n]+)\r\n"
+    rb"MSG (\d{1,19}) ([^ \t\r\n]+) (\d{1,19}) (\d{1,19}) (\d{1,19}) (\d{1,19}) (\d{1,19}) ([^ \t\r\n]+) (\d{1,19})\r\n"
 ).match
 
 
@@ -113,8 +115,8 @@ class FrameParser:
         self._buf = bytearray()
         self._pos = 0
         # While a MSG body is awaited: (id, key, seq, deliveries, header_bytes, total_bytes,
-        # published, subject).
-        self._msg: Optional[tuple[int, str, int, int, int, int, int, str]] = None
+        # published, subject, server_deliveries).
+        self._msg: Optional[tuple[int, str, int, int, int, int, int, str, int]] = None
         self._error: Optional[ProtocolError] = None
         self._version = 1
 
@@ -167,7 +169,7 @@ class FrameParser:
                     m = match(data, pos)
                     if m is not None:
                         start = m.end()
-                        id_s, key_b, seq_s, deliveries_s, header_s, total_s, published_s, subject_b = m.groups()
+                        id_s, key_b, seq_s, deliveries_s, header_s, total_s, published_s, subject_b, server_s = m.groups()
                         header_bytes, total = int(header_s), int(total_s)
                         end = start + total
                         if (
@@ -191,6 +193,7 @@ class FrameParser:
                                         data[body:end],
                                         int(published_s),
                                         subject_b.decode("utf-8", "surrogateescape"),
+                                        int(server_s),
                                     ),
                                 )
                             )
@@ -212,7 +215,7 @@ class FrameParser:
         buf, pos = self._buf, self._pos
         while True:
             if self._msg is not None:
-                id_, key, seq, deliveries, header_bytes, total, published, subject = self._msg
+                id_, key, seq, deliveries, header_bytes, total, published, subject, server = self._msg
                 end = pos + total
                 if len(buf) < end + 2:
                     return None
@@ -222,7 +225,7 @@ class FrameParser:
                 payload = bytes(buf[pos + header_bytes : end])
                 self._pos = end + 2
                 self._msg = None
-                return MsgFrame(id_, key, seq, deliveries, headers, payload, published, subject)
+                return MsgFrame(id_, key, seq, deliveries, headers, payload, published, subject, server)
             newline = buf.find(b"\n", pos, pos + MAX_DELIVERY_LINE)
             if newline < 0:
                 if len(buf) - pos >= MAX_DELIVERY_LINE:
@@ -236,12 +239,15 @@ class FrameParser:
                 groups = fast.groups()
                 id_s, key_b, seq_s, deliveries_s, header_s, total_s = groups[:6]
                 id_, seq, deliveries, header_bytes, total = int(id_s), int(seq_s), int(deliveries_s), int(header_s), int(total_s)
-                published, subject = (int(groups[6]), groups[7].decode("utf-8", "surrogateescape")) if v2 else (0, "")
+                published, subject, server = (
+                    (int(groups[6]), groups[7].decode("utf-8", "surrogateescape"), int(groups[8])) if v2 else (0, "", 0)
+                )
                 if (
                     id_ > _MAX_U64
                     or seq > _MAX_U64
                     or deliveries > _MAX_U64
                     or published > _MAX_U64
+                    or server > _MAX_U64
                     or header_bytes > total
                     or total > MAX_BODY
                 ):
@@ -254,8 +260,8 @@ class FrameParser:
                         self._pos = end + 2
                         headers = bytes(buf[pos : pos + header_bytes]) if header_bytes else b""
                         payload = bytes(buf[pos + header_bytes : end])
-                        return MsgFrame(id_, key, seq, deliveries, headers, payload, published, subject)
-                    self._msg = (id_, key, seq, deliveries, header_bytes, total, published, subject)
+                        return MsgFrame(id_, key, seq, deliveries, headers, payload, published, subject, server)
+                    self._msg = (id_, key, seq, deliveries, header_bytes, total, published, subject, server)
                     continue
             line = bytes(buf[pos:line_end])
             pos = self._pos = newline + 1
@@ -273,7 +279,7 @@ class FrameParser:
             raise ProtocolError("empty-line", "empty line")
         verb = words[0].upper()
         if verb == b"MSG":
-            expected = 9 if self._version >= 2 else 7
+            expected = 10 if self._version >= 2 else 7
             if len(words) != expected:
                 code = "missing-argument" if len(words) < expected else "too-many-arguments"
                 raise ProtocolError(
@@ -282,12 +288,14 @@ class FrameParser:
                 )
             id_, seq, deliveries = _number(words[1]), _number(words[3]), _number(words[4])
             header_bytes, total = _number(words[5]), _number(words[6])
-            published, subject = (_number(words[7]), _text(words[8])) if expected == 9 else (0, "")
+            published, subject, server = (
+                (_number(words[7]), _text(words[8]), _number(words[9])) if expected == 10 else (0, "", 0)
+            )
             if header_bytes > total:
                 raise ProtocolError("header-exceeds-total", "MSG: header bytes exceed total bytes")
             if total > MAX_BODY:
                 raise ProtocolError("body-too-large", f"MSG: body larger than {MAX_BODY} bytes")
-            self._msg = (id_, _text(words[2]), seq, deliveries, header_bytes, total, published, subject)
+            self._msg = (id_, _text(words[2]), seq, deliveries, header_bytes, total, published, subject, server)
             return None
         if verb == b"READY":
             if len(words) < 5:

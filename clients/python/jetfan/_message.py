@@ -41,13 +41,28 @@ class Message:
     it has closed). jetfan counts a stale message as failed and redelivers it, so the client never
     writes its confirmation to a newer connection."""
 
-    __slots__ = ("key", "seq", "deliveries", "data", "_id", "_raw_headers", "_headers", "_link", "_published", "_subject")
+    __slots__ = (
+        "key",
+        "seq",
+        "deliveries",
+        "data",
+        "_id",
+        "_raw_headers",
+        "_headers",
+        "_link",
+        "_published",
+        "_subject",
+        "_server_deliveries",
+    )
 
     def __init__(self, frame: MsgFrame, link: Link) -> None:
-        id_, key, seq, deliveries, headers, payload, published, subject = frame  # unpacked at once: the fastest way
+        id_, key, seq, deliveries, headers, payload, published, subject, server = frame  # at once: the fastest way
         self.key: str = key  # the subject less jetfan's configured prefix
         self.seq: int = seq  # JetStream stream sequence: the same on a redelivery
-        self.deliveries: int = deliveries  # 1 the first time
+        # How often jetfan has given this message to this handler, this time included: 1 the first
+        # time, above 1 whenever it may have reached it before (jetfan's own retries included; after a
+        # restart of jetfan, the server's count).
+        self.deliveries: int = deliveries
         self.data: bytes = payload
         self._id = id_
         self._raw_headers = headers
@@ -55,6 +70,7 @@ class Message:
         self._link = link
         self._published = published
         self._subject = subject
+        self._server_deliveries = server
 
     @property
     def published(self) -> Optional[datetime]:
@@ -74,6 +90,12 @@ class Message:
         """The message's full NATS subject (the key with jetfan's prefix). Protocol version 2 only,
         else None."""
         return self._subject or None
+
+    @property
+    def server_deliveries(self) -> Optional[int]:
+        """How often JetStream has delivered the message to jetfan (1 the first time; jetfan's own
+        retries of it to an ordered handler do not count). Protocol version 2 only, else None."""
+        return self._server_deliveries or None
 
     @property
     def headers(self) -> Headers:

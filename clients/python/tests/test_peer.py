@@ -87,8 +87,8 @@ def msg(id_: int, payload: str) -> bytes:
     return f"MSG {id_} a.b {id_} 1 0 {len(payload)}\r\n{payload}\r\n".encode()
 
 
-def msg2(id_: int, payload: str, published: int, subject: str) -> bytes:
-    return f"MSG {id_} a.b {id_} 1 0 {len(payload)} {published} {subject}\r\n{payload}\r\n".encode()
+def msg2(id_: int, payload: str, published: int, subject: str, server_deliveries: int = 1) -> bytes:
+    return f"MSG {id_} a.b {id_} 1 0 {len(payload)} {published} {subject} {server_deliveries}\r\n{payload}\r\n".encode()
 
 
 FOUR_AND_A_PING = msg(1, "a") + msg(2, "b") + msg(3, "c") + msg(4, "d") + b"PING\r\n"
@@ -114,6 +114,7 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(m.data, b"old")
         self.assertIsNone(m.published)
         self.assertIsNone(m.subject)
+        self.assertIsNone(m.server_deliveries)
         m.ack()
         self.assertEqual(await asyncio.to_thread(self.peer.line), "ACK 1")
         await h.close()
@@ -123,12 +124,14 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
         h = await jetfan.connect(path=self.peer.path, handler="builder")
         await greeter
         self.assertEqual(h.ready.version, 2)
-        self.peer.send(msg2(1, "new", 1_700_000_000_123_456_789, "events.a.b"))
+        self.peer.send(msg2(1, "new", 1_700_000_000_123_456_789, "events.a.b", 3))
         m = await h.__anext__()
         self.assertEqual(m.published, datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=timezone.utc))
         self.assertEqual(m.published_ns, 1_700_000_000_123_456_789)
         self.assertEqual(m.subject, "events.a.b")
         self.assertEqual(m.key, "a.b")
+        self.assertEqual(m.deliveries, 1)
+        self.assertEqual(m.server_deliveries, 3)
         m.ack()
         await h.close()
 

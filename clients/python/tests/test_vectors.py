@@ -34,10 +34,11 @@ def expected_frame(f: dict[str, Any]) -> Any:
     if kind == "READY":
         return Ready(f["version"], text(f["handler"]), f["max_unconfirmed"], [text(p) for p in f["patterns"]])
     if kind == "MSG":
-        # published and subject are version 2's; a version 1 MSG has neither.
+        # published, subject and server_deliveries are version 2's; a version 1 MSG has none.
         return MsgFrame(int(f["id"]), text(f["key"]), int(f["seq"]), int(f["deliveries"]),
                         byte_string(f["headers"]), byte_string(f["payload"]),
-                        int(f.get("published", "0")), text(f["subject"]) if "subject" in f else "")
+                        int(f.get("published", "0")), text(f["subject"]) if "subject" in f else "",
+                        int(f.get("server_deliveries", "0")))
     if kind == "ERR":
         return Err(text(f["reason"]))
     return Ping() if kind == "PING" else Pong()
@@ -103,13 +104,13 @@ class FramesInOnePass(unittest.TestCase):
 
     def test_frames_gives_what_next_gives(self) -> None:
         body = b"payload \r\n inside"
-        msgs = [b"MSG %d a.k%d %d 1 0 %d 1764700000000000000 evt.a.k%d\r\n%s\r\n" % (i, i, i, len(body), i, body)
+        msgs = [b"MSG %d a.k%d %d 1 0 %d 1764700000000000000 evt.a.k%d 1\r\n%s\r\n" % (i, i, i, len(body), i, body)
                 for i in range(1, 41)]
         odd = [
-            b"MSG 41 a.b 18446744073709551615 2 0 1 1 evt.a.b\r\nx\r\n",  # 20 digits: the general way
-            b"MSG 42 a\rb 7 1 0 1 1 evt.a\rb\r\nx\r\n",  # a \r inside the key is a byte
-            b"MSG 43 a.b 8 1 0 1 1 evt.a.b\nx\r\n",  # a bare \n ends the line too
-            b"MSG 44 a.b 9 1 3 5 1 evt.a.b\r\nh: vx\r\n",  # headers
+            b"MSG 41 a.b 18446744073709551615 2 0 1 1 evt.a.b 1\r\nx\r\n",  # 20 digits: the general way
+            b"MSG 42 a\rb 7 1 0 1 1 evt.a\rb 1\r\nx\r\n",  # a \r inside the key is a byte
+            b"MSG 43 a.b 8 1 0 1 1 evt.a.b 1\nx\r\n",  # a bare \n ends the line too
+            b"MSG 44 a.b 9 1 3 5 1 evt.a.b 1\r\nh: vx\r\n",  # headers
         ]
         stream = b"READY 2 h 1000 #\r\n" + b"".join(msgs[:20] + odd + msgs[20:])
         want = parse([stream])
@@ -121,9 +122,9 @@ class FramesInOnePass(unittest.TestCase):
             self.assertEqual(parse(cuts, batch), want, f"in 97-byte reads, frames({batch})")
 
     def test_an_error_comes_after_the_frames_before_it(self) -> None:
-        good = b"MSG 1 a 1 1 0 1 1 evt.a\r\nx\r\n"
-        for bad, code in ((b"MSG 2 a 2 1 0 1 1 evt.a\r\nxy\r\n", "bad-body-end"),
-                          (b"MSG 2 a 2 1 5 1 1 evt.a\r\nx\r\n", "header-exceeds-total"),
+        good = b"MSG 1 a 1 1 0 1 1 evt.a 1\r\nx\r\n"
+        for bad, code in ((b"MSG 2 a 2 1 0 1 1 evt.a 1\r\nxy\r\n", "bad-body-end"),
+                          (b"MSG 2 a 2 1 5 1 1 evt.a 1\r\nx\r\n", "header-exceeds-total"),
                           (b"NOPE\r\n", "unknown-verb")):
             with self.subTest(code):
                 parser = FrameParser()
