@@ -63,7 +63,14 @@ std::string DispatchChecker::answered(ConnectionId connection, DeliveryId delive
 
 void DispatchChecker::began_drain(TimePoint now, Duration handback_delay) {
   draining_ = true;
+  drain_began_ = true;
   handback_until_ = now + handback_delay;
+}
+
+void DispatchChecker::stood_by(TimePoint now, bool standing) {
+  if (drain_began_) return;
+  draining_ = standing;
+  if (standing) handback_until_ = now;
 }
 
 std::string DispatchChecker::dead_letter_answered(std::uint64_t publish, bool stored, bool core_knew) {

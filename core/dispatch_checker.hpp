@@ -46,6 +46,8 @@ class DispatchChecker {
   // A handler's answer on `connection`, and what the core returned for it.
   std::string answered(ConnectionId connection, DeliveryId delivery, Answer answer, bool core_knew);
   void began_drain(TimePoint now, Duration handback_delay);
+  // The core stood by (R46: held to R44 and R45, with no delay) or resumed.
+  void stood_by(TimePoint now, bool standing);
   void abandoned_all();
   // The answer to a kDeadLetter effect's publish, and what the core returned for it.
   std::string dead_letter_answered(std::uint64_t publish, bool stored, bool core_knew);
@@ -83,7 +85,8 @@ class DispatchChecker {
   std::string settle(std::uint64_t seq);
 
   CoreSettings settings_;
-  bool draining_ = false;
+  bool draining_ = false;     // draining, or standing by
+  bool drain_began_ = false;  // draining for good
   TimePoint handback_until_{};
   std::map<std::uint64_t, Sequence> sequences_;
   std::unordered_map<MessageHandle, std::uint64_t> sequence_of_;

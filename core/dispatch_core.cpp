@@ -166,8 +166,8 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
     return;
   }
 
-  if (draining_) {
-    // Shutting down: hand it straight back, for the next reader.
+  if (stepping_aside()) {
+    // Shutting down, or standing by: hand it straight back, for the reader that serves.
     if (to_server()) emit(Effect::Kind::kNak, arrival.message, handback_delay(now));
     ++counters_.nakked;
     emit(Effect::Kind::kRelease, arrival.message);
@@ -218,7 +218,7 @@ void DispatchCore::arrive_copy_of_settled(const Arrival& arrival, SettledRecord:
 }
 
 void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
-  if (draining_ || handlers_[handler_index].limits.paused) return;
+  if (stepping_aside() || handlers_[handler_index].limits.paused) return;
   Handler& handler = handlers_[handler_index];
   const HandlerMask bit = HandlerMask{1} << handler_index;
   while (!handler.queue.empty()) {
@@ -407,8 +407,10 @@ void DispatchCore::maybe_finish(std::uint64_t seq, TimePoint now) {
   }
   // Recipients waiting for room on a connected instance get the message soon: wait for them. One
   // waiting for an instance at all may wait for ever, so a failure elsewhere does not wait for it.
-  if (message.queued != 0 && !draining_ && (message.failed == 0 || !waits_for_an_instance(message.queued))) return;
-  if (!draining_ && order_holds(seq, message, now)) return;
+  if (message.queued != 0 && !stepping_aside() && (message.failed == 0 || !waits_for_an_instance(message.queued))) {
+    return;
+  }
+  if (!stepping_aside() && order_holds(seq, message, now)) return;
   if ((message.failed | message.queued | message.gated) != 0) {
     hand_back(seq, message, now);
     return;
@@ -433,7 +435,7 @@ bool DispatchCore::waits_for_an_instance(HandlerMask queued) const {
 
 void DispatchCore::hand_back(std::uint64_t seq, Message& message, TimePoint now) {
   const MessageHandle handle = message.handle;
-  const Duration delay = draining_ ? handback_delay(now) : message.nak_delay;
+  const Duration delay = stepping_aside() ? handback_delay(now) : message.nak_delay;
   if (to_server()) emit(Effect::Kind::kNak, handle, delay);
   ++counters_.nakked;
   remember(seq, message);
@@ -604,6 +606,27 @@ void DispatchCore::begin_drain(TimePoint now, Duration handback_delay) {
   // In stream order, so that the next reader is likeliest to get the messages of a key oldest first.
   std::sort(idle.begin(), idle.end());
   for (const std::uint64_t seq : idle) maybe_finish(seq, now);
+}
+
+void DispatchCore::stand_by(TimePoint now) {
+  if (standing_by_ || draining_) return;
+  standing_by_ = true;
+  // Another reader holds the pin and gets what is handed back: no delay keeps it from it.
+  handback_until_ = now;
+  std::vector<std::uint64_t> idle;
+  for (const auto& [seq, message] : messages_) {
+    if (message.in_flight == 0) idle.push_back(seq);
+  }
+  std::sort(idle.begin(), idle.end());  // as in begin_drain
+  for (const std::uint64_t seq : idle) maybe_finish(seq, now);
+}
+
+void DispatchCore::resume(TimePoint now) {
+  if (!standing_by_) return;
+  standing_by_ = false;
+  // Another reader had the deliveries meanwhile: the next arrival's number is taken as it is.
+  gap_.new_consumer();
+  for (std::size_t h = 0; h < handlers_.size(); ++h) dispatch(h, now);
 }
 
 void DispatchCore::abandon_all(TimePoint now) {

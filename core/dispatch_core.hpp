@@ -282,6 +282,14 @@ class DispatchCore {
   // Entries in the deadline queue, stale ones included: at most about twice in_flight() (or 1,024).
   std::size_t deadlines_queued() const { return deadlines_.size(); }
   bool draining() const { return draining_; }
+  // A pinned_client reader that lost its pin (core/PinTracker): like a drain that ends. Everything
+  // held and not in flight is handed back at once (to the reader now pinned), nothing new is
+  // delivered, failures go back to the server (order is the pinned reader's to keep), deliveries in
+  // flight may still be confirmed. resume() ends it; the next arrival's delivery number starts a
+  // new count (another reader had the deliveries between).
+  void stand_by(TimePoint now);
+  void resume(TimePoint now);
+  bool standing_by() const { return standing_by_; }
   bool is_in_flight(ConnectionId connection, DeliveryId delivery) const;
   const CoreCounters& counters() const { return counters_; }
   const RetryBudget& budget() const { return budget_; }
@@ -437,6 +445,8 @@ class DispatchCore {
   AckFloor floor_{&pool_};
   std::optional<TimePoint> next_keepalive_;
   bool draining_ = false;
+  bool standing_by_ = false;
+  bool stepping_aside() const { return draining_ || standing_by_; }
   TimePoint handback_until_{};  // draining: hand-backs are redelivered no earlier than this
   DeliveryId next_delivery_ = 1;
   CoreCounters counters_;

@@ -102,7 +102,7 @@ bool DispatchCore::order_holds(std::uint64_t seq, Message& message, TimePoint no
 
 void DispatchCore::order_handed_back(std::uint64_t seq, const Message& message, Duration delay, bool last_delivery,
                                      TimePoint now) {
-  if (draining_ || (message.ordered & ~message.settled) == 0) return;
+  if (stepping_aside() || (message.ordered & ~message.settled) == 0) return;
   if (!last_delivery && to_server()) {
     away_.away(seq, delay, now);
     return;

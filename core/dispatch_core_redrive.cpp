@@ -11,7 +11,7 @@
 namespace jetfan {
 
 bool DispatchCore::redrive(const Redrive& redrive, TimePoint now) {
-  if (draining_ || redrive.handler >= handlers_.size() || !RedriveTable::valid_id(redrive.id)) return false;
+  if (stepping_aside() || redrive.handler >= handlers_.size() || !RedriveTable::valid_id(redrive.id)) return false;
   const std::uint64_t key = RedriveTable::key_of(redrive.id);
   if (messages_.count(key) != 0) return false;
   const HandlerMask bit = HandlerMask{1} << redrive.handler;
@@ -39,7 +39,7 @@ void DispatchCore::finish_redrive(std::uint64_t key, Message& message, TimePoint
   // them away) would lose it, so that, a removed handler and a drain keep the old dead letter.
   const bool settled =
       message.recipients != 0 && (message.settled & message.recipients) == message.recipients && message.termed == 0;
-  const bool over = settled || message.recipients == 0 || message.termed != 0 || draining_;
+  const bool over = settled || message.recipients == 0 || message.termed != 0 || stepping_aside();
   if (!over) {
     const HandlerMask fresh = message.failed & ~message.retrying;
     if (fresh == 0) return;  // queued, gated, or waiting for its retry

@@ -85,7 +85,8 @@ PullLedger::StatusOutcome PullLedger::on_status(std::uint64_t id, std::string_vi
   if (code == "409" && description.find("Consumer Deleted") != std::string_view::npos) {
     return StatusOutcome::kConsumerDeleted;
   }
-  return code == "404" || code == "408" ? StatusOutcome::kFinished : StatusOutcome::kUnexpected;
+  // 423: a pinned_client group's pin is another's (core/PinTracker acts on it): the request is over.
+  return code == "404" || code == "408" || code == "423" ? StatusOutcome::kFinished : StatusOutcome::kUnexpected;
 }
 
 void PullLedger::drop_all(TimePoint now) {

@@ -56,13 +56,17 @@ struct PullSettings {
 };
 
 // One request to send: {"batch":batch,"max_bytes":max_bytes,"expires":expires,
-// "idle_heartbeat":idle_heartbeat} (no max_bytes when 0) with the reply subject <inbox>.<id>.
+// "idle_heartbeat":idle_heartbeat,"group":group,"id":pin_id} (no max_bytes, idle_heartbeat, group or
+// id when 0 or empty) with the reply subject <inbox>.<id>. group and pin_id are a pinned_client
+// group's (core/PinTracker): views valid until the request is sent.
 struct PullRequest {
   std::uint64_t id = 0;
   std::size_t batch = 0;
   std::uint64_t max_bytes = 0;
   Duration expires{0};
   Duration idle_heartbeat{0};
+  std::string_view group;
+  std::string_view pin_id;
 };
 
 class PullLedger {
@@ -83,7 +87,7 @@ class PullLedger {
 
   enum class StatusOutcome {
     kAlive,            // 100: an idle heartbeat
-    kFinished,         // 404, 408, 409 Batch Completed or Message Size Exceeds MaxBytes: nothing is wrong
+    kFinished,         // 404, 408, 409 Batch Completed or Message Size Exceeds MaxBytes, 423 (the pin moved)
     kUnexpected,       // anything else (409 and its variants): the request is over; worth a warning
     kConsumerDeleted,  // 409 Consumer Deleted: the request is over, and so is the consumer it read
   };

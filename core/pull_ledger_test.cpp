@@ -79,8 +79,8 @@ TEST_CASE("pull ledger: each status reply retires exactly its own request", "[un
     const char* code;
     Outcome outcome;
   };
-  for (const Case c :
-       {Case{"404", Outcome::kFinished}, Case{"408", Outcome::kFinished}, Case{"409", Outcome::kUnexpected}}) {
+  for (const Case c : {Case{"404", Outcome::kFinished}, Case{"408", Outcome::kFinished},
+                       Case{"423", Outcome::kFinished}, Case{"409", Outcome::kUnexpected}}) {
     INFO(c.code);
     PullLedger ledger(settings(10, 100));
     top_up(ledger, 0);  // 1

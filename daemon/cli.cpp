@@ -136,6 +136,12 @@ class JetfanCommandLine : public CommandLine {
         ->type_name("N");
     add_control_flags(unreadable);
 
+    auto& step_down = add_command("step-down",
+                                  "give up the pin of the consumer's pinned_client group, so that a standby jetfan "
+                                  "takes over; this one stands by; exit 1 without such a group",
+                                  [this] { return control_command("step-down"); });
+    add_control_flags(step_down);
+
     auto& exec = add_command("exec", "run CMD once per message, as a handler (jetfan exec --help says more)",
                              // run_cli hands exec's words to run_exec before parsing: exec has its own help.
                              [] { return kExitSoftware; });
@@ -258,6 +264,7 @@ class JetfanCommandLine : public CommandLine {
     if (command == "status") return control_status(path, values_.json);
     if (command == "reload") return control_reload(path);
     if (command == "pause" || command == "resume") return control_pause(path, values_.handler, command == "pause");
+    if (command == "step-down") return control_step_down(path);
     if (command == "unreadable") {
       std::uint64_t seq = 0;
       const std::string& text = values_.stream_seq;

@@ -154,6 +154,13 @@ int control_unreadable(const std::string& path, std::uint64_t seq) {
   return last.rfind("OK", 0) == 0 ? kExitOk : 1;
 }
 
+int control_step_down(const std::string& path) {
+  std::string last;
+  const int status = control_command(path, "STEPDOWN", last);
+  if (status != kExitOk) return status;
+  return last.rfind("OK", 0) == 0 ? kExitOk : 1;
+}
+
 int control_pause(const std::string& path, const std::string& handler, bool pause) {
   std::string first;
   const int status = run(path, std::string(pause ? "PAUSE " : "RESUME ") + handler, first);

@@ -17,6 +17,8 @@ int control_reload(const std::string& path);
 int control_tail(const std::string& path, const std::string& pattern);
 // jetfan pause / resume --handler NAME: prints the answer; 0 if done, 64 if no such handler.
 int control_pause(const std::string& path, const std::string& handler, bool pause);
+// jetfan step-down (STEPDOWN): prints the answer; 0 if done, 1 when jetfan has no pin to give up.
+int control_step_down(const std::string& path);
 // jetfan unreadable [--seq N] (UNREADABLE [SEQ]): prints the answer; 0 listed or done, 1 when jetfan
 // answered ERR (nothing done), 69 unreachable.
 int control_unreadable(const std::string& path, std::uint64_t seq);

@@ -175,6 +175,8 @@ void ControlPlane::on_control_command(const std::shared_ptr<ControlSession>& ses
     pause(session, std::string(rest), verb == "PAUSE");
   } else if (verb == "DLQ" || verb == "REDRIVE") {
     dead_letters(session, rest, verb == "REDRIVE");
+  } else if (verb == "STEPDOWN" && rest.empty()) {
+    step_down(session);
   } else if (verb == "UNREADABLE") {
     unreadable(session, rest);
   } else if (verb == "RELOAD" && rest.empty()) {
@@ -186,7 +188,7 @@ void ControlPlane::on_control_command(const std::shared_ptr<ControlSession>& ses
   } else {
     session->reply_and_close("ERR unknown command \"" + std::string(line.substr(0, 64)) +
                              "\"; send one of STATUS, STATUS JSON, METRICS, TAIL [PATTERN], RELOAD, PAUSE HANDLER, "
-                             "RESUME HANDLER, DLQ HANDLER, REDRIVE HANDLER ..., UNREADABLE [SEQ]\n");
+                             "RESUME HANDLER, DLQ HANDLER, REDRIVE HANDLER ..., UNREADABLE [SEQ], STEPDOWN\n");
   }
 }
 
@@ -228,6 +230,21 @@ void ControlPlane::unreadable(const std::shared_ptr<ControlSession>& session, st
   const auto refused = dispatcher_->examine_unreadable(
       seq, [session](bool, const std::string& line) { session->reply_and_close(line + "\n"); });
   if (refused) session->reply_and_close("ERR " + *refused + "\n");
+}
+
+void ControlPlane::step_down(const std::shared_ptr<ControlSession>& session) {
+  if (!dispatcher_) {
+    session->reply_and_close("ERR not serving yet\n");
+    return;
+  }
+  const auto done = dispatcher_->step_down();
+  if (!done) {
+    session->reply_and_close("ERR consumer \"" + config_.consumer.durable +
+                             "\" has no pinned_client priority group: there is no pin to give up\n");
+    return;
+  }
+  log_info("pin.step_down", {{"consumer", config_.consumer.durable}}, "control: step-down: {}", *done);
+  session->reply_and_close("OK " + *done + "\n");
 }
 
 void ControlPlane::tail(const std::shared_ptr<ControlSession>& session, std::string pattern) {

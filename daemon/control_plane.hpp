@@ -79,6 +79,7 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
   void finish_status(std::uint64_t id, std::optional<ServerConsumerView> view, std::string error);
 
   void tail(const std::shared_ptr<ControlSession>& session, std::string pattern);
+  void step_down(const std::shared_ptr<ControlSession>& session);
   void pause(const std::shared_ptr<ControlSession>& session, const std::string& handler, bool paused);
   // DLQ and REDRIVE (control_plane_dead_letters.cpp).
   void dead_letters(const std::shared_ptr<ControlSession>& session, std::string_view rest, bool redrive);

@@ -65,13 +65,19 @@ int Daemon::run() {
            facts.ack_wait ? "" : " (assumed)", facts.max_deliver, facts.max_ack_pending, facts.filter,
            facts.num_pending);
   const std::size_t max_held = s.pull.max_held;
+  const bool pinned = s.pin.has_value();
+  const AckPolicy ack_policy = s.core.ack_policy;
+  const Duration ack_wait = s.ack_wait;
 
   listener_ = std::make_unique<HandlerListener>(io_, config_.socket);
   reader_.subscribe();
+  DispatcherHooks hooks{[this] { listener_->stop(); }, [this] { io_.stop(); },
+                        [this, ack_policy, max_held, ack_wait] { take_over(ack_policy, max_held, ack_wait); }};
   dispatcher_ = std::make_unique<Dispatcher>(config_, std::move(*derived.settings), reader_, time_, notifier_, arena_,
-                                             DispatcherHooks{[this] { listener_->stop(); }, [this] { io_.stop(); }});
+                                             std::move(hooks));
   if (facts.from_server) dispatcher_->bound(facts);
-  expect_outstanding(facts, s.core.ack_policy, max_held, s.ack_wait);
+  // A pinned_client reader stands by first: what is outstanding is read when the pin comes to it.
+  if (!pinned) expect_outstanding(facts, ack_policy, max_held, ack_wait);
   dispatcher_->start();
   listener_->start([this](HandlerListener::Socket socket) { dispatcher_->accept(std::move(socket)); });
   control_->attach(*dispatcher_, JetStreamReader::client_version());
@@ -122,6 +128,18 @@ void Daemon::expect_outstanding(const ConsumerFacts& facts, AckPolicy ack_policy
              facts.ack_floor + 1, facts.delivered, took.count());
   }
   dispatcher_->expect_outstanding(facts, read);
+}
+
+void Daemon::take_over(AckPolicy ack_policy, std::size_t max_held, Duration ack_wait) {
+  if (auto facts = JetStreamAdmin(config_, reader_).read_facts()) {
+    expect_outstanding(*facts, ack_policy, max_held, ack_wait);
+  } else {
+    // Nothing says what the former owner left: every ordered delivery waits for it (R26-R31).
+    ConsumerFacts unknown;
+    unknown.ack_pending = 1;
+    unknown.delivered = 1;
+    dispatcher_->expect_outstanding(unknown, std::nullopt);
+  }
 }
 
 void Daemon::wait_for_signal() {

@@ -38,6 +38,10 @@ class Daemon {
   // the ordered handlers to wait for (at most max_held messages, read within half an AckWait;
   // beyond, they all wait).
   void expect_outstanding(const ConsumerFacts& facts, AckPolicy ack_policy, std::size_t max_held, Duration ack_wait);
+  // The pin of a pinned_client group came to jetfan: the consumer's info read again, and what the
+  // former owner left unacked expected as after a restart. Blocks the io thread for the answers
+  // (at most about 5 s and half an AckWait), while jetfan delivers nothing anyway.
+  void take_over(AckPolicy ack_policy, std::size_t max_held, Duration ack_wait);
   // SIGHUP and the control socket's RELOAD.
   ReloadResult reload();
 

@@ -54,6 +54,7 @@ Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& u
       arena_(arena),
       warnings_(kWarningBurst, kWarningWindow),
       full_(config, settings_.pull, warnings_) {
+  if (settings_.pin) pinned_.emplace(config_, *settings_.pin, upstream_, static_cast<PinHost&>(*this));
   // Out of descriptors, jetfan could not even reconnect to NATS: connections stop short of it.
   const std::size_t budget =
       connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
@@ -85,6 +86,8 @@ void Dispatcher::start() {
   JETFAN_ON_IO_THREAD(thread_);
   time_.on_fired([this](Alarm alarm) { on_alarm(alarm); });
   upstream_.listen(this);
+  // A pinned_client reader serves only once the server pins it: until then it stands by.
+  if (pinned_) stand_by(time_.now());
   top_up_pulls();
   housekeeping();
 }
@@ -153,6 +156,10 @@ void Dispatcher::on_batch_end() {
 
 void Dispatcher::on_pull_status(const PullStatus& status) {
   const TimePoint now = batch_now();
+  if (pinned_) {
+    pinned_->on_status(status, now);
+    if (PinnedReader::owns_pull(status.pull)) return;  // a keep-alive's: no credit of the ledger's
+  }
   // An answer to a request sent after a gap's hold began proves what AckWait expired was sent first.
   if (const auto sent = ledger_.sent_at(status.pull)) core_.heard(*sent, now);
   const auto outcome = ledger_.on_status(status.pull, status.code, status.description, now);
@@ -182,6 +189,8 @@ void Dispatcher::on_message(InboundMessage&& message) {
   } else {
     reader_health_.excuse();  // a delivery of unknown number: the count cannot be judged
   }
+  // A pinned_client group: the first delivery after the server pins jetfan carries the pin id.
+  if (pinned_) pinned_->on_message(proto::find_header(message.bytes->headers(), "Nats-Pin-Id").value_or(""), now);
   if (message.published_ns != 0) {
     status_.arrived_aged(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(message.published_ns)));
   }
@@ -317,11 +326,40 @@ void Dispatcher::probe(TimePoint now) {
 
 void Dispatcher::top_up_pulls() {
   if (!ledger_.wants_more(core_.held_for_room())) return;
+  const TimePoint now = time_.now();
+  if (pinned_ && !pinned_->may_pull(now)) return;
   requests_.clear();
-  ledger_.top_up(core_.held_for_room(), arena_.bytes, time_.now(), requests_);
-  for (const auto& request : requests_) {
+  ledger_.top_up(core_.held_for_room(), arena_.bytes, now, requests_);
+  for (auto& request : requests_) {
+    if (pinned_) pinned_->decorate(request, now);
     if (!upstream_.send_pull(request)) ledger_.cancel(request.id);
   }
+}
+
+void Dispatcher::take_over(TimePoint now) {
+  // What the former owner left unacked comes to jetfan after AckWait: order waits for it (R26-R31).
+  if (hooks_.take_over) {
+    hooks_.take_over();
+  } else {
+    expect_outstanding(ConsumerFacts{}, std::nullopt);
+  }
+  core_.resume(now);
+  if (tap_) tap_->stood_by(now, false);
+  apply_effects();
+}
+
+void Dispatcher::stand_by(TimePoint now) {
+  core_.stand_by(now);
+  if (tap_) tap_->stood_by(now, true);
+  apply_effects();
+}
+
+std::optional<std::string> Dispatcher::step_down() {
+  JETFAN_ON_IO_THREAD(thread_);
+  if (!pinned_) return std::nullopt;
+  std::string done = pinned_->step_down(time_.now());
+  after_input();
+  return done;
 }
 
 void Dispatcher::apply_effects() {
@@ -482,6 +520,7 @@ void Dispatcher::housekeeping() {
   }
   if (state_ == State::kServing) {
     watch_.tick(now);
+    if (pinned_) pinned_->tick(now);
     full_.warn_blocked_keys(core_, now);
     full_.act(core_, ledger_.full(core_.held_for_room(), arena_.bytes), arena_.bytes, now);
     apply_effects();
@@ -507,6 +546,10 @@ void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
 
 void Dispatcher::on_api_reply(std::uint64_t id, const ApiReply& reply) {
   JETFAN_ON_IO_THREAD(thread_);
+  if (pinned_ && PinnedReader::owns_request(id)) {
+    pinned_->on_api_reply(reply);
+    return;
+  }
   if (ConsumerWatch::owns(id)) {
     const TimePoint now = batch_now();
     const auto heard = watch_.on_reply(id, reply, now);
@@ -810,6 +853,7 @@ void Dispatcher::fill_status(StatusSnapshot& snapshot, const RateWindow& rates, 
                                             : "stopped",
                rates, now, now_unix_ms);
   watch_.fill(snapshot, time_.now());  // the watch keeps the dispatcher's time
+  if (pinned_) pinned_->fill(snapshot);
   reader_health_.fill(snapshot, time_.now());
   unreadable_.fill(snapshot);
 }

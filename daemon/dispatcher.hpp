@@ -13,6 +13,7 @@
 //   DispatchStatus (dispatch_status.hpp) the status snapshot
 //   ConsumerWatch (consumer_watch.hpp)  the server's view of the consumer, polled and on demand
 //   ReaderHealth (reader_health.hpp)    consuming as the only reader? (connection, other readers)
+//   PinnedReader (pinned_reader.hpp)    a pinned_client group: the pin, keep-alives, step-down
 //   UnreadableMessages (unreadable_messages.hpp) a message whose subject breaks the connection
 // It exists only once the consumer is bound: everything it owns is whole from construction.
 //
@@ -62,6 +63,7 @@
 #include "logging.hpp"
 #include "message_bytes.hpp"
 #include "node_pool.hpp"
+#include "pinned_reader.hpp"
 #include "pull_ledger.hpp"
 #include "rate_limited_log.hpp"
 #include "rate_window.hpp"
@@ -82,6 +84,10 @@ namespace jetfan {
 struct DispatcherHooks {
   std::function<void()> stop_accepting;  // draining: no new connection is wanted
   std::function<void()> finished;        // everything is handed back and closed: stop running
+  // jetfan became the pinned client of its consumer's group (PinnedReader): read what the former
+  // reader may have left unacked and call expect_outstanding() with it, before the first message is
+  // routed. May wait for the server. Unset (unit tests): nothing is expected.
+  std::function<void()> take_over;
 };
 
 // The routing step of `config`'s handlers (core/router.hpp), reading headers with proto's reader.
@@ -90,7 +96,8 @@ Router make_router(const Config& config);
 class Dispatcher final : private SessionOwner,
                          private UpstreamListener,
                          private DeadLetterJobHost,
-                         private UnreadableHost {
+                         private UnreadableHost,
+                         private PinHost {
  public:
   // `config`, `upstream`, `time`, `notifier` and `arena` must outlive the dispatcher; `arena` must
   // also outlive the io_context its sessions run on.
@@ -150,6 +157,8 @@ class Dispatcher final : private SessionOwner,
   // else what was done, in words. Lasts until a reload sets handlers[].paused again, or a restart.
   std::optional<std::string> set_paused(const std::string& handler, bool paused);
   bool paused(std::size_t handler) const { return core_.paused(handler); }
+  // jetfan step-down (a pinned_client group): PinnedReader::step_down; nullopt without a group.
+  std::optional<std::string> step_down();
   // jetfan dlq list / redrive: DeadLetterJobs::start (dead_letter_jobs.hpp).
   std::optional<std::string> start_dead_letter_job(const DeadLetterJob& job, DeadLetterJobOutput out);
   // jetfan unreadable: the messages with a subject the client cannot read found since start, and
@@ -206,6 +215,9 @@ class Dispatcher final : private SessionOwner,
   std::unordered_set<std::uint64_t> held_sequences() const override;
   std::vector<std::size_t> matching_handlers(std::string_view key, std::string_view headers) override;
   void top_up_pulls();
+  // PinHost: the pin gained or lost.
+  void take_over(TimePoint now) override;
+  void stand_by(TimePoint now) override;
   // The consumer's leader may have changed: probe until it answers, then pull anew.
   void leader_unsure(TimePoint now);
   // Sends the consumer-info probe that is due, if any, and arms the timer for the next.
@@ -259,8 +271,9 @@ class Dispatcher final : private SessionOwner,
   DeadLetterJobs jobs_{config_, static_cast<DeadLetterJobHost&>(*this)};
   DispatchStatus status_{{config_, settings_, core_, ledger_, table_, jobs_, full_, arena_}};
   ConsumerWatch watch_{config_, upstream_};
-  ReaderHealth reader_health_{config_, ConsumerWatch::kPollEvery};
-  OtherReaderCheck::Own own_;  // jetfan's own figures for the check: arrivals, pulls
+  ReaderHealth reader_health_{config_, ConsumerWatch::kPollEvery, settings_.pin.has_value()};
+  OtherReaderCheck::Own own_;           // jetfan's own figures for the check: arrivals, pulls
+  std::optional<PinnedReader> pinned_;  // set for a pinned_client group (settings_.pin)
   UnreadableMessages unreadable_{config_, upstream_, arena_, static_cast<UnreadableHost&>(*this)};
 };
 

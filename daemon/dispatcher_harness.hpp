@@ -71,9 +71,13 @@ struct Peer {
 
 class Harness : private DispatcherTap {
  public:
-  explicit Harness(Config c) : config_(std::move(c)), settings_(serve(config_)), checker_(settings_.core) {
-    dispatcher_.emplace(config_, settings_, upstream, time, notifier_, arena_,
-                        DispatcherHooks{[this] { stopped_accepting = true; }, [this] { finished = true; }});
+  // `pin`: read as a pinned_client of that group.
+  explicit Harness(Config c, std::optional<PinSettings> pin = std::nullopt)
+      : config_(std::move(c)), settings_(serve(config_)), checker_(settings_.core) {
+    settings_.pin = std::move(pin);
+    dispatcher_.emplace(
+        config_, settings_, upstream, time, notifier_, arena_,
+        DispatcherHooks{[this] { stopped_accepting = true; }, [this] { finished = true; }, [this] { ++take_overs; }});
     dispatcher_->set_tap(this);
     dispatcher_->start();
   }
@@ -175,6 +179,7 @@ class Harness : private DispatcherTap {
   ManualTimekeeper time{TimePoint{} + std::chrono::hours(1)};
   bool stopped_accepting = false;
   bool finished = false;
+  int take_overs = 0;               // the pinned_client hook: jetfan became the pinned client
   std::vector<std::string> broken;  // rules the checker found broken
   // The checker models no reload: a test that reloads stops checking first.
   bool checking = true;
@@ -193,6 +198,7 @@ class Harness : private DispatcherTap {
   }
   void ponged(ConnectionId) override {}
   void began_drain(TimePoint now, Duration handback) override { checker_.began_drain(now, handback); }
+  void stood_by(TimePoint now, bool standing) override { checker_.stood_by(now, standing); }
   void abandoned_all() override { checker_.abandoned_all(); }
   void effects(std::span<const Effect> effects, TimePoint now) override {
     if (checking) note(checker_.check(effects, now));

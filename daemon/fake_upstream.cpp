@@ -34,6 +34,8 @@ FakeUpstream::FakeUpstream(MessageBytesArena& arena, std::string strip_prefix)
 bool FakeUpstream::send_pull(const PullRequest& request) {
   if (closed) return false;
   pulls.push_back(request);
+  pull_pins.push_back(PullPin{std::string(request.group), std::string(request.pin_id)});
+  pulls.back().group = pulls.back().pin_id = {};
   return true;
 }
 

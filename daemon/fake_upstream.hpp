@@ -81,7 +81,11 @@ class FakeUpstream final : public Upstream {
   void end();
 
   // What the dispatcher asked for, in order. Tests may clear them.
-  std::vector<PullRequest> pulls;
+  std::vector<PullRequest> pulls;  // their group and pin_id views are not kept: see pull_pins
+  struct PullPin {
+    std::string group, pin_id;  // of pulls[i], copied (a pinned_client group's)
+  };
+  std::vector<PullPin> pull_pins;
   std::vector<std::uint64_t> probes;
   std::vector<Reply> replies;
   std::vector<Published> published;

@@ -23,7 +23,7 @@ std::string_view body_of(natsMsg* message) {
 
 }  // namespace
 
-ConsumerFacts JetStreamAdmin::bind_consumer() {
+BindingVerdict JetStreamAdmin::ask_consumer_info() {
   const std::string subject = jetstream::consumer_info_subject(config_.consumer.stream, config_.consumer.durable);
   natsMsg* raw_reply = nullptr;
   natsStatus status = NATS_OK;
@@ -44,7 +44,18 @@ ConsumerFacts JetStreamAdmin::bind_consumer() {
       answer = std::get<jetstream::ApiError>(std::move(parsed));
     }
   }
-  BindingVerdict verdict = judge_binding(config_, answer);
+  return judge_binding(config_, answer);
+}
+
+std::optional<ConsumerFacts> JetStreamAdmin::read_facts() {
+  BindingVerdict verdict = ask_consumer_info();
+  if (verdict.kind == BindingVerdict::Kind::kBound && verdict.facts.from_server) return std::move(verdict.facts);
+  log_warn("nats.consumer_info_failed", {{"consumer", config_.consumer.durable}}, "{}", verdict.message);
+  return std::nullopt;
+}
+
+ConsumerFacts JetStreamAdmin::bind_consumer() {
+  BindingVerdict verdict = ask_consumer_info();
   if (!verdict.facts.priority_groups.empty()) {
     // Whether its pins can be trusted depends on the server's version (config/priority_group.hpp).
     char url[512] = {0};

@@ -9,7 +9,10 @@
 //
 // Thread: the io_context thread, before the Dispatcher starts. `config` and `nats` must outlive it.
 
+#include <optional>
 #include "config.hpp"
+
+#include "consumer_binding.hpp"
 #include "consumer_facts.hpp"
 #include "nats_blocking.hpp"
 
@@ -24,6 +27,10 @@ class JetStreamAdmin {
   // Facts stay empty (logged) when the info cannot be read otherwise (config/consumer_binding.hpp).
   ConsumerFacts bind_consumer();
 
+  // Reads the consumer's info again while serving (a pinned_client reader taking over): the facts
+  // when the server gave them, nullopt (logged) otherwise. Never throws.
+  std::optional<ConsumerFacts> read_facts();
+
   // Asks the server ($JS.API.STREAM.NAMES with a subject filter) which stream captures each
   // handler's dead_letter subject. Throws StartupError (kExitConfig) naming handler and subject
   // when none does: jetfan never creates streams. Warns, and goes on, when the server cannot be
@@ -31,6 +38,8 @@ class JetStreamAdmin {
   void check_dead_letter_subjects();
 
  private:
+  BindingVerdict ask_consumer_info();
+
   const Config& config_;
   NatsBlocking& nats_;
 };

@@ -391,7 +391,12 @@ bool JetStreamReader::send_pull(const PullRequest& request) {
   request_body_.assign("{\"batch\":").append(std::to_string(request.batch));
   if (request.max_bytes > 0) request_body_.append(",\"max_bytes\":").append(std::to_string(request.max_bytes));
   request_body_.append(",\"expires\":").append(std::to_string(nanoseconds(request.expires).count()));
-  request_body_.append(",\"idle_heartbeat\":").append(std::to_string(nanoseconds(request.idle_heartbeat).count()));
+  if (request.idle_heartbeat.count() > 0) {
+    request_body_.append(",\"idle_heartbeat\":").append(std::to_string(nanoseconds(request.idle_heartbeat).count()));
+  }
+  // A group's name and a pin id are the server's tokens ([A-Za-z0-9_-/=], nuids): nothing to escape.
+  if (!request.group.empty()) request_body_.append(",\"group\":\"").append(request.group).push_back('"');
+  if (!request.pin_id.empty()) request_body_.append(",\"id\":\"").append(request.pin_id).push_back('"');
   request_body_.push_back('}');
   const natsStatus status = natsConnection_PublishRequest(connection_.get(), pull_subject_.c_str(), reply.c_str(),
                                                           request_body_.data(), static_cast<int>(request_body_.size()));
@@ -491,7 +496,8 @@ void JetStreamReader::take(NatsMsgPtr message) {
     if (key) in.key = *key;
     const std::string_view payload(natsMsg_GetData(raw), static_cast<std::size_t>(natsMsg_GetDataLength(raw)));
     MessageParts parts{BytesOwner(message.release(), destroy_message), subject, reply, {}, payload};
-    if (in.routable) find_headers(raw, parts);
+    // Unroutable ones too: the first delivery to a pinned client carries its pin id in a header.
+    find_headers(raw, parts);
     in.bytes = make_message_bytes(std::move(parts), arena_);
     listener_->on_message(std::move(in));
     return;

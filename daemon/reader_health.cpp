@@ -15,8 +15,11 @@ constexpr Duration kOtherReaderQuiet{30000};
 
 }  // namespace
 
-ReaderHealth::ReaderHealth(const Config& config, Duration poll)
-    : config_(config), health_(kDisconnectedGrace), others_(config.consumer.pull_expires, poll, kOtherReaderQuiet) {}
+ReaderHealth::ReaderHealth(const Config& config, Duration poll, bool pinned)
+    : config_(config),
+      health_(kDisconnectedGrace),
+      others_(config.consumer.pull_expires, poll, kOtherReaderQuiet),
+      pinned_(pinned) {}
 
 void ReaderHealth::disconnected(TimePoint now, std::string_view why) {
   health_.disconnected(now, std::string(why));
@@ -50,6 +53,7 @@ void ReaderHealth::heard(TimePoint now, const jetstream::ConsumerInfo& info, con
     missing_.reset();
     health_.consumer_missing(std::nullopt);
   }
+  if (pinned_) return;
   const bool seen_before = others_.verdict().seen;
   const OtherReaderVerdict& verdict = others_.observe(now, {info.delivered.consumer_seq, info.num_waiting}, own);
   if (verdict.seen) {

@@ -27,7 +27,9 @@ namespace jetfan {
 
 class ReaderHealth {
  public:
-  ReaderHealth(const Config& config, Duration poll);
+  // `pinned`: the consumer has a pinned_client group, so other readers are standbys the server
+  // keeps waiting: no other reader is looked for.
+  ReaderHealth(const Config& config, Duration poll, bool pinned);
 
   void bound(std::uint64_t delivered_consumer_seq, TimePoint now) { others_.bound(delivered_consumer_seq, now); }
   void disconnected(TimePoint now, std::string_view why);
@@ -50,6 +52,7 @@ class ReaderHealth {
   const Config& config_;
   ConsumingHealth health_;
   OtherReaderCheck others_;
+  bool pinned_;
   std::optional<std::string> missing_;  // as last logged
   std::optional<int> exit_code_;
 };

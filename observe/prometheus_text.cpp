@@ -98,6 +98,14 @@ std::string render_prometheus(const StatusSnapshot& s) {
   w.sample("jetfan_nats_connected", "", std::uint64_t{s.nats_connected ? 1u : 0u});
   w.family("jetfan_other_reader", "gauge", "1 while another client is seen reading jetfan's durable, else 0.");
   w.sample("jetfan_other_reader", "", std::uint64_t{s.other_reader ? 1u : 0u});
+  if (!s.pin_group.empty()) {
+    w.family("jetfan_pinned", "gauge", "1 while jetfan is the pinned client of its consumer's group, 0 on standby.");
+    w.sample("jetfan_pinned", "", std::uint64_t{s.pin_role == "standby" ? 0u : 1u});
+    w.family("jetfan_pin_gained_total", "counter", "Times jetfan became the pinned client.");
+    w.sample("jetfan_pin_gained_total", "", s.pin_gained);
+    w.family("jetfan_pin_lost_total", "counter", "Times jetfan lost the pin and stood by.");
+    w.sample("jetfan_pin_lost_total", "", s.pin_lost);
+  }
 
   struct Counter {
     const char* name;

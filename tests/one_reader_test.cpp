@@ -5,12 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "control.hpp"
 #include "mesh.hpp"
+#include "second_jetfan.hpp"
 
 using namespace jetfan::testing;
 
@@ -19,20 +19,6 @@ namespace {
 const std::string kBuilder = "  - name: builder\n    patterns: [\"a.>\"]\n";
 const std::string kSeen = "another client reads consumer \"node1_builder\" of stream \"EVENTS\"";
 
-// A second jetfan on the same durable: a copy of the config with a socket of its own.
-struct SecondJetfan {
-  SecondJetfan(const Mesh& mesh, std::string config) : log(mesh.dir() + "/second.log") {
-    const std::string socket = mesh.socket_path();
-    config.replace(config.find(socket), socket.size(), mesh.dir() + "/second.sock");
-    std::ofstream(mesh.dir() + "/second.yaml") << config;
-    process.emplace(std::vector<std::string>{JETFAN_BIN, "serve", "--config", mesh.dir() + "/second.yaml"}, log);
-  }
-  std::string control() const { return log.substr(0, log.rfind('/')) + "/second.ctl"; }
-  std::string text() const { return read_file(log); }
-  std::string log;
-  std::optional<Process> process;
-};
-
 }  // namespace
 
 TEST_CASE("two jetfans on one durable each see the other, name it, and fail status and readiness", "[integration]") {
@@ -40,7 +26,7 @@ TEST_CASE("two jetfans on one durable each see the other, name it, and fail stat
   const std::string config = mesh.config(kBuilder, "metrics:\n  listen: 127.0.0.1:0\n");
   mesh.start_jetfan(config);
   SecondJetfan second(mesh, config);
-  REQUIRE(wait_until([&] { return second.text().find("serving consumer") != std::string::npos; }));
+  REQUIRE(second.wait_serving());
 
   REQUIRE(mesh.wait_for_log(kSeen, 30s));
   REQUIRE(wait_until([&] { return second.text().find(kSeen) != std::string::npos; }, 30s));
@@ -79,7 +65,7 @@ TEST_CASE("deliveries taken by a second reader are counted by the first", "[inte
   mesh.start_jetfan(config);
   mesh.start_handler("builder");
   SecondJetfan second(mesh, config);
-  REQUIRE(wait_until([&] { return second.text().find("serving consumer") != std::string::npos; }));
+  REQUIRE(second.wait_serving());
   REQUIRE(mesh.wait_for_log(kSeen, 30s));
   // The second jetfan has no handler: what it takes stays with it, unacked.
   for (int i = 0; i < 40; ++i) mesh.publish("a.n" + std::to_string(i));

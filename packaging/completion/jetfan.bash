@@ -49,7 +49,7 @@ _jetfan() {
   esac
   local words
   case $command in
-    "") words="serve check status tail reload pause resume dlq redrive unreadable exec version help --version --help" ;;
+    "") words="serve check status tail reload pause resume dlq redrive unreadable step-down exec version help --version --help" ;;
     serve) words="--config --log-level --help" ;;
     check) words="--config --help" ;;
     status) words="--json --config --control --help" ;;
@@ -61,6 +61,7 @@ _jetfan() {
     "dlq list") words="--handler --seq --json --config --control --help" ;;
     redrive) words="--handler --all --seq --dry-run --config --control --help" ;;
     unreadable) words="--seq --config --control --help" ;;
+    step-down) words="--config --control --help" ;;
     exec) words="--handler --socket --config --concurrency --timeout --ack-timeout --help --" ;;
     version) words="--help" ;;
     help) words="--help" ;;

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -46,6 +47,20 @@ Mesh::~Mesh() {
 std::string nats_server_binary() {
   const char* chosen = std::getenv("JETFAN_NATS_SERVER");
   return chosen != nullptr && *chosen != '\0' ? chosen : "nats-server";
+}
+
+ServerVersion nats_server_version() {
+  const std::string command = "'" + nats_server_binary() + "' --version 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  std::string text;
+  if (pipe) {
+    char buffer[256];
+    while (std::fgets(buffer, sizeof buffer, pipe.get()) != nullptr) text += buffer;
+  }
+  static const std::regex kVersion("v([0-9]+)\\.([0-9]+)\\.([0-9]+)");
+  std::smatch match;
+  if (!std::regex_search(text, match, kVersion)) return {};
+  return {std::stoi(match[1]), std::stoi(match[2]), std::stoi(match[3])};
 }
 
 std::string Mesh::url() const { return options_.scheme + "://127.0.0.1:" + std::to_string(port_); }

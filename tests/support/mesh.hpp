@@ -24,6 +24,15 @@ using namespace std::chrono_literals;
 // another release), otherwise "nats-server" on PATH, Debian's.
 std::string nats_server_binary();
 
+// The version `nats_server_binary() --version` prints, e.g. {2, 15, 1}; {0, 0, 0} if it cannot be read.
+struct ServerVersion {
+  int major = 0, minor = 0, patch = 0;
+  bool at_least(int ma, int mi, int pa = 0) const {
+    return major != ma ? major > ma : minor != mi ? minor > mi : patch >= pa;
+  }
+};
+ServerVersion nats_server_version();
+
 struct MeshOptions {
   std::string ack_policy = "explicit";
   std::chrono::milliseconds ack_wait = 30s;

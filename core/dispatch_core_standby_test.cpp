@@ -1,0 +1,74 @@
+// Standing by (docs/dispatch-rules.md R46): a pinned_client reader that lost its pin hands back what
+// it holds, delivers nothing new, lets deliveries in flight finish, and serves again once it resumes.
+
+#include <catch2/catch.hpp>
+
+#include "core_test_support.hpp"
+#include "dispatch_core.hpp"
+
+using namespace jetfan;
+using Kind = Effect::Kind;
+using std::chrono::milliseconds;
+
+namespace {
+
+const TimePoint kStart{};
+
+std::vector<Effect> take(DispatchCore& core, Kind kind) {
+  return testing::effects_of(testing::take_effects(core), kind);
+}
+
+}  // namespace
+
+TEST_CASE("standing by hands back at once what is not in flight, and lets the rest finish", "[unit]") {
+  DispatchCore core(testing::core_settings(1, 1));
+  core.connect(1, 0, kStart);
+  core.arrive(Arrival{1, 1, 1, 0b1}, kStart);
+  core.arrive(Arrival{2, 2, 1, 0b1}, kStart);  // queued behind max_inflight 1
+  const auto sent = take(core, Kind::kDeliver);
+  REQUIRE(sent.size() == 1);
+  core.stand_by(kStart + milliseconds(10));
+  CHECK(core.standing_by());
+  auto effects = testing::take_effects(core);
+  const auto naks = testing::effects_of(effects, Kind::kNak);
+  REQUIRE(naks.size() == 1);
+  CHECK(naks[0].message == 2);
+  CHECK(naks[0].delay == Duration(0));  // the pinned reader gets it now
+  // The one in flight is confirmed, and acked at the server.
+  REQUIRE(core.ack(1, sent[0].delivery, kStart + milliseconds(20)));
+  CHECK(take(core, Kind::kAck).size() == 1);
+  CHECK(core.held() == 0);
+}
+
+TEST_CASE("a standby delivers nothing: an arrival and a failure go back to the server", "[unit]") {
+  DispatchCore core(testing::core_settings(1));
+  core.connect(1, 0, kStart);
+  core.arrive(Arrival{1, 1, 1, 0b1}, kStart);
+  const auto sent = take(core, Kind::kDeliver);
+  core.stand_by(kStart);
+  REQUIRE(core.nak(1, sent[0].delivery, std::nullopt, kStart));
+  CHECK(take(core, Kind::kNak).size() == 1);
+  core.arrive(Arrival{2, 2, 1, 0b1}, kStart);
+  auto effects = testing::take_effects(core);
+  CHECK(testing::effects_of(effects, Kind::kDeliver).empty());
+  CHECK(testing::effects_of(effects, Kind::kNak).size() == 1);
+  CHECK(core.held() == 0);
+}
+
+TEST_CASE("once it resumes it delivers again, and a jump in delivery numbers is no loss", "[unit]") {
+  DispatchCore core(testing::core_settings(1));
+  core.connect(1, 0, kStart);
+  Arrival first{1, 1, 1, 0b1};
+  first.consumer_seq = 1;
+  core.arrive(first, kStart);
+  REQUIRE(core.ack(1, take(core, Kind::kDeliver)[0].delivery, kStart));
+  core.stand_by(kStart);
+  core.resume(kStart + milliseconds(100));
+  CHECK_FALSE(core.standing_by());
+  Arrival later{2, 40, 1, 0b1};
+  later.consumer_seq = 90;  // the other reader had 2..89
+  core.arrive(later, kStart + milliseconds(200));
+  CHECK(take(core, Kind::kDeliver).size() == 1);
+  CHECK_FALSE(core.gap_held());
+  CHECK(core.counters().delivery_gaps == 0);
+}

@@ -1,0 +1,83 @@
+#pragma once
+// PinnedReader: jetfan as a reader of a consumer's `pinned_client` priority group. The server gives
+// the consumer's messages to the pinned client alone; every other jetfan on the durable is a hot
+// standby whose pulls wait at the server. This type does the talking for core/PinTracker, which
+// decides: it names the group and the pin id in every pull (decorate), reads the id the server gives
+// with a delivery, sends keep-alive pulls while jetfan is full, acts on 423 (the pin moved) and on a
+// consumer leader change, and sends UNPIN for `jetfan step-down`. Becoming pinned and losing the pin
+// are the host's to carry out (PinHost): the restart hold for what the former owner left unacked,
+// and handing back what jetfan held.
+//
+// Keep-alive pulls ({"batch":1,"max_bytes":1}, answered by 409 "Message Size Exceeds MaxBytes" or
+// 408, never by a message) carry ids with kKeepAliveBit, so their answers are told from the
+// ledger's; UNPIN requests carry kUnpinBit among the API requests.
+//
+// Thread: the io_context thread (the Dispatcher's). `upstream`, `host` and `config` outlive it.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "config.hpp"
+#include "pin_tracker.hpp"
+#include "pull_ledger.hpp"
+#include "status_snapshot.hpp"
+#include "time.hpp"
+#include "upstream.hpp"
+
+namespace jetfan {
+
+class PinHost {
+ public:
+  // jetfan became the pinned client: hold order for what the former owner left, and deliver again.
+  virtual void take_over(TimePoint now) = 0;
+  // The pin is another's: hand back what is held, deliver nothing new.
+  virtual void stand_by(TimePoint now) = 0;
+
+ protected:
+  ~PinHost() = default;
+};
+
+class PinnedReader {
+ public:
+  static constexpr std::uint64_t kKeepAliveBit = std::uint64_t{1} << 61;
+  static constexpr std::uint64_t kUnpinBit = std::uint64_t{1} << 60;
+  static constexpr Duration kKeepAliveExpires{1000};
+
+  PinnedReader(const Config& config, PinSettings settings, Upstream& upstream, PinHost& host);
+
+  static bool owns_pull(std::uint64_t id) { return (id & kKeepAliveBit) != 0; }
+  static bool owns_request(std::uint64_t id) { return (id & kUnpinBit) != 0; }
+
+  // Names the group, and the pin id while jetfan has one, in a pull about to go out.
+  void decorate(PullRequest& request, TimePoint now);
+  bool may_pull(TimePoint now) const { return pin_.may_pull(now); }
+  // A delivery's Nats-Pin-Id header (empty: none). Before the message is routed.
+  void on_message(std::string_view pin_id, TimePoint now);
+  // A status reply to a pull, the ledger's or a keep-alive's (owns_pull).
+  void on_status(const PullStatus& status, TimePoint now);
+  // The answer to an UNPIN (owns_request).
+  void on_api_reply(const ApiReply& reply);
+  // Keep-alives, the end of a re-pin wait or of a quiet spell. Called often (housekeeping).
+  void tick(TimePoint now);
+  // jetfan step-down: releases the pin at the server and stands by for a while. What was done, in
+  // words, for the operator.
+  std::string step_down(TimePoint now);
+
+  bool active() const { return pin_.active(); }
+  void fill(StatusSnapshot& snapshot) const;
+
+ private:
+  void act(PinTracker::Change change, TimePoint now, std::string_view why);
+
+  const Config& config_;
+  PinTracker pin_;
+  Upstream& upstream_;
+  PinHost& host_;
+  std::string unpin_subject_, unpin_body_;
+  std::uint64_t next_keepalive_ = 1;
+  std::uint64_t next_unpin_ = 1;
+  std::uint64_t keepalives_sent_ = 0;
+};
+
+}  // namespace jetfan
