@@ -67,10 +67,10 @@ void DispatchChecker::began_drain(TimePoint now, Duration handback_delay) {
   handback_until_ = now + handback_delay;
 }
 
-void DispatchChecker::stood_by(TimePoint now, bool standing) {
+void DispatchChecker::stood_by(TimePoint now, bool standing, Duration handback_delay) {
   if (drain_began_) return;
   draining_ = standing;
-  if (standing) handback_until_ = now;
+  if (standing) handback_until_ = now + handback_delay;
 }
 
 std::string DispatchChecker::dead_letter_answered(std::uint64_t publish, bool stored, bool core_knew) {

@@ -46,8 +46,8 @@ class DispatchChecker {
   // A handler's answer on `connection`, and what the core returned for it.
   std::string answered(ConnectionId connection, DeliveryId delivery, Answer answer, bool core_knew);
   void began_drain(TimePoint now, Duration handback_delay);
-  // The core stood by (R46: held to R44 and R45, with no delay) or resumed.
-  void stood_by(TimePoint now, bool standing);
+  // The core stood by (R46: held to R44 and R45, with `handback_delay`) or resumed.
+  void stood_by(TimePoint now, bool standing, Duration handback_delay = Duration(0));
   void abandoned_all();
   // The answer to a kDeadLetter effect's publish, and what the core returned for it.
   std::string dead_letter_answered(std::uint64_t publish, bool stored, bool core_knew);

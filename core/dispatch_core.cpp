@@ -608,11 +608,10 @@ void DispatchCore::begin_drain(TimePoint now, Duration handback_delay) {
   for (const std::uint64_t seq : idle) maybe_finish(seq, now);
 }
 
-void DispatchCore::stand_by(TimePoint now) {
+void DispatchCore::stand_by(TimePoint now, Duration handback_delay) {
   if (standing_by_ || draining_) return;
   standing_by_ = true;
-  // Another reader holds the pin and gets what is handed back: no delay keeps it from it.
-  handback_until_ = now;
+  handback_until_ = now + handback_delay;
   std::vector<std::uint64_t> idle;
   for (const auto& [seq, message] : messages_) {
     if (message.in_flight == 0) idle.push_back(seq);

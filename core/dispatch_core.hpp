@@ -283,11 +283,12 @@ class DispatchCore {
   std::size_t deadlines_queued() const { return deadlines_.size(); }
   bool draining() const { return draining_; }
   // A pinned_client reader that lost its pin (core/PinTracker): like a drain that ends. Everything
-  // held and not in flight is handed back at once (to the reader now pinned), nothing new is
-  // delivered, failures go back to the server (order is the pinned reader's to keep), deliveries in
-  // flight may still be confirmed. resume() ends it; the next arrival's delivery number starts a
-  // new count (another reader had the deliveries between).
-  void stand_by(TimePoint now);
+  // held and not in flight is handed back at once, redelivered after `handback_delay` (0 when no
+  // request of this reader can take it back), nothing new is delivered, failures go back to the
+  // server, and the order gate lets go of what goes back (order is the pinned reader's to keep);
+  // deliveries in flight may still be confirmed. resume() ends it; the next arrival's delivery
+  // number starts a new count (another reader had the deliveries between).
+  void stand_by(TimePoint now, Duration handback_delay);
   void resume(TimePoint now);
   bool standing_by() const { return standing_by_; }
   bool is_in_flight(ConnectionId connection, DeliveryId delivery) const;

@@ -102,7 +102,13 @@ bool DispatchCore::order_holds(std::uint64_t seq, Message& message, TimePoint no
 
 void DispatchCore::order_handed_back(std::uint64_t seq, const Message& message, Duration delay, bool last_delivery,
                                      TimePoint now) {
-  if (stepping_aside() || (message.ordered & ~message.settled) == 0) return;
+  if (draining_ || (message.ordered & ~message.settled) == 0) return;
+  if (standing_by_) {
+    // The pinned reader gets it and keeps its order; should the pin come back, what this reader then
+    // waits for is read anew (expect_outstanding). Kept in the gate, it would block its key for good.
+    for (const auto& [handler, next] : gate_.forget(seq)) order_release(handler, next);
+    return;
+  }
   if (!last_delivery && to_server()) {
     away_.away(seq, delay, now);
     return;

@@ -27,7 +27,7 @@ TEST_CASE("standing by hands back at once what is not in flight, and lets the re
   core.arrive(Arrival{2, 2, 1, 0b1}, kStart);  // queued behind max_inflight 1
   const auto sent = take(core, Kind::kDeliver);
   REQUIRE(sent.size() == 1);
-  core.stand_by(kStart + milliseconds(10));
+  core.stand_by(kStart + milliseconds(10), Duration(0));
   CHECK(core.standing_by());
   auto effects = testing::take_effects(core);
   const auto naks = testing::effects_of(effects, Kind::kNak);
@@ -45,7 +45,7 @@ TEST_CASE("a standby delivers nothing: an arrival and a failure go back to the s
   core.connect(1, 0, kStart);
   core.arrive(Arrival{1, 1, 1, 0b1}, kStart);
   const auto sent = take(core, Kind::kDeliver);
-  core.stand_by(kStart);
+  core.stand_by(kStart, Duration(0));
   REQUIRE(core.nak(1, sent[0].delivery, std::nullopt, kStart));
   CHECK(take(core, Kind::kNak).size() == 1);
   core.arrive(Arrival{2, 2, 1, 0b1}, kStart);
@@ -62,7 +62,7 @@ TEST_CASE("once it resumes it delivers again, and a jump in delivery numbers is 
   first.consumer_seq = 1;
   core.arrive(first, kStart);
   REQUIRE(core.ack(1, take(core, Kind::kDeliver)[0].delivery, kStart));
-  core.stand_by(kStart);
+  core.stand_by(kStart, Duration(0));
   core.resume(kStart + milliseconds(100));
   CHECK_FALSE(core.standing_by());
   Arrival later{2, 40, 1, 0b1};
@@ -71,4 +71,41 @@ TEST_CASE("once it resumes it delivers again, and a jump in delivery numbers is 
   CHECK(take(core, Kind::kDeliver).size() == 1);
   CHECK_FALSE(core.gap_held());
   CHECK(core.counters().delivery_gaps == 0);
+}
+
+TEST_CASE("a standby's hand-backs wait the delay it is given, past its own requests at the server", "[unit]") {
+  DispatchCore core(testing::core_settings(1, 1));
+  core.connect(1, 0, kStart);
+  core.arrive(Arrival{1, 1, 1, 0b1}, kStart);
+  core.arrive(Arrival{2, 2, 1, 0b1}, kStart);
+  take(core, Kind::kDeliver);
+  core.stand_by(kStart, milliseconds(6000));
+  const auto naks = take(core, Kind::kNak);
+  REQUIRE(naks.size() == 1);
+  CHECK(naks[0].delay == milliseconds(6000));
+  core.arrive(Arrival{3, 3, 1, 0b1}, kStart + milliseconds(1000));
+  const auto later = take(core, Kind::kNak);
+  REQUIRE(later.size() == 1);
+  CHECK(later[0].delay == milliseconds(5000));
+}
+
+TEST_CASE("what a standby hands back leaves the order gate: after it resumes, the key goes on", "[unit]") {
+  DispatchCore core(testing::core_settings(1, 8));
+  core.connect(1, 0, kStart);
+  auto keyed = [](std::uint64_t seq) { return Arrival{seq, seq, 1, 0b1, false, {OrderKey{0, "k"}}}; };
+  core.arrive(keyed(10), kStart);
+  core.arrive(keyed(11), kStart);  // gated behind 10
+  const auto first = take(core, Kind::kDeliver);
+  REQUIRE(first.size() == 1);
+  CHECK(first[0].message == 10);
+  core.stand_by(kStart, Duration(0));  // 11 goes to the pinned reader, which acks it
+  CHECK(take(core, Kind::kNak).size() == 1);
+  REQUIRE(core.ack(1, first[0].delivery, kStart));
+  take(core, Kind::kAck);
+  core.resume(kStart + milliseconds(100));
+  // The pin came back; 50, of the same key, is not held for 11, which will never come again.
+  core.arrive(keyed(50), kStart + milliseconds(200));
+  const auto next = take(core, Kind::kDeliver);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].message == 50);
 }

@@ -19,6 +19,9 @@ const char* to_string(PinTracker::Role role) {
 PinTracker::Change PinTracker::on_message(std::string_view pin_id, TimePoint now) {
   // Only the first delivery after the server picks a pin carries it; the rest carry nothing.
   if (pin_id.empty() || pin_id == pin_id_) return Change::kNone;
+  // The id jetfan gave up still rides on deliveries to its requests that wait at the server (after a
+  // step-down, until they end): no new pin, and the standby hands them back.
+  if (role_ == Role::kStandby && pin_id == given_up_) return Change::kNone;
   pin_id_.assign(pin_id);
   last_pull_with_id_ = now;  // the server pinned it at this delivery: its timer starts now
   repin_by_.reset();
@@ -32,6 +35,7 @@ PinTracker::Change PinTracker::on_message(std::string_view pin_id, TimePoint now
 
 PinTracker::Change PinTracker::lose(TimePoint now) {
   (void)now;
+  if (!pin_id_.empty()) given_up_ = std::move(pin_id_);
   pin_id_.clear();
   repin_by_.reset();
   last_pull_with_id_.reset();

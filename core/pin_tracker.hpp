@@ -62,6 +62,8 @@ class PinTracker {
   void on_leader_change(TimePoint now);
   // jetfan step-down: gives the pin up and does not pull for `hold`, so that a standby takes it.
   Change step_down(TimePoint now, Duration hold);
+  // No pull goes out before `until` (a step-down's wait for its UNPIN, and the second after it).
+  void quiet(TimePoint until) { quiet_until_ = until; }
   // Time passes: a re-pin that did not come is a lost pin.
   Change tick(TimePoint now);
 
@@ -84,6 +86,7 @@ class PinTracker {
   PinSettings settings_;
   Role role_ = Role::kStandby;
   std::string pin_id_;
+  std::string given_up_;  // the last id jetfan held, once it lost or gave up the pin
   std::optional<TimePoint> quiet_until_;
   std::optional<TimePoint> repin_by_;
   std::optional<TimePoint> last_pull_with_id_;

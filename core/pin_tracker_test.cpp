@@ -102,3 +102,16 @@ TEST_CASE("pin: step-down gives the pin up and keeps jetfan from pulling for the
   // A step-down while standing by changes nothing but the hold.
   CHECK(pin.step_down(t0 + milliseconds(3000), milliseconds(2000)) == Change::kNone);
 }
+
+TEST_CASE("pin: deliveries still carrying the id jetfan gave up are no new pin", "[unit]") {
+  auto pin = tracker();
+  pin.on_message("PIN1", t0);
+  pin.step_down(t0, milliseconds(2000));
+  // Its requests still waiting at the server are given messages with the id it held.
+  CHECK(pin.on_message("PIN1", t0 + milliseconds(8)) == Change::kNone);
+  CHECK(pin.role() == Role::kStandby);
+  CHECK(pin.gained() == 1);
+  // A new id is a new pin.
+  CHECK(pin.on_message("PIN2", t0 + milliseconds(9000)) == Change::kGained);
+  CHECK(pin.pin_id() == "PIN2");
+}

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <variant>
 
+#include "dead_letter_command.hpp"
 #include "dispatcher.hpp"
 #include "jetfan/version.hpp"
 #include "logging.hpp"
@@ -243,8 +244,12 @@ void ControlPlane::step_down(const std::shared_ptr<ControlSession>& session) {
                              "\" has no pinned_client priority group: there is no pin to give up\n");
     return;
   }
-  log_info("pin.step_down", {{"consumer", config_.consumer.durable}}, "control: step-down: {}", *done);
-  session->reply_and_close("OK " + *done + "\n");
+  if (!done->done) {
+    session->reply_and_close("ERR " + done->words + "\n");
+    return;
+  }
+  log_info("pin.step_down", {{"consumer", config_.consumer.durable}}, "control: step-down: {}", done->words);
+  session->reply_and_close("OK " + done->words + "\n");
 }
 
 void ControlPlane::tail(const std::shared_ptr<ControlSession>& session, std::string pattern) {
@@ -381,6 +386,29 @@ std::string ControlPlane::not_ready_reason() {
   if (!dispatcher_->serving()) return "stopping";
   const auto reasons = dispatcher_->not_consuming();
   return reasons.empty() ? std::string() : reasons.front();
+}
+
+void ControlPlane::dead_letters(const std::shared_ptr<ControlSession>& session, std::string_view rest, bool redrive) {
+  DeadLetterJob job;
+  if (const auto why = parse_dead_letter_command(rest, redrive, job)) {
+    session->reply_and_close(
+        std::string("ERR ") + (redrive ? "REDRIVE" : "DLQ") + " " + *why +
+        (redrive ? "; send REDRIVE HANDLER (ALL | A[-B]) [DRY-RUN]\n" : "; send DLQ HANDLER [A[-B]] [JSON]\n"));
+    return;
+  }
+  if (!dispatcher_) {
+    session->reply_and_close("ERR not serving yet\n");
+    return;
+  }
+  const bool json = job.json;
+  // Streaming from the start: the job may end before start_dead_letter_job returns.
+  session->start_stream("");
+  DeadLetterJobOutput out;
+  out.line = [session, json](const std::string& line) { return json || session->stream(line + "\n"); };
+  out.done = [session](bool, const std::string& line) { session->reply_and_close(line + "\n"); };
+  if (const auto refused = dispatcher_->start_dead_letter_job(job, std::move(out))) {
+    session->reply_and_close("ERR " + *refused + "\n");
+  }
 }
 
 }  // namespace jetfan

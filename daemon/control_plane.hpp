@@ -81,7 +81,7 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
   void tail(const std::shared_ptr<ControlSession>& session, std::string pattern);
   void step_down(const std::shared_ptr<ControlSession>& session);
   void pause(const std::shared_ptr<ControlSession>& session, const std::string& handler, bool paused);
-  // DLQ and REDRIVE (control_plane_dead_letters.cpp).
+  // DLQ and REDRIVE: the words read by parse_dead_letter_command, the job the dispatcher's.
   void dead_letters(const std::shared_ptr<ControlSession>& session, std::string_view rest, bool redrive);
   void unreadable(const std::shared_ptr<ControlSession>& session, std::string_view rest);
   StatusSnapshot snapshot() const;

@@ -87,7 +87,7 @@ void Dispatcher::start() {
   time_.on_fired([this](Alarm alarm) { on_alarm(alarm); });
   upstream_.listen(this);
   // A pinned_client reader serves only once the server pins it: until then it stands by.
-  if (pinned_) stand_by(time_.now());
+  if (pinned_) stand_by(time_.now(), true);  // nothing was pulled yet
   top_up_pulls();
   housekeeping();
 }
@@ -337,6 +337,11 @@ void Dispatcher::top_up_pulls() {
 }
 
 void Dispatcher::take_over(TimePoint now) {
+  if (state_ != State::kServing) {
+    // Pinned while stopping: the pin is given straight back, or a standby would wait out its timeout.
+    pinned_->release();
+    return;
+  }
   // What the former owner left unacked comes to jetfan after AckWait: order waits for it (R26-R31).
   if (hooks_.take_over) {
     hooks_.take_over();
@@ -344,22 +349,28 @@ void Dispatcher::take_over(TimePoint now) {
     expect_outstanding(ConsumerFacts{}, std::nullopt);
   }
   core_.resume(now);
-  if (tap_) tap_->stood_by(now, false);
+  if (tap_) tap_->stood_by(now, false, Duration(0));
   apply_effects();
 }
 
-void Dispatcher::stand_by(TimePoint now) {
-  core_.stand_by(now);
-  if (tap_) tap_->stood_by(now, true);
+void Dispatcher::stand_by(TimePoint now, bool refused) {
+  // Unless the server refused jetfan's id, its requests may still carry a valid one: what goes back
+  // must outlast them, or it would come straight back to jetfan, a delivery spent each time.
+  const Duration handback = refused ? Duration(0) : ledger_.handback_delay(now);
+  core_.stand_by(now, handback);
+  if (tap_) tap_->stood_by(now, true, handback);
   apply_effects();
 }
 
-std::optional<std::string> Dispatcher::step_down() {
+std::optional<Dispatcher::StepDown> Dispatcher::step_down() {
   JETFAN_ON_IO_THREAD(thread_);
   if (!pinned_) return std::nullopt;
-  std::string done = pinned_->step_down(time_.now());
+  auto done = pinned_->step_down(time_.now());
   after_input();
-  return done;
+  if (done) return StepDown{true, std::move(*done)};
+  return StepDown{false,
+                  "jetfan is standing by: the pin is another's, and releasing it would only move it; run step-down "
+                  "where jetfan status says \"pin:     active\""};
 }
 
 void Dispatcher::apply_effects() {
@@ -520,7 +531,7 @@ void Dispatcher::housekeeping() {
   }
   if (state_ == State::kServing) {
     watch_.tick(now);
-    if (pinned_) pinned_->tick(now);
+    if (pinned_) pinned_->tick(now, ledger_.outstanding() > 0);
     full_.warn_blocked_keys(core_, now);
     full_.act(core_, ledger_.full(core_.held_for_room(), arena_.bytes), arena_.bytes, now);
     apply_effects();
@@ -811,6 +822,8 @@ void Dispatcher::finish() {
   if (tap_) tap_->abandoned_all();
   apply_effects();
   jobs_.end_all("jetfan stopped");
+  // What was held is handed back with a delay past jetfan's own requests: a standby may take the pin now.
+  if (pinned_) pinned_->release();
   const auto& c = core_.counters();
   log_info("stopped",
            {{"arrived", c.arrived},

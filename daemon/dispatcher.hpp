@@ -158,7 +158,11 @@ class Dispatcher final : private SessionOwner,
   std::optional<std::string> set_paused(const std::string& handler, bool paused);
   bool paused(std::size_t handler) const { return core_.paused(handler); }
   // jetfan step-down (a pinned_client group): PinnedReader::step_down; nullopt without a group.
-  std::optional<std::string> step_down();
+  struct StepDown {
+    bool done = false;  // false: refused (standing by), `words` say why
+    std::string words;
+  };
+  std::optional<StepDown> step_down();
   // jetfan dlq list / redrive: DeadLetterJobs::start (dead_letter_jobs.hpp).
   std::optional<std::string> start_dead_letter_job(const DeadLetterJob& job, DeadLetterJobOutput out);
   // jetfan unreadable: the messages with a subject the client cannot read found since start, and
@@ -217,7 +221,7 @@ class Dispatcher final : private SessionOwner,
   void top_up_pulls();
   // PinHost: the pin gained or lost.
   void take_over(TimePoint now) override;
-  void stand_by(TimePoint now) override;
+  void stand_by(TimePoint now, bool refused) override;
   // The consumer's leader may have changed: probe until it answers, then pull anew.
   void leader_unsure(TimePoint now);
   // Sends the consumer-info probe that is due, if any, and arms the timer for the next.

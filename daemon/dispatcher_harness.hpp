@@ -198,7 +198,9 @@ class Harness : private DispatcherTap {
   }
   void ponged(ConnectionId) override {}
   void began_drain(TimePoint now, Duration handback) override { checker_.began_drain(now, handback); }
-  void stood_by(TimePoint now, bool standing) override { checker_.stood_by(now, standing); }
+  void stood_by(TimePoint now, bool standing, Duration handback_delay) override {
+    checker_.stood_by(now, standing, handback_delay);
+  }
   void abandoned_all() override { checker_.abandoned_all(); }
   void effects(std::span<const Effect> effects, TimePoint now) override {
     if (checking) note(checker_.check(effects, now));

@@ -27,7 +27,7 @@ class DispatcherTap {
   virtual void began_drain(TimePoint now, Duration handback_delay) = 0;
   virtual void abandoned_all() = 0;
   // The core stood by (a lost pin, docs/dispatch-rules.md R46) or resumed.
-  virtual void stood_by(TimePoint now, bool standing) = 0;
+  virtual void stood_by(TimePoint now, bool standing, Duration handback_delay) = 0;
   virtual void effects(std::span<const Effect> effects, TimePoint now) = 0;
 
  protected:

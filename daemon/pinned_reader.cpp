@@ -4,6 +4,13 @@
 
 namespace jetfan {
 
+namespace {
+constexpr std::size_t kMaxCarried = 256;
+// After a step-down's UNPIN, how long jetfan waits before it pulls again: the standby's requests,
+// waiting already, are pinned first.
+constexpr Duration kAfterUnpin{1000};
+}  // namespace
+
 PinnedReader::PinnedReader(const Config& config, PinSettings settings, Upstream& upstream, PinHost& host)
     : config_(config), pin_(std::move(settings)), upstream_(upstream), host_(host) {
   unpin_subject_ = "$JS.API.CONSUMER.UNPIN." + config.consumer.stream + "." + config.consumer.durable;
@@ -13,10 +20,16 @@ PinnedReader::PinnedReader(const Config& config, PinSettings settings, Upstream&
 void PinnedReader::decorate(PullRequest& request, TimePoint now) {
   request.group = pin_.group();
   request.pin_id = pin_.pin_id();
-  if (!request.pin_id.empty()) pin_.pulled(now);
+  if (request.pin_id.empty()) return;
+  pin_.pulled(now);
+  if (carried_.size() >= kMaxCarried) {
+    // Requests of an id no longer held cannot matter any more; the map stays small.
+    std::erase_if(carried_, [&](const auto& entry) { return entry.second != pin_.pin_id(); });
+  }
+  carried_[request.id] = pin_.pin_id();
 }
 
-void PinnedReader::act(PinTracker::Change change, TimePoint now, std::string_view why) {
+void PinnedReader::act(PinTracker::Change change, TimePoint now, std::string_view why, bool refused) {
   const std::string& group = pin_.group();
   if (change == PinTracker::Change::kGained) {
     log_info("pin.gained", {{"group", group}, {"consumer", config_.consumer.durable}, {"pin", pin_.pin_id()}},
@@ -29,7 +42,7 @@ void PinnedReader::act(PinTracker::Change change, TimePoint now, std::string_vie
              "pin: jetfan is no longer the pinned client of group \"{}\" of consumer \"{}\" ({}); handing back what "
              "it holds and standing by",
              group, config_.consumer.durable, why);
-    host_.stand_by(now);
+    host_.stand_by(now, refused);
   }
 }
 
@@ -45,8 +58,17 @@ void PinnedReader::on_message(std::string_view pin_id, TimePoint now) {
 }
 
 void PinnedReader::on_status(const PullStatus& status, TimePoint now) {
+  const auto carried = carried_.find(status.pull);
+  std::string carried_id;
+  if (carried != carried_.end()) {
+    carried_id = std::move(carried->second);
+    if (status.code != "100") carried_.erase(carried);  // any other status ends the request
+  }
   if (status.code == "423") {
-    act(pin_.on_refused(now), now, "the server refused its pin id: " + std::string(status.description));
+    // Only a refusal of the id held now says the pin moved; one of an id already dropped (a
+    // request sent before a leader change, answered by the new leader) says nothing new.
+    if (carried_id.empty() || carried_id != pin_.pin_id()) return;
+    act(pin_.on_refused(now), now, "the server refused its pin id: " + std::string(status.description), true);
     return;
   }
   if (status.code == "409" && status.description.find("Leadership Change") != std::string_view::npos) {
@@ -64,7 +86,18 @@ void PinnedReader::on_api_reply(const ApiReply& reply) {
   }
 }
 
-void PinnedReader::tick(TimePoint now) {
+void PinnedReader::tick(TimePoint now, bool pulls_open) {
+  if (unpin_after_ && now >= *unpin_after_ && (!pulls_open || now >= *unpin_by_)) {
+    unpin_after_.reset();
+    unpin_by_.reset();
+    if (send_unpin()) {
+      log_info("pin.released", {{"group", pin_.group()}, {"consumer", config_.consumer.durable}},
+               "pin: released the pin of group \"{}\" of consumer \"{}\" (step-down); a standby takes it at the next "
+               "message",
+               pin_.group(), config_.consumer.durable);
+    }
+    pin_.quiet(now + kAfterUnpin);
+  }
   act(pin_.tick(now), now,
       "not pinned again within " + std::to_string(PinTracker::kRepinWait.count()) + "ms of a leader change");
   const auto due = pin_.keepalive_due();
@@ -79,16 +112,28 @@ void PinnedReader::tick(TimePoint now) {
   if (upstream_.send_pull(keepalive)) ++keepalives_sent_;
 }
 
-std::string PinnedReader::step_down(TimePoint now) {
-  const Duration hold = config_.consumer.pull_expires + Duration(1000);
-  const bool was_active = pin_.active();
-  if (!upstream_.api_request(kUnpinBit | next_unpin_++, unpin_subject_, unpin_body_)) {
-    return "not connected to the server: nothing was released";
-  }
-  act(pin_.step_down(now, hold), now, "jetfan step-down");
-  return std::string(was_active ? "stepped down" : "was standing by") + ": the pin of group \"" + pin_.group() +
-         "\" is released and jetfan pulls again in " + std::to_string(hold.count() / 1000) +
-         "s, so that a standby takes it";
+bool PinnedReader::send_unpin() {
+  return upstream_.api_request(kUnpinBit | next_unpin_++, unpin_subject_, unpin_body_);
+}
+
+std::optional<std::string> PinnedReader::step_down(TimePoint now) {
+  if (!pin_.active()) return std::nullopt;
+  // Keep-alives live kKeepAliveExpires; the ledger's requests pull_expires, and then some, should
+  // their ends not be heard.
+  const Duration longest = config_.consumer.pull_expires + kAfterUnpin;
+  unpin_after_ = now + kKeepAliveExpires;
+  unpin_by_ = now + longest;
+  act(pin_.step_down(now, longest + kAfterUnpin), now, "jetfan step-down");
+  return "stepped down: jetfan delivers nothing new and hands back what it holds; the pin of group \"" + pin_.group() +
+         "\" is released once its pull requests at the server have ended (within " +
+         std::to_string(longest.count() / 1000) + "s), so that a standby takes it";
+}
+
+void PinnedReader::release() {
+  if (!pin_.active() || !send_unpin()) return;
+  log_info("pin.released", {{"group", pin_.group()}, {"consumer", config_.consumer.durable}},
+           "pin: released the pin of group \"{}\" of consumer \"{}\" on stopping, for a standby to take at once",
+           pin_.group(), config_.consumer.durable);
 }
 
 void PinnedReader::fill(StatusSnapshot& s) const {

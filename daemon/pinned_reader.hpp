@@ -15,8 +15,10 @@
 // Thread: the io_context thread (the Dispatcher's). `upstream`, `host` and `config` outlive it.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "config.hpp"
 #include "pin_tracker.hpp"
@@ -31,8 +33,10 @@ class PinHost {
  public:
   // jetfan became the pinned client: hold order for what the former owner left, and deliver again.
   virtual void take_over(TimePoint now) = 0;
-  // The pin is another's: hand back what is held, deliver nothing new.
-  virtual void stand_by(TimePoint now) = 0;
+  // The pin is another's: hand back what is held, deliver nothing new. `refused`: the server refused
+  // the current pin id, so no pull of jetfan's can be given what is handed back; otherwise jetfan's
+  // requests may still carry a valid id until they expire, and hand-backs must outlast them.
+  virtual void stand_by(TimePoint now, bool refused) = 0;
 
  protected:
   ~PinHost() = default;
@@ -58,17 +62,24 @@ class PinnedReader {
   void on_status(const PullStatus& status, TimePoint now);
   // The answer to an UNPIN (owns_request).
   void on_api_reply(const ApiReply& reply);
-  // Keep-alives, the end of a re-pin wait or of a quiet spell. Called often (housekeeping).
-  void tick(TimePoint now);
-  // jetfan step-down: releases the pin at the server and stands by for a while. What was done, in
-  // words, for the operator.
-  std::string step_down(TimePoint now);
+  // Keep-alives, the end of a re-pin wait or of a quiet spell, a step-down's UNPIN once none of
+  // jetfan's requests is open at the server (`pulls_open`: the ledger's). Called often (housekeeping).
+  void tick(TimePoint now, bool pulls_open);
+  // jetfan step-down: stands by at once, pulls no more, and releases the pin at the server once
+  // jetfan's requests there have ended (the server pins a request still waiting there anew, the
+  // stepped-down reader's included), then pulls again a second later, as a standby. What was done,
+  // in words, for the operator; nullopt while standing by (an UNPIN then would move another's pin).
+  std::optional<std::string> step_down(TimePoint now);
+  // Asks the server to release jetfan's pin, if it has one, changing nothing here: a draining or
+  // stopping jetfan, so that a standby need not wait priority_timeout.
+  void release();
 
   bool active() const { return pin_.active(); }
   void fill(StatusSnapshot& snapshot) const;
 
  private:
-  void act(PinTracker::Change change, TimePoint now, std::string_view why);
+  void act(PinTracker::Change change, TimePoint now, std::string_view why, bool refused = false);
+  bool send_unpin();
 
   const Config& config_;
   PinTracker pin_;
@@ -78,6 +89,11 @@ class PinnedReader {
   std::uint64_t next_keepalive_ = 1;
   std::uint64_t next_unpin_ = 1;
   std::uint64_t keepalives_sent_ = 0;
+  // A step-down's UNPIN not sent yet: sent once no request is open, at `unpin_by_` at the latest.
+  std::optional<TimePoint> unpin_after_, unpin_by_;
+  // The pin id each open pull carried, by pull id: a 423 means the pin moved only when it refused
+  // the id jetfan holds now (one for an id dropped at a leader change, or replaced, is stale).
+  std::unordered_map<std::uint64_t, std::string> carried_;
 };
 
 }  // namespace jetfan

@@ -1,7 +1,8 @@
 // PinnedReader through the real Dispatcher: a pinned_client reader stands by until a delivery
 // carries its pin id, then takes over (the host's restart hold) and names the id in its pulls; a
-// refused id (423) makes it stand by and hand back what it holds; keep-alive pulls keep a pin while
-// jetfan asks for nothing else; step-down releases the pin at the server and pulls again later.
+// refused id (423) makes it stand by and hand back what it holds, unless the request carried an id
+// already replaced; keep-alive pulls keep a pin while jetfan asks for nothing else; step-down stands
+// by, releases the pin once jetfan's requests have ended, and pulls again later.
 
 #include <catch2/catch.hpp>
 
@@ -107,30 +108,61 @@ TEST_CASE("a pinned jetfan that pulls nothing sends keep-alive pulls with its pi
   CHECK(h.upstream.pulls.size() == pulls_now);
 }
 
-TEST_CASE("step-down releases the pin at the server, stands by, and pulls again after the hold", "[unit]") {
+TEST_CASE("step-down stands by at once and releases the pin once jetfan's requests at the server have ended",
+          "[unit]") {
   Harness h(config({handler("builder", {"a.>"})}), kPin);
   h.hello("builder");
   deliver_pinned(h, 1, "PIN-1");
   const auto done = h.dispatcher().step_down();
   REQUIRE(done);
-  CHECK_THAT(*done, Catch::Contains("stepped down"));
+  CHECK(done->done);
+  CHECK_THAT(done->words, Catch::Contains("stepped down"));
+  CHECK(h.status().pin_role == "standby");
+  // Its requests still wait at the server, where an UNPIN would have them pinned anew: none yet.
+  h.advance(milliseconds(1100));
+  CHECK(h.upstream.api_requests.empty());
+  for (const std::size_t i : ledger_pulls(h)) h.upstream.status(h.upstream.pulls[i].id, "408", "Request Timeout");
+  h.upstream.pulls.clear();
+  h.upstream.pull_pins.clear();
+  h.advance(milliseconds(600));
   REQUIRE(h.upstream.api_requests.size() == 1);
   CHECK(h.upstream.api_requests[0].subject == "$JS.API.CONSUMER.UNPIN.STREAM.CONSUMER");
   CHECK(h.upstream.api_requests[0].body == R"({"group":"jobs"})");
-  CHECK(h.status().pin_role == "standby");
-  // Its requests end; none goes out during the hold (pull_expires and a second), so a standby is pinned.
-  h.upstream.pulls.clear();
-  h.upstream.pull_pins.clear();
-  h.advance(h.config().consumer.pull_expires);
-  for (const auto& pull : h.upstream.pulls) h.upstream.status(pull.id, "408", "Request Timeout");
-  h.upstream.pulls.clear();
-  h.upstream.pull_pins.clear();
-  h.advance(milliseconds(500));
   CHECK(ledger_pulls(h).empty());
-  h.advance(milliseconds(1000));
+  // A second later it pulls again, as a standby: the group, no pin id.
+  h.advance(milliseconds(1100));
   REQUIRE(!ledger_pulls(h).empty());
   CHECK(h.upstream.pull_pins.back().pin_id.empty());
   CHECK(h.upstream.pull_pins.back().group == "jobs");
+}
+
+TEST_CASE("step-down on a standby is refused and sends nothing: the pin is another's", "[unit]") {
+  Harness h(config({handler("builder", {"a.>"})}), kPin);
+  const auto done = h.dispatcher().step_down();
+  REQUIRE(done);
+  CHECK_FALSE(done->done);
+  CHECK_THAT(done->words, Catch::Contains("standing by"));
+  h.advance(milliseconds(8000));
+  CHECK(h.upstream.api_requests.empty());
+}
+
+TEST_CASE("a 423 answering a request that carried an older pin id does not make jetfan stand by", "[unit]") {
+  Harness h(config({handler("builder", {"a.>"})}), kPin);
+  const auto peer = h.hello("builder");
+  deliver_pinned(h, 1, "PIN-1");
+  h.upstream.pulls.clear();
+  h.upstream.pull_pins.clear();
+  for (std::uint64_t seq = 2; seq <= 6; ++seq) deliver_pinned(h, seq, "PIN-1");
+  const auto with_old = ledger_pulls(h);
+  REQUIRE(!with_old.empty());
+  REQUIRE(h.upstream.pull_pins[with_old.back()].pin_id == "PIN-1");
+  const std::uint64_t old_request = h.upstream.pulls[with_old.back()].id;
+  deliver_pinned(h, 7, "PIN-2");  // pinned anew (a leader change between)
+  h.upstream.status(old_request, "423", "Nats-Wrong-Pin-Id");
+  h.pump();
+  CHECK(h.status().pin_role == "active");
+  CHECK(h.status().pin_lost == 0);
+  CHECK(h.msgs(peer).size() == 7);
 }
 
 TEST_CASE("without a pinned_client group, step-down says there is nothing to step down from", "[unit]") {

@@ -105,7 +105,9 @@ class FuzzOwner final : private DispatcherTap {
   void answered(ConnectionId connection, const proto::Command& command, bool known) override;
   void ponged(ConnectionId connection) override;
   void began_drain(TimePoint now, Duration handback_delay) override;
-  void stood_by(TimePoint now, bool standing) override { checker_.stood_by(now, standing); }
+  void stood_by(TimePoint now, bool standing, Duration handback_delay) override {
+    checker_.stood_by(now, standing, handback_delay);
+  }
   void abandoned_all() override;
   void effects(std::span<const Effect> effects, TimePoint now) override;
 

@@ -172,7 +172,8 @@ TEST_CASE("a pinned jetfan that is stopped loses the pin to the standby, and sta
   CHECK(run_jetfan({"status", "--control", other}, mesh.dir(), output) == 0);
 }
 
-TEST_CASE("jetfan step-down hands the pin to the standby at once, and nothing is lost", "[integration]") {
+TEST_CASE("jetfan step-down hands the pin to the standby, and nothing is lost; on the standby it is refused",
+          "[integration]") {
   if (!server_pins_well()) return;
   Mesh mesh({.create_consumer = false});
   Pair pair(mesh);
@@ -184,16 +185,23 @@ TEST_CASE("jetfan step-down hands the pin to the standby at once, and nothing is
   const std::string standby = first_active ? pair.second->control() : mesh.control_path();
   const std::string standby_seen = first_active ? "second" : "builder";
   std::string output;
+  // On the standby it is refused: releasing another's pin would only move it.
+  CHECK(run_jetfan({"step-down", "--control", standby}, mesh.dir(), output) == 1);
+  CHECK_THAT(output, Catch::Contains("standing by"));
+  CHECK(role_of(active) == "active");
   const auto asked = std::chrono::steady_clock::now();
   REQUIRE(run_jetfan({"step-down", "--control", active}, mesh.dir(), output) == 0);
-  CHECK_THAT(output, Catch::Contains("stepped down: the pin of group \"jobs\" is released"));
+  CHECK_THAT(output, Catch::Contains("stepped down: jetfan delivers nothing new"));
   CHECK(role_of(active) == "standby");
   publish_numbered(mesh, "b", 8);
   REQUIRE(wait_until([&] { return role_of(standby) == "active"; }, 20s));
   const auto moved = std::chrono::steady_clock::now();
   REQUIRE(wait_until([&] { return all_seen(mesh, "b", 8); }, 30s));
-  CHECK(payloads(mesh.seen(standby_seen)).count("b0") == 1);
+  CHECK(payloads(mesh.seen(standby_seen)).count("b7") == 1);
   REQUIRE(mesh.wait_settled());
+  // The one that stepped down stays a standby: the server did not pin it anew.
+  CHECK(role_of(active) == "standby");
+  CHECK(status_of(active)["pin"]["gained"] == 1);
   std::cout << "pinned_test: the pin moved "
             << std::chrono::duration_cast<std::chrono::milliseconds>(moved - asked).count()
             << " ms after jetfan step-down\n";

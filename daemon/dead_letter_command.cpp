@@ -1,10 +1,8 @@
-// ControlPlane, continued: the DLQ and REDRIVE commands (daemon/CONTROL.md). The words are parsed
-// here; the job is the dispatcher's (dispatcher_redrive.cpp), which streams its progress back.
+#include "dead_letter_command.hpp"
 
+#include <algorithm>
 #include <charconv>
-
-#include "control_plane.hpp"
-#include "dispatcher.hpp"
+#include <vector>
 
 namespace jetfan {
 namespace {
@@ -45,9 +43,9 @@ std::string upper_word(std::string word) {
   return word;
 }
 
-// DLQ HANDLER [A[-B]] [JSON], or REDRIVE HANDLER (ALL | A[-B]) [DRY-RUN]. A word that fits no
-// place is an error, in words.
-std::optional<std::string> parse_job(std::string_view rest, bool redrive, DeadLetterJob& job) {
+}  // namespace
+
+std::optional<std::string> parse_dead_letter_command(std::string_view rest, bool redrive, DeadLetterJob& job) {
   const auto words = words_of(rest);
   if (words.empty()) return std::string("needs a handler name");
   job.kind = redrive ? DeadLetterJob::Kind::kRedrive : DeadLetterJob::Kind::kList;
@@ -70,31 +68,6 @@ std::optional<std::string> parse_job(std::string_view rest, bool redrive, DeadLe
   }
   if (redrive && !chosen) return std::string("needs ALL or a sequence range A[-B]");
   return std::nullopt;
-}
-
-}  // namespace
-
-void ControlPlane::dead_letters(const std::shared_ptr<ControlSession>& session, std::string_view rest, bool redrive) {
-  DeadLetterJob job;
-  if (const auto why = parse_job(rest, redrive, job)) {
-    session->reply_and_close(
-        std::string("ERR ") + (redrive ? "REDRIVE" : "DLQ") + " " + *why +
-        (redrive ? "; send REDRIVE HANDLER (ALL | A[-B]) [DRY-RUN]\n" : "; send DLQ HANDLER [A[-B]] [JSON]\n"));
-    return;
-  }
-  if (!dispatcher_) {
-    session->reply_and_close("ERR not serving yet\n");
-    return;
-  }
-  const bool json = job.json;
-  // Streaming from the start: the job may end before start_dead_letter_job returns.
-  session->start_stream("");
-  DeadLetterJobOutput out;
-  out.line = [session, json](const std::string& line) { return json || session->stream(line + "\n"); };
-  out.done = [session](bool, const std::string& line) { session->reply_and_close(line + "\n"); };
-  if (const auto refused = dispatcher_->start_dead_letter_job(job, std::move(out))) {
-    session->reply_and_close("ERR " + *refused + "\n");
-  }
 }
 
 }  // namespace jetfan
