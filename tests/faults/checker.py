@@ -239,6 +239,46 @@ def check(workdir):
     def generation(t):
         return bisect.bisect_right(gen_starts, t)
 
+    # Two jetfans on one durable (the failover class): run.json's instance_side says which one each
+    # handler instance ("A-0") is connected to. A delivery belongs to that jetfan's process (its
+    # generation: a retry budget, the confirmations of settled messages live there), and to one of
+    # its pin epochs (from each gain of the pin, as its STATUS JSON reported it: "pin" events; the
+    # gain happened after the report before, `since`). Without sides, all is as with one jetfan.
+    instance_side = run.get("instance_side") or {}
+    starts_by_side = defaultdict(list)
+    gains_by_side = defaultdict(list)
+    for e in history:
+        if e["kind"] == "jetfan_start" and e.get("side"):
+            starts_by_side[e["side"]].append(e["t"])
+    last_gained = {}
+    for e in history:
+        if e["kind"] == "pin":
+            key = (e["side"], e["gen"])
+            if (e.get("gained") or 0) > last_gained.get(key, 0):
+                gains_by_side[e["side"]].append(e.get("since") or e["t"])
+            last_gained[key] = e.get("gained") or 0
+    for v in list(starts_by_side.values()) + list(gains_by_side.values()):
+        v.sort()
+
+    def side_of(d):
+        return instance_side.get(d["file"][len("handler-"):].rsplit("-", 1)[0])
+
+    def gen_of(d, t=None):
+        """The jetfan process that gave delivery d (at t, by default its delivery time)."""
+        t = d["t"] if t is None else t
+        side = side_of(d)
+        if side is None:
+            return generation(t)
+        return (side, bisect.bisect_right(starts_by_side[side], t))
+
+    def epoch_of(d, t=None):
+        """... and the pin epoch of that process then."""
+        t = d["t"] if t is None else t
+        side = side_of(d)
+        if side is None:
+            return generation(t)
+        return gen_of(d, t) + (bisect.bisect_right(gains_by_side[side], t),)
+
     def jetfan_stopped_during(t0, t1):
         return any(b <= t1 and e >= t0 for b, e in jetfan_stops)
 
@@ -349,6 +389,7 @@ def check(workdir):
 
         causes = defaultdict(int)
         concurrent = []
+        across_failover = []
         violations = []
         poison_redeliveries = 0
         for ident, ds in received.items():
@@ -375,8 +416,12 @@ def check(workdir):
                     or (h.get("order_by") and cur["aux"] == prev["aux"] and cur["file"] != prev["file"]))
                 if prev["answer"] != "ack" or late or stale:
                     cause = "after_failure"
-                elif generation(prev["answer_t"]) != generation(cur["t"]):
-                    cause = "after_jetfan_restart"
+                elif gen_of(prev, prev["answer_t"]) != gen_of(cur):
+                    # another jetfan, or this one restarted: at least once (per-handler
+                    # confirmations live in the jetfan that had them)
+                    cause = "after_jetfan_restart" if side_of(prev) == side_of(cur) else "after_failover"
+                elif epoch_of(prev, prev["answer_t"]) != epoch_of(cur):
+                    cause = "after_failover"  # this jetfan lost the pin and was pinned again
                 else:
                     cause = "after_ack"
                     if server_restarted_between(prev["answer_t"], cur["t"]):
@@ -395,10 +440,18 @@ def check(workdir):
                 causes[cause] += 1
                 # two copies at once: cur arrived while prev was unanswered, on another connection
                 if (prev["answer"] == "ack" and (prev["file"], prev["conn"]) != (cur["file"], cur["conn"])
-                        and cur["t"] < prev["answer_t"] and not late
-                        and generation(prev["t"]) == generation(cur["t"])):
-                    concurrent.append({"id": ident, "seq": cur["seq"], "first": [prev["file"], prev["t"]],
-                                       "second": [cur["file"], cur["t"]]})
+                        and cur["t"] < prev["answer_t"] and not late):
+                    two = {"id": ident, "seq": cur["seq"], "first": [prev["file"], prev["t"], prev["aux"]],
+                           "second": [cur["file"], cur["t"], cur["aux"]]}
+                    if epoch_of(prev) == epoch_of(cur):
+                        concurrent.append(two)
+                    elif side_of(prev) is not None and side_of(prev) != side_of(cur):
+                        # Each jetfan had a copy at once. The server gives one delivery to one
+                        # client: with the same delivery count that cannot be. With another, the
+                        # server delivered it again (AckWait, or handed back) to the new owner while
+                        # the former one still had its older copy out (a pin is not exclusivity:
+                        # ADR-42): at least once after a failover, counted.
+                        (concurrent if prev["aux"] == cur["aux"] else across_failover).append(two)
         dups = sum(len(ds) - 1 for ds in received.values()) - poison_redeliveries
         total_dups += dups
         total_poison_redeliveries += poison_redeliveries
@@ -422,6 +475,8 @@ def check(workdir):
             "after_ack_sample": violations,
             "concurrent": len(concurrent),
             "concurrent_sample": concurrent[:SAMPLE],
+            "two_copies_across_failover": len(across_failover),
+            "two_copies_across_failover_sample": across_failover[:SAMPLE],
             "poison": len(poison),
             "poison_redeliveries": poison_redeliveries,
             "ghost": bool(h.get("ghost")),
@@ -434,7 +489,7 @@ def check(workdir):
         result_handlers[name] = entry
         if h.get("dead_letter"):  # a retry budget with dead letters: dead_letter_rule.py
             entry["dead_letter_rule"] = dead_letter_rule.check_dead_letters(
-                wants, received, dead_letters.get(name, {}), h["max_attempts"], generation)
+                wants, received, dead_letters.get(name, {}), h["max_attempts"], gen_of)
             findings += [f"DEAD LETTERS: handler {name}: {w}" for w in dead_letter_rule.broken(entry["dead_letter_rule"])]
         if lost:
             findings.append(f"LOST: handler {name} never received {len(lost)} message(s) it matches, e.g. ids "
@@ -466,7 +521,7 @@ def check(workdir):
                 firsts[d["id"]] = d["t"]  # it may have acked it: see handler_kills
         if h.get("dead_letter"):  # a dead-lettered message is settled for h once its budget is used up
             for ident in dead_letters.get(h["name"], {}):
-                t = dead_letter_rule.used_up_at(received_by[h["name"]].get(ident, []), h["max_attempts"], generation,
+                t = dead_letter_rule.used_up_at(received_by[h["name"]].get(ident, []), h["max_attempts"], gen_of,
                                                 failed_at=lambda d, prev, name=h["name"]: failed_at(name, d, prev))
                 if t is not None and t < firsts.get(ident, float("inf")):
                     firsts[ident] = t
@@ -570,7 +625,10 @@ def check(workdir):
 
     # --- progress ---
     stored_at = {r.id: r.t for r in pub if r.kind == records.STORED}
-    progress = progress_figures(run, deliveries, handlers, faults, stored_at, load_monitor(workdir), gen_starts,
+    # A jetfan that gains the pin holds order as after a restart (what the former owner left comes
+    # after AckWait): its gains count as restarts for the ordered handlers' resume.
+    restarts = sorted(gen_starts + [t for v in gains_by_side.values() for t in v])
+    progress = progress_figures(run, deliveries, handlers, faults, stored_at, load_monitor(workdir), restarts,
                                 load_full_consumer(workdir, run.get("max_ack_pending")))
     goal = run["ack_wait_s"] + 5
     if progress["max_resume_s"] is not None and progress["max_resume_s"] > goal:
@@ -589,23 +647,40 @@ def check(workdir):
     termed = set()  # generations the harness sent SIGTERM
     for e in history:
         if e["kind"] == "jetfan_sigterm":
-            termed.add(e.get("gen"))
+            termed.add((e.get("side"), e.get("gen")))
         if e["kind"] == "jetfan_exit" and e["how"] == "SIGTERM" and e["status"] != 0:
             bad_exits.append(e)
         if e["kind"] == "jetfan_exit" and e["how"] == "SIGKILL" and e["status"] not in (-9, None):
             # "SIGKILL during drain" looks, then kills: a jetfan that finished its drain in between
             # exited 0 by the harness's SIGTERM, as it must.
-            if not (e["status"] == 0 and e.get("gen") in termed):
+            if not (e["status"] == 0 and (e.get("side"), e.get("gen")) in termed):
                 bad_exits.append(dict(e, how="before the harness's SIGKILL"))
         if e["kind"] == "jetfan_crash":
             bad_exits.append(e)
         if e["kind"] == "finding":
             findings.append("HARNESS: " + e["what"])
     for e in bad_exits:
-        findings.append(f"BAD EXIT: jetfan generation {e.get('gen')} exited with status {e.get('status')} "
+        findings.append(f"BAD EXIT: jetfan {e['side'] + ' ' if e.get('side') else ''}generation {e.get('gen')} exited "
+                        f"with status {e.get('status')} "
                         f"({e.get('how', 'on its own')})")
 
+    # --- two jetfans: in a steady window (one active, the other standing by, as both said, and no
+    # fault) only the active one delivers ---
+    standby_deliveries = []
+    for e in history:
+        if e["kind"] != "steady":
+            continue
+        for items in deliveries.values():
+            standby_deliveries += [{"id": d["id"], "t": d["t"], "file": d["file"], "owner": e["owner"]}
+                                   for d in items if e["begin"] <= d["t"] <= e["end"] and side_of(d) not in (None, e["owner"])]
+    if standby_deliveries:
+        findings.append(f"STANDBY DELIVERED: {len(standby_deliveries)} deliveries by the jetfan standing by while the "
+                        f"other was pinned, e.g. {standby_deliveries[:2]}")
+
     return {
+        "failover": run.get("failover", []),
+        "standby_deliveries": len(standby_deliveries),
+        "two_copies_across_failover": sum(h.get("two_copies_across_failover", 0) for h in result_handlers.values()),
         "run": {k: run[k] for k in ("name", "seed", "duration_s", "rate", "cluster_size") if k in run},
         "published": {"attempted": len(attempted), "stored": len(stored), "acked_by_server": len(acked_pub),
                       "failed_or_unanswered": len(failed), "not_sent": len(not_sent)},

@@ -20,7 +20,7 @@ def used_up_budgets(deliveries, max_attempts, generation):
     failures = defaultdict(int)
     for d in deliveries:
         if d["answer"] != "ack":
-            failures[generation(d["t"])] += 1
+            failures[generation(d)] += 1
     return sum(n // max_attempts for n in failures.values())
 
 
@@ -34,7 +34,7 @@ def used_up_at(deliveries, max_attempts, generation, failed_at=None):
     previous = None
     for d in deliveries:
         if d["answer"] != "ack":
-            g = generation(d["t"])
+            g = generation(d)
             failures[g] += 1
             if failures[g] == max_attempts:
                 return failed_at(d, previous) if failed_at else d.get("answer_t") or d["t"]
@@ -45,7 +45,7 @@ def used_up_at(deliveries, max_attempts, generation, failed_at=None):
 def check_dead_letters(wants, received, dead_letters, max_attempts, generation):
     """wants: ids h must settle. received: id -> its deliveries to h, oldest first (dicts with "t" and
     "answer": "ack", "nak", "drop" or None). dead_letters: id -> dead letters of it for h.
-    generation: t -> the jetfan generation then. Returns the figures and samples of the rule."""
+    generation: delivery -> the jetfan generation that gave it (with two jetfans, which one too). Returns the figures and samples of the rule."""
     confirmed = {i for i, ds in received.items() if any(d["answer"] == "ack" for d in ds)}
     unsettled = sorted(i for i in wants if i not in confirmed and dead_letters.get(i, 0) == 0)
     # Confirmed by its last delivery, so no budget was used up after it: a dead letter is wrong.

@@ -82,6 +82,7 @@ class Settings:
         self.idle_heartbeat = kw.get("idle_heartbeat", "1s")
         self.watch_answers = kw.get("watch_answers", True)
         self.metrics_port = kw.get("metrics_port")  # jetfan's /metrics on 127.0.0.1, if set
+        self.consumer_extra = kw.get("consumer_extra")  # more of the durable's config (priority groups)
 
 
 class Run:
@@ -121,7 +122,8 @@ class Run:
         self.servers.start()
         self.tool = NatsTool(os.path.join(self.build, "tests/faults/faults-nats"), self.servers.urls,
                              os.path.join(self.dir, "faults-nats.log"))
-        self.tool.create(3 if self.cluster_size > 1 else 1, s.ack_wait_s, s.max_ack_pending)
+        self.tool.create(3 if self.cluster_size > 1 else 1, s.ack_wait_s, s.max_ack_pending,
+                         consumer_extra=s.consumer_extra)
         if s.watch_answers:
             self.start_watcher()
         if self.cluster_size == 1 and s.use_proxy:

@@ -5,13 +5,14 @@
 //         req TIMEOUT_MS SUBJECT [BODY...]   ->  "ok <reply>" or "err <why>"
 //       (the JetStream API: $JS.API.STREAM.CREATE.<s>, $JS.API.CONSUMER.INFO.<s>.<d>, ...; its
 //       replies are one-line JSON). Reconnects for ever, so it outlives servers being killed.
-//   faults-nats audit URLS STREAM DURABLE EXPECT TIMEOUT_S GRACE_MS OUT_FILE
+//   faults-nats audit URLS STREAM DURABLE EXPECT TIMEOUT_S GRACE_MS OUT_FILE [GROUP]
 //       Reads the durable consumer the way jetfan does (pull requests), once jetfan is stopped: what
 //       the server still has unacknowledged comes back here. Writes "<stream-seq> <id> <deliveries>"
 //       per message to OUT_FILE and acks it. EXPECT is a file of stream sequences, one per line (or
 //       a count): it stops GRACE_MS after every one of them (that many) came back with nothing new
 //       arriving, or after TIMEOUT_S. Exit 0 either way; the harness compares what came back with
-//       what it expects.
+//       what it expects. GROUP: the durable has that pinned_client priority group; every pull names
+//       it, and, once a delivery carried the server's Nats-Pin-Id, that id too.
 //   faults-nats watch URLS SUBJECT RECORD_FILE
 //       Subscribes to SUBJECT ($JS.ACK.<stream>.<durable>.>: every answer jetfan sends the server
 //       about a message) and records each (record_log.hpp): stream_seq and aux = delivery count from
@@ -109,10 +110,16 @@ struct Audit {
   std::ofstream out;
   natsConnection* connection = nullptr;
   std::uint64_t last_new_ns = 0;
+  std::string pin_id;  // the auditor's pin, once the server gave it one
 
   static void on_message(natsConnection*, natsSubscription*, natsMsg* raw, void* closure) {
     jetfan::faults::OwnedMsg message(raw);
     auto& self = *static_cast<Audit*>(closure);
+    const char* pin = nullptr;
+    if (natsMsgHeader_Get(raw, "Nats-Pin-Id", &pin) == NATS_OK && pin && *pin) {
+      std::lock_guard lock(self.mutex);
+      self.pin_id = pin;
+    }
     const char* reply = natsMsg_GetReply(raw);
     if (!reply || std::string_view(reply).rfind("$JS.ACK.", 0) != 0) return;  // a status: 404/408/100
     std::uint64_t deliveries = 0, seq = 0;
@@ -176,7 +183,13 @@ int audit(const std::vector<std::string>& a) {
       // A fresh request every second, each waiting up to 2 s: a server that restarted or a
       // leader that moved forgets requests, and one lost request must not end the audit.
       const std::string reply = inbox + "." + std::to_string(++pull);
-      const std::string body = "{\"batch\":1000,\"expires\":2000000000}";
+      std::string body = "{\"batch\":1000,\"expires\":2000000000";
+      if (a.size() > 7) {
+        std::lock_guard lock(state.mutex);
+        body += ",\"group\":\"" + a[7] + "\"";
+        if (!state.pin_id.empty()) body += ",\"id\":\"" + state.pin_id + "\"";
+      }
+      body += "}";
       natsConnection_PublishRequest(connection.get(), pull_subject.c_str(), reply.c_str(), body.data(),
                                     static_cast<int>(body.size()));
       next_pull = std::chrono::steady_clock::now() + std::chrono::seconds(1);
@@ -201,7 +214,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (args.size() == 2 && args[0] == "serve") return serve(args[1]);
-    if (args.size() == 8 && args[0] == "audit") return audit({args.begin() + 1, args.end()});
+    if ((args.size() == 8 || args.size() == 9) && args[0] == "audit") return audit({args.begin() + 1, args.end()});
     if (args.size() == 4 && args[0] == "watch") return watch({args.begin() + 1, args.end()});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "faults-nats: %s\n", e.what());

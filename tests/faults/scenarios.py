@@ -22,8 +22,9 @@ from servers import DEAD_LETTER_STREAM, DURABLE, STREAM
 
 class Scenario:
     def __init__(self, name, faults, cluster_size=1, first=None, reconnect_loop=False, ghost_instance=False,
-                 gap=(1.0, 4.0), doc=""):
+                 gap=(1.0, 4.0), doc="", runner=None):
         self.name = name
+        self.runner = runner  # a class with a driver of its own: (seed, build, rate) -> (result, workdir) or (None, why skipped)
         self.faults = faults
         self.cluster_size = cluster_size
         self.first = first
@@ -61,7 +62,17 @@ CLASSES = {
                         reconnect_loop=True,
                         doc="SIGTERM of jetfan, alone and in the middle of a network stall, a stopped handler or a "
                             "server that is down; mixed with the other single-node faults"),
+    "failover": Scenario("failover", [], cluster_size=3, runner=lambda seed, build, rate: _failover().run_failover(
+                             seed, build, rate),
+                         doc="two jetfans on a pinned_client durable, 3-node cluster: SIGKILL, SIGSTOP and jetfan "
+                             "step-down of the pinned one, consumer leader step-down; the time to the new owner's "
+                             "first delivery (nats-server 2.12.12+, 2.14.3+, 2.15+; skipped otherwise)"),
 }
+
+
+def _failover():
+    import failover  # it builds on this module
+    return failover
 
 
 def heal_all(run):
@@ -117,7 +128,12 @@ def expectations(run, want_ids=False):
     # A handler with dead letters is done with a message once it confirmed it or jetfan stored its
     # dead letter: one it failed goes back to the server and comes again, and the server's counts
     # cannot tell it from one a ghost never confirms.
-    dead_lettered = dead_lettered_seqs(read_text(run.jetfan_log)) if any(h.dead_letter for h in run.handlers) else {}
+    logs = run.jetfan_log_paths() if hasattr(run, "jetfan_log_paths") else [run.jetfan_log]
+    dead_lettered = {}
+    if any(h.dead_letter for h in run.handlers):
+        for path in logs:
+            for handler, seqs in dead_lettered_seqs(read_text(path)).items():
+                dead_lettered.setdefault(handler, set()).update(seqs)
     complete = True
     unconfirmed = set()
     for h in run.handlers:
@@ -156,16 +172,17 @@ def wait_settled(run, timeout):
     return False
 
 
-def finish(run, info, settle_timeout):
-    """After the faults: heal, settle, SIGTERM, audit. Fills info."""
+def finish(run, info, settle_timeout, heal=heal_all, stop=None):
+    """After the faults: heal, settle, SIGTERM, audit. Fills info. `heal` and `stop` (SIGTERM, the
+    exit status) default to those of a run with one jetfan."""
     info["publish_stop"] = time.monotonic_ns()
-    heal_all(run)
+    heal(run)
     info["settle_timeout_s"] = settle_timeout
     info["settled"] = wait_settled(run, settle_timeout) if settle_timeout > 0 else False
     if info["settled"]:
         run.event("settled")
     info["final_consumer"] = run.consumer_state()
-    status = run.term_jetfan()
+    status = stop(run) if stop else run.term_jetfan()
     info["final_exit"] = status
     # Again once jetfan is gone and before the auditor reads: nothing acks in between, so this is
     # what the server still holds unacknowledged (the checker counts with it).
@@ -179,7 +196,8 @@ def finish(run, info, settle_timeout):
     audit_path = os.path.join(run.dir, "audit.txt")
     run.event("audit_start")
     audit = subprocess_run([os.path.join(run.build, "tests/faults/faults-nats"), "audit", run.servers.urls,
-                            "EVENTS", "faults", expect_path, "45", "3000", audit_path],
+                            "EVENTS", "faults", expect_path, "45", "3000", audit_path]
+                           + ([run.priority_group] if getattr(run, "priority_group", None) else []),
                            os.path.join(run.dir, "audit.log"))
     info["audited"] = audit == 0
     info["dead_letters"] = dump_dead_letters(run)

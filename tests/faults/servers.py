@@ -22,6 +22,20 @@ def nats_server_binary():
     return os.environ.get("JETFAN_NATS_SERVER") or "nats-server"
 
 
+def server_version(binary=None):
+    """(major, minor, patch) of a nats-server binary (`nats-server --version`), or None if it does
+    not run or says something else."""
+    binary = binary or nats_server_binary()
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    digits = out.strip().rsplit("v", 1)[-1].split("-")[0].split(".")
+    if len(digits) < 3 or not all(d.isdigit() for d in digits[:3]):
+        return None
+    return tuple(int(d) for d in digits[:3])
+
+
 class Node:
     def __init__(self, name, workdir, port, cluster_port=None, routes=()):
         self.name = name
@@ -166,13 +180,14 @@ class NatsTool:
 
     # --- JetStream, as a controller would do it ---
 
-    def create(self, replicas, ack_wait_s, max_ack_pending, timeout=60):
+    def create(self, replicas, ack_wait_s, max_ack_pending, timeout=60, consumer_extra=None):
         stream = {"name": STREAM, "subjects": ["events.>"], "storage": "file", "num_replicas": replicas,
                   "retention": "limits", "discard": "old"}
         consumer = {"stream_name": STREAM, "config": {
             "durable_name": DURABLE, "ack_policy": "explicit", "ack_wait": int(ack_wait_s * 1e9),
             "max_deliver": -1, "max_ack_pending": max_ack_pending, "deliver_policy": "all",
             "replay_policy": "instant"}}
+        consumer["config"].update(consumer_extra or {})
         dead_letters = {"name": DEAD_LETTER_STREAM, "subjects": ["dlq.>"], "storage": "file",
                         "num_replicas": replicas, "retention": "limits", "discard": "old"}
         deadline = time.monotonic() + timeout

@@ -53,6 +53,7 @@ class World:
         self.final = {"num_pending": 0, "num_ack_pending": 1}
         self.exit = None  # the consumer once jetfan is gone; None: not read
         self.handlers = HANDLERS
+        self.run_extra = {}  # more of run.json
 
     def came_back_unacked(self, ident, deliveries):
         """No +ACK of ident on the wire, and the auditor got it back with that delivery count."""
@@ -81,6 +82,7 @@ class World:
         run = {"name": "t", "seed": 1, "keys": KEYS, "ack_wait_s": 5, "settled": True, "audited": True,
                "final_consumer": self.final, "exit_consumer": self.exit, "publish_start": 900 * MS, "publish_stop": 1100 * MS,
                "handlers": [dict(h, record_files=files[h["name"]]) for h in self.handlers]}
+        run.update(self.run_extra)
         with open(os.path.join(self.dir, "run.json"), "w") as f:
             json.dump(run, f)
         return checker.check(self.dir)
@@ -490,13 +492,70 @@ class PatternTest(unittest.TestCase):
         self.assertFalse(matches("*.y", "c.y.z"))
 
 
+class TwoJetfansTest(unittest.TestCase):
+    """The failover class's rules: instance 0 of each handler on jetfan J1, instance 1 on J2."""
+
+    def world(self):
+        w = World()
+        w.run_extra = {"instance_side": {"A-0": "J1", "C-0": "J1", "A-1": "J2", "C-1": "J2"}}
+        w.history = [{"kind": "jetfan_start", "side": "J1", "gen": 1, "t": 1},
+                     {"kind": "jetfan_start", "side": "J2", "gen": 1, "t": 2},
+                     {"kind": "pin", "side": "J1", "gen": 1, "role": "active", "gained": 1, "since": 3, "t": 4},
+                     {"kind": "audit_start", "t": 10**12}]
+        w.more_instances[("A", 1)] = []
+        return w
+
+    def test_a_duplicate_on_the_other_jetfan_after_a_failover_is_allowed(self):
+        w = self.world()
+        w.more_instances[("A", 1)].append((3000 * MS, 2, 2, 2, records.DELIVERED, 0, 1))
+        w.more_instances[("A", 1)].append((3001 * MS, 2, 2, 2, records.ACKED, 0, 1))
+        r = w.check()
+        self.assertEqual(r["findings"], [])
+        self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_failover": 1})
+
+    def test_a_duplicate_after_the_same_jetfan_lost_and_regained_its_pin_is_allowed_without_it_not(self):
+        for regained in (True, False):
+            w = self.world()
+            if regained:
+                w.history.insert(3, {"kind": "pin", "side": "J1", "gen": 1, "role": "active", "gained": 2,
+                                     "since": 2500 * MS, "t": 2600 * MS})
+            w.deliver("A", 2, 3000 * MS, deliveries=2)
+            r = w.check()
+            self.assertEqual(any("DUPLICATE AFTER ACK" in f for f in r["findings"]), not regained)
+
+    def test_two_copies_at_once_on_two_jetfans(self):
+        """With the same delivery count the server cannot have given both: a finding. With a higher one
+        the new owner got it again while the former one still had its copy out: counted, allowed."""
+        for deliveries, finding in ((1, True), (2, False)):
+            w = self.world()
+            w.deliver("A", 8, 5000 * MS, answer=None)
+            w.handler["A"].append((5100 * MS, 8, 8, 1, records.ACKED, 0, 1))
+            w.more_instances[("A", 1)] += [(5050 * MS, 8, 8, deliveries, records.DELIVERED, 0, 1),
+                                           (5060 * MS, 8, 8, deliveries, records.ACKED, 0, 1)]
+            w.pub += [(4900 * MS, 0, 8, 0, records.ATTEMPT, 0, 0), (4900 * MS + 1, 8, 8, 0, records.STORED, 0, 0)]
+            w.answers.append((5200 * MS, 8, 0, 1, 1, 0, 0))
+            w.deliver("C", 8, 5000 * MS)
+            r = w.check()
+            self.assertEqual(any("CONCURRENT COPIES" in f for f in r["findings"]), finding, r["findings"])
+            self.assertEqual(r["two_copies_across_failover"], 0 if finding else 1)
+
+    def test_the_standby_delivering_in_a_steady_window_is_a_finding(self):
+        w = self.world()
+        w.history.insert(3, {"kind": "steady", "begin": 900 * MS, "end": 1100 * MS, "owner": "J2", "t": 1100 * MS})
+        r = w.check()
+        self.assertTrue(any("STANDBY DELIVERED" in f for f in r["findings"]), r["findings"])
+        w = self.world()
+        w.history.insert(3, {"kind": "steady", "begin": 900 * MS, "end": 1100 * MS, "owner": "J1", "t": 1100 * MS})
+        self.assertEqual(w.check()["findings"], [])
+
+
 class DeadLetterRuleTest(unittest.TestCase):
     """The dead-letter rule (dead_letter_rule.py) on made-up deliveries of one handler with
     max_attempts 2: generation 1 before t=100, 2 from then on."""
 
     @staticmethod
-    def gen(t):
-        return 1 if t < 100 else 2
+    def gen(d):
+        return 1 if d["t"] < 100 else 2
 
     @staticmethod
     def d(t, answer):
