@@ -62,8 +62,10 @@ class PinTracker {
   void on_leader_change(TimePoint now);
   // jetfan step-down: gives the pin up and does not pull for `hold`, so that a standby takes it.
   Change step_down(TimePoint now, Duration hold);
-  // No pull goes out before `until` (a step-down's wait for its UNPIN, and the second after it).
-  void quiet(TimePoint until) { quiet_until_ = until; }
+  // The id jetfan last gave up (a step-down, a lost pin); deliveries carrying it are no new pin.
+  const std::string& given_up() const { return given_up_; }
+  // A standby declines a pin the server gave it (`pin_id`): deliveries carrying it are no new pin.
+  void give_up(std::string_view pin_id) { given_up_.assign(pin_id); }
   // Time passes: a re-pin that did not come is a lost pin.
   Change tick(TimePoint now);
 

@@ -531,7 +531,7 @@ void Dispatcher::housekeeping() {
   }
   if (state_ == State::kServing) {
     watch_.tick(now);
-    if (pinned_) pinned_->tick(now, ledger_.outstanding() > 0);
+    if (pinned_) pinned_->tick(now);
     full_.warn_blocked_keys(core_, now);
     full_.act(core_, ledger_.full(core_.held_for_room(), arena_.bytes), arena_.bytes, now);
     apply_effects();

@@ -6,9 +6,9 @@ namespace jetfan {
 
 namespace {
 constexpr std::size_t kMaxCarried = 256;
-// After a step-down's UNPIN, how long jetfan waits before it pulls again: the standby's requests,
-// waiting already, are pinned first.
-constexpr Duration kAfterUnpin{1000};
+// After a step-down, jetfan pulls again this long after its own requests have ended: the standby's
+// requests, waiting already, are pinned first.
+constexpr Duration kAfterHold{1000};
 }  // namespace
 
 PinnedReader::PinnedReader(const Config& config, PinSettings settings, Upstream& upstream, PinHost& host)
@@ -48,6 +48,16 @@ void PinnedReader::act(PinTracker::Change change, TimePoint now, std::string_vie
 
 void PinnedReader::on_message(std::string_view pin_id, TimePoint now) {
   if (pin_id.empty()) return;
+  if (stepping_down_until_ && now < *stepping_down_until_ && !pin_.active() && pin_id != pin_.given_up()) {
+    // The server pinned a request jetfan sent before it stepped down: released again, not taken.
+    // What came with it is handed back, as by any standby.
+    pin_.give_up(pin_id);
+    if (send_unpin()) {
+      log_info("pin.released", {{"group", pin_.group()}, {"consumer", config_.consumer.durable}},
+               "pin: the server pinned a pull request jetfan sent before its step-down; released it again");
+    }
+    return;
+  }
   const bool repinning = pin_.role() == PinTracker::Role::kRepinning;
   const auto change = pin_.on_message(pin_id, now);
   if (repinning && pin_.role() == PinTracker::Role::kActive) {
@@ -86,18 +96,8 @@ void PinnedReader::on_api_reply(const ApiReply& reply) {
   }
 }
 
-void PinnedReader::tick(TimePoint now, bool pulls_open) {
-  if (unpin_after_ && now >= *unpin_after_ && (!pulls_open || now >= *unpin_by_)) {
-    unpin_after_.reset();
-    unpin_by_.reset();
-    if (send_unpin()) {
-      log_info("pin.released", {{"group", pin_.group()}, {"consumer", config_.consumer.durable}},
-               "pin: released the pin of group \"{}\" of consumer \"{}\" (step-down); a standby takes it at the next "
-               "message",
-               pin_.group(), config_.consumer.durable);
-    }
-    pin_.quiet(now + kAfterUnpin);
-  }
+void PinnedReader::tick(TimePoint now) {
+  if (stepping_down_until_ && now >= *stepping_down_until_) stepping_down_until_.reset();
   act(pin_.tick(now), now,
       "not pinned again within " + std::to_string(PinTracker::kRepinWait.count()) + "ms of a leader change");
   const auto due = pin_.keepalive_due();
@@ -118,15 +118,15 @@ bool PinnedReader::send_unpin() {
 
 std::optional<std::string> PinnedReader::step_down(TimePoint now) {
   if (!pin_.active()) return std::nullopt;
-  // Keep-alives live kKeepAliveExpires; the ledger's requests pull_expires, and then some, should
-  // their ends not be heard.
-  const Duration longest = config_.consumer.pull_expires + kAfterUnpin;
-  unpin_after_ = now + kKeepAliveExpires;
-  unpin_by_ = now + longest;
-  act(pin_.step_down(now, longest + kAfterUnpin), now, "jetfan step-down");
+  if (!send_unpin()) return std::string("not connected to the server: nothing was released");
+  // Until jetfan's requests at the server have ended (pull_expires), a new pin given to one of them
+  // is released again (on_message); jetfan pulls again only after that.
+  const Duration hold = config_.consumer.pull_expires + kAfterHold;
+  stepping_down_until_ = now + hold;
+  act(pin_.step_down(now, hold), now, "jetfan step-down");
   return "stepped down: jetfan delivers nothing new and hands back what it holds; the pin of group \"" + pin_.group() +
-         "\" is released once its pull requests at the server have ended (within " +
-         std::to_string(longest.count() / 1000) + "s), so that a standby takes it";
+         "\" is released, and jetfan pulls again in " + std::to_string(hold.count() / 1000) +
+         "s, as a standby, so that a standby takes it";
 }
 
 void PinnedReader::release() {

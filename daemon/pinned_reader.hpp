@@ -62,13 +62,12 @@ class PinnedReader {
   void on_status(const PullStatus& status, TimePoint now);
   // The answer to an UNPIN (owns_request).
   void on_api_reply(const ApiReply& reply);
-  // Keep-alives, the end of a re-pin wait or of a quiet spell, a step-down's UNPIN once none of
-  // jetfan's requests is open at the server (`pulls_open`: the ledger's). Called often (housekeeping).
-  void tick(TimePoint now, bool pulls_open);
-  // jetfan step-down: stands by at once, pulls no more, and releases the pin at the server once
-  // jetfan's requests there have ended (the server pins a request still waiting there anew, the
-  // stepped-down reader's included), then pulls again a second later, as a standby. What was done,
-  // in words, for the operator; nullopt while standing by (an UNPIN then would move another's pin).
+  // Keep-alives, the end of a re-pin wait or of a quiet spell. Called often (housekeeping).
+  void tick(TimePoint now);
+  // jetfan step-down: releases the pin at the server (UNPIN), stands by at once and pulls no more
+  // until its requests there have ended and a second more; should the server pin one of those
+  // requests meanwhile, that pin is released again. What was done, in words, for the operator;
+  // nullopt while standing by (an UNPIN then would move another's pin).
   std::optional<std::string> step_down(TimePoint now);
   // Asks the server to release jetfan's pin, if it has one, changing nothing here: a draining or
   // stopping jetfan, so that a standby need not wait priority_timeout.
@@ -89,8 +88,8 @@ class PinnedReader {
   std::uint64_t next_keepalive_ = 1;
   std::uint64_t next_unpin_ = 1;
   std::uint64_t keepalives_sent_ = 0;
-  // A step-down's UNPIN not sent yet: sent once no request is open, at `unpin_by_` at the latest.
-  std::optional<TimePoint> unpin_after_, unpin_by_;
+  // Set from a step-down until jetfan's requests sent before it have ended.
+  std::optional<TimePoint> stepping_down_until_;
   // The pin id each open pull carried, by pull id: a 423 means the pin moved only when it refused
   // the id jetfan holds now (one for an id dropped at a leader change, or replaced, is stale).
   std::unordered_map<std::uint64_t, std::string> carried_;

@@ -1,8 +1,8 @@
 // PinnedReader through the real Dispatcher: a pinned_client reader stands by until a delivery
 // carries its pin id, then takes over (the host's restart hold) and names the id in its pulls; a
 // refused id (423) makes it stand by and hand back what it holds, unless the request carried an id
-// already replaced; keep-alive pulls keep a pin while jetfan asks for nothing else; step-down stands
-// by, releases the pin once jetfan's requests have ended, and pulls again later.
+// already replaced; keep-alive pulls keep a pin while jetfan asks for nothing else; step-down
+// releases the pin, stands by, declines a pin given to its old requests, and pulls again later.
 
 #include <catch2/catch.hpp>
 
@@ -108,8 +108,7 @@ TEST_CASE("a pinned jetfan that pulls nothing sends keep-alive pulls with its pi
   CHECK(h.upstream.pulls.size() == pulls_now);
 }
 
-TEST_CASE("step-down stands by at once and releases the pin once jetfan's requests at the server have ended",
-          "[unit]") {
+TEST_CASE("step-down releases the pin at once, stands by, and pulls again once its requests have ended", "[unit]") {
   Harness h(config({handler("builder", {"a.>"})}), kPin);
   h.hello("builder");
   deliver_pinned(h, 1, "PIN-1");
@@ -117,23 +116,43 @@ TEST_CASE("step-down stands by at once and releases the pin once jetfan's reques
   REQUIRE(done);
   CHECK(done->done);
   CHECK_THAT(done->words, Catch::Contains("stepped down"));
-  CHECK(h.status().pin_role == "standby");
-  // Its requests still wait at the server, where an UNPIN would have them pinned anew: none yet.
-  h.advance(milliseconds(1100));
-  CHECK(h.upstream.api_requests.empty());
-  for (const std::size_t i : ledger_pulls(h)) h.upstream.status(h.upstream.pulls[i].id, "408", "Request Timeout");
-  h.upstream.pulls.clear();
-  h.upstream.pull_pins.clear();
-  h.advance(milliseconds(600));
   REQUIRE(h.upstream.api_requests.size() == 1);
   CHECK(h.upstream.api_requests[0].subject == "$JS.API.CONSUMER.UNPIN.STREAM.CONSUMER");
   CHECK(h.upstream.api_requests[0].body == R"({"group":"jobs"})");
+  CHECK(h.status().pin_role == "standby");
+  // Its requests end; none goes out during the hold (pull_expires and a second).
+  h.upstream.pulls.clear();
+  h.upstream.pull_pins.clear();
+  h.advance(h.config().consumer.pull_expires);
+  for (const auto& pull : h.upstream.pulls) h.upstream.status(pull.id, "408", "Request Timeout");
+  h.upstream.pulls.clear();
+  h.upstream.pull_pins.clear();
+  h.advance(milliseconds(500));
   CHECK(ledger_pulls(h).empty());
-  // A second later it pulls again, as a standby: the group, no pin id.
-  h.advance(milliseconds(1100));
+  h.advance(milliseconds(1000));
   REQUIRE(!ledger_pulls(h).empty());
   CHECK(h.upstream.pull_pins.back().pin_id.empty());
   CHECK(h.upstream.pull_pins.back().group == "jobs");
+}
+
+TEST_CASE(
+    "after step-down, deliveries with the old id are handed back, and a pin given to an old request is "
+    "released again, not taken",
+    "[unit]") {
+  Harness h(config({handler("builder", {"a.>"})}), kPin);
+  const auto peer = h.hello("builder");
+  deliver_pinned(h, 1, "PIN-1");
+  REQUIRE(h.msgs(peer).size() == 1);
+  REQUIRE(h.dispatcher().step_down()->done);
+  deliver_pinned(h, 2, "PIN-1");  // to a request that still carried the id
+  CHECK(h.status().pin_role == "standby");
+  deliver_pinned(h, 3, "PIN-2");  // the server pinned an old request anew
+  CHECK(h.status().pin_role == "standby");
+  CHECK(h.take_overs == 1);
+  CHECK(h.upstream.api_requests.size() == 2);  // the step-down's UNPIN, and this one's
+  CHECK(h.msgs(peer).empty());
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{2, 3});
+  CHECK(h.broken.empty());
 }
 
 TEST_CASE("step-down on a standby is refused and sends nothing: the pin is another's", "[unit]") {

@@ -192,6 +192,7 @@ TEST_CASE("jetfan step-down hands the pin to the standby, and nothing is lost; o
   const auto asked = std::chrono::steady_clock::now();
   REQUIRE(run_jetfan({"step-down", "--control", active}, mesh.dir(), output) == 0);
   CHECK_THAT(output, Catch::Contains("stepped down: jetfan delivers nothing new"));
+  CHECK_THAT(output, Catch::Contains("the pin of group \"jobs\" is released"));
   CHECK(role_of(active) == "standby");
   publish_numbered(mesh, "b", 8);
   REQUIRE(wait_until([&] { return role_of(standby) == "active"; }, 20s));
