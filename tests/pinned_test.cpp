@@ -172,7 +172,7 @@ TEST_CASE("a pinned jetfan that is stopped loses the pin to the standby, and sta
   CHECK(run_jetfan({"status", "--control", other}, mesh.dir(), output) == 0);
 }
 
-TEST_CASE("jetfan step-down hands the pin to the standby, and nothing is lost; on the standby it is refused",
+TEST_CASE("jetfan step-down hands the pin to the standby, and nothing is lost, and on the standby it is refused",
           "[integration]") {
   if (!server_pins_well()) return;
   Mesh mesh({.create_consumer = false});
