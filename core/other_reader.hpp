@@ -12,7 +12,8 @@
 //     what was accepted before, at two answers in a row, is seen (and accepted, so that only more
 //     is new evidence): a transit delay goes back down, deliveries elsewhere never do.
 //   - Waiting elsewhere. num_waiting above jetfan's own outstanding pull requests (the server drops
-//     a request before jetfan retires it, so a lone jetfan never has fewer), at every answer for
+//     a request before jetfan retires it, so a lone jetfan never has fewer than the most it had
+//     open since the answer before), at every answer for
 //     longer than a pull request lives (`pull_expires`) plus a poll: a crashed predecessor's
 //     requests are gone by then.
 // An excuse (a reconnect, a possible leader change, time jetfan did not run) starts both anew: what
@@ -43,7 +44,9 @@ class OtherReaderCheck {
   struct Own {
     std::uint64_t highest_consumer_seq = 0;  // the highest delivery number that reached jetfan
     std::uint64_t arrivals = 0;              // deliveries with a number that reached jetfan
-    std::uint64_t outstanding_pulls = 0;     // jetfan's pull requests the server may still hold
+    // jetfan's pull requests the server may still hold: the most open at once since the answer
+    // before, as the server counted at some moment between
+    std::uint64_t outstanding_pulls = 0;
   };
 
   OtherReaderCheck(Duration pull_expires, Duration poll, Duration quiet)

@@ -10,6 +10,8 @@ const char* to_string(PinTracker::Role role) {
       return "standby";
     case PinTracker::Role::kActive:
       return "active";
+    case PinTracker::Role::kChecking:
+      return "active (checking the pin)";
     case PinTracker::Role::kRepinning:
       return "active (re-pinning)";
   }
@@ -25,6 +27,7 @@ PinTracker::Change PinTracker::on_message(std::string_view pin_id, TimePoint now
   pin_id_.assign(pin_id);
   last_pull_with_id_ = now;  // the server pinned it at this delivery: its timer starts now
   repin_by_.reset();
+  check_by_.reset();
   quiet_until_.reset();
   const bool was_standby = role_ == Role::kStandby;
   role_ = Role::kActive;
@@ -38,6 +41,7 @@ PinTracker::Change PinTracker::lose(TimePoint now) {
   if (!pin_id_.empty()) given_up_ = std::move(pin_id_);
   pin_id_.clear();
   repin_by_.reset();
+  check_by_.reset();
   last_pull_with_id_.reset();
   if (role_ == Role::kStandby) return Change::kNone;
   role_ = Role::kStandby;
@@ -45,18 +49,38 @@ PinTracker::Change PinTracker::lose(TimePoint now) {
   return Change::kLost;
 }
 
-PinTracker::Change PinTracker::on_refused(TimePoint now) { return lose(now); }
+void PinTracker::on_refused(TimePoint now) {
+  if (role_ != Role::kActive) return;
+  pin_id_.clear();
+  last_pull_with_id_.reset();
+  role_ = Role::kChecking;
+  check_by_ = now + kCheckWait;
+}
+
+PinTracker::Change PinTracker::on_pin_holder(std::string_view holder, TimePoint now) {
+  if (role_ != Role::kChecking) return Change::kNone;  // pinned again or lost meanwhile
+  if (!holder.empty()) return lose(now);
+  repin(now);
+  return Change::kNone;
+}
+
+void PinTracker::repin(TimePoint now) {
+  pin_id_.clear();
+  last_pull_with_id_.reset();
+  check_by_.reset();
+  role_ = Role::kRepinning;
+  if (!repin_by_) repin_by_ = now + kRepinWait;
+}
 
 void PinTracker::on_leader_change(TimePoint now) {
   if (role_ == Role::kStandby) {
-    // Let the former owner, re-pulling at once, be pinned again by the new leader.
-    quiet_until_ = std::max(quiet_until_.value_or(now), now + kStandbyWait);
+    // Let the former owner be pinned again by the new leader: one with requests waiting re-pulls at
+    // once; a full one learns of the change when its next keep-alive is refused.
+    quiet_until_ = std::max(quiet_until_.value_or(now), now + settings_.priority_timeout / 3 + kStandbyWait);
     return;
   }
-  pin_id_.clear();
-  last_pull_with_id_.reset();
-  role_ = Role::kRepinning;
-  if (!repin_by_) repin_by_ = now + kRepinWait;
+  if (role_ == Role::kChecking) return;  // its answer decides
+  repin(now);
 }
 
 PinTracker::Change PinTracker::step_down(TimePoint now, Duration hold) {
@@ -66,6 +90,7 @@ PinTracker::Change PinTracker::step_down(TimePoint now, Duration hold) {
 
 PinTracker::Change PinTracker::tick(TimePoint now) {
   if (quiet_until_ && now >= *quiet_until_) quiet_until_.reset();
+  if (role_ == Role::kChecking && check_by_ && now >= *check_by_) repin(now);
   if (role_ == Role::kRepinning && repin_by_ && now >= *repin_by_) return lose(now);
   return Change::kNone;
 }
@@ -77,7 +102,8 @@ std::optional<TimePoint> PinTracker::keepalive_due() const {
 
 std::optional<TimePoint> PinTracker::next_wakeup() const {
   std::optional<TimePoint> next = keepalive_due();
-  for (const auto& at : {quiet_until_, role_ == Role::kRepinning ? repin_by_ : std::nullopt}) {
+  for (const auto& at : {quiet_until_, role_ == Role::kRepinning ? repin_by_ : std::nullopt,
+                         role_ == Role::kChecking ? check_by_ : std::nullopt}) {
     if (at && (!next || *at < *next)) next = at;
   }
   return next;

@@ -10,13 +10,19 @@
 //   kActive    pinned: pulls carry the pin id. A keep-alive pull (batch 1, max_bytes 1) goes out
 //              when no pull has carried the id for priority_timeout / 3, so a full jetfan keeps its
 //              pin (only a new pull with the id resets the server's pin timer).
+//   kChecking  active, but the server refused the id (423). Either the pin moved to another client,
+//              or a new consumer leader holds no pin and refuses every id (measured on 2.15.1; a
+//              full jetfan whose keep-alive was not waiting at the old leader learns of the change
+//              only so). No pull goes out; the caller asks the consumer whom the group is pinned to
+//              (on_pin_holder): another client, and jetfan lost the pin; no one, and it re-pins. No
+//              answer within kCheckWait: it re-pins.
 //   kRepinning active, but the id was dropped after a possible consumer leader change (the new
 //              leader has no pin): pulls go at once without an id, so jetfan, pulling first, is
 //              pinned again (sticky). A delivery with a new Nats-Pin-Id makes it active again; none
 //              within kRepinWait makes it standby (the server pins a client only when it delivers,
 //              so an idle consumer pins nobody; standing by then costs nothing).
-// The pin moved when the server refuses a pull's id (423); jetfan learns it at its next pull or
-// delivery, so it keeps pulling (requests expire every consumer.pull_expires) while active.
+// jetfan learns of a refusal at its next pull or delivery, so it keeps pulling (requests expire
+// every consumer.pull_expires) while active, and a full one sends keep-alives.
 // Gaining the pin (standby -> active) is where the caller runs its restart hold: what the former
 // owner left unacked comes to jetfan after AckWait, and order per key must wait for it.
 //
@@ -38,11 +44,14 @@ struct PinSettings {
 
 class PinTracker {
  public:
-  enum class Role { kStandby, kActive, kRepinning };
+  enum class Role { kStandby, kActive, kChecking, kRepinning };
   enum class Change { kNone, kGained, kLost };
-  // How long a standby waits after a leader change before pulling again, so that the former owner,
-  // pulling at once, is pinned again (measured: 0 of 12 failovers with it, 12 of 12 without).
+  // How long a standby waits after a leader change before pulling again, beyond a third of
+  // priority_timeout (when a full owner's next keep-alive is refused), so that the former owner is
+  // pinned again first (measured: 0 of 12 failovers with it, 12 of 12 without).
   static constexpr Duration kStandbyWait{1000};
+  // How long a refused owner waits for the consumer to say whom the group is pinned to.
+  static constexpr Duration kCheckWait{1000};
   // How long a re-pinning owner waits for its new pin before it takes itself for a standby.
   static constexpr Duration kRepinWait{3000};
 
@@ -56,8 +65,11 @@ class PinTracker {
 
   // A message arrived carrying `pin_id` (its Nats-Pin-Id header; empty when it had none).
   Change on_message(std::string_view pin_id, TimePoint now);
-  // The server refused a pull's id (423: Nats-Pin-Id mismatch, Nats-Wrong-Pin-Id): the pin moved.
-  Change on_refused(TimePoint now);
+  // The server refused the id jetfan holds (423: Nats-Pin-Id mismatch, Nats-Wrong-Pin-Id): checking.
+  void on_refused(TimePoint now);
+  // While checking, the consumer's answer: whom the group is pinned to (empty: no one). Another
+  // client: the pin is lost. No one: jetfan re-pins.
+  Change on_pin_holder(std::string_view holder, TimePoint now);
   // The consumer's leader may have changed (409 Leadership Change, a probe after silence).
   void on_leader_change(TimePoint now);
   // jetfan step-down: gives the pin up and does not pull for `hold`, so that a standby takes it.
@@ -70,7 +82,7 @@ class PinTracker {
   Change tick(TimePoint now);
 
   // Whether pull requests may go out now, and if not, from when.
-  bool may_pull(TimePoint now) const { return !quiet_until_ || now >= *quiet_until_; }
+  bool may_pull(TimePoint now) const { return role_ != Role::kChecking && (!quiet_until_ || now >= *quiet_until_); }
   std::optional<TimePoint> quiet_until() const { return quiet_until_; }
   // A pull carrying the id went out.
   void pulled(TimePoint now) { last_pull_with_id_ = now; }
@@ -84,6 +96,7 @@ class PinTracker {
 
  private:
   Change lose(TimePoint now);
+  void repin(TimePoint now);
 
   PinSettings settings_;
   Role role_ = Role::kStandby;
@@ -91,6 +104,7 @@ class PinTracker {
   std::string given_up_;  // the last id jetfan held, once it lost or gave up the pin
   std::optional<TimePoint> quiet_until_;
   std::optional<TimePoint> repin_by_;
+  std::optional<TimePoint> check_by_;
   std::optional<TimePoint> last_pull_with_id_;
   std::uint64_t gained_ = 0, lost_ = 0;
 };

@@ -44,17 +44,42 @@ TEST_CASE("pin: a keep-alive pull is due a third of the priority timeout after t
   CHECK(*pin.next_wakeup() == t0 + milliseconds(1800));
 }
 
-TEST_CASE("pin: a 423 means the pin moved, and jetfan stands by", "[unit]") {
+TEST_CASE("pin: a 423 stops pulling until the consumer says whom the pin is with: another, and jetfan stands by",
+          "[unit]") {
   auto pin = tracker();
   pin.on_message("PIN1", t0);
-  CHECK(pin.on_refused(t0) == Change::kLost);
-  CHECK(pin.role() == Role::kStandby);
+  pin.on_refused(t0);
+  CHECK(pin.role() == Role::kChecking);
+  CHECK(pin.active());
   CHECK(pin.pin_id().empty());
+  CHECK_FALSE(pin.may_pull(t0));
   CHECK_FALSE(pin.keepalive_due());
-  CHECK(pin.on_refused(t0) == Change::kNone);  // once
+  CHECK(pin.on_pin_holder("OTHER", t0 + milliseconds(5)) == Change::kLost);
+  CHECK(pin.role() == Role::kStandby);
+  CHECK(pin.may_pull(t0 + milliseconds(5)));
+  CHECK(pin.on_pin_holder("OTHER", t0 + milliseconds(6)) == Change::kNone);  // once
   CHECK(pin.lost() == 1);
   // Pinned again later: gained anew.
   CHECK(pin.on_message("PIN2", t0 + milliseconds(5000)) == Change::kGained);
+}
+
+TEST_CASE("pin: a 423 from a new leader that pins no one makes jetfan re-pin, not stand by", "[unit]") {
+  auto pin = tracker();
+  pin.on_message("PIN1", t0);
+  pin.on_refused(t0);
+  CHECK(pin.on_pin_holder("", t0 + milliseconds(5)) == Change::kNone);
+  CHECK(pin.role() == Role::kRepinning);
+  CHECK(pin.may_pull(t0 + milliseconds(5)));
+  CHECK(pin.on_message("PIN2", t0 + milliseconds(10)) == Change::kNone);
+  CHECK(pin.role() == Role::kActive);
+  CHECK(pin.lost() == 0);
+  // Unanswered, the check ends after kCheckWait in a re-pin, and that after kRepinWait in a loss.
+  pin.on_refused(t0 + milliseconds(20));
+  CHECK(pin.next_wakeup() == t0 + milliseconds(20) + PinTracker::kCheckWait);
+  CHECK(pin.tick(t0 + milliseconds(20) + PinTracker::kCheckWait) == Change::kNone);
+  CHECK(pin.role() == Role::kRepinning);
+  CHECK(pin.tick(t0 + milliseconds(20) + PinTracker::kCheckWait + PinTracker::kRepinWait) == Change::kLost);
+  CHECK(pin.role() == Role::kStandby);
 }
 
 TEST_CASE("pin: after a leader change the owner drops its id, pulls at once, and keeps the pin it is given", "[unit]") {
@@ -81,13 +106,15 @@ TEST_CASE("pin: a re-pin that does not come within kRepinWait is a lost pin", "[
   CHECK(pin.role() == Role::kStandby);
 }
 
-TEST_CASE("pin: a standby waits a moment after a leader change so the owner is pinned again", "[unit]") {
+TEST_CASE("pin: a standby waits after a leader change until a full owner's keep-alive has been refused", "[unit]") {
   auto pin = tracker();
   pin.on_leader_change(t0);
-  CHECK_FALSE(pin.may_pull(t0 + milliseconds(999)));
-  CHECK(*pin.quiet_until() == t0 + PinTracker::kStandbyWait);
-  pin.tick(t0 + PinTracker::kStandbyWait);
-  CHECK(pin.may_pull(t0 + PinTracker::kStandbyWait));
+  // A third of priority_timeout (when the owner's next keep-alive goes), and kStandbyWait.
+  const TimePoint until = t0 + milliseconds(1000) + PinTracker::kStandbyWait;
+  CHECK_FALSE(pin.may_pull(until - milliseconds(1)));
+  CHECK(*pin.quiet_until() == until);
+  pin.tick(until);
+  CHECK(pin.may_pull(until));
   CHECK_FALSE(pin.quiet_until());
 }
 

@@ -276,7 +276,9 @@ class Dispatcher final : private SessionOwner,
   DispatchStatus status_{{config_, settings_, core_, ledger_, table_, jobs_, full_, arena_}};
   ConsumerWatch watch_{config_, upstream_};
   ReaderHealth reader_health_{config_, ConsumerWatch::kPollEvery, settings_.pin.has_value()};
-  OtherReaderCheck::Own own_;           // jetfan's own figures for the check: arrivals, pulls
+  // jetfan's own figures for the check: arrivals, and the most pull requests open since the last
+  // consumer info answer.
+  OtherReaderCheck::Own own_;
   std::optional<PinnedReader> pinned_;  // set for a pinned_client group (settings_.pin)
   UnreadableMessages unreadable_{config_, upstream_, arena_, static_cast<UnreadableHost&>(*this)};
 };

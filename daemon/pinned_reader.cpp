@@ -1,5 +1,6 @@
 #include "pinned_reader.hpp"
 
+#include "consumer_info.hpp"
 #include "logging.hpp"
 
 namespace jetfan {
@@ -15,6 +16,7 @@ PinnedReader::PinnedReader(const Config& config, PinSettings settings, Upstream&
     : config_(config), pin_(std::move(settings)), upstream_(upstream), host_(host) {
   unpin_subject_ = "$JS.API.CONSUMER.UNPIN." + config.consumer.stream + "." + config.consumer.durable;
   unpin_body_ = "{\"group\":\"" + pin_.group() + "\"}";
+  info_subject_ = jetstream::consumer_info_subject(config.consumer.stream, config.consumer.durable);
 }
 
 void PinnedReader::decorate(PullRequest& request, TimePoint now) {
@@ -58,7 +60,7 @@ void PinnedReader::on_message(std::string_view pin_id, TimePoint now) {
     }
     return;
   }
-  const bool repinning = pin_.role() == PinTracker::Role::kRepinning;
+  const bool repinning = pin_.role() == PinTracker::Role::kRepinning || pin_.role() == PinTracker::Role::kChecking;
   const auto change = pin_.on_message(pin_id, now);
   if (repinning && pin_.role() == PinTracker::Role::kActive) {
     log_info("pin.kept", {{"group", pin_.group()}, {"pin", pin_.pin_id()}},
@@ -68,6 +70,7 @@ void PinnedReader::on_message(std::string_view pin_id, TimePoint now) {
 }
 
 void PinnedReader::on_status(const PullStatus& status, TimePoint now) {
+  if (open_claim_ == status.pull && status.code != "100") open_claim_.reset();
   const auto carried = carried_.find(status.pull);
   std::string carried_id;
   if (carried != carried_.end()) {
@@ -75,25 +78,54 @@ void PinnedReader::on_status(const PullStatus& status, TimePoint now) {
     if (status.code != "100") carried_.erase(carried);  // any other status ends the request
   }
   if (status.code == "423") {
-    // Only a refusal of the id held now says the pin moved; one of an id already dropped (a
-    // request sent before a leader change, answered by the new leader) says nothing new.
+    // Only a refusal of the id held now says something; one of an id already dropped (a request
+    // sent before a leader change, answered by the new leader) says nothing new. It says the pin
+    // moved, or that a new leader pins no one: the consumer is asked which.
     if (carried_id.empty() || carried_id != pin_.pin_id()) return;
-    act(pin_.on_refused(now), now, "the server refused its pin id: " + std::string(status.description), true);
+    pin_.on_refused(now);
+    open_check_ = kUnpinBit | next_unpin_++;
+    if (!upstream_.api_request(*open_check_, info_subject_, "")) open_check_.reset();  // kCheckWait decides
+    log_info("pin.refused", {{"group", pin_.group()}, {"reason", status.description}},
+             "pin: the server refused jetfan's pin id of group \"{}\" ({}); asking the consumer whether another "
+             "client holds the pin or a new leader holds none",
+             pin_.group(), status.description);
     return;
   }
   if (status.code == "409" && status.description.find("Leadership Change") != std::string_view::npos) {
     // The new leader has no pin: the owner asks again at once, a standby a moment later.
     pin_.on_leader_change(now);
+    open_claim_.reset();  // the old leader's requests are gone
   }
 }
 
-void PinnedReader::on_api_reply(const ApiReply& reply) {
+void PinnedReader::on_api_reply(std::uint64_t id, const ApiReply& reply, TimePoint now) {
+  if (id == open_check_) {
+    open_check_.reset();
+    on_pin_check(reply, now);
+    return;
+  }
   if (reply.json.empty() || reply.json.find("\"error\"") != std::string_view::npos) {
     const std::string why = reply.json.empty() ? std::string(reply.error) : std::string(reply.json.substr(0, 200));
     log_warn("pin.unpin_failed", {{"group", pin_.group()}, {"reason", why}},
              "pin: the server did not release the pin of group \"{}\": {}; the pin moves once it times out",
              pin_.group(), why);
   }
+}
+
+void PinnedReader::on_pin_check(const ApiReply& reply, TimePoint now) {
+  const auto answer = jetstream::parse_consumer_info(reply.json);
+  const auto* info = std::get_if<jetstream::ConsumerInfo>(&answer);
+  if (reply.json.empty() || info == nullptr) return;  // no answer: jetfan re-pins after kCheckWait
+  std::string holder;
+  for (const auto& state : info->group_states) {
+    if (state.group == pin_.group()) holder = state.pinned_client_id;
+  }
+  if (holder.empty()) {
+    log_info("pin.repinning", {{"group", pin_.group()}},
+             "pin: group \"{}\" is pinned to no one (its consumer has a new leader): pulling to be pinned again",
+             pin_.group());
+  }
+  act(pin_.on_pin_holder(holder, now), now, "the consumer says another client holds the pin", true);
 }
 
 void PinnedReader::tick(TimePoint now) {
@@ -110,6 +142,18 @@ void PinnedReader::tick(TimePoint now) {
   keepalive.expires = kKeepAliveExpires;
   decorate(keepalive, now);
   if (upstream_.send_pull(keepalive)) ++keepalives_sent_;
+}
+
+void PinnedReader::claim(TimePoint now, bool pulls_waiting) {
+  if (pin_.role() != PinTracker::Role::kRepinning || pulls_waiting || open_claim_ || !pin_.may_pull(now)) return;
+  PullRequest claim;
+  claim.id = kKeepAliveBit | next_keepalive_++;
+  claim.batch = 1;
+  claim.expires = kKeepAliveExpires;
+  decorate(claim, now);
+  if (!upstream_.send_pull(claim)) return;
+  open_claim_ = claim.id;
+  ++claims_sent_;
 }
 
 bool PinnedReader::send_unpin() {
@@ -142,6 +186,7 @@ void PinnedReader::fill(StatusSnapshot& s) const {
   s.pin_gained = pin_.gained();
   s.pin_lost = pin_.lost();
   s.pin_keepalives = keepalives_sent_;
+  s.pin_claims = claims_sent_;
 }
 
 }  // namespace jetfan

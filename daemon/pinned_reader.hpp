@@ -10,7 +10,14 @@
 //
 // Keep-alive pulls ({"batch":1,"max_bytes":1}, answered by 409 "Message Size Exceeds MaxBytes" or
 // 408, never by a message) carry ids with kKeepAliveBit, so their answers are told from the
-// ledger's; UNPIN requests carry kUnpinBit among the API requests.
+// ledger's; so do claim pulls. UNPIN requests and the pin checks (CONSUMER.INFO, after a 423: did the
+// pin move, or does a new leader hold none?) carry kUnpinBit among the API requests.
+//
+// A claim pull ({"batch":1}, no id) goes out while jetfan re-pins after a leader change but has no
+// request of its own waiting at the server (it is full): the server pins a client only by
+// delivering a message to it (measured on 2.15.1: a pull it answers "Message Size Exceeds MaxBytes",
+// as a keep-alive, pins nobody), so a full jetfan would otherwise lose its pin to the standby. The
+// message it brings is one above max_held, as an ordered or slow handler may briefly see.
 //
 // Thread: the io_context thread (the Dispatcher's). `upstream`, `host` and `config` outlive it.
 
@@ -60,10 +67,14 @@ class PinnedReader {
   void on_message(std::string_view pin_id, TimePoint now);
   // A status reply to a pull, the ledger's or a keep-alive's (owns_pull).
   void on_status(const PullStatus& status, TimePoint now);
-  // The answer to an UNPIN (owns_request).
-  void on_api_reply(const ApiReply& reply);
+  // The answer to an UNPIN or a pin check (owns_request).
+  void on_api_reply(std::uint64_t id, const ApiReply& reply, TimePoint now);
   // Keep-alives, the end of a re-pin wait or of a quiet spell. Called often (housekeeping).
   void tick(TimePoint now);
+  // Sends a claim pull if one is needed: re-pinning, none open, and `pulls_waiting` false (no request
+  // of the ledger's is open at the server, and the ledger is not waiting for the consumer's leader to
+  // answer). Cheap; called after every top-up.
+  void claim(TimePoint now, bool pulls_waiting);
   // jetfan step-down: releases the pin at the server (UNPIN), stands by at once and pulls no more
   // until its requests there have ended and a second more; should the server pin one of those
   // requests meanwhile, that pin is released again. What was done, in words, for the operator;
@@ -79,15 +90,21 @@ class PinnedReader {
  private:
   void act(PinTracker::Change change, TimePoint now, std::string_view why, bool refused = false);
   bool send_unpin();
+  void on_pin_check(const ApiReply& reply, TimePoint now);
 
   const Config& config_;
   PinTracker pin_;
   Upstream& upstream_;
   PinHost& host_;
-  std::string unpin_subject_, unpin_body_;
+  std::string unpin_subject_, unpin_body_, info_subject_;
   std::uint64_t next_keepalive_ = 1;
   std::uint64_t next_unpin_ = 1;
   std::uint64_t keepalives_sent_ = 0;
+  std::uint64_t claims_sent_ = 0;
+  // The claim pull open at the server, until its status (or a leader change) ends it.
+  std::optional<std::uint64_t> open_claim_;
+  // The pin check open at the server.
+  std::optional<std::uint64_t> open_check_;
   // Set from a step-down until jetfan's requests sent before it have ended.
   std::optional<TimePoint> stepping_down_until_;
   // The pin id each open pull carried, by pull id: a 423 means the pin moved only when it refused

@@ -59,7 +59,25 @@ TEST_CASE("a pinned_client reader stands by until a delivery carries its pin id,
   CHECK(h.broken.empty());
 }
 
-TEST_CASE("a refused pin id (423) makes jetfan stand by: what it held goes back, nothing new goes out", "[unit]") {
+// The consumer's answer to a pin check: group "jobs" pinned to `holder` (empty: to no one).
+std::string info_pinned_to(const std::string& holder) {
+  return R"({"stream_name":"STREAM","name":"CONSUMER","config":{"durable_name":"CONSUMER","ack_policy":"explicit",)"
+         R"("priority_policy":"pinned_client","priority_groups":["jobs"]},"priority_groups":[{"group":"jobs")" +
+         (holder.empty() ? std::string() : R"(,"pinned_client_id":")" + holder + "\"") + "}]}";
+}
+
+// The pin check sent after a 423, answered with `json`.
+void answer_pin_check(Harness& h, const std::string& json) {
+  REQUIRE(!h.upstream.consumer_info_requests.empty());
+  const auto& check = h.upstream.consumer_info_requests.back();
+  REQUIRE(PinnedReader::owns_request(check.id));
+  CHECK(check.subject == "$JS.API.CONSUMER.INFO.STREAM.CONSUMER");
+  h.upstream.api_answer(check.id, json);
+  h.pump();
+}
+
+TEST_CASE("a refused pin id (423) held by another: jetfan stands by, what it held goes back, nothing new goes out",
+          "[unit]") {
   Harness h(config({handler("builder", {"a.>"}, 1)}), kPin);
   const auto peer = h.hello("builder");
   deliver_pinned(h, 1, "PIN-1");
@@ -68,8 +86,14 @@ TEST_CASE("a refused pin id (423) makes jetfan stand by: what it held goes back,
   REQUIRE(sent.size() == 1);
   const auto pulls = ledger_pulls(h);
   REQUIRE(!pulls.empty());
+  const std::size_t pulls_before = h.upstream.pulls.size();
   h.upstream.status(h.upstream.pulls[pulls.back()].id, "423", "Nats-Pin-Id mismatch");
   h.pump();
+  // Until the consumer says whom the pin is with, jetfan pulls nothing and hands nothing back.
+  CHECK(h.status().pin_role == "active (checking the pin)");
+  CHECK(h.upstream.pulls.size() == pulls_before);
+  CHECK(h.replied(Kind::kNak).empty());
+  answer_pin_check(h, info_pinned_to("OTHER"));
   CHECK(h.status().pin_role == "standby");
   CHECK(h.status().pin_lost == 1);
   CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{2});
@@ -81,6 +105,53 @@ TEST_CASE("a refused pin id (423) makes jetfan stand by: what it held goes back,
   REQUIRE(!h.upstream.pull_pins.empty());
   CHECK(h.upstream.pull_pins.back().pin_id.empty());
   CHECK(h.broken.empty());
+}
+
+TEST_CASE("a full jetfan whose keep-alive a new leader refuses (no pin there) is pinned again, not failed over",
+          "[unit]") {
+  Config c = config({handler("builder", {"a.>"})});
+  c.consumer.batch = 2;
+  c.consumer.max_held = 2;
+  Harness h(std::move(c), kPin);
+  const auto peer = h.hello("builder");
+  deliver_pinned(h, 1, "PIN-1");
+  deliver_pinned(h, 2, "PIN-1");
+  REQUIRE(h.msgs(peer).size() == 2);  // unconfirmed: full
+  h.upstream.pulls.clear();
+  h.upstream.pull_pins.clear();
+  h.advance(milliseconds(1100));  // a keep-alive goes
+  REQUIRE(h.upstream.pulls.size() == 1);
+  REQUIRE(h.upstream.pull_pins[0].pin_id == "PIN-1");
+  // The consumer's leader changed meanwhile; the new one pins no one and refuses the id.
+  h.upstream.status(h.upstream.pulls[0].id, "423", "Nats-Wrong-Pin-Id");
+  h.pump();
+  answer_pin_check(h, info_pinned_to(""));
+  CHECK(h.status().pin_role == "active (re-pinning)");
+  // A claim for one message, without an id, is what a full jetfan can be pinned with.
+  REQUIRE(h.upstream.pulls.size() == 2);
+  CHECK(h.upstream.pulls[1].max_bytes == 0);
+  CHECK(h.upstream.pull_pins[1].pin_id.empty());
+  deliver_pinned(h, 3, "PIN-2");
+  CHECK(h.status().pin_role == "active");
+  CHECK(h.status().pin_lost == 0);
+  CHECK(h.take_overs == 1);
+  CHECK(h.replied(Kind::kNak).empty());
+  CHECK(h.broken.empty());
+}
+
+TEST_CASE("a pin check that is not answered ends in a re-pin, and that, without a pin, in standing by", "[unit]") {
+  Harness h(config({handler("builder", {"a.>"}, 1)}), kPin);
+  h.hello("builder");
+  deliver_pinned(h, 1, "PIN-1");
+  const auto pulls = ledger_pulls(h);
+  REQUIRE(!pulls.empty());
+  h.upstream.status(h.upstream.pulls[pulls.back()].id, "423", "Nats-Pin-Id mismatch");
+  h.pump();
+  h.advance(PinTracker::kCheckWait + milliseconds(500));
+  CHECK(h.status().pin_role == "active (re-pinning)");
+  h.advance(PinTracker::kRepinWait);
+  CHECK(h.status().pin_role == "standby");
+  CHECK(h.status().pin_lost == 1);
 }
 
 TEST_CASE("a pinned jetfan that pulls nothing sends keep-alive pulls with its pin id, whose answers cost no credit",
@@ -188,4 +259,48 @@ TEST_CASE("without a pinned_client group, step-down says there is nothing to ste
   Harness h(config({handler("builder", {"a.>"})}));
   CHECK_FALSE(h.dispatcher().step_down());
   CHECK(h.upstream.pull_pins.front().group.empty());
+}
+
+TEST_CASE("a full jetfan re-pins after a leader change with a claim pull for one message, without an id", "[unit]") {
+  Config c = config({handler("builder", {"a.>"})});
+  c.consumer.batch = 2;
+  c.consumer.max_held = 2;
+  Harness h(std::move(c), kPin);
+  const auto peer = h.hello("builder");
+  deliver_pinned(h, 1, "PIN-1");
+  deliver_pinned(h, 2, "PIN-1");
+  REQUIRE(h.msgs(peer).size() == 2);  // unconfirmed: jetfan is full
+  const auto pulls = ledger_pulls(h);
+  REQUIRE(!pulls.empty());
+  h.upstream.status(h.upstream.pulls[pulls.back()].id, "409", "Leadership Change");
+  h.pump();
+  CHECK(h.status().pin_role == "active (re-pinning)");
+  h.upstream.pulls.clear();
+  h.upstream.pull_pins.clear();
+  h.upstream.probe_answer(true);  // the new leader answers
+  h.pump();
+  // Full, the ledger asks for nothing; a keep-alive cannot be pinned. One claim goes out, and one only.
+  CHECK(ledger_pulls(h).empty());
+  REQUIRE(h.upstream.pulls.size() == 1);
+  const PullRequest claim = h.upstream.pulls[0];
+  CHECK(PinnedReader::owns_pull(claim.id));
+  CHECK(claim.batch == 1);
+  CHECK(claim.max_bytes == 0);
+  CHECK(h.upstream.pull_pins[0].pin_id.empty());
+  CHECK(h.upstream.pull_pins[0].group == "jobs");
+  h.advance(milliseconds(600));
+  CHECK(h.upstream.pulls.size() == 1);
+  // It expired with nothing to give: another goes out while jetfan is still re-pinning.
+  h.upstream.status(claim.id, "408", "Request Timeout");
+  h.pump();
+  REQUIRE(h.upstream.pulls.size() == 2);
+  CHECK(h.status().pin_claims == 2);
+  // The new leader pins it with the message it delivers: active again, no take-over, the message served.
+  deliver_pinned(h, 3, "PIN-2");
+  CHECK(h.status().pin_role == "active");
+  CHECK(h.status().pin_lost == 0);
+  CHECK(h.take_overs == 1);
+  h.advance(milliseconds(4000));
+  CHECK(h.status().pin_role == "active");
+  CHECK(h.broken.empty());
 }

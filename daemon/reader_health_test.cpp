@@ -110,6 +110,36 @@ TEST_CASE("reader health: a lone jetfan whose requests are all it sees stays rea
   CHECK(h.status().ready);
 }
 
+TEST_CASE("reader health: a request the server counted, then filled before its answer came, is jetfan's own",
+          "[unit]") {
+  Config c = config({handler("builder", {"a.>"})});
+  c.consumer.batch = 4;
+  c.consumer.max_held = 4;
+  Harness h(std::move(c));
+  const auto peer = h.hello("builder");
+  std::uint64_t seq = 0;
+  std::size_t answered = 0;
+  for (int cycle = 0; cycle < 10; ++cycle) {
+    for (const auto& pull : h.upstream.pulls) h.upstream.status(pull.id, "100", "Idle Heartbeat");
+    h.advance(milliseconds(2000));  // a poll goes out
+    // The server counts jetfan's requests waiting, then fills the oldest before it answers: the
+    // answer comes after the messages, and jetfan, full, sends no request in its place.
+    const std::size_t waiting = h.status().pulls_outstanding;
+    REQUIRE(waiting == 1);
+    for (int i = 0; i < 4; ++i) h.deliver(++seq, "ev.a.x");
+    REQUIRE(h.status().pulls_outstanding == 0);
+    auto& asked = h.upstream.consumer_info_requests;
+    for (; answered < asked.size(); ++answered) {
+      h.upstream.api_answer(asked[answered].id, info(h.upstream.delivered_consumer_seq(), waiting));
+    }
+    h.pump();
+    for (const auto& msg : h.msgs(peer)) h.send(peer, "ACK " + std::to_string(msg.id) + "\r\n");
+  }
+  CHECK(answered >= 9);
+  CHECK_FALSE(h.status().other_reader);
+  CHECK(h.status().ready);
+}
+
 TEST_CASE("reader health: deliveries that never arrived are another reader's", "[unit]") {
   Harness h(config({handler("builder", {"a.>"})}));
   h.hello("builder");

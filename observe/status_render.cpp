@@ -90,7 +90,7 @@ std::string render_status_text(const StatusSnapshot& s) {
   if (!s.pin_group.empty()) {
     line("pin:     " + s.pin_role + " in priority group \"" + s.pin_group + "\" (pinned " +
          std::to_string(s.pin_gained) + " time(s), lost it " + std::to_string(s.pin_lost) + ", " +
-         std::to_string(s.pin_keepalives) + " keep-alive pull(s))");
+         std::to_string(s.pin_keepalives) + " keep-alive pull(s), " + std::to_string(s.pin_claims) + " claim pull(s))");
   }
   if (s.server) {
     const auto& v = *s.server;
@@ -255,12 +255,9 @@ std::string render_status_json(const StatusSnapshot& s) {
                  {"disconnected_seconds", optional_seconds(s.nats_disconnected_seconds)},
                  {"last_disconnect", s.nats_last_disconnect.empty() ? json(nullptr) : json(s.nats_last_disconnect)},
                  {"other_reader", s.other_reader}};
-  doc["pin"] = s.pin_group.empty() ? json(nullptr)
-                                   : json{{"group", s.pin_group},
-                                          {"role", s.pin_role},
-                                          {"gained", s.pin_gained},
-                                          {"lost", s.pin_lost},
-                                          {"keepalives", s.pin_keepalives}};
+  doc["pin"] = s.pin_group.empty() ? json(nullptr) : json{{"group", s.pin_group},           {"role", s.pin_role},
+                                                          {"gained", s.pin_gained},         {"lost", s.pin_lost},
+                                                          {"keepalives", s.pin_keepalives}, {"claims", s.pin_claims}};
   json handlers = json::array();
   for (const auto& h : s.handlers) {
     json instances = json::array();

@@ -112,9 +112,9 @@ struct StatusSnapshot {
   bool other_reader = false;  // another client reads the durable (daemon/ReaderHealth)
   // A pinned_client priority group (daemon/PinnedReader); pin_group empty: none. pin_role is
   // "active", "active (re-pinning)" or "standby"; how often jetfan was pinned and lost the pin, and
-  // the keep-alive pulls it sent.
+  // the keep-alive and claim pulls it sent.
   std::string pin_group, pin_role;
-  std::uint64_t pin_gained = 0, pin_lost = 0, pin_keepalives = 0;
+  std::uint64_t pin_gained = 0, pin_lost = 0, pin_keepalives = 0, pin_claims = 0;
   // Why jetfan is not consuming as the only reader (disconnected past the grace, the consumer gone,
   // another reader), one line each; empty: it is. Not empty means not ready.
   std::vector<std::string> not_consuming;

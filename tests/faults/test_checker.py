@@ -670,6 +670,16 @@ class SoakMemoryRuleTest(unittest.TestCase):
         self.assertEqual(len(findings), 1)
         self.assertIn("heap in use grew by 3.0 MiB", findings[0])
 
+    def test_a_heap_that_stepped_up_at_a_burst_and_stayed_below_its_peak_is_no_leak(self):
+        # The 2026-12-05 soak on a busy machine: 2.0 MiB, 6.2 at a burst of 6,800 held, then 4.6 flat.
+        figures = self.figures((14.6, 19.4), (2.0, 4.6))
+        figures["heap_kib"]["max_before_last_third"] = 6.2 * 1024
+        self.assertEqual(soak.memory_findings(figures), [])
+        # Growing past every earlier peak is a leak.
+        figures = self.figures((14.6, 19.4), (2.0, 6.5))
+        figures["heap_kib"]["max_before_last_third"] = 6.2 * 1024
+        self.assertEqual(len(soak.memory_findings(figures)), 1)
+
     def test_rss_growing_far_beyond_the_heap_is_memory_outside_it(self):
         findings = soak.memory_findings(self.figures((13.4, 30.0), (6.0, 6.1)))
         self.assertEqual(len(findings), 1)
