@@ -222,6 +222,7 @@ class Dispatcher final : private SessionOwner,
   // PinHost: the pin gained or lost.
   void take_over(TimePoint now) override;
   void stand_by(TimePoint now, bool refused) override;
+  void leader_changed(TimePoint now) override { leader_unsure(now); }
   // The consumer's leader may have changed: probe until it answers, then pull anew.
   void leader_unsure(TimePoint now);
   // Sends the consumer-info probe that is due, if any, and arms the timer for the next.

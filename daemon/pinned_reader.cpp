@@ -120,12 +120,16 @@ void PinnedReader::on_pin_check(const ApiReply& reply, TimePoint now) {
   for (const auto& state : info->group_states) {
     if (state.group == pin_.group()) holder = state.pinned_client_id;
   }
-  if (holder.empty()) {
+  const bool checking = pin_.role() == PinTracker::Role::kChecking;
+  act(pin_.on_pin_holder(holder, now), now, "the consumer says another client holds the pin", true);
+  if (holder.empty() && checking) {
     log_info("pin.repinning", {{"group", pin_.group()}},
              "pin: group \"{}\" is pinned to no one (its consumer has a new leader): pulling to be pinned again",
              pin_.group());
+    // Its requests sent to the old leader wait nowhere now: told by no 409, the ledger would count
+    // them for seconds, and neither pull nor claim while the standby is pinned.
+    host_.leader_changed(now);
   }
-  act(pin_.on_pin_holder(holder, now), now, "the consumer says another client holds the pin", true);
 }
 
 void PinnedReader::tick(TimePoint now) {

@@ -44,6 +44,8 @@ class PinHost {
   // the current pin id, so no pull of jetfan's can be given what is handed back; otherwise jetfan's
   // requests may still carry a valid id until they expire, and hand-backs must outlast them.
   virtual void stand_by(TimePoint now, bool refused) = 0;
+  // The consumer has a new leader (it pins no one): jetfan's requests at the old one are gone.
+  virtual void leader_changed(TimePoint now) = 0;
 
  protected:
   ~PinHost() = default;

@@ -125,8 +125,13 @@ TEST_CASE("a full jetfan whose keep-alive a new leader refuses (no pin there) is
   // The consumer's leader changed meanwhile; the new one pins no one and refuses the id.
   h.upstream.status(h.upstream.pulls[0].id, "423", "Nats-Wrong-Pin-Id");
   h.pump();
+  const std::size_t probes = h.upstream.probes.size();
   answer_pin_check(h, info_pinned_to(""));
   CHECK(h.status().pin_role == "active (re-pinning)");
+  // A new leader: requests sent to the old one wait nowhere, and the ledger asks the new one first.
+  CHECK(h.upstream.probes.size() > probes);
+  h.upstream.probe_answer(true);
+  h.pump();
   // A claim for one message, without an id, is what a full jetfan can be pinned with.
   REQUIRE(h.upstream.pulls.size() == 2);
   CHECK(h.upstream.pulls[1].max_bytes == 0);

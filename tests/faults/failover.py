@@ -3,7 +3,7 @@
 jetfan has its own handler socket, control socket, log and its own instances of the standard
 handlers (O ordered by key, L with a retry budget and dead letters among them): the instances of a
 handler with n instances per jetfan are numbered 0..n-1 on J1 and n..2n-1 on J2 (run.json,
-"instance_side"). A steady publisher runs throughout. Each run takes the four faults below, in an
+"instance_side"). A steady publisher runs throughout. Each run takes the five faults below, in an
 order the seed picks, each against the jetfan that is pinned then:
 
   kill        SIGKILL the pinned jetfan; once the other one delivers, start it again (the new standby)
@@ -13,6 +13,11 @@ order the seed picks, each against the jetfan that is pinned then:
   leader      the consumer's leader steps down ($JS.API.CONSUMER.LEADER.STEPDOWN): the documented
               expectation is that the owner is pinned again, not a failover; what happened is
               measured and reported (a failover there is not a finding: it is at least once too)
+  leader-full the same, while the owner is full: handler C (every key) is paused on it until it
+              holds max_held (MAX_HELD, below MaxAckPending so that the server still takes pulls:
+              about 14 s), so it has no pull of the ledger's waiting and learns of the new leader
+              from a refused keep-alive. It must be pinned again (NOT RE-PINNED otherwise); then C
+              is resumed
 
 Before each fault the harness waits until exactly one jetfan says it is active and the other that it
 stands by (STATUS JSON, polled every 0.1 s: "pin" events in history.jsonl) and marks a steady
@@ -45,6 +50,9 @@ from servers import DURABLE, STREAM, nats_server_binary, server_version
 GROUP = "faults"
 PRIORITY_TIMEOUT_S = 3.0
 ACK_WAIT_S = 5.0
+# jetfan's max_held: below MaxAckPending (20,000), and well above the restart hold's backlog (about
+# 600 msg/s of ordered keys for 8.7 s; one full during that hold breaks order: docs/RELIABILITY.md).
+MAX_HELD = 14000
 SIDES = ("J1", "J2")
 
 
@@ -354,26 +362,73 @@ def fault_step_down(run, rng, owner, seen, begin):
     return got, {"name": "failover: jetfan step-down", "detail": f"{owner}: {said[:120]}"}
 
 
-def fault_leader(run, rng, owner, seen, begin):
+def step_down_leader(run):
+    """Asks the consumer's leader to step down; returns the leader before."""
     before = ((run.tool.consumer_info() or {}).get("cluster") or {}).get("leader")
-    # The first delivery of a message the publisher had not yet stored when the leader stepped down.
-    newest = max((r.id for r in records.read(run.publisher_record) if r.kind == records.STORED and r.t < begin), default=0)
     try:
         run.tool.request(f"$JS.API.CONSUMER.LEADER.STEPDOWN.{STREAM}.{DURABLE}", "", 5000)
     except RuntimeError as e:
         run.event("finding", what=f"consumer leader step-down refused: {e}")
-    got = seen.wait_first(lambda side, r: r.id > newest and r.t > begin, 30)
-    end = time.monotonic_ns()
+    return before
 
+
+def new_leader(run, before):
     def leader():
         return ((run.tool.consumer_info(timeout_ms=500) or {}).get("cluster") or {}).get("leader")
     wait_until(lambda: leader() not in (None, before), 10, poll=0.1)
-    after = leader()
+    return leader()
+
+
+def fault_leader(run, rng, owner, seen, begin):
+    # The first delivery of a message the publisher had not yet stored when the leader stepped down.
+    newest = max((r.id for r in records.read(run.publisher_record) if r.kind == records.STORED and r.t < begin), default=0)
+    before = step_down_leader(run)
+    got = seen.wait_first(lambda side, r: r.id > newest and r.t > begin, 30)
+    end = time.monotonic_ns()
+    after = new_leader(run, before)
     return got, {"name": "failover: consumer leader step-down", "detail": f"{before} -> {after}; owner {owner}",
                  "end": end}
 
 
-FAULTS = {"kill": fault_kill, "stop": fault_stop, "step-down": fault_step_down, "leader": fault_leader}
+def full(run, name):
+    reply = control_request(run.sides[name].control, "STATUS JSON", timeout=5)
+    try:
+        messages = (json.loads(reply).get("messages") or {}) if reply else {}
+    except ValueError:
+        return False
+    return messages.get("max_held", 0) > 0 and messages.get("held", 0) >= messages["max_held"]
+
+
+def fault_leader_full(run, rng, owner, seen, begin):
+    jetfan = os.path.join(run.build, "daemon/jetfan")
+    control = run.sides[owner].control
+
+    def pause(verb):
+        out = subprocess.run([jetfan, verb, "--handler", "C", "--control", control], capture_output=True, text=True,
+                             timeout=30)
+        if out.returncode != 0:
+            run.event("finding", what=f"jetfan {verb} --handler C on {owner}: exit {out.returncode}: "
+                                      f"{(out.stdout + out.stderr).strip()[:200]}")
+    pause("pause")
+    filled = wait_until(lambda: full(run, owner), 60, poll=0.2)
+    if not filled:
+        run.event("finding", what=f"leader-full: {owner} did not fill to max_held within 60 s")
+    before = step_down_leader(run)
+    stepped = time.monotonic_ns()
+    # Whether the pin stayed: the other must not become active while the owner is full.
+    moved = wait_until(lambda: (run.pin[other(owner)] or {}).get("role") == "active", PRIORITY_TIMEOUT_S + 3, poll=0.1)
+    after = new_leader(run, before)
+    if moved:
+        run.event("finding", what=f"NOT RE-PINNED: after a consumer leader step-down ({before} -> {after}) with "
+                                  f"{owner} full, {other(owner)} became the pinned one")
+    pause("resume")
+    return None, {"name": "failover: consumer leader step-down while the owner is full",
+                  "detail": f"{before} -> {after}; owner {owner}, full: {filled}", "re_pinned": not moved,
+                  "full_after_s": round((stepped - begin) / 1e9, 2)}
+
+
+FAULTS = {"kill": fault_kill, "stop": fault_stop, "step-down": fault_step_down, "leader": fault_leader,
+          "leader-full": fault_leader_full}
 
 
 def caught_up(run, stored_before_ns):
@@ -399,7 +454,7 @@ def run_failover(seed, build, rate, settle_timeout=90):
         return None, why
     workdir = scenarios.new_workdir("failover")
     rng = random.Random(seed)
-    settings = Settings(rate=rate, ack_wait_s=ACK_WAIT_S, consumer_extra={
+    settings = Settings(rate=rate, ack_wait_s=ACK_WAIT_S, max_held=MAX_HELD, consumer_extra={
         "priority_groups": [GROUP], "priority_policy": "pinned_client",
         "priority_timeout": int(PRIORITY_TIMEOUT_S * 1e9)})
     run = FailoverRun(build, workdir, settings)
@@ -434,14 +489,15 @@ def run_failover(seed, build, rate, settle_timeout=90):
                         "first_delivery_by": got[0] if got else None,
                         "first_delivery_s": (got[1].t - begin) / 1e9 if got else None}
             measured.update(did)
-            if kind != "leader" and not got:
+            leaderish = kind in ("leader", "leader-full")
+            if not leaderish and not got:
                 run.event("finding", what=f"NO TAKEOVER: {kind}: {other(owner)} delivered nothing within 30 s")
-            if kind == "leader":
+            if leaderish:
                 measured["failed_over"] = new_owner is not None and new_owner != owner
             if new_owner is None:
                 run.event("finding", what=f"PIN NOT SETTLED after {kind}: within 30 s no one jetfan active and the "
                                           f"other standing by: {run.roles(0)}")
-            elif kind != "leader" and new_owner == owner:
+            elif not leaderish and new_owner == owner:
                 run.event("finding", what=f"NO FAILOVER: after {kind} of {owner} it is still the active one")
             t0 = time.monotonic()
             if not wait_until(lambda: caught_up(run, begin), 2 * ACK_WAIT_S + 20, poll=0.5):

@@ -83,6 +83,7 @@ class Settings:
         self.watch_answers = kw.get("watch_answers", True)
         self.metrics_port = kw.get("metrics_port")  # jetfan's /metrics on 127.0.0.1, if set
         self.consumer_extra = kw.get("consumer_extra")  # more of the durable's config (priority groups)
+        self.max_held = kw.get("max_held")  # consumer.max_held, if set
 
 
 class Run:
@@ -180,7 +181,7 @@ class Run:
         lines = ["nats:", "  servers: [" + ", ".join(f'"{u}"' for u in self.jetfan_urls()) + "]",
                  "  retry_max: 500ms", "  reconnect_wait: 100ms",
                  "consumer:", f"  stream: {STREAM}", f"  durable: {DURABLE}", "  pull_expires: 5s",
-                 f"  idle_heartbeat: {s.idle_heartbeat}",
+                 f"  idle_heartbeat: {s.idle_heartbeat}"] + ([f"  max_held: {s.max_held}"] if s.max_held else []) + [
                  "key:", '  strip_prefix: "events."',
                  "socket:", f"  path: {self.socket}"]
         if s.metrics_port:
