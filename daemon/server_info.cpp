@@ -38,19 +38,20 @@ std::string read_server_version(std::string_view url, Duration timeout) {
   tcp::resolver resolver(io);
   asio::streambuf line;
   std::string version;
-  resolver.async_resolve(host, port, [&](const boost::system::error_code& error, tcp::resolver::results_type found) {
-    if (error) return;
-    asio::async_connect(socket, found, [&](const boost::system::error_code& connected, const tcp::endpoint&) {
-      if (connected) return;
-      asio::async_read_until(socket, line, "\r\n", [&](const boost::system::error_code& read, std::size_t) {
-        if (read) return;
-        std::istream in(&line);
-        std::string first;
-        std::getline(in, first);
-        if (const auto parsed = jetstream::version_in_info(first)) version = parsed->text;
+  resolver.async_resolve(
+      host, port, [&](const boost::system::error_code& error, const tcp::resolver::results_type& found) {
+        if (error) return;
+        asio::async_connect(socket, found, [&](const boost::system::error_code& connected, const tcp::endpoint&) {
+          if (connected) return;
+          asio::async_read_until(socket, line, "\r\n", [&](const boost::system::error_code& read, std::size_t) {
+            if (read) return;
+            std::istream in(&line);
+            std::string first;
+            std::getline(in, first);
+            if (const auto parsed = jetstream::version_in_info(first)) version = parsed->text;
+          });
+        });
       });
-    });
-  });
   io.run_for(timeout);
   return version;
 }

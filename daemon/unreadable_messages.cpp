@@ -13,14 +13,14 @@ namespace {
 
 // A message made here: its strings are its own (the reply subject NUL-terminated, as the upstream
 // needs it).
-MessageBytesPtr own_bytes(std::string subject, std::string reply, std::string headers, std::string payload,
+MessageBytesPtr own_bytes(std::string subject, std::string reply, std::string_view headers, std::string payload,
                           MessageBytesArena& arena) {
   struct Owned {
     std::string subject, reply, payload;
   };
   auto owned = std::make_unique<Owned>(Owned{std::move(subject), std::move(reply), std::move(payload)});
   MessageParts parts{BytesOwner(nullptr, [](void* p) { delete static_cast<Owned*>(p); }), owned->subject, owned->reply,
-                     std::move(headers), owned->payload};
+                     headers, owned->payload};
   parts.owner.reset(owned.release());
   return make_message_bytes(std::move(parts), arena);
 }
