@@ -30,6 +30,21 @@ std::vector<std::size_t> ledger_pulls(const Harness& h) {
   return out;
 }
 
+// A jetfan that may hold two messages, batch 2.
+Config holding_two() {
+  Config c = config({handler("builder", {"a.>"})});
+  c.consumer.batch = 2;
+  c.consumer.max_held = 2;
+  return c;
+}
+
+// Pinned with PIN-1 by two deliveries that `peer` leaves unconfirmed: a holding_two() jetfan is full.
+void pin_and_fill(Harness& h, std::size_t peer) {
+  deliver_pinned(h, 1, "PIN-1");
+  deliver_pinned(h, 2, "PIN-1");
+  REQUIRE(h.msgs(peer).size() == 2);
+}
+
 }  // namespace
 
 TEST_CASE("a pinned_client reader stands by until a delivery carries its pin id, then serves", "[unit]") {
@@ -60,14 +75,14 @@ TEST_CASE("a pinned_client reader stands by until a delivery carries its pin id,
 }
 
 // The consumer's answer to a pin check: group "jobs" pinned to `holder` (empty: to no one).
-std::string info_pinned_to(const std::string& holder) {
+static std::string info_pinned_to(const std::string& holder) {
   return R"({"stream_name":"STREAM","name":"CONSUMER","config":{"durable_name":"CONSUMER","ack_policy":"explicit",)"
          R"("priority_policy":"pinned_client","priority_groups":["jobs"]},"priority_groups":[{"group":"jobs")" +
          (holder.empty() ? std::string() : R"(,"pinned_client_id":")" + holder + "\"") + "}]}";
 }
 
 // The pin check sent after a 423, answered with `json`.
-void answer_pin_check(Harness& h, const std::string& json) {
+static void answer_pin_check(Harness& h, const std::string& json) {
   REQUIRE(!h.upstream.consumer_info_requests.empty());
   const auto& check = h.upstream.consumer_info_requests.back();
   REQUIRE(PinnedReader::owns_request(check.id));
@@ -109,14 +124,8 @@ TEST_CASE("a refused pin id (423) held by another: jetfan stands by, what it hel
 
 TEST_CASE("a full jetfan whose keep-alive a new leader refuses (no pin there) is pinned again, not failed over",
           "[unit]") {
-  Config c = config({handler("builder", {"a.>"})});
-  c.consumer.batch = 2;
-  c.consumer.max_held = 2;
-  Harness h(std::move(c), kPin);
-  const auto peer = h.hello("builder");
-  deliver_pinned(h, 1, "PIN-1");
-  deliver_pinned(h, 2, "PIN-1");
-  REQUIRE(h.msgs(peer).size() == 2);  // unconfirmed: full
+  Harness h(holding_two(), kPin);
+  pin_and_fill(h, h.hello("builder"));
   h.upstream.pulls.clear();
   h.upstream.pull_pins.clear();
   h.advance(milliseconds(1100));  // a keep-alive goes
@@ -267,14 +276,8 @@ TEST_CASE("without a pinned_client group, step-down says there is nothing to ste
 }
 
 TEST_CASE("a full jetfan re-pins after a leader change with a claim pull for one message, without an id", "[unit]") {
-  Config c = config({handler("builder", {"a.>"})});
-  c.consumer.batch = 2;
-  c.consumer.max_held = 2;
-  Harness h(std::move(c), kPin);
-  const auto peer = h.hello("builder");
-  deliver_pinned(h, 1, "PIN-1");
-  deliver_pinned(h, 2, "PIN-1");
-  REQUIRE(h.msgs(peer).size() == 2);  // unconfirmed: jetfan is full
+  Harness h(holding_two(), kPin);
+  pin_and_fill(h, h.hello("builder"));
   const auto pulls = ledger_pulls(h);
   REQUIRE(!pulls.empty());
   h.upstream.status(h.upstream.pulls[pulls.back()].id, "409", "Leadership Change");
