@@ -24,7 +24,8 @@ debian_archive() {
     -o "Dir::Etc::SourceList=$dir/etc/sources.list" -o "Dir::Etc::SourceParts=$dir/etc/sources.list.d"
     -o "Dir::Etc::Preferences=$dir/etc/preferences" -o "Dir::Etc::PreferencesParts=$dir/etc/preferences.d"
     -o "APT::Architecture=$arch" -o "APT::Architectures=$arch" -o "Acquire::Languages=none"
-    -o "Acquire::Retries=1" -o "Acquire::http::Timeout=20" -o "Debug::NoLocking=1")
+    -o "Acquire::Retries=1" -o "Acquire::http::Timeout=20" -o "Debug::NoLocking=1"
+    -o "APT::Sandbox::User=$(id -un)")
   archive_error=""
   if ! timeout 300 apt-get "${apt_opts[@]}" -qq update > "$dir/update.log" 2>&1 ||
     grep -qE '^(W|E): ' "$dir/update.log"; then
