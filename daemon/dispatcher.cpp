@@ -48,13 +48,16 @@ Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& u
       hooks_(std::move(hooks)),
       settings_(std::move(settings)),
       core_(settings_.core),
-      ledger_(settings_.pull),
+      pulls_(settings_.pull, upstream, time, reader_health_),
       router_(make_router(config)),
       table_(config.handlers.size(), ConnectionLimits{config.socket.max_connections, config.socket.max_unidentified}),
       arena_(arena),
       warnings_(kWarningBurst, kWarningWindow),
       full_(config, settings_.pull, warnings_) {
-  if (settings_.pin) pinned_.emplace(config_, *settings_.pin, upstream_, static_cast<PinHost&>(*this));
+  if (settings_.pin) {
+    pinned_.emplace(config_, *settings_.pin, upstream_, static_cast<PinHost&>(*this));
+    pulls_.attach(*pinned_);
+  }
   // Out of descriptors, jetfan could not even reconnect to NATS: connections stop short of it.
   const std::size_t budget =
       connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
@@ -126,28 +129,16 @@ void Dispatcher::on_reconnected() {
   status_.reconnected();
   // Answers to dead letters published before are lost with the connection: try them again.
   dead_letters_.connection_lost(now);
-  if (ledger_.outstanding() > 0)
-    log_info("nats.pulls_dropped", {{"pulls", ledger_.outstanding()}, {"reason", "reconnected"}},
-             "nats: dropping {} outstanding pull request(s): reconnected", ledger_.outstanding());
-  ledger_.on_reconnect(now);
-  leader_unsure(now);
+  pulls_.on_reconnected(now);
 }
 
-void Dispatcher::on_probe_answer(bool answered) {
-  const TimePoint now = batch_now();
-  if (ledger_.on_probe_answer(answered, now)) {
-    const auto unsure_ms = unsure_since_ ? std::chrono::duration_cast<Duration>(now - *unsure_since_).count() : 0;
-    log_info("nats.consumer_answers", {{"unsure_ms", unsure_ms}},
-             "nats: the consumer answers again ({}ms after it may have changed leader); pulling anew", unsure_ms);
-    unsure_since_.reset();
-  }
-}
+void Dispatcher::on_probe_answer(bool answered) { pulls_.on_probe_answer(answered, batch_now()); }
 
 void Dispatcher::on_batch_end() {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = batch_now();
   // Full now, a backlog set to go back goes at once, before it takes the room of new messages.
-  if (state_ == State::kServing && ledger_.full(core_.held_for_room(), arena_.bytes)) {
+  if (state_ == State::kServing && pulls_.ledger().full(core_.held_for_room(), arena_.bytes)) {
     full_.act(core_, true, arena_.bytes, now);
   }
   batch_now_.reset();
@@ -156,21 +147,9 @@ void Dispatcher::on_batch_end() {
 
 void Dispatcher::on_pull_status(const PullStatus& status) {
   const TimePoint now = batch_now();
-  if (pinned_) {
-    pinned_->on_status(status, now);
-    if (PinnedReader::owns_pull(status.pull)) return;  // a keep-alive's: no credit of the ledger's
-  }
-  // An answer to a request sent after a gap's hold began proves what AckWait expired was sent first.
-  if (const auto sent = ledger_.sent_at(status.pull)) core_.heard(*sent, now);
-  const auto outcome = ledger_.on_status(status.pull, status.code, status.description, now);
-  if (outcome != PullLedger::StatusOutcome::kUnexpected && outcome != PullLedger::StatusOutcome::kConsumerDeleted) {
-    return;
-  }
-  log_warn("nats.pull_status", {{"pull", status.pull}, {"status", status.code}, {"reason", status.description}},
-           "nats: pull request {} answered with status {} ({}); pulling anew once the consumer answers", status.pull,
-           status.code, status.description);
-  leader_unsure(now);
-  if (outcome == PullLedger::StatusOutcome::kConsumerDeleted) {
+  const PullDriver::StatusHeard heard = pulls_.on_status(status, now);
+  if (heard.request_sent) core_.heard(*heard.request_sent, now);
+  if (heard.consumer_deleted) {
     log_error("nats.consumer_deleted", {{"stream", config_.consumer.stream}, {"consumer", config_.consumer.durable}},
               "nats: consumer \"{}\" of stream \"{}\" was deleted; jetfan keeps pulling in case its controller "
               "makes it anew, and forgets what it remembered of the old one's sequences",
@@ -206,7 +185,7 @@ void Dispatcher::on_message(InboundMessage&& message) {
     stored_.add(handle, HeldMessage{std::move(message.bytes), {}, message.stream_seq, 0});
     core_.arrive(arrival, now);
     if (tap_) tap_->arrived(arrival);
-    ledger_.on_message(now, 0);
+    pulls_.on_message(now, 0);
     return;
   }
   last_arrived_seq_ = message.stream_seq;
@@ -225,7 +204,7 @@ void Dispatcher::on_message(InboundMessage&& message) {
   arrival.wall_ns = wall_now_ns_;
   core_.arrive(arrival, now);
   if (tap_) tap_->arrived(arrival);
-  ledger_.on_message(now, size);
+  pulls_.on_message(now, size);
 }
 
 void Dispatcher::note_without_order_key(HandlerMask handlers, std::uint64_t stream_seq, const MessageBytes& bytes,
@@ -294,7 +273,7 @@ void Dispatcher::on_alarm(Alarm alarm) {
       finish();
       return;
     case Alarm::kProbe:
-      probe(now);
+      pulls_.probe(now);
       after_input();
       return;
   }
@@ -311,35 +290,7 @@ void Dispatcher::after_input() {
   arm_wakeup();
 }
 
-void Dispatcher::leader_unsure(TimePoint now) {
-  if (!unsure_since_) unsure_since_ = now;
-  reader_health_.excuse();
-  ledger_.on_leader_unsure(now);
-  probe(now);
-}
-
-void Dispatcher::probe(TimePoint now) {
-  if (state_ != State::kServing) return;
-  if (const auto id = ledger_.take_probe(now)) upstream_.send_probe(*id);
-  if (const auto next = ledger_.next_probe()) time_.set(Alarm::kProbe, *next);
-}
-
-void Dispatcher::top_up_pulls() {
-  const bool wants_more = ledger_.wants_more(core_.held_for_room());
-  if (!wants_more && !pinned_) return;
-  const TimePoint now = time_.now();
-  if (wants_more && (!pinned_ || pinned_->may_pull(now))) {
-    requests_.clear();
-    ledger_.top_up(core_.held_for_room(), arena_.bytes, now, requests_);
-    for (auto& request : requests_) {
-      if (pinned_) pinned_->decorate(request, now);
-      if (!upstream_.send_pull(request)) ledger_.cancel(request.id);
-    }
-  }
-  own_.outstanding_pulls = std::max<std::uint64_t>(own_.outstanding_pulls, ledger_.outstanding());
-  // Full while re-pinning after a leader change, jetfan would have no request at the new leader.
-  if (pinned_) pinned_->claim(now, ledger_.outstanding() > 0 || ledger_.probing());
-}
+void Dispatcher::top_up_pulls() { pulls_.top_up(core_.held_for_room(), arena_.bytes, time_.now()); }
 
 void Dispatcher::take_over(TimePoint now) {
   if (state_ != State::kServing) {
@@ -361,7 +312,7 @@ void Dispatcher::take_over(TimePoint now) {
 void Dispatcher::stand_by(TimePoint now, bool refused) {
   // Unless the server refused jetfan's id, its requests may still carry a valid one: what goes back
   // must outlast them, or it would come straight back to jetfan, a delivery spent each time.
-  const Duration handback = refused ? Duration(0) : ledger_.handback_delay(now);
+  const Duration handback = refused ? Duration(0) : pulls_.ledger().handback_delay(now);
   core_.stand_by(now, handback);
   if (tap_) tap_->stood_by(now, true, handback);
   apply_effects();
@@ -528,17 +479,12 @@ void Dispatcher::housekeeping() {
     notifier_.extend_timeout(left + kFinalFlush + kStopMargin);
   }
   warnings_.report_suppressed(now);
-  if (ledger_.check_liveness(now) == PullLedger::Liveness::kSilent) {
-    log_info("nats.pulls_dropped", {{"reason", "no heartbeat"}},
-             "nats: dropped the outstanding pull requests: no heartbeat from the server for {} heartbeats",
-             PullLedger::kMissedHeartbeats);
-    leader_unsure(now);
-  }
+  pulls_.check_liveness(now);
   if (state_ == State::kServing) {
     watch_.tick(now);
     if (pinned_) pinned_->tick(now);
     full_.warn_blocked_keys(core_, now);
-    full_.act(core_, ledger_.full(core_.held_for_room(), arena_.bytes), arena_.bytes, now);
+    full_.act(core_, pulls_.ledger().full(core_.held_for_room(), arena_.bytes), arena_.bytes, now);
     apply_effects();
     top_up_pulls();
   }
@@ -573,9 +519,9 @@ void Dispatcher::on_api_reply(std::uint64_t id, const ApiReply& reply) {
       // The server counted its waiting requests at some moment since the answer before; one it
       // counted may have been filled, and retired here, before this answer came (seen at 20,000
       // msg/s): the most jetfan had open since then is what a lone jetfan's count can reach.
-      own_.outstanding_pulls = std::max<std::uint64_t>(own_.outstanding_pulls, ledger_.outstanding());
+      own_.outstanding_pulls = pulls_.most_open();
       reader_health_.heard(now, *heard.info, own_);
-      own_.outstanding_pulls = ledger_.outstanding();
+      pulls_.answered();
       unreadable_.heard(*heard.info, now);
       if (reader_health_.exit_code() && state_ == State::kServing) begin_drain();
     } else if (heard.error) {
@@ -802,9 +748,9 @@ void Dispatcher::begin_drain() {
   const TimePoint now = time_.now();
   drain_deadline_ = now + config_.delivery.drain_timeout;
   notifier_.extend_timeout(config_.delivery.drain_timeout + kFinalFlush + kStopMargin);
-  ledger_.stop();
+  pulls_.stop();
   if (hooks_.stop_accepting) hooks_.stop_accepting();
-  const Duration handback = ledger_.handback_delay(now);
+  const Duration handback = pulls_.ledger().handback_delay(now);
   const std::size_t in_flight = core_.in_flight();
   const std::size_t handed_back = core_.held() - std::min(core_.held(), in_flight);
   log_info("draining",

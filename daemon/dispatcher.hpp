@@ -3,7 +3,7 @@
 // the pure pieces decide; each feature is a type of its own, which the Dispatcher owns and calls:
 //   Router (core/router.hpp)            a message's recipients and order keys
 //   DispatchCore (core/dispatch_core.hpp) who gets what, and every verb to the server
-//   PullLedger (core/pull_ledger.hpp)   what to pull and when
+//   PullDriver (pull_driver.hpp)        pull requests kept up (core/PullLedger), probes, leader changes
 //   HandlerTable (handler_table.hpp)    the connections, their admission, instances, socket I/O
 //   HeldMessages (held_messages.hpp)    the bytes of what is held, by the core's handle
 //   FullWatch (full_watch.hpp)          hand-backs, stall and blocked-key warnings when full
@@ -64,7 +64,7 @@
 #include "message_bytes.hpp"
 #include "node_pool.hpp"
 #include "pinned_reader.hpp"
-#include "pull_ledger.hpp"
+#include "pull_driver.hpp"
 #include "rate_limited_log.hpp"
 #include "rate_window.hpp"
 #include "reader_health.hpp"
@@ -222,11 +222,7 @@ class Dispatcher final : private SessionOwner,
   // PinHost: the pin gained or lost.
   void take_over(TimePoint now) override;
   void stand_by(TimePoint now, bool refused) override;
-  void leader_changed(TimePoint now) override { leader_unsure(now); }
-  // The consumer's leader may have changed: probe until it answers, then pull anew.
-  void leader_unsure(TimePoint now);
-  // Sends the consumer-info probe that is due, if any, and arms the timer for the next.
-  void probe(TimePoint now);
+  void leader_changed(TimePoint now) override { pulls_.leader_unsure(now); }
   void arm_wakeup();
   // Called on each turn of the housekeeping and wakeup timers: a gap since the last one longer than
   // the housekeeping period is time jetfan did not run, given back to the deliveries in flight.
@@ -249,11 +245,10 @@ class Dispatcher final : private SessionOwner,
   IoThread thread_;
   ServeSettings settings_;
   DispatchCore core_;
-  PullLedger ledger_;
+  PullDriver pulls_;  // its ReaderHealth is reader_health_, below: only bound here
   Router router_;
-  std::optional<TimePoint> armed_for_;     // the wakeup alarm's time
-  std::optional<TimePoint> last_turn_;     // notice_stall's last look
-  std::optional<TimePoint> unsure_since_;  // the leader may have changed since
+  std::optional<TimePoint> armed_for_;  // the wakeup alarm's time
+  std::optional<TimePoint> last_turn_;  // notice_stall's last look
   HoldReporter holds_{settings_.core.keepalive};
   TimePoint drain_deadline_{};
   HandlerTable table_;
@@ -261,8 +256,7 @@ class Dispatcher final : private SessionOwner,
   MessageBytesArena& arena_;
   std::vector<std::shared_ptr<HandlerSession>> dirty_;
   HeldMessages stored_;
-  std::vector<PullRequest> requests_;  // reused
-  RateLimitedLog warnings_;            // repeated warnings, each kind a few times per window
+  RateLimitedLog warnings_;  // repeated warnings, each kind a few times per window
   FullWatch full_;
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;
@@ -274,11 +268,11 @@ class Dispatcher final : private SessionOwner,
   std::uint64_t last_arrived_seq_ = 0;
   DeadLetterPublisher dead_letters_{config_, upstream_, core_, warnings_};
   DeadLetterJobs jobs_{config_, static_cast<DeadLetterJobHost&>(*this)};
-  DispatchStatus status_{{config_, settings_, core_, ledger_, table_, jobs_, full_, arena_}};
+  DispatchStatus status_{{config_, settings_, core_, pulls_.ledger(), table_, jobs_, full_, arena_}};
   ConsumerWatch watch_{config_, upstream_};
   ReaderHealth reader_health_{config_, ConsumerWatch::kPollEvery, settings_.pin.has_value()};
-  // jetfan's own figures for the check: arrivals, and the most pull requests open since the last
-  // consumer info answer.
+  // jetfan's own figures for the check: arrivals, and (from pulls_ when an answer comes) the most
+  // pull requests open since the answer before.
   OtherReaderCheck::Own own_;
   std::optional<PinnedReader> pinned_;  // set for a pinned_client group (settings_.pin)
   UnreadableMessages unreadable_{config_, upstream_, arena_, static_cast<UnreadableHost&>(*this)};

@@ -69,7 +69,10 @@ TEST_CASE(
                             "/payload; printf '%s|' \"$JETFAN_HANDLER\" \"$JETFAN_KEY\" "
                             "\"$JETFAN_SEQ\" \"$JETFAN_DELIVERIES\" \"$JETFAN_HEADERS\" \"$JETFAN_HEADER_TRACE_ID\" "
                             "\"$JETFAN_HEADER_X_N\" \"$JETFAN_SUBJECT\" "
-                            "\"$(case $JETFAN_PUBLISHED in 2???-??-??T??:??:??.?????????Z) echo rfc3339 ;; esac)\" > " +
+                            // Split where "??-" would read as a trigraph (-Wtrigraphs).
+                            "\"$(case $JETFAN_PUBLISHED in 2???"
+                            "-??"
+                            "-??T??:??:??.?????????Z) echo rfc3339 ;; esac)\" > " +
                             dir + "/env; echo \"out $JETFAN_KEY\"; echo \"err $JETFAN_KEY\" >&2"));
   const auto seq =
       mesh.controller().publish("events.a.b", "line one\nline two", {{"Trace-Id", "abc"}, {"X-N", "1"}, {"X-N", "2"}});
