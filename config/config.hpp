@@ -96,7 +96,8 @@ struct AllowSettings {
 
 // What a handler's backlog does when the consumer is full (jetfan holds max_held messages and pulls
 // no more): stay (nothing is redelivered; everyone waits for it), or go back to the server, the
-// oldest first, down to its share, so the other handlers keep getting new messages.
+// oldest first (an ordered handler's newest first, which keeps its order), down to its share, so
+// the other handlers keep getting new messages.
 enum class WhenFull { kHold, kHandBack };
 // "hold" or "hand_back", as the config file spells it.
 const char* to_string(WhenFull when_full);

@@ -1,6 +1,7 @@
 #include "dispatch_core.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cassert>
 #include <limits>
 
@@ -489,17 +490,24 @@ void DispatchCore::remember(std::uint64_t seq, const Message& message) {
   }
 }
 
-std::size_t DispatchCore::hand_back_oldest(std::size_t handler, std::size_t keep, TimePoint now) {
+std::size_t DispatchCore::hand_back_for_room(std::size_t handler, std::size_t keep, TimePoint now) {
   const HandlerMask bit = HandlerMask{1} << handler;
   std::size_t owed = 0;
-  std::vector<std::uint64_t> idle;  // owed, and nothing in flight for it anywhere
+  std::vector<std::uint64_t> idle;     // owed, and nothing in flight for it anywhere
+  std::vector<std::uint64_t> ordered;  // of those, the ones it gets by an order key
   for (const auto& [seq, message] : messages_) {
     if (!((message.recipients & ~message.settled) & bit) || is_redrive(seq)) continue;  // redrives: not the stream's
     ++owed;
-    if (message.in_flight == 0 && !budget_.publishing(seq)) idle.push_back(seq);
+    if (message.in_flight == 0 && !budget_.publishing(seq)) ((message.ordered & bit) ? ordered : idle).push_back(seq);
   }
   if (owed <= keep) return 0;
-  std::sort(idle.begin(), idle.end());  // the oldest first
+  // Unordered, the oldest go first. Ordered, the newest: an older message away would hold the later
+  // ones of its key, and should it not be back within order_away_hold (jetfan full meanwhile, after
+  // a restart say), they would go before it; a newer one away holds only what comes after it, so its
+  // key's order holds whenever it comes back.
+  std::sort(idle.begin(), idle.end());
+  std::sort(ordered.begin(), ordered.end(), std::greater<>());
+  idle.insert(idle.end(), ordered.begin(), ordered.end());
   std::size_t handed = 0;
   for (const std::uint64_t seq : idle) {
     if (owed <= keep) break;

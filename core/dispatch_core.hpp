@@ -161,7 +161,7 @@ struct CoreCounters {
   std::uint64_t failed_timeout = 0;     // ... by ack_timeout
   std::uint64_t failed_disconnect = 0;  // ... by the connection closing
   std::uint64_t unknown_confirmations = 0;
-  std::uint64_t handed_back_for_room = 0;  // by hand_back_oldest
+  std::uint64_t handed_back_for_room = 0;  // by hand_back_for_room
   std::uint64_t order_retries = 0;         // failures of messages an ordered handler owes, retried in the core
   std::uint64_t order_gave_up = 0;         // handed back and not back within order_away_hold(): order let go
   std::uint64_t order_restart_waits = 0;   // messages an earlier reader may have left outstanding, waited for
@@ -247,12 +247,13 @@ class DispatchCore {
   // longer holds.
   void forget_history();
 
-  // Hands back to the server the oldest messages `handler` owes and has not in flight, until it owes
-  // at most `keep` (those other handlers have in flight are left). Each counts as a failure of
+  // Hands back to the server messages `handler` owes and has not in flight, until it owes at most
+  // `keep` (those other handlers have in flight are left): those it gets unordered first, the oldest
+  // first, then those it gets by an order key, the newest first (R23). Each counts as a failure of
   // `handler` for that message, handed back with nak_delay_max (sooner, it would only take back the
   // room it freed): the others' confirmations are remembered, so only it gets the message again,
   // and the server counts a delivery against MaxDeliver. Returns how many.
-  std::size_t hand_back_oldest(std::size_t handler, std::size_t keep, TimePoint now);
+  std::size_t hand_back_for_room(std::size_t handler, std::size_t keep, TimePoint now);
   // Pauses or resumes a handler: paused, it gets nothing new and what it owes is held for it as for
   // a handler with no connected instance; deliveries in flight go on.
   // Precondition: handler < handler_count().

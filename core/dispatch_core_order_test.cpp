@@ -190,37 +190,68 @@ TEST_CASE("ordered: a message only unordered recipients still owe is handed back
   CHECK(core.held() == 0);
 }
 
-TEST_CASE("ordered: a hand-back for room makes the rest of its key wait until it is back, or its hold runs out",
+TEST_CASE("ordered: a hand-back for room takes the newest of a key, and what comes after waits until it is back",
           "[unit]") {
   DispatchCore core(settings(1));
   core.arrive(ordered(1, "k"), kStart);
   core.arrive(ordered(2, "k"), kStart);
-  core.arrive(ordered(3, "j"), kStart);
-  CHECK(core.hand_back_oldest(0, 2, kStart) == 1);
-  CHECK(take_all(core, Kind::kNak).size() == 1);
+  core.arrive(ordered(3, "k"), kStart);
+  CHECK(core.hand_back_for_room(0, 2, kStart) == 1);
+  const auto naks = take_all(core, Kind::kNak);
+  REQUIRE(naks.size() == 1);
+  CHECK(naks[0].message / 100 == 3);  // the newest: 1 and 2 need not wait for it
   core.connect(1, 0, kStart);
-  CHECK(delivered(core) == std::vector<std::uint64_t>{3});  // 2 waits for 1, at the server
-  core.arrive(ordered(1, "k", 0b01, 2), kStart + milliseconds(1000));
   auto sent = take_all(core, Kind::kDeliver);
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].message / 100 == 1);
+  REQUIRE(core.ack(1, sent[0].delivery, kStart));
+  sent = take_all(core, Kind::kDeliver);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].message / 100 == 2);
+  core.arrive(ordered(4, "k"), kStart);  // after 3: waits for it, at the server
+  REQUIRE(core.ack(1, sent[0].delivery, kStart));
+  CHECK(delivered(core).empty());
+  core.arrive(ordered(3, "k", 0b01, 2), kStart + milliseconds(1000));
+  sent = take_all(core, Kind::kDeliver);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].message / 100 == 3);
   REQUIRE(core.ack(1, sent[0].delivery, kStart + milliseconds(1000)));
-  CHECK(delivered(core) == std::vector<std::uint64_t>{2});
+  CHECK(delivered(core) == std::vector<std::uint64_t>{4});
 
-  // One that never comes back holds its key for order_away_hold, then the key goes on.
+  // One that never comes back holds what came after it for order_away_hold, then the key goes on;
+  // what came before it never waited (the order finding of a restart hold while full).
   DispatchCore lost(settings(1));
   lost.arrive(ordered(10, "z"), kStart);
   lost.arrive(ordered(11, "z"), kStart);
-  CHECK(lost.hand_back_oldest(0, 1, kStart) == 1);
+  CHECK(lost.hand_back_for_room(0, 1, kStart) == 1);
   lost.effects().clear();
   lost.connect(1, 0, kStart);
+  sent = take_all(lost, Kind::kDeliver);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].message / 100 == 10);
+  REQUIRE(lost.ack(1, sent[0].delivery, kStart));
+  lost.arrive(ordered(12, "z"), kStart);
   CHECK(delivered(lost).empty());
   const TimePoint until = kStart + order_away_hold(milliseconds(1000), milliseconds(500));
   lost.tick(until - milliseconds(1));
   CHECK(delivered(lost).empty());
   lost.tick(until);
-  CHECK(delivered(lost) == std::vector<std::uint64_t>{11});
+  CHECK(delivered(lost) == std::vector<std::uint64_t>{12});
   CHECK(lost.counters().order_gave_up == 1);
+}
+
+TEST_CASE("ordered: a hand-back for room takes unordered messages oldest first before ordered ones newest first",
+          "[unit]") {
+  DispatchCore core(settings(1));
+  core.arrive(ordered(1, "k"), kStart);
+  core.arrive(Arrival{201, 2, 1, 0b01, false, {}}, kStart);  // no order key: unordered for handler 0
+  core.arrive(ordered(3, "j"), kStart);
+  core.arrive(Arrival{401, 4, 1, 0b01, false, {}}, kStart);
+  core.arrive(ordered(5, "k"), kStart);
+  CHECK(core.hand_back_for_room(0, 1, kStart) == 4);
+  std::vector<std::uint64_t> order;
+  for (const auto& nak : take_all(core, Kind::kNak)) order.push_back(nak.message / 100);
+  CHECK(order == std::vector<std::uint64_t>{2, 4, 5, 3});
 }
 
 TEST_CASE("ordered: a drain hands back what waits for its key too", "[unit]") {

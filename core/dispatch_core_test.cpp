@@ -299,7 +299,7 @@ TEST_CASE("handing back a stuck handler's oldest messages frees room, and only i
   for (const auto& e : Taken(core).of(Kind::kDeliver)) core.ack(1, e.delivery, kStart);
   core.effects().clear();
   CHECK(core.held() == 5);
-  CHECK(core.hand_back_oldest(1, 2, kStart) == 3);
+  CHECK(core.hand_back_for_room(1, 2, kStart) == 3);
   Taken d(core);
   const auto naks = d.of(Kind::kNak);
   REQUIRE(naks.size() == 3);
@@ -308,7 +308,7 @@ TEST_CASE("handing back a stuck handler's oldest messages frees room, and only i
   CHECK(naks[0].delay == milliseconds(1000));  // nak_delay_max: long enough for new messages to pass
   CHECK(core.held() == 2);
   CHECK(core.counters().handed_back_for_room == 3);
-  CHECK(core.hand_back_oldest(1, 2, kStart) == 0);  // within its share now
+  CHECK(core.hand_back_for_room(1, 2, kStart) == 0);  // within its share now
   // Back from the server: handler 0 confirmed it already, so it waits for handler 1 alone.
   core.arrive(arrival(1, 0b11, 2), kStart);
   CHECK(Taken(core).count(Kind::kDeliver) == 0);
@@ -1050,7 +1050,7 @@ struct Model {
       reload();
     } else if (action < 86) {
       handing_back_for_room = true;
-      core.hand_back_oldest(pick(handler_count), pick(4), now);
+      core.hand_back_for_room(pick(handler_count), pick(4), now);
     } else if (action < 87) {
       const std::size_t h = pick(handler_count);
       const bool pause = paused.count(h) == 0;

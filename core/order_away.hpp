@@ -1,6 +1,6 @@
 #pragma once
 // OrderAway: the messages away from their order keys (docs/dispatch-rules.md R23). A message an
-// ordered handler still owed, handed back to the server (by hand_back_oldest, for room), keeps its
+// ordered handler still owed, handed back to the server (by hand_back_for_room, for room), keeps its
 // place in the gate (OrderGate) while it is away, so the later messages of its keys wait for it; but
 // it may never come back, so each key waits for it only until order_away_hold() after the hand-back.
 // This keeps which are away and until when; the caller forgets an expired one in its gate, which

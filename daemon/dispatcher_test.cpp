@@ -227,8 +227,9 @@ TEST_CASE(
   CHECK(h.msgs(ordered).empty());
   for (const auto& msg : h.msgs(other)) h.send(other, "ACK " + std::to_string(msg.id) + "\r\n");
   h.advance(milliseconds(600));  // housekeeping looks; the hold is 4 keepalives at least (AckWait 30 s)
-  // "ordered" owes 4, its share is 4 / 2: its two oldest go back, and room is made for pulls.
-  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{3, 4});
+  // "ordered" owes 4, its share is 4 / 2: its two newest go back (3 and 4 never wait for them), and
+  // room is made for pulls.
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{6, 5});
   CHECK_FALSE(h.status().stall);
 }
 

@@ -51,14 +51,14 @@ void FullWatch::act(DispatchCore& core, bool full, std::size_t held_bytes, TimeP
     std::vector<bool> hands_back;
     // An ordered handler that jetfan itself holds back (after a restart, a reconnect or a leader
     // change) is not slow: waiting for it would stall every handler until reconnects stop. Its
-    // backlog goes back as when_full: hand_back's does, which keeps its order.
+    // backlog goes back as when_full: hand_back's does, newest first, which keeps its order.
     const bool held_back = core.awaiting_outstanding();
     for (const auto& handler : config_.handlers) {
       hands_back.push_back(handler.when_full == WhenFull::kHandBack ||
                            (held_back && handler.order_by.kind != OrderBy::Kind::kNone));
     }
     for (const HandBackOrder& order : hand_backs_when_full(loads, hands_back, core.held_for_room())) {
-      const std::size_t handed = core.hand_back_oldest(order.handler, order.keep, now);
+      const std::size_t handed = core.hand_back_for_room(order.handler, order.keep, now);
       handed_back += handed;
       if (handed == 0) continue;
       const std::string& name = config_.handlers[order.handler].name;
@@ -66,8 +66,9 @@ void FullWatch::act(DispatchCore& core, bool full, std::size_t held_bytes, TimeP
           now, "hand-backs for room of handler \"" + name + "\"", "handler.handed_back",
           {{"handler", name}, {"owed", order.owed}, {"keep", order.keep}, {"handed_back", handed}},
           "the consumer is full and handler \"{}\" owed {} messages, more than its share of {}: handed back "
-          "its {} oldest to the server ({}); only it gets them again, each a delivery more against MaxDeliver",
+          "its {} {} to the server ({}); only it gets them again, each a delivery more against MaxDeliver",
           name, order.owed, order.keep, handed,
+          config_.handlers[order.handler].order_by.kind == OrderBy::Kind::kNone ? "oldest" : "newest (ordered)",
           config_.handlers[order.handler].when_full == WhenFull::kHandBack
               ? "when_full: hand_back"
               : "jetfan holds this ordered handler back after a restart, reconnect or leader change");
