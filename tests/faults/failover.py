@@ -50,9 +50,10 @@ from servers import DURABLE, STREAM, nats_server_binary, server_version
 GROUP = "faults"
 PRIORITY_TIMEOUT_S = 3.0
 ACK_WAIT_S = 5.0
-# jetfan's max_held: below MaxAckPending (20,000), and well above the restart hold's backlog (about
-# 600 msg/s of ordered keys for 8.7 s; one full during that hold breaks order: docs/RELIABILITY.md).
-MAX_HELD = 14000
+# jetfan's max_held: below MaxAckPending (20,000), and above the restart hold's backlog (about 600
+# msg/s of ordered keys for 8.7 s). $JETFAN_FAILOVER_MAX_HELD sets another: 8000 makes the new owner
+# full during that hold (docs/RELIABILITY.md, the order finding a full restart hold made).
+MAX_HELD = int(os.environ.get("JETFAN_FAILOVER_MAX_HELD", "14000"))
 SIDES = ("J1", "J2")
 
 
