@@ -1,8 +1,8 @@
 #include "dispatch_core.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <cassert>
+#include <functional>
 #include <limits>
 
 namespace jetfan {
