@@ -10,7 +10,11 @@ back. RSS is still judged, against the heap: growing by 8 MiB (or half its size)
 heap did is memory jetfan holds outside its heap. Without the heap figure (another allocator) RSS
 is judged as the heap would be. A heap that stepped up at a burst of held messages and stayed at or
 below that burst's peak (a container's capacity, a pool kept for reuse: seen as 2.0 -> 6.2 -> 4.6 MiB
-at a 6,800-message burst when the machine was busy) is no leak; a leak grows past every earlier peak."""
+at a 6,800-message burst when the machine was busy) is no leak; a leak grows past every earlier peak.
+So is one whose burst came in the last third, when the heap has stayed flat since (at least 8
+samples, the first two after the peak left to settle, their second half within 512 KiB or 5% of
+their first: 1.9 -> 6.3 -> 4.3 MiB flat for 15 s at a 6,400-message burst); a leak keeps growing
+after any peak."""
 
 import json
 import os
@@ -72,8 +76,12 @@ def memory_findings(figures):
     rss, heap = figures.get("rss_kib"), figures.get("heap_kib")
     judged = heap or rss
     peak_before = judged.get("max_before_last_third") if judged else None
+    after_peak = judged.get("after_peak") if judged else None
+    flat_since_peak = after_peak is not None and after_peak["samples"] >= 8 and \
+        after_peak["median_second_half"] - after_peak["median_first_half"] <= \
+        max(512, 0.05 * after_peak["median_first_half"])
     if judged and judged["growth_kib"] > max(2048, 0.1 * judged["median_first_third"]) and \
-            (peak_before is None or judged["median_last_third"] > peak_before):
+            (peak_before is None or judged["median_last_third"] > peak_before) and not flat_since_peak:
         out.append(f"LEAK? jetfan's {'heap in use' if heap else 'RSS'} grew by {judged['growth_kib'] / 1024:.1f} MiB "
                    f"after warm-up ({judged['median_first_third'] / 1024:.1f} -> "
                    f"{judged['median_last_third'] / 1024:.1f} MiB)")
@@ -187,6 +195,13 @@ def check_soak(run, info, samples, findings):
                           "min": min(values), "max": max(values),
                           "max_before_last_third": max(values[:len(values) - len(last)] or values),
                           "median_first_third": statistics.median(first), "median_last_third": statistics.median(last)}
+        # After the highest sample (a burst's), two left to settle: is the heap flat since?
+        after = values[max(range(len(values)), key=values.__getitem__) + 3:]
+        if after:
+            half = len(after) // 2
+            figures[field]["after_peak"] = {"samples": len(after),
+                                            "median_first_half": statistics.median(after[:half] or after),
+                                            "median_second_half": statistics.median(after[half:])}
     findings += memory_findings(figures)
     fds = figures.get("fds")
     if fds and fds["max"] - fds["min"] > 3:

@@ -680,6 +680,21 @@ class SoakMemoryRuleTest(unittest.TestCase):
         figures["heap_kib"]["max_before_last_third"] = 6.2 * 1024
         self.assertEqual(len(soak.memory_findings(figures)), 1)
 
+    def test_a_heap_flat_since_a_burst_in_the_last_third_is_no_leak(self):
+        # The 2026-12-06 soak: 1.9 MiB, 6.3 at a burst of 6,435 held 45 s in, then 4.3 flat for 15 s.
+        figures = self.figures((15.5, 18.9), (1.9, 4.3))
+        figures["heap_kib"]["max_before_last_third"] = 2.5 * 1024
+        figures["heap_kib"]["after_peak"] = {"samples": 13, "median_first_half": 4.34 * 1024,
+                                             "median_second_half": 4.35 * 1024}
+        self.assertEqual(soak.memory_findings(figures), [])
+        # Still growing after the peak, or too few samples after it to tell, is a leak.
+        figures["heap_kib"]["after_peak"] = {"samples": 13, "median_first_half": 4.3 * 1024,
+                                             "median_second_half": 5.0 * 1024}
+        self.assertEqual(len(soak.memory_findings(figures)), 1)
+        figures["heap_kib"]["after_peak"] = {"samples": 5, "median_first_half": 4.3 * 1024,
+                                             "median_second_half": 4.3 * 1024}
+        self.assertEqual(len(soak.memory_findings(figures)), 1)
+
     def test_rss_growing_far_beyond_the_heap_is_memory_outside_it(self):
         findings = soak.memory_findings(self.figures((13.4, 30.0), (6.0, 6.1)))
         self.assertEqual(len(findings), 1)
