@@ -290,7 +290,7 @@ void Dispatcher::after_input() {
   arm_wakeup();
 }
 
-void Dispatcher::top_up_pulls() { pulls_.top_up(core_.held_for_room(), arena_.bytes, time_.now()); }
+void Dispatcher::top_up_pulls() { pulls_.top_up(core_.held_for_room(), arena_.bytes); }
 
 void Dispatcher::take_over(TimePoint now) {
   if (state_ != State::kServing) {

@@ -9,8 +9,11 @@ namespace jetfan {
 PullDriver::PullDriver(const PullSettings& settings, Upstream& upstream, Timekeeper& time, ReaderHealth& health)
     : upstream_(upstream), time_(time), health_(health), ledger_(settings) {}
 
-void PullDriver::top_up(std::size_t held_for_room, std::uint64_t bytes_held, TimePoint now) {
+void PullDriver::top_up(std::size_t held_for_room, std::uint64_t bytes_held) {
   const bool wants_more = ledger_.wants_more(held_for_room);
+  // Called after every input: without a group, the clock is read only when a request may go out.
+  if (!wants_more && pinned_ == nullptr) return;
+  const TimePoint now = time_.now();
   if (wants_more && (pinned_ == nullptr || pinned_->may_pull(now))) {
     requests_.clear();
     ledger_.top_up(held_for_room, bytes_held, now, requests_);

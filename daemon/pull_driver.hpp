@@ -39,7 +39,7 @@ class PullDriver {
 
   // Sends the requests the ledger asks for now that `held_for_room` messages and `bytes_held` bytes
   // are held (DispatchCore::held_for_room, the arena's bytes). Only while serving (before stop()).
-  void top_up(std::size_t held_for_room, std::uint64_t bytes_held, TimePoint now);
+  void top_up(std::size_t held_for_room, std::uint64_t bytes_held);
   // A message arrived: it is charged to the oldest request. `size` 0 for one routed to no handler.
   void on_message(TimePoint now, std::uint64_t size) { ledger_.on_message(now, size); }
 

@@ -43,30 +43,30 @@ struct Rig {
 
 TEST_CASE("pull driver: tops up to the ledger's requests, and none while the room is taken", "[pull_driver]") {
   Rig r;
-  r.driver.top_up(0, 0, r.now());
+  r.driver.top_up(0, 0);
   REQUIRE(!r.upstream.pulls.empty());
   CHECK(r.upstream.pulls.size() == r.driver.ledger().outstanding());
   std::size_t asked = 0;
   for (const auto& pull : r.upstream.pulls) asked += pull.batch;
   CHECK(asked <= 2 * r.settings.batch);
   r.upstream.pulls.clear();
-  r.driver.top_up(0, 0, r.now());  // nothing used yet: nothing more to ask for
+  r.driver.top_up(0, 0);  // nothing used yet: nothing more to ask for
   CHECK(r.upstream.pulls.empty());
-  r.driver.top_up(r.settings.max_held, 0, r.now());
+  r.driver.top_up(r.settings.max_held, 0);
   CHECK(r.upstream.pulls.empty());
 }
 
 TEST_CASE("pull driver: a pull that cannot be sent is not counted as open", "[pull_driver]") {
   Rig r;
   r.upstream.close(Duration(0));  // the fake refuses to send once closed
-  r.driver.top_up(0, 0, r.now());
+  r.driver.top_up(0, 0);
   CHECK(r.driver.ledger().outstanding() == 0);
   CHECK(r.driver.most_open() == 0);
 }
 
 TEST_CASE("pull driver: an unexpected status probes the consumer until it answers, then pulls anew", "[pull_driver]") {
   Rig r;
-  r.driver.top_up(0, 0, r.now());
+  r.driver.top_up(0, 0);
   REQUIRE(!r.upstream.pulls.empty());
   const std::uint64_t first = r.upstream.pulls.front().id;
   const auto heard = r.driver.on_status(PullStatus{first, "409", "Leadership Change"}, r.now());
@@ -78,14 +78,14 @@ TEST_CASE("pull driver: an unexpected status probes the consumer until it answer
   CHECK(r.upstream.probes.size() == 2);  // unanswered: asked again
   r.driver.on_probe_answer(false, r.now());
   CHECK(r.driver.ledger().probing());
-  r.driver.top_up(0, 0, r.now());  // pulls go on meanwhile: the old leader may still be there
+  r.driver.top_up(0, 0);  // pulls go on meanwhile: the old leader may still be there
   REQUIRE(r.driver.ledger().outstanding() > 0);
   r.driver.on_probe_answer(true, r.now());
   CHECK(!r.driver.ledger().probing());
   // What was sent while the leader was unsure may have gone nowhere: dropped, and asked for anew.
   CHECK(r.driver.ledger().outstanding() == 0);
   r.upstream.pulls.clear();
-  r.driver.top_up(0, 0, r.now());
+  r.driver.top_up(0, 0);
   CHECK(!r.upstream.pulls.empty());
   r.advance(PullLedger::kProbeIntervalMax);
   CHECK(r.upstream.probes.size() == 2);  // answered: no more probes
@@ -93,7 +93,7 @@ TEST_CASE("pull driver: an unexpected status probes the consumer until it answer
 
 TEST_CASE("pull driver: a heartbeat is no news, and a deleted consumer is said so", "[pull_driver]") {
   Rig r;
-  r.driver.top_up(0, 0, r.now());
+  r.driver.top_up(0, 0);
   const std::uint64_t first = r.upstream.pulls.front().id;
   const auto alive = r.driver.on_status(PullStatus{first, "100", "Idle Heartbeat"}, r.now());
   CHECK(!alive.consumer_deleted);
@@ -106,7 +106,7 @@ TEST_CASE("pull driver: a heartbeat is no news, and a deleted consumer is said s
 TEST_CASE("pull driver: a reconnect drops every request and probes, and once stopped it neither pulls nor probes",
           "[pull_driver]") {
   Rig r;
-  r.driver.top_up(0, 0, r.now());
+  r.driver.top_up(0, 0);
   REQUIRE(r.driver.ledger().outstanding() > 0);
   r.driver.on_reconnected(r.now());
   CHECK(r.driver.ledger().outstanding() == 0);
@@ -116,13 +116,13 @@ TEST_CASE("pull driver: a reconnect drops every request and probes, and once sto
   CHECK(r.upstream.probes.size() == 1);
   r.driver.on_probe_answer(true, r.now());
   r.upstream.pulls.clear();
-  r.driver.top_up(0, 0, r.now());
+  r.driver.top_up(0, 0);
   CHECK(r.upstream.pulls.empty());
 }
 
 TEST_CASE("pull driver: silence for three heartbeats drops the requests and probes", "[pull_driver]") {
   Rig r;
-  r.driver.top_up(0, 0, r.now());
+  r.driver.top_up(0, 0);
   REQUIRE(r.driver.ledger().outstanding() > 0);
   r.advance(r.settings.idle_heartbeat * PullLedger::kMissedHeartbeats + Duration(1000));
   r.driver.check_liveness(r.now());
@@ -133,7 +133,7 @@ TEST_CASE("pull driver: silence for three heartbeats drops the requests and prob
 TEST_CASE("pull driver: the most requests open since the last answer outlive the requests themselves",
           "[pull_driver]") {
   Rig r;
-  r.driver.top_up(0, 0, r.now());
+  r.driver.top_up(0, 0);
   const std::uint64_t open = r.driver.ledger().outstanding();
   REQUIRE(open > 0);
   for (const auto& pull : r.upstream.pulls) r.driver.on_status(PullStatus{pull.id, "408", "Request Timeout"}, r.now());
