@@ -555,7 +555,9 @@ void DispatchCore::tick(TimePoint now) {
   gap_ended(gap_.tick(now), now);
   if (next_keepalive_ && *next_keepalive_ <= now) {
     next_keepalive_ = now + settings_.keepalive;
-    if (to_server()) {
+    // A standby keeps nothing alive (R47): what it still has in flight goes to the pinned reader
+    // after AckWait unless confirmed first, and so ends that reader's restart hold in order.
+    if (to_server() && !standing_by_) {
       const TimePoint stale = now - settings_.keepalive;
       for (auto& [seq, message] : messages_) {
         if (message.touched <= stale && !is_redrive(seq)) {

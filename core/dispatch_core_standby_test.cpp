@@ -109,3 +109,25 @@ TEST_CASE("what a standby hands back leaves the order gate: after it resumes, th
   REQUIRE(next.size() == 1);
   CHECK(next[0].message == 50);
 }
+
+TEST_CASE("a standby keeps nothing alive at the server: the new owner gets what is in flight after AckWait", "[unit]") {
+  // R47: kept alive, a message in flight on the old owner would outlast the new owner's restart
+  // hold, and its key's later messages would run there first.
+  CoreSettings settings = testing::core_settings(1);
+  settings.handlers[0].ack_timeout = std::chrono::minutes(1);  // the handler works on, and says WIP
+  DispatchCore core(settings);
+  core.connect(1, 0, kStart);
+  core.arrive(Arrival{1, 1, 1, 0b1, false, {OrderKey{0, "k"}}}, kStart);
+  REQUIRE(take(core, Kind::kDeliver).size() == 1);
+  // Serving, it is kept alive every keepalive while the handler works (WIP on the socket).
+  core.tick(kStart + settings.keepalive * 2);
+  CHECK(take(core, Kind::kWip).size() == 1);
+  core.stand_by(kStart + settings.keepalive * 2, Duration(0));
+  testing::take_effects(core);
+  for (int turn = 3; turn < 12; ++turn) core.tick(kStart + settings.keepalive * turn);
+  CHECK(take(core, Kind::kWip).empty());
+  CHECK(core.in_flight() == 1);  // still the handler's to confirm
+  core.resume(kStart + settings.keepalive * 12);
+  core.tick(kStart + settings.keepalive * 13);
+  CHECK(take(core, Kind::kWip).size() == 1);  // pinned again: kept alive again
+}

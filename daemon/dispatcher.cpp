@@ -1,7 +1,6 @@
 #include "dispatcher.hpp"
 
 #include <algorithm>
-#include <charconv>
 
 #include <spdlog/spdlog.h>
 
@@ -9,6 +8,7 @@
 #include "jetstream_subject.hpp"
 #include "nats_header.hpp"
 #include "protocol.hpp"
+#include "redriven_message.hpp"
 
 namespace jetfan {
 
@@ -53,6 +53,7 @@ Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& u
       table_(config.handlers.size(), ConnectionLimits{config.socket.max_connections, config.socket.max_unidentified}),
       arena_(arena),
       warnings_(kWarningBurst, kWarningWindow),
+      log_(config, warnings_),
       full_(config, settings_.pull, warnings_) {
   if (settings_.pin) {
     pinned_.emplace(config_, *settings_.pin, upstream_, static_cast<PinHost&>(*this));
@@ -62,19 +63,10 @@ Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& u
   const std::size_t budget =
       connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
   if (budget < table_.limits().max_connections) {
-    log_warn("socket.connections_limited", {{"max_connections", table_.limits().max_connections}, {"room", budget}},
-             "socket.max_connections is {}, but the file descriptor limit leaves room for {} handler "
-             "connections; serving at most {} (raise LimitNOFILE= to allow more)",
-             table_.limits().max_connections, budget, budget);
+    log_.connections_limited(table_.limits().max_connections, budget);
     table_.limit_connections(budget);
   }
-  for (const auto& handler : config_.handlers) {
-    if (handler.allow.empty()) {
-      log_info("handler.unrestricted", {{"handler", handler.name}, {"socket", config_.socket.path}},
-               "handler \"{}\" has no allow list: any process that can open {} may be it", handler.name,
-               config_.socket.path);
-    }
-  }
+  log_.unrestricted_handlers();
 }
 
 Dispatcher::~Dispatcher() {
@@ -150,10 +142,7 @@ void Dispatcher::on_pull_status(const PullStatus& status) {
   const PullDriver::StatusHeard heard = pulls_.on_status(status, now);
   if (heard.request_sent) core_.heard(*heard.request_sent, now);
   if (heard.consumer_deleted) {
-    log_error("nats.consumer_deleted", {{"stream", config_.consumer.stream}, {"consumer", config_.consumer.durable}},
-              "nats: consumer \"{}\" of stream \"{}\" was deleted; jetfan keeps pulling in case its controller "
-              "makes it anew, and forgets what it remembered of the old one's sequences",
-              config_.consumer.durable, config_.consumer.stream);
+    log_.consumer_deleted();
     core_.forget_history();
   }
 }
@@ -174,12 +163,7 @@ void Dispatcher::on_message(InboundMessage&& message) {
     status_.arrived_aged(std::chrono::nanoseconds(wall_now_ns_ - static_cast<std::int64_t>(message.published_ns)));
   }
   if (!message.routable) {
-    log_error("message.unroutable",
-              {{"subject", message.bytes->subject()}, {"seq", message.stream_seq}, {"reason", "no key"}},
-              "message on subject \"{}\" (stream seq {}) has no key: it does not start with key.strip_prefix "
-              "\"{}\". Terminated it (+TERM): no handler can be chosen for it, so redelivering it would loop.",
-              message.bytes->subject(), message.stream_seq ? std::to_string(message.stream_seq) : "?",
-              config_.key.strip_prefix);
+    log_.unroutable(*message.bytes, message.stream_seq);
     if (observer_) observe_unroutable(message);
     const Arrival arrival{handle, message.stream_seq, message.deliveries, 0, true};
     stored_.add(handle, HeldMessage{std::move(message.bytes), {}, message.stream_seq, 0});
@@ -211,15 +195,8 @@ void Dispatcher::note_without_order_key(HandlerMask handlers, std::uint64_t stre
                                         std::string_view key) {
   for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
     if (!(handlers & (HandlerMask{1} << h))) continue;
-    const OrderBy& order_by = config_.handlers[h].order_by;
     status_.without_order_key(h);
-    warnings_.warn(time_.now(), "messages without an order key for handler \"" + config_.handlers[h].name + "\"",
-                   "delivery.without_order_key",
-                   {{"handler", config_.handlers[h].name}, {"seq", stream_seq}, {"key", key}},
-                   "handler \"{}\" is ordered by {}, but stream seq {} (subject \"{}\") has no such {}: it goes to the "
-                   "handler unordered (counted as without_order_key)",
-                   config_.handlers[h].name, to_string(order_by), stream_seq, bytes.subject(),
-                   order_by.kind == OrderBy::Kind::kHeader ? "header" : "token");
+    log_.without_order_key(h, stream_seq, bytes, key, time_.now());
   }
 }
 
@@ -268,8 +245,7 @@ void Dispatcher::on_alarm(Alarm alarm) {
       return;
     case Alarm::kDrain:
       if (state_ != State::kDraining) return;
-      log_warn("drain.timed_out", {{"in_flight", core_.in_flight()}},
-               "drain_timeout reached with {} deliveries still in flight; handing them back", core_.in_flight());
+      DispatchLog::drain_timed_out(core_.in_flight());
       finish();
       return;
     case Alarm::kProbe:
@@ -364,14 +340,17 @@ void Dispatcher::apply_effects() {
       case Effect::Kind::kRelease:
         stored_.erase(stored);
         break;
-      case Effect::Kind::kFailed:
-        report_failure(effect, stored->second);
+      case Effect::Kind::kFailed: {
+        const HandlerSession* session = table_.find(effect.connection);
+        const bool ordered = session && session->handler() && router_.ordered(*session->handler());
+        log_.failed(effect, stored->second, session, ordered, time_.now());
         break;
+      }
       case Effect::Kind::kDeadLetter:
         dead_letters_.publish(effect, stored->second, time_.now());
         break;
       case Effect::Kind::kGaveUp:
-        report_gave_up(effect, stored->second);
+        log_.gave_up(effect, stored->second, time_.now());
         break;
       case Effect::Kind::kRedriveSettled:
       case Effect::Kind::kRedriveDropped:
@@ -385,10 +364,7 @@ void Dispatcher::apply_effects() {
   }
   effects.clear();
   dead_letters_.fail_unsent(time_.now());
-  if (kept_alive > 0) {
-    log_debug("held.kept_alive", {{"messages", kept_alive}}, "kept {} held message(s) alive at the server (+WPI)",
-              kept_alive);
-  }
+  if (kept_alive > 0) DispatchLog::kept_alive(kept_alive);
   // A flush can close a session (max_output_buffer), and the close applies effects again, which
   // may add to and flush dirty_: walk a list of our own.
   std::vector<std::shared_ptr<HandlerSession>> dirty;
@@ -397,46 +373,6 @@ void Dispatcher::apply_effects() {
   // The list's storage goes back for the next call, unless a re-entered call has made a new one.
   dirty.clear();
   if (dirty_.empty()) dirty_.swap(dirty);
-}
-
-void Dispatcher::report_failure(const Effect& effect, const HeldMessage& stored) {
-  const HandlerSession* session = table_.find(effect.connection);
-  const std::string name = session ? session->handler_name() : "?";
-  const std::string who = session ? describe(*session) : "(connection " + std::to_string(effect.connection) + ")";
-  const PeerCredentials none;
-  const PeerCredentials& peer = session ? session->credentials() : none;
-  const bool ordered = session && session->handler() && router_.ordered(*session->handler());
-  warnings_.warn(
-      time_.now(), "failed deliveries to handler \"" + name + "\": " + to_string(effect.cause), "delivery.failed",
-      {{"handler", name},
-       {"connection", effect.connection},
-       {"pid", peer.pid},
-       {"uid", peer.uid},
-       {"delivery", effect.delivery},
-       {"seq", stored.stream_seq},
-       {"key", stored.key},
-       {"subject", stored.message->subject()},
-       {"deliveries", stored.deliveries},
-       {"reason", to_string(effect.cause)}},
-      "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. {}", who, effect.delivery,
-      stored.stream_seq, stored.message->subject(), to_string(effect.cause),
-      stored.message->reply().empty()
-          ? "It is a redriven dead letter: jetfan gives it to the handler again after its backoff, "
-            "until its retry budget is used up (then it is dead-lettered anew)."
-      : ordered ? "The handler is ordered: jetfan keeps the message and gives it to the handler again after "
-                  "a growing delay, before any later message of its order key."
-                : "It goes back to the server for redelivery to this handler (NAK with a growing delay) once "
-                  "no other handler has it in flight.");
-}
-
-void Dispatcher::report_gave_up(const Effect& effect, const HeldMessage& stored) {
-  const std::string& name = config_.handlers.at(effect.handler).name;
-  warnings_.warn(time_.now(), "handler \"" + name + "\" used up its retry budget (no dead_letter: TERM)",
-                 "retry.used_up",
-                 {{"handler", name}, {"seq", stored.stream_seq}, {"reason", jetfan::describe(effect.reason)}},
-                 "handler \"{}\": stream seq {} (subject \"{}\"): {}. It has no dead_letter subject, so this is a TERM "
-                 "for it: it gets the message no more, and the server is told +TERM once every other handler settled.",
-                 name, stored.stream_seq, stored.message->subject(), jetfan::describe(effect.reason));
 }
 
 void Dispatcher::arm_wakeup() {
@@ -577,34 +513,13 @@ bool Dispatcher::api_request(std::uint64_t id, const std::string& subject, const
 }
 
 bool Dispatcher::redrive(std::size_t handler, const jetstream::StoredMessage& letter) {
-  // The handler gets the original subject, sequence, header block and payload, and the Jetfan-*
-  // fields the dead letter has (redriven_headers): as it would have got the message, byte for byte,
-  // plus why it came back. The bytes are the message's own: the letter goes when the job reads the
-  // next one, the message when the core releases it.
-  struct LetterBytes {
-    std::string subject, headers, payload;
-  };
-  auto bytes = std::make_unique<LetterBytes>();
-  const auto original_subject = proto::find_header(letter.headers, "Jetfan-Subject");
-  bytes->subject = original_subject ? std::string(*original_subject) : letter.subject;
-  bytes->headers = redriven_headers(letter.headers);
-  bytes->payload = letter.payload;
-  MessageParts parts{BytesOwner(nullptr, [](void* owned) { delete static_cast<LetterBytes*>(owned); }),
-                     bytes->subject,
-                     {},
-                     bytes->headers,
-                     bytes->payload};
-  parts.owner.reset(bytes.release());
-  MessageBytesPtr message = make_message_bytes(std::move(parts), arena_);
-  const std::string_view subject = message->subject();
+  RedrivenMessage made = redriven_message(letter, arena_);
+  const std::string_view subject = made.bytes->subject();
   const std::string_view key = jetstream::key_of(subject, config_.key.strip_prefix).value_or(subject);
   Redrive redrive{next_handle_++, letter.seq, handler, std::nullopt};
-  if (const auto found = router_.order_key(handler, key, message->headers())) redrive.order_key = std::string(*found);
-  std::uint64_t original = 0;
-  if (const auto seq = proto::find_header(letter.headers, "Jetfan-Sequence")) {
-    std::from_chars(seq->data(), seq->data() + seq->size(), original);
-  }
-  stored_.add(redrive.message, HeldMessage{std::move(message), key, original, 1, 0});
+  if (const auto found = router_.order_key(handler, key, made.bytes->headers()))
+    redrive.order_key = std::string(*found);
+  stored_.add(redrive.message, HeldMessage{std::move(made.bytes), key, made.original_seq, 1, 0});
   if (!core_.redrive(redrive, time_.now())) {
     stored_.erase(redrive.message);
     return false;
@@ -613,19 +528,8 @@ bool Dispatcher::redrive(std::size_t handler, const jetstream::StoredMessage& le
   return true;
 }
 
-std::string Dispatcher::describe(const HandlerSession& session) const {
-  return "\"" + session.handler_name() + "\" (" + session.peer() + ")";
-}
-
 void Dispatcher::on_failing(HandlerSession& session, const std::string& why) {
-  const std::string who = session.handler() ? "handler \"" + session.handler_name() + "\"" : "a peer";
-  warnings_.warn(time_.now(), who + " disconnected: " + why, "handler.failed",
-                 {{"handler", session.handler_name()},
-                  {"connection", session.id()},
-                  {"pid", session.credentials().pid},
-                  {"uid", session.credentials().uid},
-                  {"reason", why}},
-                 "{} ({}) disconnected: {}. What it had unconfirmed will be redelivered.", who, session.peer(), why);
+  log_.failing(session, why, time_.now());
 }
 
 bool Dispatcher::busy(const HandlerSession& session) const { return core_.in_flight(session.id()) > 0; }
@@ -635,13 +539,7 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   const Admission admission = admit(settings_.admission, Hello{hello.handler, hello.version}, session.credentials(),
                                     table_.instances(), state_ == State::kServing, proto::kLatestVersion);
   if (!admission.handler) {
-    log_warn("handler.refused",
-             {{"handler", hello.handler},
-              {"connection", session.id()},
-              {"pid", session.credentials().pid},
-              {"uid", session.credentials().uid},
-              {"reason", admission.detail}},
-             "refused HELLO from {}: {}", session.peer(), admission.detail);
+    log_.refused(session, hello.handler, admission.detail);
     return admission.refusal;
   }
   const std::size_t index = *admission.handler;
@@ -650,12 +548,7 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   table_.admitted(session, index, wall_now_ms());
   session.send_ready(static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
   session.flush();
-  log_info("handler.connected",
-           {{"handler", handler.name},
-            {"connection", session.id()},
-            {"pid", session.credentials().pid},
-            {"uid", session.credentials().uid}},
-           "handler {} connected", describe(session));
+  log_.connected(session);
   core_.connect(session.id(), index, time_.now());
   if (tap_) tap_->connected(session.id(), index);
   after_input();
@@ -678,17 +571,7 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
     }
     case proto::Verb::kTerm:
       known = core_.term(session.id(), command.id, now);
-      if (known) {
-        const std::string reason = command.reason.empty() ? "(no reason given)" : command.reason;
-        log_warn("delivery.terminated",
-                 {{"handler", session.handler_name()},
-                  {"connection", session.id()},
-                  {"pid", session.credentials().pid},
-                  {"uid", session.credentials().uid},
-                  {"delivery", command.id},
-                  {"reason", reason}},
-                 "handler {} terminated delivery {} as poison: {}", describe(session), command.id, reason);
-      }
+      if (known) log_.terminated(session, command.id, command.reason);
       break;
     case proto::Verb::kWip:
       known = core_.wip(session.id(), command.id, now);
@@ -703,15 +586,7 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
       return;
   }
   if (tap_) tap_->answered(session.id(), command, known);
-  if (!known) {
-    log_debug("answer.unknown",
-              {{"handler", session.handler_name()},
-               {"connection", session.id()},
-               {"pid", session.credentials().pid},
-               {"delivery", command.id}},
-              "handler {}: {} {} names no delivery in flight on this connection (late, after a timeout?); ignored",
-              describe(session), proto::to_string(command.verb), command.id);
-  }
+  if (!known) log_.unknown_answer(session, command.verb, command.id);
 }
 
 void Dispatcher::on_input_consumed(HandlerSession&) {
@@ -727,12 +602,7 @@ void Dispatcher::on_closed(HandlerSession& session) {
   // The session stays in the table until its failed deliveries have been reported by name.
   const std::shared_ptr<HandlerSession> alive = session.shared_from_this();
   if (session.handler() && state_ != State::kDone) {
-    log_info("handler.disconnected",
-             {{"handler", session.handler_name()},
-              {"connection", session.id()},
-              {"pid", session.credentials().pid},
-              {"uid", session.credentials().uid}},
-             "handler {} disconnected; what it had unconfirmed will be redelivered", describe(session));
+    log_.disconnected(session);
     core_.disconnect(session.id(), time_.now());
     if (tap_) tap_->disconnected(session.id());
     after_input();
@@ -753,14 +623,7 @@ void Dispatcher::begin_drain() {
   const Duration handback = pulls_.ledger().handback_delay(now);
   const std::size_t in_flight = core_.in_flight();
   const std::size_t handed_back = core_.held() - std::min(core_.held(), in_flight);
-  log_info("draining",
-           {{"in_flight", in_flight},
-            {"drain_timeout_ms", config_.delivery.drain_timeout.count()},
-            {"handed_back", handed_back},
-            {"redelivered_in_ms", handback.count()}},
-           "draining: {} deliveries in flight may finish within {}ms; {} other held message(s) handed back now, "
-           "redelivered in {}ms (once jetfan's pull requests at the server have expired)",
-           in_flight, config_.delivery.drain_timeout.count(), handed_back, handback.count());
+  log_.draining(in_flight, handed_back, handback);
   core_.begin_drain(now, handback);
   if (tap_) tap_->began_drain(now, handback);
   time_.set(Alarm::kDrain, drain_deadline_);
@@ -779,18 +642,7 @@ void Dispatcher::finish() {
   jobs_.end_all("jetfan stopped");
   // What was held is handed back with a delay past jetfan's own requests: a standby may take the pin now.
   if (pinned_) pinned_->release();
-  const auto& c = core_.counters();
-  log_info("stopped",
-           {{"arrived", c.arrived},
-            {"acked", c.acked},
-            {"nakked", c.nakked},
-            {"terminated", c.terminated},
-            {"no_recipient", c.no_recipient},
-            {"unroutable", c.unroutable},
-            {"deliveries", c.deliveries}},
-           "stopped: {} messages arrived, {} acked, {} nak'd, {} terminated, {} with no recipient, {} unroutable; "
-           "{} deliveries to handlers",
-           c.arrived, c.acked, c.nakked, c.terminated, c.no_recipient, c.unroutable, c.deliveries);
+  DispatchLog::stopped(core_.counters());
   upstream_.close(kFinalFlush);
   table_.close_all();
   for (std::size_t a = 0; a < kAlarmCount; ++a) time_.cancel(static_cast<Alarm>(a));

@@ -5,6 +5,7 @@
 //   DispatchCore (core/dispatch_core.hpp) who gets what, and every verb to the server
 //   PullDriver (pull_driver.hpp)        pull requests kept up (core/PullLedger), probes, leader changes
 //   HandlerTable (handler_table.hpp)    the connections, their admission, instances, socket I/O
+//   DispatchLog (dispatch_log.hpp)      what is said of handlers and deliveries, in words and fields
 //   HeldMessages (held_messages.hpp)    the bytes of what is held, by the core's handle
 //   FullWatch (full_watch.hpp)          hand-backs, stall and blocked-key warnings when full
 //   DeadLetterPublisher                 the core's kDeadLetter, published and answered
@@ -51,6 +52,7 @@
 #include "dead_letter_publisher.hpp"
 #include "dead_letters.hpp"
 #include "dispatch_core.hpp"
+#include "dispatch_log.hpp"
 #include "dispatch_status.hpp"
 #include "dispatcher_tap.hpp"
 #include "full_watch.hpp"
@@ -141,7 +143,7 @@ class Dispatcher final : private SessionOwner,
   bool draining() const { return state_ == State::kDraining; }
   const CoreCounters& counters() const { return core_.counters(); }
 
-  // For the control plane (daemon/dispatcher_control.cpp). The observer, if any, must outlive the
+  // For the control plane (control_plane.hpp). The observer, if any, must outlive the
   // dispatcher or be unset first.
   void set_observer(ArrivalObserver* observer) { observer_ = observer; }
   // Fills what the dispatcher knows: state, figures, handlers and their instances.
@@ -208,8 +210,6 @@ class Dispatcher final : private SessionOwner,
   // keep pulling, re-arm the timer, and finish a drain that has nothing left in flight.
   void after_input();
   void apply_effects();
-  void report_failure(const Effect& effect, const HeldMessage& stored);
-  void report_gave_up(const Effect& effect, const HeldMessage& stored);
   // What dead-letter jobs ask of jetfan (DeadLetterJobHost).
   TimePoint now() const override { return time_.now(); }
   bool api_request(std::uint64_t id, const std::string& subject, const std::string& body) override;
@@ -228,8 +228,7 @@ class Dispatcher final : private SessionOwner,
   // the housekeeping period is time jetfan did not run, given back to the deliveries in flight.
   void notice_stall(TimePoint now);
   void housekeeping();
-  std::string describe(const HandlerSession& session) const;
-  // Observation (daemon/dispatcher_control.cpp).
+  // Observation: arrivals told to the ArrivalObserver (jetfan tail, no-recipient counts).
   void observe(const HeldMessage& stored, HandlerMask recipients);
   void observe_unroutable(const InboundMessage& message);
   // Counts and warns (rate-limited) of ordered recipients the message has no order key for.
@@ -257,6 +256,7 @@ class Dispatcher final : private SessionOwner,
   std::vector<std::shared_ptr<HandlerSession>> dirty_;
   HeldMessages stored_;
   RateLimitedLog warnings_;  // repeated warnings, each kind a few times per window
+  DispatchLog log_;          // what is said of handlers and deliveries
   FullWatch full_;
   MessageHandle next_handle_ = 1;
   State state_ = State::kServing;

@@ -1,71 +1,18 @@
-// HandlerTable on its own, with real HandlerSessions on socketpairs and an owner that only counts.
-
-#include <sys/socket.h>
-#include <unistd.h>
+// HandlerTable on its own, with real HandlerSessions on socketpairs and an owner that only counts
+// (test_sessions.hpp).
 
 #include <catch2/catch.hpp>
-
-#include <boost/asio/io_context.hpp>
 
 #include <memory>
 #include <vector>
 
 #include "handler_table.hpp"
+#include "test_sessions.hpp"
 
 using namespace jetfan;
 
-namespace {
-
-class Owner final : public SessionOwner {
- public:
-  std::optional<std::string> on_hello(HandlerSession&, const proto::Command&) override { return "no"; }
-  void on_command(HandlerSession&, const proto::Command&) override {}
-  void on_input_consumed(HandlerSession&) override {}
-  void on_failing(HandlerSession&, const std::string&) override {}
-  bool busy(const HandlerSession&) const override { return false; }
-  void on_closed(HandlerSession& session) override {
-    ++closed;
-    if (table) table->closed(session);
-  }
-  HandlerTable* table = nullptr;
-  int closed = 0;
-};
-
-class Sessions {
- public:
-  Sessions() {
-    settings_.hello_timeout = std::chrono::milliseconds(3600000);
-    settings_.idle_timeout = std::chrono::milliseconds(3600000);
-  }
-  ~Sessions() {
-    for (const int fd : peers_) ::close(fd);
-  }
-  std::shared_ptr<HandlerSession> make() {
-    int fds[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
-    HandlerSession::Socket socket(io_);
-    socket.assign(boost::asio::local::stream_protocol(), fds[0]);
-    peers_.push_back(fds[1]);
-    return std::make_shared<HandlerSession>(std::move(socket), next_id_++, owner, settings_);
-  }
-  void admit(HandlerTable& table, HandlerSession& session, std::size_t handler, const std::string& name,
-             std::int64_t unix_ms) {
-    session.admit(handler, name, 1);
-    table.admitted(session, handler, unix_ms);
-  }
-  Owner owner;
-
- private:
-  SocketSettings settings_;  // before io_: sessions its handlers still hold refer to it
-  std::vector<int> peers_;
-  boost::asio::io_context io_;
-  ConnectionId next_id_ = 1;
-};
-
-}  // namespace
-
 TEST_CASE("handler table: admitted instances are counted per handler, and forgotten when they close", "[unit]") {
-  Sessions sessions;
+  testing::Sessions sessions;
   HandlerTable table(3, ConnectionLimits{10, 10});
   sessions.owner.table = &table;
   auto a = sessions.make(), b = sessions.make(), c = sessions.make();
@@ -103,7 +50,7 @@ TEST_CASE("handler table: admitted instances are counted per handler, and forgot
 
 TEST_CASE("handler table: past max_unidentified the oldest silent connection goes, past max_connections the newest",
           "[unit]") {
-  Sessions sessions;
+  testing::Sessions sessions;
   {
     HandlerTable table(1, ConnectionLimits{10, 2});
     auto first = sessions.make(), second = sessions.make(), third = sessions.make();
@@ -143,7 +90,7 @@ TEST_CASE("handler table: past max_unidentified the oldest silent connection goe
 
 TEST_CASE("handler table: a reload moves instances with their handler, and hands back those of removed ones",
           "[unit]") {
-  Sessions sessions;
+  testing::Sessions sessions;
   HandlerTable table(3, ConnectionLimits{10, 10});
   auto a = sessions.make(), b = sessions.make(), c = sessions.make();
   for (const auto& session : {a, b, c}) table.add(session);

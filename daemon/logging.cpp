@@ -202,4 +202,50 @@ void write_event(spdlog::level::level_enum level, std::string_view event, LogFie
   current_event = nullptr;
 }
 
+const LogField::Value* CapturedEvent::field(std::string_view key) const {
+  for (const auto& [k, v] : fields) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+struct CaptureSink final : spdlog::sinks::base_sink<std::mutex> {
+  std::vector<CapturedEvent> copy() {
+    std::lock_guard lock(mutex_);
+    return events_;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    CapturedEvent captured{msg.level, {}, std::string(msg.payload.data(), msg.payload.size()), {}};
+    if (current_event) {
+      captured.event = current_event->event;
+      for (const auto& field : current_event->fields) captured.fields.emplace_back(field.key, field.value);
+    }
+    events_.push_back(std::move(captured));
+  }
+  void flush_() override {}
+
+ private:
+  std::vector<CapturedEvent> events_;
+};
+
+LogCapture::LogCapture() : before_(spdlog::default_logger()), sink_(std::make_shared<CaptureSink>()) {
+  auto logger = std::make_shared<spdlog::logger>("capture", sink_);
+  logger->set_level(spdlog::level::trace);
+  spdlog::set_default_logger(std::move(logger));
+}
+
+LogCapture::~LogCapture() { spdlog::set_default_logger(before_); }
+
+std::vector<CapturedEvent> LogCapture::events() const { return sink_->copy(); }
+
+std::vector<CapturedEvent> LogCapture::named(std::string_view event) const {
+  std::vector<CapturedEvent> found;
+  for (auto& e : events()) {
+    if (e.event == event) found.push_back(std::move(e));
+  }
+  return found;
+}
+
 }  // namespace jetfan

@@ -25,10 +25,12 @@
 #include <concepts>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "config.hpp"
 
@@ -99,5 +101,32 @@ template <typename... Args>
 void log_critical(std::string_view event, LogFields fields, fmt::format_string<Args...> format, Args&&... args) {
   log_event(spdlog::level::critical, event, fields, format, std::forward<Args>(args)...);
 }
+
+// For tests: while one lives, every event is kept here instead of being written (on any thread);
+// the logger before it comes back when it goes. One at a time.
+struct CapturedEvent {
+  spdlog::level::level_enum level;
+  std::string event;
+  std::string message;
+  std::vector<std::pair<std::string, LogField::Value>> fields;
+
+  const LogField::Value* field(std::string_view key) const;
+};
+struct CaptureSink;
+class LogCapture {
+ public:
+  LogCapture();
+  ~LogCapture();
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  std::vector<CapturedEvent> events() const;
+  // The events named `event`.
+  std::vector<CapturedEvent> named(std::string_view event) const;
+
+ private:
+  std::shared_ptr<spdlog::logger> before_;
+  std::shared_ptr<CaptureSink> sink_;
+};
 
 }  // namespace jetfan

@@ -58,7 +58,8 @@ std::string role_of(const std::string& control) {
 
 // Two jetfans on the durable, each with a builder; "first" and "second" are what each one's saw.
 struct Pair {
-  explicit Pair(Mesh& mesh) : config(mesh.config(kBuilder)) {
+  explicit Pair(Mesh& mesh, const std::string& handlers = kBuilder, const std::string& extra = "")
+      : config(mesh.config(handlers, extra)) {
     create_pinned_consumer(mesh);
     mesh.start_jetfan(config);
     mesh.start_handler("builder");  // seen as builder-1
@@ -206,4 +207,38 @@ TEST_CASE("jetfan step-down hands the pin to the standby, and nothing is lost, a
   std::cout << "pinned_test: the pin moved "
             << std::chrono::duration_cast<std::chrono::milliseconds>(moved - asked).count()
             << " ms after jetfan step-down\n";
+}
+
+TEST_CASE("a message still in flight on the owner that steps down is not overtaken by its key on the new owner",
+          "[integration]") {
+  // docs/dispatch-rules.md R47. The owner's handler works on m1 for longer than the new owner's
+  // restart hold (nak_delay_max + 2 AckWait = 9 s here; ack_timeout 60 s). Kept alive by the old
+  // owner, m1 would stay away, the hold would end, and m2, of the same key, would run first on the
+  // new owner. Not kept alive, m1 comes to the new owner after AckWait, and m2 follows it.
+  if (!server_pins_well()) return;
+  Mesh mesh({.create_consumer = false});
+  Pair pair(mesh, "  - name: builder\n    patterns: [\"a.>\"]\n    order_by: key\n    ack_timeout: 60s\n",
+            "delivery:\n  nak_delay: 100ms\n  nak_delay_max: 1s\n");
+  publish_numbered(mesh, "a", 4);
+  REQUIRE(wait_until([&] { return all_seen(mesh, "a", 4); }));
+  REQUIRE(mesh.wait_settled());
+  const bool first_active = !mesh.seen("builder").empty();
+  const std::string active = first_active ? mesh.control_path() : pair.second->control();
+  const std::string standby = first_active ? pair.second->control() : mesh.control_path();
+  const std::string active_seen = first_active ? "builder" : "second";
+  const std::string standby_seen = first_active ? "second" : "builder";
+  mesh.publish("a.k0", kHeld);  // the owner's handler hangs on its first delivery
+  REQUIRE(wait_until([&] { return payloads(mesh.seen(active_seen)).count(kHeld) == 1; }));
+  std::string output;
+  REQUIRE(run_jetfan({"step-down", "--control", active}, mesh.dir(), output) == 0);
+  mesh.publish("a.k0", "after");
+  REQUIRE(wait_until([&] { return role_of(standby) == "active"; }, 20s));
+  REQUIRE(wait_until([&] { return payloads(mesh.seen(standby_seen)).count("after") == 1; }, 30s));
+  const auto seen = mesh.seen(standby_seen);
+  std::vector<std::string> k0;
+  for (const auto& s : seen) {
+    if (s.key == "a.k0" && (s.payload == kHeld || s.payload == "after")) k0.push_back(s.payload);
+  }
+  // The new owner had m1 again, and before m2.
+  CHECK(k0 == std::vector<std::string>{kHeld, "after"});
 }
