@@ -71,6 +71,17 @@ struct Pair {
   std::optional<SecondJetfan> second;
 };
 
+// Which of the pair is pinned, once the first messages were delivered: by the one that saw them.
+struct Roles {
+  std::string active, standby;            // control sockets
+  std::string active_seen, standby_seen;  // their builders' names in Mesh::seen
+};
+Roles roles(Mesh& mesh, const Pair& pair) {
+  const bool first_active = !mesh.seen("builder").empty();
+  const std::string first = mesh.control_path(), second = pair.second->control();
+  return first_active ? Roles{first, second, "builder", "second"} : Roles{second, first, "second", "builder"};
+}
+
 std::set<std::string> payloads(const std::vector<Seen>& seen) {
   std::set<std::string> out;
   for (const auto& s : seen) out.insert(s.payload);
@@ -181,10 +192,8 @@ TEST_CASE("jetfan step-down hands the pin to the standby, and nothing is lost, a
   publish_numbered(mesh, "a", 4);
   REQUIRE(wait_until([&] { return all_seen(mesh, "a", 4); }));
   REQUIRE(mesh.wait_settled());
-  const bool first_active = !mesh.seen("builder").empty();
-  const std::string active = first_active ? mesh.control_path() : pair.second->control();
-  const std::string standby = first_active ? pair.second->control() : mesh.control_path();
-  const std::string standby_seen = first_active ? "second" : "builder";
+  const Roles r = roles(mesh, pair);
+  const std::string active = r.active, standby = r.standby, standby_seen = r.standby_seen;
   std::string output;
   // On the standby it is refused: releasing another's pin would only move it.
   CHECK(run_jetfan({"step-down", "--control", standby}, mesh.dir(), output) == 1);
@@ -222,11 +231,8 @@ TEST_CASE("a message still in flight on the owner that steps down is not overtak
   publish_numbered(mesh, "a", 4);
   REQUIRE(wait_until([&] { return all_seen(mesh, "a", 4); }));
   REQUIRE(mesh.wait_settled());
-  const bool first_active = !mesh.seen("builder").empty();
-  const std::string active = first_active ? mesh.control_path() : pair.second->control();
-  const std::string standby = first_active ? pair.second->control() : mesh.control_path();
-  const std::string active_seen = first_active ? "builder" : "second";
-  const std::string standby_seen = first_active ? "second" : "builder";
+  const Roles r = roles(mesh, pair);
+  const std::string active = r.active, standby = r.standby, active_seen = r.active_seen, standby_seen = r.standby_seen;
   mesh.publish("a.k0", kHeld);  // the owner's handler hangs on its first delivery
   REQUIRE(wait_until([&] { return payloads(mesh.seen(active_seen)).count(kHeld) == 1; }));
   std::string output;
