@@ -10,7 +10,9 @@
 #include "dead_letter_jobs.hpp"
 #include "logging.hpp"
 #include "nats_header.hpp"
+#include "redriven_message.hpp"
 #include "stream_names.hpp"
+#include "unreadable_subject.hpp"
 
 namespace jetfan {
 namespace {
@@ -71,6 +73,13 @@ std::optional<std::string> DeadLetterJobs::start(const DeadLetterJob& job, DeadL
            run.subject);
   ask(id, run, std::string(jetstream::kStreamNamesSubject), jetstream::stream_names_request(run.subject));
   return std::nullopt;
+}
+
+const HandlerSettings* DeadLetterJobs::find_handler(const std::string& name) const {
+  for (const auto& handler : config_.handlers) {
+    if (handler.name == name) return &handler;
+  }
+  return nullptr;
 }
 
 void DeadLetterJobs::ask(std::uint64_t id, Run& run, const std::string& subject, const std::string& body) {
@@ -205,22 +214,48 @@ void DeadLetterJobs::on_letter(std::uint64_t id, Run& run, jetstream::StoredMess
     return;
   }
   ++run.seen;
-  const std::string key = header_or(letter, "Jetfan-Subject", letter.subject);
-  const std::string reason = header_or(letter, "Jetfan-Reason", "?");
+  // Whoever may publish on the subject can forge a letter: its fields are checked before anything
+  // of it goes to a handler, and shown escaped.
+  const auto* handler = find_handler(run.job.handler);
+  const auto refused = handler ? why_not_redrivable(letter, handler->patterns, config_.key.strip_prefix) : std::nullopt;
+  if (refused) ++run.refused;
+  const std::string key = escape_subject(redriven_subject(letter));
+  const std::string reason = escape_subject(header_or(letter, "Jetfan-Reason", "?"));
   const std::uint64_t attempts = number(proto::find_header(letter.headers, "Jetfan-Attempts"));
   if (run.job.kind == DeadLetterJob::Kind::kList) {
     if (run.job.json) {
-      run.json_items.push_back(nlohmann::json{
-          {"seq", letter.seq},
-          {"subject", key},
-          {"reason", reason},
-          {"attempts", attempts},
-          {"time", letter.time},
-          {"original_seq", number(proto::find_header(letter.headers, "Jetfan-Sequence"))},
-          {"bytes",
-           letter.payload.size()}}.dump());
-    } else if (!run.out.line(fmt::format("seq {}  subject {}  attempts {}  time {}  reason {}", letter.seq, key,
-                                         attempts, letter.time, reason))) {
+      run.json_items.push_back(
+          nlohmann::json{{"seq", letter.seq},
+                         {"subject", key},
+                         {"reason", reason},
+                         {"attempts", attempts},
+                         {"time", letter.time},
+                         {"original_seq", number(proto::find_header(letter.headers, "Jetfan-Sequence"))},
+                         {"bytes", letter.payload.size()},
+                         {"redrivable", !refused},
+                         {"not_redrivable", refused ? nlohmann::json(*refused) : nlohmann::json(nullptr)}}
+              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    } else if (!run.out.line(fmt::format("seq {}  subject {}  attempts {}  time {}  reason {}{}", letter.seq, key,
+                                         attempts, letter.time, reason,
+                                         refused ? "  NOT REDRIVABLE: " + *refused : std::string()))) {
+      run.stop = true;
+    }
+    read_next(id, run);
+    return;
+  }
+  if (refused) {
+    // Left in the stream, for the operator to look at and delete.
+    if (!run.job.dry_run) {
+      ++counts_[run.job.handler].refused;
+      log_warn(
+          "redrive.refused",
+          {{"handler", run.job.handler}, {"dead_letter", letter.seq}, {"stream", run.stream}, {"reason", *refused}},
+          "handler \"{}\": dead letter {} (stream \"{}\") is not redriven: {}. It stays in the stream; anyone "
+          "who may publish on \"{}\" can forge a dead letter, so look at it before deleting it",
+          run.job.handler, letter.seq, run.stream, *refused, run.subject);
+    }
+    if (!run.out.line(fmt::format("seq {}: {}not redriven: {}; it stays in the stream", letter.seq,
+                                  run.job.dry_run ? "would be " : "", *refused))) {
       run.stop = true;
     }
     read_next(id, run);
@@ -240,22 +275,19 @@ void DeadLetterJobs::on_letter(std::uint64_t id, Run& run, jetstream::StoredMess
 
 void DeadLetterJobs::begin_redrive(std::uint64_t id, Run& run) {
   const jetstream::StoredMessage& letter = run.current;
-  const auto handler =
-      static_cast<std::size_t>(std::find_if(config_.handlers.begin(), config_.handlers.end(),
-                                            [&](const HandlerSettings& h) { return h.name == run.job.handler; }) -
-                               config_.handlers.begin());
-  if (handler >= config_.handlers.size()) {
+  const HandlerSettings* handler = find_handler(run.job.handler);
+  if (handler == nullptr) {
     end_run(id, false, "handler \"" + run.job.handler + "\" was removed by a reload");
     return;
   }
-  if (!host_.redrive(handler, letter)) {
+  if (!host_.redrive(static_cast<std::size_t>(handler - config_.handlers.data()), letter)) {
     end_run(id, false, "seq " + std::to_string(letter.seq) + " could not be redriven now (jetfan is stopping)");
     return;
   }
   run.step = Run::Step::kRedriving;
   run.again = false;
   if (!run.out.line(fmt::format("seq {}: redriving to handler \"{}\" (subject {})", letter.seq, run.job.handler,
-                                header_or(letter, "Jetfan-Subject", letter.subject)))) {
+                                redriven_subject(letter)))) {
     run.stop = true;
   }
 }
@@ -299,15 +331,16 @@ void DeadLetterJobs::end_run(std::uint64_t id, bool ok, const std::string& why) 
     for (std::size_t i = 0; i < run.json_items.size(); ++i) line += (i == 0 ? "" : ",") + run.json_items[i];
     line += "]}";
   } else if (job.kind == DeadLetterJob::Kind::kList || job.dry_run) {
-    line =
-        fmt::format("{} {} dead letter(s) of handler \"{}\" in stream \"{}\"{}{}", ok ? "OK" : "FAILED", run.seen,
-                    job.handler, run.stream, job.dry_run ? " would be redriven" : "", ok ? std::string() : ": " + why);
+    line = fmt::format("{} {} dead letter(s) of handler \"{}\" in stream \"{}\"{}{}{}", ok ? "OK" : "FAILED", run.seen,
+                       job.handler, run.stream, job.dry_run ? " would be redriven" : "",
+                       run.refused > 0 ? fmt::format(" ({} not redrivable)", run.refused) : std::string(),
+                       ok ? std::string() : ": " + why);
   } else {
-    ok = ok && run.redead == 0 && run.kept == 0;
+    ok = ok && run.redead == 0 && run.kept == 0 && run.refused == 0;
     line = fmt::format(
         "{} redrive of handler \"{}\": {} dead letter(s), {} confirmed and deleted, {} failed again "
-        "(dead-lettered anew), {} kept{}",
-        ok ? "OK" : "FAILED", job.handler, run.seen, run.confirmed, run.redead, run.kept,
+        "(dead-lettered anew), {} kept, {} not redrivable (left in the stream){}",
+        ok ? "OK" : "FAILED", job.handler, run.seen, run.confirmed, run.redead, run.kept, run.refused,
         why.empty() ? std::string() : ": " + why);
     log_info("redrive.ended", {{"handler", job.handler}, {"ok", ok}}, "handler \"{}\": {}", job.handler, line);
   }

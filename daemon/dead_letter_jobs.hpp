@@ -8,6 +8,7 @@
 //     -> get (the next dead letter at or after a sequence)      <-+
 //          list or dry run: one line per dead letter -------------+
 //          redrive: -> redriving (the core has it as a Redrive) -> delete (once it is settled) -+
+//          not redrivable (redriven_message.hpp): one line, left in the stream -----------------+
 //     -> done (no dead letter left in range, an error, jetfan stopping, or nobody reading)
 //
 // A redriven dead letter is deleted from its stream only after the core said kRedriveSettled, so a
@@ -57,6 +58,7 @@ struct RedriveCounts {
   std::uint64_t confirmed = 0;  // dead letters the handler ACKed, deleted
   std::uint64_t again = 0;      // failed again: dead-lettered anew, the old one deleted
   std::uint64_t kept = 0;       // not settled, or not deleted: the dead letter stays
+  std::uint64_t refused = 0;    // not redrivable (why_not_redrivable: forged?): left in the stream
 };
 
 // What a job needs of the running jetfan.
@@ -111,10 +113,11 @@ class DeadLetterJobs {
     jetstream::StoredMessage current;  // being redriven, or deleted
     bool again = false;                // current was dead-lettered anew
     bool stop = false;                 // nobody listens: stop after current
-    std::uint64_t seen = 0, confirmed = 0, redead = 0, kept = 0;
+    std::uint64_t seen = 0, confirmed = 0, redead = 0, kept = 0, refused = 0;
     std::vector<std::string> json_items;
   };
 
+  const HandlerSettings* find_handler(const std::string& name) const;
   void ask(std::uint64_t id, Run& run, const std::string& subject, const std::string& body);
   void read_next(std::uint64_t id, Run& run);
   void on_letter(std::uint64_t id, Run& run, jetstream::StoredMessage letter);

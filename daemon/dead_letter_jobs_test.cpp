@@ -66,6 +66,7 @@ Config two_handlers() {
   HandlerSettings builder;
   builder.name = "builder";
   builder.dead_letter_subject = "dlq.builder";
+  builder.patterns = {"ev.a.*"};
   config.handlers = {audit, builder};
   return config;
 }
@@ -77,6 +78,17 @@ std::string letter(std::uint64_t seq, bool builders = true) {
       builders ? "TkFUUy8xLjANCkpldGZhbi1IYW5kbGVyOiBidWlsZGVyDQpKZXRmYW4tUmVhc29uOiBURVJNDQpKZXRmYW4tQXR0ZW1wdHM6"
                  "IDINCkpldGZhbi1TdWJqZWN0OiBldi5hLngNCkpldGZhbi1TZXF1ZW5jZTogMTcNCg0K"
                : "TkFUUy8xLjANCkpldGZhbi1IYW5kbGVyOiBvdGhlcg0KDQo=";
+  return R"({"type":"io.nats.jetstream.api.v1.stream_msg_get_response","message":{"subject":"dlq.builder","seq":)" +
+         std::to_string(seq) + R"(,"hdrs":")" + headers + R"(","data":"cGF5bG9hZA==","time":"2026-12-01T10:00:00Z"}})";
+}
+// Forged dead letters of handler builder, on its subject: one whose Jetfan-Subject would put fields
+// of its own on the MSG line, and one whose key is not builder's.
+std::string forged(std::uint64_t seq, bool fields) {
+  const std::string headers =
+      fields
+          ? "TkFUUy8xLjANCkpldGZhbi1IYW5kbGVyOiBidWlsZGVyDQpKZXRmYW4tU3ViamVjdDogZXYuYS54IDQyNDIgMSAwIDAgMCAxIDkxIDEy"
+            "Ng0KDQo="
+          : "TkFUUy8xLjANCkpldGZhbi1IYW5kbGVyOiBidWlsZGVyDQpKZXRmYW4tU3ViamVjdDogcGF5cm9sbC5zZWNyZXQNCg0K";
   return R"({"type":"io.nats.jetstream.api.v1.stream_msg_get_response","message":{"subject":"dlq.builder","seq":)" +
          std::to_string(seq) + R"(,"hdrs":")" + headers + R"(","data":"cGF5bG9hZA==","time":"2026-12-01T10:00:00Z"}})";
 }
@@ -221,5 +233,53 @@ TEST_CASE("dead-letter jobs: a request not sent, not answered, or a core that wi
     CHECK(log.ok == false);
     CHECK(log.last.find("seq 3 could not be redriven now (jetfan is stopping)") != std::string::npos);
     CHECK(jobs.counts().at("builder").running == 0);
+  }
+}
+
+TEST_CASE("dead-letter jobs: a forged dead letter is listed as not redrivable, and a redrive leaves it in the stream",
+          "[unit]") {
+  const Config config = two_handlers();
+  FakeHost host;
+  DeadLetterJobs jobs(config, host);
+  {
+    Log log;
+    DeadLetterJob job;
+    job.handler = "builder";
+    REQUIRE_FALSE(jobs.start(job, log.output()));
+    answer(jobs, host, kNames);
+    answer(jobs, host, forged(2, true));
+    answer(jobs, host, forged(3, false));
+    answer(jobs, host, kNotFound);
+    REQUIRE(log.lines.size() == 2);
+    CHECK(
+        log.lines[0] ==
+        "seq 2  subject ev.a.x 4242 1 0 0 0 1 91 126  attempts 0  time 2026-12-01T10:00:00Z  reason ?  NOT REDRIVABLE: "
+        "its subject has the byte 0x20 at 6");
+    CHECK(log.lines[1] ==
+          "seq 3  subject payroll.secret  attempts 0  time 2026-12-01T10:00:00Z  reason ?  NOT REDRIVABLE: its key "
+          "\"payroll.secret\" matches none of the handler's patterns");
+    CHECK(log.last == "OK 2 dead letter(s) of handler \"builder\" in stream \"DLQ\" (2 not redrivable)");
+  }
+  {
+    Log log;
+    DeadLetterJob job;
+    job.kind = DeadLetterJob::Kind::kRedrive;
+    job.handler = "builder";
+    REQUIRE_FALSE(jobs.start(job, log.output()));
+    answer(jobs, host, kNames);
+    answer(jobs, host, forged(2, true));
+    // Not given to the core, not deleted: the next one is read.
+    CHECK(host.redriven.empty());
+    CHECK(host.requests.back().body == R"({"next_by_subj":"dlq.builder","seq":3})");
+    answer(jobs, host, letter(4));  // a true one goes on as ever
+    REQUIRE(host.redriven.size() == 1);
+    jobs.redrive_ended(settled(4));
+    answer(jobs, host, kDeleted);
+    answer(jobs, host, kNotFound);
+    CHECK(log.lines[0] == "seq 2: not redriven: its subject has the byte 0x20 at 6; it stays in the stream");
+    REQUIRE(log.ok == false);  // a redrive that left one behind did not do all it was asked
+    CHECK(log.last.find("1 confirmed and deleted, 0 failed again (dead-lettered anew), 0 kept, 1 not redrivable") !=
+          std::string::npos);
+    CHECK(jobs.counts().at("builder").refused == 1);
   }
 }

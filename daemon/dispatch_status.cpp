@@ -70,6 +70,7 @@ void DispatchStatus::fill(StatusSnapshot& s, std::string_view state, const RateW
       view.redrive_confirmed = redrives->second.confirmed;
       view.redrive_again = redrives->second.again;
       view.redrive_kept = redrives->second.kept;
+      view.redrive_refused = redrives->second.refused;
     }
     if (const SocketIo* io = table_.socket_io(view.name)) {
       view.socket_writes = io->writes;

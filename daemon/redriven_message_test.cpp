@@ -43,3 +43,34 @@ TEST_CASE("a letter without jetfan's fields keeps its own subject, and sequence 
   CHECK(made.bytes->subject() == "dlq.audit");
   CHECK(made.bytes->payload() == "x");
 }
+
+TEST_CASE("a forged dead letter is not redriven: a subject no server takes, or a key not the handler's", "[unit]") {
+  const std::vector<std::string> patterns = {"orders.>"};
+  const auto letter = [](const std::string& subject) {
+    DeadLetterFacts facts;
+    facts.handler = "audit";
+    facts.subject = subject;
+    return jetstream::StoredMessage{7, "dlq.audit", dead_letter_headers("", facts), "x", ""};
+  };
+  CHECK_FALSE(why_not_redrivable(letter("ev.orders.created"), patterns, "ev."));
+  // The MSG line's fields, forged: a space, a CR, a NUL.
+  CHECK(why_not_redrivable(letter("ev.orders.x 4242 1 0 0 0 1 91 126"), patterns, "ev.") ==
+        "its subject has the byte 0x20 at 11");
+  // A header value ends at a CR: one comes in the letter's own subject (nats-server 2.9 stores it).
+  CHECK(why_not_redrivable(jetstream::StoredMessage{7, "ev.orders.a\rb", "", "x", ""}, patterns, "ev.") ==
+        "its subject has the byte 0x0d at 11");
+  CHECK(why_not_redrivable(letter(std::string("ev.orders.a\0b", 13)), patterns, "ev.") ==
+        "its subject has the byte 0x00 at 11");
+  CHECK(why_not_redrivable(letter("ev.orders." + std::string(20000, 'a')), patterns, "ev.") ==
+        "its subject is 20010 bytes, more than 4096");
+  CHECK(why_not_redrivable(letter("ev.orders..x"), patterns, "ev.") == "its subject has an empty token");
+  CHECK(why_not_redrivable(letter("ev.orders.>"), patterns, "ev.") == "its subject has a wildcard token");
+  // Not the handler's: another prefix, or a key its patterns do not match.
+  CHECK(why_not_redrivable(letter("other.orders.created"), patterns, "ev.") ==
+        "its subject does not start with key.strip_prefix \"ev.\"");
+  CHECK(why_not_redrivable(letter("ev.payroll.secret"), patterns, "ev.") ==
+        "its key \"payroll.secret\" matches none of the handler's patterns");
+  // Without Jetfan-Subject, the letter's own subject is checked.
+  CHECK(why_not_redrivable(jetstream::StoredMessage{9, "dlq.audit", "", "x", ""}, patterns, "ev.") ==
+        "its subject does not start with key.strip_prefix \"ev.\"");
+}

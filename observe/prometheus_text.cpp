@@ -247,11 +247,13 @@ std::string render_prometheus(const StatusSnapshot& s) {
                [](const HandlerView& h) { return h.redrive_running; });
   w.family("jetfan_handler_redrives_total", "counter",
            "Dead letters redriven to the handler, by outcome: confirmed (ACKed, deleted), again (failed again: "
-           "dead-lettered anew, the old one deleted), kept (not settled or not deleted: it stays).");
+           "dead-lettered anew, the old one deleted), kept (not settled or not deleted: it stays), refused (not "
+           "redrivable: a subject no server takes, or a key not the handler's; it stays).");
   for (const auto& h : s.handlers) {
     w.sample("jetfan_handler_redrives_total", handler_label(h) + ",outcome=\"confirmed\"", h.redrive_confirmed);
     w.sample("jetfan_handler_redrives_total", handler_label(h) + ",outcome=\"again\"", h.redrive_again);
     w.sample("jetfan_handler_redrives_total", handler_label(h) + ",outcome=\"kept\"", h.redrive_kept);
+    w.sample("jetfan_handler_redrives_total", handler_label(h) + ",outcome=\"refused\"", h.redrive_refused);
   }
   w.family("jetfan_handler_attempts", "histogram",
            "Deliveries the handler needed per message it settled (ACK, TERM, dead letter, or given up).");

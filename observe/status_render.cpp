@@ -166,10 +166,11 @@ std::string render_status_text(const StatusSnapshot& s) {
            " TERM; given up without dead letter " + std::to_string(c.gave_up) + "; publish failures " +
            std::to_string(c.dead_letter_failures));
     }
-    if (h.redrive_running + h.redrive_confirmed + h.redrive_again + h.redrive_kept > 0) {
+    if (h.redrive_running + h.redrive_confirmed + h.redrive_again + h.redrive_kept + h.redrive_refused > 0) {
       line(std::string("  redrive: ") + (h.redrive_running > 0 ? "RUNNING; " : "") +
            std::to_string(h.redrive_confirmed) + " confirmed and deleted, " + std::to_string(h.redrive_again) +
-           " failed again (dead-lettered anew), " + std::to_string(h.redrive_kept) + " kept");
+           " failed again (dead-lettered anew), " + std::to_string(h.redrive_kept) + " kept" +
+           (h.redrive_refused > 0 ? ", " + std::to_string(h.redrive_refused) + " not redrivable" : ""));
     }
   }
   line("");
@@ -314,7 +315,8 @@ std::string render_status_json(const StatusSnapshot& s) {
           {{"running", h.redrive_running > 0},
            {"confirmed", h.redrive_confirmed},
            {"again", h.redrive_again},
-           {"kept", h.redrive_kept}}}});
+           {"kept", h.redrive_kept},
+           {"refused", h.redrive_refused}}}});
   }
   doc["handlers"] = handlers;
   json tails = json::array();

@@ -62,6 +62,7 @@ struct HandlerView {
   // confirmed and deleted; failed again (dead-lettered anew, the old one deleted); kept (not settled,
   // or not deleted).
   std::uint64_t redrive_running = 0, redrive_confirmed = 0, redrive_again = 0, redrive_kept = 0;
+  std::uint64_t redrive_refused = 0;  // dead letters not redrivable (forged?), left in their stream
   // What its instances' sockets did since jetfan started, after HELLO: system calls that moved
   // something, and the bytes, each way.
   std::uint64_t socket_writes = 0, socket_written_bytes = 0, socket_reads = 0, socket_read_bytes = 0;

@@ -185,3 +185,36 @@ TEST_CASE("an ordered handler's key goes on once a dead letter is stored, and it
   CHECK(redriven[0].stream_seq == first);
   CHECK(mesh.controller().stream_messages("DLQ") == 0);
 }
+
+TEST_CASE("a forged dead letter never reaches a handler: listed as not redrivable, and left in the stream",
+          "[integration]") {
+  // Anyone who may publish on the dead-letter subject can write one: a subject that would put fields
+  // of its own on the MSG line, and one whose key is not the handler's.
+  Mesh mesh;
+  mesh.controller().create_stream("DLQ", {"dlq.>"});
+  mesh.start_jetfan(mesh.config(handlers()));
+  mesh.start_handler("builder", {"--only", "ack"});
+  mesh.start_handler("audit");
+  const std::string subject = "dlq.node1_builder.builder";
+  mesh.controller().publish(subject, "forged",
+                            {{"Jetfan-Handler", "builder"}, {"Jetfan-Subject", "events.a.x 4242 1 0 0 0 1 91 126"}});
+  mesh.controller().publish(subject, "forged",
+                            {{"Jetfan-Handler", "builder"}, {"Jetfan-Subject", "events.payroll.secret"}});
+  std::string output;
+  REQUIRE(jetfan_cli(mesh, {"dlq", "list", "--handler", "builder"}, output) == 0);
+  CHECK_THAT(output, Catch::Contains("seq 1  subject events.a.x 4242 1 0 0 0 1 91 126") &&
+                         Catch::Contains("NOT REDRIVABLE: its subject has the byte 0x20 at 10") &&
+                         Catch::Contains("NOT REDRIVABLE: its key \"payroll.secret\" matches none of the handler's "
+                                         "patterns") &&
+                         Catch::Contains("(2 not redrivable)"));
+  CHECK(jetfan_cli(mesh, {"redrive", "--handler", "builder", "--all"}, output) == 1);
+  CHECK_THAT(output,
+             Catch::Contains("seq 1: not redriven: its subject has the byte 0x20 at 10; it stays in the stream"));
+  CHECK_THAT(output, Catch::Contains("0 confirmed and deleted, 0 failed again (dead-lettered anew), 0 kept, 2 not "
+                                     "redrivable"));
+  CHECK(mesh.controller().stream_messages("DLQ") == 2);
+  CHECK(mesh.seen("builder").empty());
+  const auto metrics = parse_metrics(control_request(mesh.control_path(), "METRICS"));
+  CHECK(metrics.at("jetfan_handler_redrives_total{handler=\"builder\",outcome=\"refused\"}") == 2);
+  CHECK_THAT(mesh.jetfan_log(), Catch::Contains("anyone who may publish on \"dlq.node1_builder.builder\" can forge"));
+}
