@@ -28,14 +28,20 @@ Admission admit(std::span<const AdmissionRule> rules, const Hello& hello, const 
     return out;
   }
   const auto rule = std::find_if(rules.begin(), rules.end(), [&](const AdmissionRule& r) { return r.name == name; });
+  // One refusal for a name not declared and one this process may not be, so that no peer can list
+  // the declared names by trying them; the log (detail) keeps the difference.
+  const std::string unknown_or_forbidden =
+      "unknown handler \"" + name +
+      "\", or this process may not be it: a handler must be declared in jetfan's config, and admitted by its "
+      "allow list";
   if (rule == rules.end()) {
-    out.refusal = "unknown handler \"" + name + "\"; it must be declared in jetfan's config";
+    out.refusal = unknown_or_forbidden;
     out.detail = "handler \"" + name + "\" is not declared";
     return out;
   }
   const auto index = static_cast<std::size_t>(rule - rules.begin());
   if (!rule->allow.allows(peer)) {
-    out.refusal = "this process may not be handler \"" + name + "\"";
+    out.refusal = unknown_or_forbidden;
     out.detail = "uid " + std::to_string(peer.uid) + " gid " + std::to_string(peer.gid) +
                  " is not on the allow list of handler \"" + name + "\"";
     return out;

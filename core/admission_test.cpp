@@ -37,6 +37,21 @@ TEST_CASE("admission: an undeclared handler is refused without naming the others
   CHECK_THAT(refused.refusal, !Catch::Contains("builder") && !Catch::Contains("audit") && !Catch::Contains(".yaml"));
 }
 
+TEST_CASE("admission: a declared name this process may not be is refused in the same words as an undeclared one",
+          "[unit]") {
+  // Else any peer could list the declared names by trying them; the log's detail tells them apart.
+  const auto forbidden = admit_as("audit", PeerCredentials{1, 1500, 1500, {}});
+  const auto unknown = admit_as("audjt", PeerCredentials{1, 1500, 1500, {}});
+  REQUIRE_FALSE(forbidden.handler);
+  REQUIRE_FALSE(unknown.handler);
+  auto without_name = [](std::string text, const std::string& name) {
+    return text.replace(text.find(name), name.size(), "NAME");
+  };
+  CHECK(without_name(forbidden.refusal, "audit") == without_name(unknown.refusal, "audjt"));
+  CHECK(forbidden.detail != unknown.detail);
+  CHECK_THAT(forbidden.detail, Catch::Contains("is not on the allow list"));
+}
+
 TEST_CASE("admission: nothing is admitted while not serving, nor in protocol version 0", "[unit]") {
   CHECK_FALSE(admit_as("builder", {}, {0, 0, 0}, false).handler);
   const auto none = admit_as("builder", {}, {0, 0, 0}, true, 0);

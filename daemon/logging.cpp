@@ -135,7 +135,7 @@ class EventSink final : public spdlog::sinks::base_sink<std::mutex> {
       if (!journal_) line += timestamp(msg.time, false) + " ";
       line.append(level.data(), level.size());
       line += ' ';
-      line += message;
+      line += escape_log_text(message);
     }
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), stderr);
@@ -148,7 +148,7 @@ class EventSink final : public spdlog::sinks::base_sink<std::mutex> {
   // False when journald does not take it (not running, say): the caller writes the line instead.
   static bool send_to_journal(spdlog::level::level_enum level, std::string_view message) {
     std::vector<std::string> entries;
-    entries.push_back("MESSAGE=" + std::string(message));
+    entries.push_back("MESSAGE=" + escape_log_text(message));
     entries.push_back("PRIORITY=" + std::to_string(syslog_priority(level)));
     entries.emplace_back("SYSLOG_IDENTIFIER=jetfan");
     if (current_event) {
@@ -183,6 +183,57 @@ bool stderr_is_journal() {
   struct stat info {};
   if (::fstat(STDERR_FILENO, &info) != 0) return false;
   return info.st_dev == device && info.st_ino == inode;
+}
+
+std::string escape_log_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto escape = [&out](unsigned char byte) {
+    char hex[5];
+    std::snprintf(hex, sizeof hex, "\\x%02x", byte);
+    out += hex;
+  };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += static_cast<char>(byte);
+      ++i;
+      continue;
+    }
+    if (byte < 0x80) {
+      if (byte == '\n') {
+        out += "\\n";
+      } else if (byte == '\r') {
+        out += "\\r";
+      } else if (byte == '\t') {
+        out += "\\t";
+      } else {
+        escape(byte);  // ESC starts a terminal's control sequence; DEL and the rest are no text either
+      }
+      ++i;
+      continue;
+    }
+    // UTF-8 passes when it is well formed and no C1 control (U+0080-U+009F: CSI is U+009B).
+    const std::size_t length = byte >= 0xf0 && byte < 0xf5 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc2 && byte < 0xe0 ? 2 : 0;
+    bool whole = length != 0 && i + length <= text.size();
+    std::uint32_t code = length == 2 ? byte & 0x1fU : length == 3 ? byte & 0x0fU : byte & 0x07U;
+    for (std::size_t k = 1; whole && k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      whole = (next & 0xc0U) == 0x80;
+      code = (code << 6U) | (next & 0x3fU);
+    }
+    whole = whole && !(code >= 0x80 && code <= 0x9f) && !(length == 3 && code < 0x800) &&
+            !(length == 4 && (code < 0x10000 || code > 0x10ffff)) && !(code >= 0xd800 && code <= 0xdfff);
+    if (!whole) {
+      escape(byte);
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, length));
+    i += length;
+  }
+  return out;
 }
 
 void setup_logging(LogFormat format, const std::string& level, bool journal) {

@@ -39,6 +39,13 @@ namespace jetfan {
 // True when stderr is the stream systemd connected to the journal.
 bool stderr_is_journal();
 
+// `text` as one line a terminal shows as it is: printable ASCII and well-formed UTF-8 pass; CR, LF
+// and tab become \r, \n and \t, and every other control byte (ESC, DEL, C1 controls) and every
+// byte of malformed UTF-8 \xNN. The text format and the journal's MESSAGE are written through it, so
+// a string from a peer (a HELLO's name, a TERM's reason) can neither forge a line nor move the
+// cursor; JSON escapes by itself. Pure.
+std::string escape_log_text(std::string_view text);
+
 // Installs the default logger (stderr, unbuffered lines) with the given format and level.
 void setup_logging(LogFormat format, const std::string& level, bool journal);
 // Changes the level of the installed logger (reload, --log-level).
