@@ -71,6 +71,12 @@ Config two_handlers() {
   return config;
 }
 
+// MSG.GET's answer: a message on dlq.builder at `seq`, with `headers` (base64) and "payload".
+std::string msg_get_answer(std::uint64_t seq, const std::string& headers) {
+  return R"({"type":"io.nats.jetstream.api.v1.stream_msg_get_response","message":{"subject":"dlq.builder","seq":)" +
+         std::to_string(seq) + R"(,"hdrs":")" + headers + R"(","data":"cGF5bG9hZA==","time":"2026-12-01T10:00:00Z"}})";
+}
+
 // A dead letter at `seq` of handler builder (or another one), headers and payload base64 as MSG.GET
 // sends them: Jetfan-Handler, -Reason TERM, -Attempts 2, -Subject ev.a.x, -Sequence 17; "payload".
 std::string letter(std::uint64_t seq, bool builders = true) {
@@ -78,8 +84,7 @@ std::string letter(std::uint64_t seq, bool builders = true) {
       builders ? "TkFUUy8xLjANCkpldGZhbi1IYW5kbGVyOiBidWlsZGVyDQpKZXRmYW4tUmVhc29uOiBURVJNDQpKZXRmYW4tQXR0ZW1wdHM6"
                  "IDINCkpldGZhbi1TdWJqZWN0OiBldi5hLngNCkpldGZhbi1TZXF1ZW5jZTogMTcNCg0K"
                : "TkFUUy8xLjANCkpldGZhbi1IYW5kbGVyOiBvdGhlcg0KDQo=";
-  return R"({"type":"io.nats.jetstream.api.v1.stream_msg_get_response","message":{"subject":"dlq.builder","seq":)" +
-         std::to_string(seq) + R"(,"hdrs":")" + headers + R"(","data":"cGF5bG9hZA==","time":"2026-12-01T10:00:00Z"}})";
+  return msg_get_answer(seq, headers);
 }
 // Forged dead letters of handler builder, on its subject: one whose Jetfan-Subject would put fields
 // of its own on the MSG line, and one whose key is not builder's.
@@ -89,8 +94,7 @@ std::string forged(std::uint64_t seq, bool fields) {
           ? "TkFUUy8xLjANCkpldGZhbi1IYW5kbGVyOiBidWlsZGVyDQpKZXRmYW4tU3ViamVjdDogZXYuYS54IDQyNDIgMSAwIDAgMCAxIDkxIDEy"
             "Ng0KDQo="
           : "TkFUUy8xLjANCkpldGZhbi1IYW5kbGVyOiBidWlsZGVyDQpKZXRmYW4tU3ViamVjdDogcGF5cm9sbC5zZWNyZXQNCg0K";
-  return R"({"type":"io.nats.jetstream.api.v1.stream_msg_get_response","message":{"subject":"dlq.builder","seq":)" +
-         std::to_string(seq) + R"(,"hdrs":")" + headers + R"(","data":"cGF5bG9hZA==","time":"2026-12-01T10:00:00Z"}})";
+  return msg_get_answer(seq, headers);
 }
 const char* kNames =
     R"({"type":"io.nats.jetstream.api.v1.stream_names_response","total":1,"offset":0,"limit":1024,"streams":["DLQ"]})";
