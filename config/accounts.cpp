@@ -57,8 +57,7 @@ void resolve_accounts(Config& config, std::vector<std::string>& errors, const Ac
   if (socket.group_name) socket.group = resolve<gid_t>(*socket.group_name, lookup.group, "group", errors);
   socket.owner_name.reset();
   socket.group_name.reset();
-  for (auto& handler : config.handlers) {
-    auto& allow = handler.allow;
+  auto resolve_allow = [&](AllowSettings& allow) {
     std::vector<uid_t> uids;
     for (const auto& user : allow.users) {
       if (const auto id = resolve<uid_t>(user, lookup.user, "user", errors)) uids.push_back(*id);
@@ -71,7 +70,10 @@ void resolve_accounts(Config& config, std::vector<std::string>& errors, const Ac
     allow.gids.insert(allow.gids.begin(), gids.begin(), gids.end());
     allow.users.clear();
     allow.groups.clear();
-  }
+  };
+  for (auto& handler : config.handlers) resolve_allow(handler.allow);
+  resolve_allow(config.control.allow);
+  resolve_allow(config.control.allow_read);
 }
 
 }  // namespace jetfan

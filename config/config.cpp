@@ -3,7 +3,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <sys/stat.h>
+
 #include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -186,7 +189,8 @@ class ConfigReader {
       out = *parsed;
     } else {
       error(node, join(path, key),
-            "\"" + *text + "\" is not a duration; write a whole number and a unit, e.g. 250ms, 30s, 5m");
+            "\"" + *text + "\" is not a duration (" + duration_refusal(*text).value_or("unreadable") +
+                "); e.g. 250ms, 1.5s, 1m30s, 2h45m");
     }
   }
 
@@ -401,7 +405,8 @@ class ConfigReader {
     if (!parsed || *parsed < min) {
       error(node, join(path, key),
             "\"" + *text + "\" must be a size of at least " + std::to_string(min) +
-                " bytes, in bytes or with KiB, MiB or GiB, e.g. 64MiB");
+                " bytes, in bytes or with a unit: KiB, MiB, GiB (KB, MB, GB too: powers of 1024, as in "
+                "nats-server) or K, M, G (powers of 1000), e.g. 64MiB");
       return;
     }
     out = *parsed;
@@ -459,6 +464,18 @@ class ConfigReader {
     if (node && check_map(node, "control", config_keys::kControl)) {
       read_string(node, "control", "path", control.path);
       read_mode(node, "control", control.mode);
+      if (const auto allow = node["allow"]) read_allow(allow, "control.allow", control.allow);
+      if (const auto allow = node["allow_read"]) read_allow(allow, "control.allow_read", control.allow_read);
+      // Whoever may write the socket may connect; without an allow list, connecting is all it takes
+      // to pause, redrive or reload.
+      if ((control.mode & S_IWOTH) && control.allow.empty() && control.allow_read.empty()) {
+        char mode[16];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(control.mode));
+        error(either(node, "mode"), "control.mode",
+              std::string("\"") + mode +
+                  "\" lets every local user connect, and then pause, redrive or reload: use \"0660\" with a "
+                  "group, or say who may with control.allow (and control.allow_read)");
+      }
     }
     if (control.path.empty() && !socket.path.empty()) {
       const std::string_view sock = ".sock";
@@ -502,6 +519,7 @@ class ConfigReader {
       return;
     }
     settings.port = static_cast<std::uint16_t>(value);
+    read_int(node, "metrics", "max_connections", settings.max_connections, 1, 4096);
     metrics = settings;
   }
 

@@ -107,12 +107,15 @@ const char* to_string(WhenFull when_full);
 struct ControlSettings {
   std::string path;  // default: socket.path with ".sock" replaced by ".ctl"
   mode_t mode = defaults::kControlSocketMode;
+  AllowSettings allow;       // may send every command (core/control_access.hpp); empty: as the mode decides
+  AllowSettings allow_read;  // may send only the commands that change nothing
 };
 
 // The HTTP endpoint for Prometheus (/metrics) and probes (/ready, /live). Off unless configured.
 struct MetricsSettings {
   std::string host = defaults::kMetricsHost;  // an IP address
   std::uint16_t port = 0;                     // 0: any free port (the log says which)
+  std::size_t max_connections = defaults::kMetricsMaxConnections;
 };
 
 // handlers[].order_by (core/order_by.hpp): "key", "token:N", "header:NAME", or "none", as the

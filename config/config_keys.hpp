@@ -26,8 +26,8 @@ inline constexpr std::array kSocket = {"path",
                                        "max_output_buffer",
                                        "idle_timeout",
                                        "ping_timeout"};
-inline constexpr std::array kControl = {"path", "mode"};
-inline constexpr std::array kMetrics = {"listen"};
+inline constexpr std::array kControl = {"path", "mode", "allow", "allow_read"};
+inline constexpr std::array kMetrics = {"listen", "max_connections"};
 inline constexpr std::array kHandler = {"name",  "patterns",      "max_inflight", "ack_timeout",
                                         "allow", "max_instances", "when_full",    "order_by",
                                         "retry", "dead_letter",   "paused"};

@@ -397,3 +397,60 @@ TEST_CASE("a handler's retry budget, dead letter and pause are read and checked"
   CHECK(any_contains(with("    dead_letter: {subject: \"dlq..x\"}\n"), "is not a subject to publish to"));
   CHECK(any_contains(with("    paused: maybe\n"), "handlers[0].paused: \"maybe\" must be true or false"));
 }
+
+TEST_CASE(
+    "control.allow and control.allow_read say who may change and who may only read and a mode others may "
+    "write needs one of them",
+    "[unit]") {
+  const std::string base = kGood;
+  auto loaded = load_config_text(base +
+                                     "control:\n  mode: \"0666\"\n  allow: {users: [ops], uids: [7]}\n"
+                                     "  allow_read: {groups: [monitoring]}\n",
+                                 "c.yaml");
+  REQUIRE(loaded.errors.empty());
+  auto& config = *loaded.config;
+  CHECK(config.control.mode == 0666);
+  CHECK(config.control.allow.uids == std::vector<uid_t>{7});
+  const AccountLookup lookup{
+      [](const std::string& name) { return name == "ops" ? std::optional<uid_t>(2001) : std::nullopt; },
+      [](const std::string& name) { return name == "monitoring" ? std::optional<gid_t>(3001) : std::nullopt; }};
+  std::vector<std::string> errors;
+  resolve_accounts(config, errors, lookup);
+  CHECK(errors.empty());
+  CHECK(config.control.allow.uids == std::vector<uid_t>{2001, 7});
+  CHECK(config.control.allow_read.gids == std::vector<gid_t>{3001});
+
+  const auto open = errors_of(base + "control:\n  mode: \"0666\"\n");
+  REQUIRE(open.size() == 1);
+  CHECK_THAT(open[0], Catch::Contains("control.mode: \"0666\" lets every local user connect") &&
+                          Catch::Contains("control.allow"));
+  CHECK(errors_of(base + "control:\n  mode: \"0660\"\n").empty());
+  CHECK(any_contains(errors_of(base + "control:\n  allow: {}\n"), "control.allow: lists no one"));
+}
+
+TEST_CASE("metrics.max_connections: default 32, at least 1", "[unit]") {
+  const std::string base = kGood;
+  auto loaded = load_config_text(base + "metrics:\n  listen: 9464\n", "m.yaml");
+  REQUIRE(loaded.errors.empty());
+  CHECK(loaded.config->metrics->max_connections == 32);
+  loaded = load_config_text(base + "metrics:\n  listen: 9464\n  max_connections: 4\n", "m.yaml");
+  REQUIRE(loaded.errors.empty());
+  CHECK(loaded.config->metrics->max_connections == 4);
+  CHECK(any_contains(errors_of(base + "metrics:\n  listen: 9464\n  max_connections: 0\n"), "metrics.max_connections"));
+}
+
+TEST_CASE("durations and sizes as NATS writes them load, and a refusal says what is wrong", "[unit]") {
+  std::string text = kGood;
+  text.replace(text.find("ack_timeout: 30s"), 16, "ack_timeout: 1m30s");
+  text.replace(text.find("  durable: node1_builder\n"), 25, "  durable: node1_builder\n  max_held_bytes: 32MB\n");
+  const auto loaded = load_config_text(text, "d.yaml");
+  REQUIRE(loaded.errors.empty());
+  CHECK(loaded.config->handlers[0].ack_timeout == std::chrono::seconds(90));
+  CHECK(loaded.config->consumer.max_held_bytes == 32u * 1024 * 1024);
+
+  std::string upper = kGood;
+  upper.replace(upper.find("ack_timeout: 30s"), 16, "ack_timeout: 30S");
+  const auto errors = errors_of(upper);
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0], Catch::Contains("\"30S\" is not a duration (") && Catch::Contains("lower case"));
+}

@@ -63,8 +63,10 @@ inline constexpr Duration kPingTimeout{10000};
 inline constexpr std::size_t kReservedDescriptors = 64;
 
 // --- control socket and metrics
-inline constexpr unsigned kControlSocketMode = 0600;      // jetfan's own user: control can reload the config
-inline constexpr const char* kMetricsHost = "127.0.0.1";  // loopback unless an address is given
+inline constexpr unsigned kControlSocketMode = 0600;       // jetfan's own user: control can reload the config
+inline constexpr const char* kMetricsHost = "127.0.0.1";   // loopback unless an address is given
+inline constexpr std::size_t kMetricsMaxConnections = 32;  // scrapers and probes at once; more get 503
+inline constexpr std::size_t kControlMaxSessions = 16;     // control connections at once; more get ERR busy
 
 // --- handlers
 inline constexpr int kMaxInflight = 64;        // per connection; a handler raises it for throughput

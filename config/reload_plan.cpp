@@ -97,7 +97,20 @@ const std::vector<Fixed>& fixed_keys() {
        [](const Config& a, const Config& b) { return a.socket.ping_timeout == b.socket.ping_timeout; }},
       {"control.path", [](const Config& a, const Config& b) { return a.control.path == b.control.path; }},
       {"control.mode", [](const Config& a, const Config& b) { return a.control.mode == b.control.mode; }},
+      {"control.allow",
+       [](const Config& a, const Config& b) {
+         return a.control.allow.uids == b.control.allow.uids && a.control.allow.gids == b.control.allow.gids;
+       }},
+      {"control.allow_read",
+       [](const Config& a, const Config& b) {
+         return a.control.allow_read.uids == b.control.allow_read.uids &&
+                a.control.allow_read.gids == b.control.allow_read.gids;
+       }},
       {"metrics.listen", [](const Config& a, const Config& b) { return same_metrics(a.metrics, b.metrics); }},
+      {"metrics.max_connections",
+       [](const Config& a, const Config& b) {
+         return !a.metrics || !b.metrics || a.metrics->max_connections == b.metrics->max_connections;
+       }},
       {"delivery.remember",
        [](const Config& a, const Config& b) { return a.delivery.remember == b.delivery.remember; }},
       {"log.format", [](const Config& a, const Config& b) { return a.log_format == b.log_format; }},

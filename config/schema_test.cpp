@@ -198,8 +198,10 @@ void object_rules(const json& rule, const std::string& pointer, std::set<std::st
   for (const auto& [key, value] : rule.items()) {
     if (key == "properties") {
       for (const auto& [name, property] : value.items()) object_rules(property, pointer + "/properties/" + name, out);
-    } else if (key == "items" || key == "$defs") {
+    } else if (key == "items") {
       object_rules(value, pointer + "/" + key, out);
+    } else if (key == "$defs") {
+      for (const auto& [name, definition] : value.items()) object_rules(definition, pointer + "/$defs/" + name, out);
     }
   }
 }
@@ -218,7 +220,7 @@ TEST_CASE("the config schema's properties are the keys the config loader accepts
       {"/properties/control", keys(k::kControl)},
       {"/properties/metrics", keys(k::kMetrics)},
       {"/properties/handlers/items", keys(k::kHandler)},
-      {"/properties/handlers/items/properties/allow", keys(k::kAllow)},
+      {"/$defs/allow", keys(k::kAllow)},  // handlers[].allow, control.allow and control.allow_read
       {"/properties/handlers/items/properties/retry", keys(k::kRetry)},
       {"/properties/handlers/items/properties/dead_letter", keys(k::kDeadLetter)},
       {"/properties/delivery", keys(k::kDelivery)},

@@ -46,6 +46,20 @@ bool DispatchCore::is_in_flight(ConnectionId connection, DeliveryId delivery) co
   return found != connections_.end() && found->second.flights.count(delivery) != 0;
 }
 
+std::optional<std::uint64_t> DispatchCore::seq_in_flight(ConnectionId connection, DeliveryId delivery) const {
+  const auto found = connections_.find(connection);
+  if (found == connections_.end()) return std::nullopt;
+  const auto flight = found->second.flights.find(delivery);
+  if (flight == found->second.flights.end()) return std::nullopt;
+  return flight->second.stream_seq;
+}
+
+HandlerMask DispatchCore::confirmed_before(std::uint64_t seq) const {
+  if (const auto held = messages_.find(seq); held != messages_.end()) return held->second.settled;
+  if (const auto known = confirmations_.find(seq); known != confirmations_.end()) return known->second.settled;
+  return 0;
+}
+
 std::vector<HandlerLoad> DispatchCore::loads() const {
   std::vector<HandlerLoad> loads(handlers_.size());
   for (std::size_t h = 0; h < handlers_.size(); ++h) {

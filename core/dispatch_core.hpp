@@ -293,6 +293,11 @@ class DispatchCore {
   void resume(TimePoint now);
   bool standing_by() const { return standing_by_; }
   bool is_in_flight(ConnectionId connection, DeliveryId delivery) const;
+  // The stream seq of delivery `delivery` in flight on `connection`, if it is.
+  std::optional<std::uint64_t> seq_in_flight(ConnectionId connection, DeliveryId delivery) const;
+  // The handlers that confirmed stream seq `seq` in an earlier delivery, as the core remembers (a
+  // copy arriving now goes only to the others): for `jetfan tail`, before the copy arrives.
+  HandlerMask confirmed_before(std::uint64_t seq) const;
   const CoreCounters& counters() const { return counters_; }
   const RetryBudget& budget() const { return budget_; }
   std::vector<Effect>& effects() { return effects_; }

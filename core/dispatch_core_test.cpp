@@ -310,6 +310,9 @@ TEST_CASE("handing back a stuck handler's oldest messages frees room, and only i
   CHECK(core.counters().handed_back_for_room == 3);
   CHECK(core.hand_back_for_room(1, 2, kStart) == 0);  // within its share now
   // Back from the server: handler 0 confirmed it already, so it waits for handler 1 alone.
+  CHECK(core.confirmed_before(1) == 0b01);  // what jetfan tail names: handler 1 alone
+  CHECK(core.confirmed_before(4) == 0b01);  // still held, acked by handler 0
+  CHECK(core.confirmed_before(9) == 0);     // never seen
   core.arrive(arrival(1, 0b11, 2), kStart);
   CHECK(Taken(core).count(Kind::kDeliver) == 0);
   core.connect(2, 1, kStart);

@@ -13,6 +13,7 @@
 #include "control_client.hpp"
 #include "daemon.hpp"
 #include "dlq_commands.hpp"
+#include "effective_config.hpp"
 #include "exec_handler.hpp"
 #include "exec_options.hpp"
 #include "jetfan/version.hpp"
@@ -52,6 +53,7 @@ struct Values {
   std::string seq;  // dlq list's and redrive's --seq A[-B]
   bool all = false;
   bool dry_run = false;
+  bool print = false;            // check's --print
   std::string stream_seq;        // unreadable's --seq N
   ExecFlags exec;                // declared for help and completions; run_exec parses exec's words
   std::vector<std::string> cmd;  // likewise
@@ -80,6 +82,9 @@ class JetfanCommandLine : public CommandLine {
     auto& check = add_command("check", "check a config file; print every error; exit 0 if good",
                               [this] { return check_command(); });
     add_config_flag(check);
+    check.add_flag("--print", values_.print,
+                   "once the file is good, print the config jetfan would run with: every key, defaults included, "
+                   "secrets hidden");
 
     auto& status = add_command("status",
                                "what a running jetfan does now: problems first, the consumer, each handler; exit 0 "
@@ -149,10 +154,7 @@ class JetfanCommandLine : public CommandLine {
     exec.add_option("CMD", values_.cmd, "the command and its arguments, after \"--\"");
 
     add_command("version", "print the version", [] { return version(); });
-    add_command("help", "print this help", [this] {
-      std::fputs(app().help().c_str(), stdout);
-      return kExitOk;
-    });
+    add_help_command();
   }
 
  private:
@@ -217,10 +219,25 @@ class JetfanCommandLine : public CommandLine {
     for (const auto& warning : exposed_secret_file_warnings(config->nats, config->file)) {
       std::fprintf(stderr, "jetfan: warning: %s\n", warning.c_str());
     }
-    if (auto problem = check_credential_files(config->nats)) {
+    // ${CREDENTIALS_DIRECTORY} is set only in a unit with LoadCredential=: from a shell, such a file
+    // cannot be found, which says nothing about the unit. Say so and check the rest.
+    NatsSettings nats = config->nats;
+    for (auto* path : {&nats.token_file, &nats.password_file}) {
+      if (path->empty() || expand_credentials_directory(*path)) continue;
+      std::fprintf(stderr,
+                   "jetfan: note: %s is not checked here: $CREDENTIALS_DIRECTORY is set only in a unit with "
+                   "LoadCredential= (to check the file, run: CREDENTIALS_DIRECTORY=DIR jetfan check ...)\n",
+                   path->c_str());
+      path->clear();
+    }
+    if (auto problem = check_credential_files(nats)) {
       std::fprintf(stderr, "%s: %s\njetfan: 1 error(s) in %s\n", config->file.c_str(), problem->c_str(),
                    config->file.c_str());
       return kExitConfig;
+    }
+    if (values_.print) {
+      std::fputs(effective_config_yaml(*config).c_str(), stdout);
+      return kExitOk;
     }
     std::printf("%s: OK: consumer \"%s\" of stream \"%s\", %zu handler(s), socket %s\n", config->file.c_str(),
                 config->consumer.durable.c_str(), config->consumer.stream.c_str(), config->handlers.size(),

@@ -133,6 +133,14 @@ TEST_CASE("cli: an unknown flag or command, or a missing value, is a usage error
   CHECK(run({"serve", "--no-such-flag", "--help"}) == kExitUsage);
 }
 
+TEST_CASE("cli: help prints jetfan's help or the named command's, and never runs it", "[unit]") {
+  CHECK(run({"help"}) == kExitOk);
+  CHECK(run({"help", "serve"}) == kExitOk);  // not serve itself, which needs --config (64)
+  CHECK(run({"help", "dlq", "list"}) == kExitOk);
+  CHECK(run({"help", "no-such-command"}) == kExitUsage);
+  CHECK(run({"help", "dlq", "nope"}) == kExitUsage);
+}
+
 TEST_CASE("cli: every command has its --help, and every flag takes --flag=value", "[unit]") {
   for (const auto& command : all_commands()) {
     INFO(command.name());
@@ -215,6 +223,61 @@ TEST_CASE("man page: names every command, every flag and every exit status", "[u
   for (int status : statuses) {
     INFO("exit status " << status);
     CHECK_THAT(exit_status, Catch::Contains(".B " + std::to_string(status) + "\n"));
+  }
+}
+
+// The commands an OPTIONS entry names in its "(status, tail, ...)" line; empty when it has none.
+std::set<std::string> commands_of_option(const std::string& entry) {
+  std::set<std::string> out;
+  std::istringstream lines(entry);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(".RB (", 0) != 0) continue;
+    std::string plain;
+    for (const char c : line.substr(4)) {
+      if (c != '"' && c != '\\' && c != '(' && c != ')') plain += c;
+    }
+    std::istringstream items(plain);
+    for (std::string item; std::getline(items, item, ',');) {
+      const auto first = item.find_first_not_of(' ');
+      const auto last = item.find_last_not_of(' ');
+      if (first != std::string::npos) out.insert(item.substr(first, last - first + 1));
+    }
+  }
+  return out;
+}
+
+TEST_CASE("man page: each command is an entry of its own, and each flag's entry names every command that takes it",
+          "[unit]") {
+  const std::string text = man_page_text();
+  const std::string commands = section(text, "COMMANDS");
+  std::vector<std::string> entries;
+  const std::string options = section(text, "OPTIONS");
+  for (std::size_t at = options.find("\n.TP\n"); at != std::string::npos;) {
+    const auto next = options.find("\n.TP\n", at + 1);
+    entries.push_back(options.substr(at + 5, next == std::string::npos ? std::string::npos : next - at - 5));
+    at = next;
+  }
+  for (const auto& command : all_commands()) {
+    if (command.path.empty()) continue;
+    std::string words;
+    for (const auto& word : command.path) words += (words.empty() ? "" : " ") + word;
+    INFO(command.name() << " in " << JETFAN_MAN_PAGE);
+    // The entry begins with .TP: one without runs into the entry before it.
+    CHECK((commands.find(".TP\n.B " + words + "\n") != std::string::npos ||
+           commands.find(".TP\n.BI " + words + " ") != std::string::npos));
+    for (const auto& flag : command.flags) {
+      if (flag == "--help" || flag == "-h" || flag == "--config" || flag == "-c") continue;  // every command's
+      INFO(flag);
+      const std::string& escaped = flag;  // man_page_text() has undone troff's \-
+      const auto entry = std::find_if(entries.begin(), entries.end(), [&](const std::string& e) {
+        const std::string head = e.substr(0, e.find('\n')) + "\n";
+        const auto at = head.find(escaped);
+        return at != std::string::npos && std::string(" \n\"").find(head[at + escaped.size()]) != std::string::npos;
+      });
+      REQUIRE(entry != entries.end());
+      const auto named = commands_of_option(*entry);
+      CHECK((named.empty() || named.count(words) == 1));
+    }
   }
 }
 

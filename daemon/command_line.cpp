@@ -71,8 +71,34 @@ void CommandLine::add_flag_action(const std::string& flag, const std::string& de
       flag, [this, action = std::move(action)] { chosen_ = action; }, description);
 }
 
+void CommandLine::add_help_command() {
+  // Declared for the list of commands, the completions and the man page; run() answers it before
+  // CLI11 parses, since CLI11 would take the words after it for the commands they name.
+  add_command("help", "print this help, or a command's: help [COMMAND...]", [this] { return help({}); });
+  help_declared_ = true;
+}
+
+int CommandLine::help(const std::vector<std::string>& words) {
+  CLI::App* command = &app_;
+  for (const auto& word : words) {
+    if (word == "-h" || word == "--help") {  // `help --help`: the help of help
+      command = app_.get_subcommand("help");
+      break;
+    }
+    const auto subcommands = command->get_subcommands([&](CLI::App* sub) { return sub->get_name() == word; });
+    if (subcommands.empty())
+      return usage_error("help: no command \"" + word + "\" in \"" + command_path(command) + "\"");
+    command = subcommands.front();
+  }
+  // The formatter itself: App::help() would print the help of the command parsed last.
+  std::fputs(app_.get_formatter()->make_help(command, command_path(command), CLI::AppFormatMode::Normal).c_str(),
+             stdout);
+  return kExitOk;
+}
+
 int CommandLine::run(const std::vector<std::string>& args) {
   chosen_ = nullptr;
+  if (help_declared_ && !args.empty() && args.front() == "help") return help({args.begin() + 1, args.end()});
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes the words last first
   try {
     app_.parse(reversed);

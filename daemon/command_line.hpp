@@ -38,6 +38,9 @@ class CommandLine {
                         CLI::App* parent = nullptr);
   // A top-level flag that runs `action` instead of a command (--version).
   void add_flag_action(const std::string& flag, const std::string& description, Action action);
+  // Declares `help [COMMAND...]`: jetfan's help, or the help of the command the words name
+  // (`help dlq list`), as `COMMAND --help` prints it; a word that names no command is a usage error.
+  void add_help_command();
 
   CLI::App& app() { return app_; }
   const CLI::App& app() const { return app_; }
@@ -51,8 +54,11 @@ class CommandLine {
   int usage_error(const std::string& why) const;
 
  private:
+  int help(const std::vector<std::string>& words);
+
   CLI::App app_;
   Action chosen_;
+  bool help_declared_ = false;
 };
 
 }  // namespace jetfan

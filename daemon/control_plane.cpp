@@ -98,6 +98,9 @@ std::string upper(std::string_view word) {
 ControlPlane::ControlPlane(asio::io_context& io, const Config& config, ReloadFunction reload)
     : io_(io),
       config_(config),
+      access_{AllowList{config.control.allow.uids, config.control.allow.gids},
+              AllowList{config.control.allow_read.uids, config.control.allow_read.gids}},
+      self_(static_cast<std::uint32_t>(::geteuid())),
       reload_(std::move(reload)),
       control_(io, config.control, *this),
       sampler_(io),
@@ -107,6 +110,14 @@ ControlPlane::ControlPlane(asio::io_context& io, const Config& config, ReloadFun
   control_.start();
   log_info("control.listening", {{"path", config.control.path}},
            "control socket {}: jetfan status, tail and reload connect here", config.control.path);
+  // Connecting to a Unix socket needs write permission; anything past the owner's and the group's
+  // lets more in than the allow lists were written for.
+  if (config.control.mode & 0117) {
+    log_warn("control.mode_wide", {{"path", config.control.path}, {"mode", fmt::format("{:04o}", config.control.mode)}},
+             "control.mode {:04o} is wider than 0660: {}", config.control.mode,
+             access_.open() ? "whoever can connect may send every command"
+                            : "whoever can connect is held to control.allow and control.allow_read");
+  }
   if (config.metrics) {
     metrics_ = std::make_unique<MetricsServer>(io, *config.metrics, static_cast<MetricsSource&>(*this));
     metrics_->start();
@@ -161,6 +172,19 @@ void ControlPlane::sample_rates() {
 
 void ControlPlane::on_control_command(const std::shared_ptr<ControlSession>& session, std::string_view line) {
   JETFAN_ON_IO_THREAD(thread_);
+  const ControlRight right = right_needed(line);
+  if (const std::string why = why_refused(access_, session->peer(), self_, right); !why.empty()) {
+    log_warn("control.refused",
+             {{"pid", session->peer().pid},
+              {"uid", session->peer().uid},
+              {"gid", session->peer().gid},
+              {"command", std::string(line.substr(0, 64))}},
+             "control: refused \"{}\" from pid {} uid {} gid {}: not on control.allow{}", line.substr(0, 64),
+             session->peer().pid, session->peer().uid, session->peer().gid,
+             right == ControlRight::kRead ? " or control.allow_read" : "");
+    session->reply_and_close("ERR " + why + "\n");
+    return;
+  }
   const auto space = line.find_first_of(" \t");
   const std::string verb = upper(line.substr(0, space));
   std::string_view rest = space == std::string_view::npos ? std::string_view() : line.substr(space + 1);

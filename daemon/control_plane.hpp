@@ -29,6 +29,7 @@
 
 #include "arrival_observer.hpp"
 #include "config.hpp"
+#include "control_access.hpp"
 #include "control_server.hpp"
 #include "io_thread.hpp"
 #include "metrics_server.hpp"
@@ -90,6 +91,8 @@ class ControlPlane final : private ControlOwner, private MetricsSource, public A
 
   boost::asio::io_context& io_;
   const Config& config_;
+  const ControlAccess access_;  // control.allow and control.allow_read: fixed until a restart
+  const std::uint32_t self_;    // jetfan's own uid, always allowed
   ReloadFunction reload_;
   IoThread thread_;
   Dispatcher* dispatcher_ = nullptr;

@@ -1,20 +1,15 @@
 #include "control_server.hpp"
 
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/write.hpp>
 
-#include <cerrno>
-#include <cstring>
-
 #include "logging.hpp"
+#include "peer_credentials.hpp"
+#include "socket_place.hpp"
 #include "startup_error.hpp"
 #include "tail_record.hpp"
-#include "unique_fd.hpp"
 
 namespace jetfan {
 namespace asio = boost::asio;
@@ -26,29 +21,23 @@ namespace {
 constexpr Duration kCommandTimeout{5000};
 constexpr Duration kAcceptRetry{100};
 
-// As for the handler socket: a stale file is removed, a served one is another jetfan's.
-void clear_stale_socket(const std::string& path) {
-  struct stat info {};
-  if (::lstat(path.c_str(), &info) != 0) return;
-  if (!S_ISSOCK(info.st_mode)) {
-    throw StartupError(kExitConfig, "control.path: " + path + " exists and is not a socket; not touching it");
-  }
-  UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
-    throw StartupError(kExitUnavailable, "control.path: another process is serving " + path +
-                                             " (is jetfan already running for this module?)");
-  }
-  log_info("socket.stale_removed", {{"path", path}}, "removing stale control socket {} left by an earlier run", path);
-  ::unlink(path.c_str());
-}
+// Root and jetfan's own user get in past the cap: others' connections must never lock the operator
+// out, and these two could stop jetfan anyway.
+bool is_operator(const PeerCredentials& peer) { return peer.uid == 0 || peer.uid == ::geteuid(); }
 
 }  // namespace
 
-ControlSession::ControlSession(Socket socket, std::uint64_t id, ControlOwner& owner)
-    : socket_(std::move(socket)), id_(id), owner_(owner), deadline_(socket_.get_executor()) {}
+ControlSession::ControlSession(Socket socket, std::uint64_t id, ControlOwner& owner, std::shared_ptr<std::size_t> open)
+    : socket_(std::move(socket)),
+      peer_(read_peer_credentials(socket_.native_handle())),
+      id_(id),
+      owner_(owner),
+      open_(std::move(open)),
+      deadline_(socket_.get_executor()) {
+  ++*open_;
+}
+
+ControlSession::~ControlSession() { --*open_; }
 
 void ControlSession::start() {
   JETFAN_ON_IO_THREAD(thread_);
@@ -168,20 +157,17 @@ void ControlSession::close() {
 
 ControlServer::ControlServer(asio::io_context& io, const ControlSettings& settings, ControlOwner& owner)
     : path_(settings.path), owner_(owner), acceptor_(io), retry_(io) {
-  clear_stale_socket(path_);
-  boost::system::error_code error;
-  acceptor_.open(Protocol(), error);
-  if (!error) acceptor_.bind(Protocol::endpoint(path_), error);
-  if (error) {
-    throw StartupError(kExitUnavailable, "control.path: cannot create " + path_ + ": " + error.message() +
-                                             " (does its directory exist, and may jetfan write there?)");
-  }
+  prepare_socket_directory("control.path", path_);
+  clear_stale_socket("control.path", path_);
+  make_socket_in_place("control.path", path_, {settings.mode, std::nullopt, std::nullopt},
+                       [this](const std::string& staged) {
+                         boost::system::error_code failed;
+                         acceptor_.open(Protocol(), failed);
+                         if (!failed) acceptor_.bind(Protocol::endpoint(staged), failed);
+                         if (!failed) acceptor_.listen(asio::socket_base::max_listen_connections, failed);
+                         return failed;
+                       });
   bound_ = true;
-  if (::chmod(path_.c_str(), settings.mode) != 0) {
-    throw StartupError(kExitUnavailable, "control.mode: cannot chmod " + path_ + ": " + std::strerror(errno));
-  }
-  acceptor_.listen(asio::socket_base::max_listen_connections, error);
-  if (error) throw StartupError(kExitUnavailable, "control.path: cannot listen on " + path_ + ": " + error.message());
 }
 
 ControlServer::~ControlServer() {
@@ -204,19 +190,35 @@ void ControlServer::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& error, Protocol::socket socket) {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (error) {
-      log_warn("socket.accept_failed",
-               {{"path", path_}, {"reason", error.message()}, {"retry_ms", kAcceptRetry.count()}},
-               "control socket {}: accept failed: {}; accepting again in {}ms", path_, error.message(),
-               kAcceptRetry.count());
+      warnings_.warn(std::chrono::steady_clock::now(), "accept", "socket.accept_failed",
+                     {{"path", path_}, {"reason", error.message()}, {"retry_ms", kAcceptRetry.count()}},
+                     "control socket {}: accept failed: {}; accepting again in {}ms", path_, error.message(),
+                     kAcceptRetry.count());
       retry_.expires_after(kAcceptRetry);
       retry_.async_wait([this](const boost::system::error_code& cancelled) {
         if (!cancelled) accept();
       });
       return;
     }
-    std::make_shared<ControlSession>(std::move(socket), next_id_++, owner_)->start();
+    if (*open_ >= defaults::kControlMaxSessions && !is_operator(read_peer_credentials(socket.native_handle()))) {
+      refuse(std::move(socket));
+    } else {
+      std::make_shared<ControlSession>(std::move(socket), next_id_++, owner_, open_)->start();
+    }
     accept();
   });
+}
+
+void ControlServer::refuse(Protocol::socket socket) {
+  warnings_.warn(
+      std::chrono::steady_clock::now(), "full", "control.connection_refused", {{"path", path_}, {"open", *open_}},
+      "control socket {}: {} control connections open; answering one more \"ERR busy\" and closing it", path_, *open_);
+  // A line fits an empty socket buffer; a peer that does not read it loses nothing.
+  static constexpr std::string_view kBusy = "ERR busy: too many control connections open; try again shortly\n";
+  boost::system::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(asio::buffer(kBusy), ignored);
+  socket.close(ignored);
 }
 
 }  // namespace jetfan

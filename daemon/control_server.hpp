@@ -4,6 +4,11 @@
 // file left by a crash is replaced, one another process serves is never touched, the file gets its
 // configured mode, and it is removed when the server goes.
 //
+// At most defaults::kControlMaxSessions sessions live at once (a TAIL is one for as long as it
+// streams); one more is answered "ERR busy" and closed at once, so that a flood of connections
+// never takes the descriptors handlers need. Root and jetfan's own user are let in past the cap,
+// so that no one else's flood locks the operator out.
+//
 // Each connection sends one command line; the owner answers with reply_and_close() or turns the
 // session into a stream (TAIL) with start_stream() and stream(). A stream never holds up jetfan: its
 // output is bounded, and what does not fit is dropped for that session alone, counted, and reported
@@ -22,8 +27,10 @@
 #include <string>
 #include <string_view>
 
+#include "admission.hpp"
 #include "config.hpp"
 #include "io_thread.hpp"
+#include "rate_limited_log.hpp"
 
 namespace jetfan {
 
@@ -46,10 +53,16 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   static constexpr std::size_t kMaxCommandBytes = 1024;
   static constexpr std::size_t kStreamBufferBytes = 256 * 1024;  // per session, not yet written
 
-  ControlSession(Socket socket, std::uint64_t id, ControlOwner& owner);
+  // `open` counts the sessions alive (ControlServer's cap); this one adds itself until destroyed.
+  ControlSession(Socket socket, std::uint64_t id, ControlOwner& owner, std::shared_ptr<std::size_t> open);
+  ~ControlSession();
+  ControlSession(const ControlSession&) = delete;
+  ControlSession& operator=(const ControlSession&) = delete;
 
   void start();
   std::uint64_t id() const { return id_; }
+  // The process that connected, as the kernel said when the session was made.
+  const PeerCredentials& peer() const { return peer_; }
   // Writes `text`, then closes.
   void reply_and_close(const std::string& text);
   // From now on the session streams: stream() appends, the peer closing ends it (on_control_closed).
@@ -65,8 +78,10 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   void flush();
 
   Socket socket_;
+  PeerCredentials peer_;
   std::uint64_t id_;
   ControlOwner& owner_;
+  std::shared_ptr<std::size_t> open_;
   IoThread thread_;
   boost::asio::steady_timer deadline_;  // for the command line
   std::string command_;
@@ -93,9 +108,12 @@ class ControlServer {
 
  private:
   void accept();
+  void refuse(boost::asio::local::stream_protocol::socket socket);
 
   std::string path_;
   ControlOwner& owner_;
+  std::shared_ptr<std::size_t> open_ = std::make_shared<std::size_t>(0);  // sessions alive
+  RateLimitedLog warnings_{3, std::chrono::minutes(1)};
   boost::asio::local::stream_protocol::acceptor acceptor_;
   boost::asio::steady_timer retry_;
   std::uint64_t next_id_ = 1;

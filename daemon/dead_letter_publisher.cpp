@@ -14,11 +14,38 @@ constexpr Duration kPublishTimeout{5000};
 
 }  // namespace
 
+void DeadLetterPublisher::note_term_reason(std::size_t handler, std::uint64_t seq, std::string_view reason) {
+  if (reason.empty() || handler >= config_.handlers.size() || config_.handlers[handler].dead_letter_subject.empty()) {
+    return;
+  }
+  const auto key = std::make_pair(handler, seq);
+  if (term_reasons_.insert_or_assign(key, std::string(reason.substr(0, kMaxTermReasonBytes))).second) {
+    term_order_.push_back(key);
+  }
+  while (term_reasons_.size() > kMaxTermReasons) {
+    term_reasons_.erase(term_order_.front());
+    term_order_.erase(term_order_.begin());
+  }
+  // Entries already erased (their dead letter was stored) leave stale keys; drop them now and then.
+  if (term_order_.size() > 2 * kMaxTermReasons) {
+    std::erase_if(term_order_, [this](const auto& entry) { return term_reasons_.count(entry) == 0; });
+  }
+}
+
+std::string DeadLetterPublisher::reason_text(std::size_t handler, std::uint64_t seq, const GiveUpReason& reason) const {
+  if (reason.termed) {
+    if (const auto noted = term_reasons_.find({handler, seq}); noted != term_reasons_.end()) {
+      return jetfan::describe(reason) + ": " + noted->second;
+    }
+  }
+  return jetfan::describe(reason);
+}
+
 void DeadLetterPublisher::publish(const Effect& effect, const HeldMessage& stored, TimePoint now) {
   const HandlerSettings& handler = config_.handlers.at(effect.handler);
   DeadLetterFacts facts;
   facts.handler = handler.name;
-  facts.reason = jetfan::describe(effect.reason);
+  facts.reason = reason_text(effect.handler, stored.stream_seq, effect.reason);
   facts.attempts = effect.reason.attempts;
   facts.subject = stored.message->subject();
   facts.stream = config_.consumer.stream;
@@ -64,16 +91,17 @@ void DeadLetterPublisher::on_published(std::uint64_t id, const PublishResult& re
              config_.handlers.at(published->handler).name, RedriveTable::id_of(published->seq),
              jetfan::describe(published->reason), result.stream, result.stream_seq);
   } else if (published) {
+    const std::string reason = reason_text(published->handler, published->seq, published->reason);
     log_info("dead_letter.stored",
              {{"handler", config_.handlers.at(published->handler).name},
               {"seq", published->seq},
-              {"reason", jetfan::describe(published->reason)},
+              {"reason", reason},
               {"stream", result.stream},
               {"stored_seq", result.stream_seq}},
              "handler \"{}\": stream seq {} dead-lettered ({}): stored in stream \"{}\" at seq {}",
-             config_.handlers.at(published->handler).name, published->seq, jetfan::describe(published->reason),
-             result.stream, result.stream_seq);
+             config_.handlers.at(published->handler).name, published->seq, reason, result.stream, result.stream_seq);
   }
+  if (published) term_reasons_.erase({published->handler, published->seq});
   core_.dead_letter_stored(id, now);
 }
 

@@ -10,10 +10,18 @@
 // The core is not called while its effects are walked: a publish that cannot go out at all is
 // noted, and failed by fail_unsent() once the effects are applied.
 //
+// A handler's TERM may say why ("TERM 7 no machine"): the reason is noted when the TERM comes and
+// goes into the dead letter's Jetfan-Reason ("TERM: no machine"), so that `jetfan dlq list` says
+// it. Notes are kept until the dead letter is stored (a failed publish is tried again with it), at
+// most kMaxTermReasons of them (the oldest go first: a dead letter then says "TERM" alone).
+//
 // Thread: the io_context thread only. `config`, `upstream`, `core` and `warnings` must outlive it.
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config.hpp"
@@ -30,6 +38,12 @@ class DeadLetterPublisher {
   DeadLetterPublisher(const Config& config, Upstream& upstream, DispatchCore& core, RateLimitedLog& warnings)
       : config_(config), upstream_(upstream), core_(core), warnings_(warnings) {}
 
+  static constexpr std::size_t kMaxTermReasons = 1024;
+  static constexpr std::size_t kMaxTermReasonBytes = 256;
+
+  // Handler `handler` said TERM with `reason` for stream seq `seq`: its dead letter will say so. A
+  // handler without dead letters, or an empty reason, is not noted.
+  void note_term_reason(std::size_t handler, std::uint64_t seq, std::string_view reason);
   // Publishes the dead letter of a kDeadLetter effect for `held`.
   void publish(const Effect& effect, const HeldMessage& held, TimePoint now);
   // JetStream's answer to a publish (UpstreamListener::on_published).
@@ -45,6 +59,8 @@ class DeadLetterPublisher {
 
  private:
   void failed(std::uint64_t id, std::string_view why, TimePoint now);
+  // describe(reason), with the handler's own words after a TERM when they were noted.
+  std::string reason_text(std::size_t handler, std::uint64_t seq, const GiveUpReason& reason) const;
 
   const Config& config_;
   Upstream& upstream_;
@@ -52,6 +68,8 @@ class DeadLetterPublisher {
   RateLimitedLog& warnings_;
   PendingPublishes pending_;           // sent, waiting for JetStream's answer
   std::vector<std::uint64_t> unsent_;  // could not go out; failed once effects are applied
+  std::map<std::pair<std::size_t, std::uint64_t>, std::string> term_reasons_;  // (handler, seq) -> reason
+  std::vector<std::pair<std::size_t, std::uint64_t>> term_order_;              // oldest first, for the bound
 };
 
 }  // namespace jetfan

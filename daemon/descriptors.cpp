@@ -16,8 +16,8 @@ std::size_t raise_descriptor_limit() {
     const rlim_t was = limit.rlim_cur;
     limit.rlim_cur = limit.rlim_max;
     if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
-      log_debug("fd_limit.raised", {{"from", was}, {"to", limit.rlim_cur}},
-                "raised the file descriptor limit from {} to {}", was, limit.rlim_cur);
+      log_info("fd_limit.raised", {{"from", was}, {"to", limit.rlim_cur}},
+               "raised the file descriptor limit from {} to {}", was, limit.rlim_cur);
     } else {
       limit.rlim_cur = was;
     }
@@ -37,6 +37,13 @@ std::size_t open_descriptors() {
 
 std::size_t connection_budget(std::size_t limit, std::size_t open, std::size_t reserve) {
   return limit > open + reserve ? limit - open - reserve : 1;
+}
+
+DescriptorPlan plan_descriptors(std::size_t limit, std::size_t open, std::size_t metrics_cap, std::size_t control_cap,
+                                std::size_t reserved) {
+  DescriptorPlan plan{limit, open, metrics_cap, control_cap, reserved, 0};
+  plan.handlers = connection_budget(limit, open, reserved + metrics_cap + control_cap);
+  return plan;
 }
 
 }  // namespace jetfan

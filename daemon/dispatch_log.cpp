@@ -1,5 +1,6 @@
 #include "dispatch_log.hpp"
 
+#include "descriptors.hpp"
 #include "logging.hpp"
 #include "retry_budget.hpp"
 
@@ -19,6 +20,19 @@ void DispatchLog::connections_limited(std::size_t max_connections, std::size_t r
            "socket.max_connections is {}, but the file descriptor limit leaves room for {} handler "
            "connections; serving at most {} (raise LimitNOFILE= to allow more)",
            max_connections, room, room);
+}
+
+void DispatchLog::descriptor_plan(const DescriptorPlan& plan) const {
+  log_info("descriptors.plan",
+           {{"limit", plan.limit},
+            {"open", plan.open},
+            {"handlers", plan.handlers},
+            {"metrics", plan.metrics},
+            {"control", plan.control},
+            {"reserved", plan.reserved}},
+           "file descriptors: limit {}, {} open; up to {} for handler connections, {} for metrics, {} for control, "
+           "{} kept free for NATS and jetfan's own files",
+           plan.limit, plan.open, plan.handlers, plan.metrics, plan.control, plan.reserved);
 }
 
 void DispatchLog::refused(const HandlerSession& session, std::string_view handler, const std::string& detail) const {

@@ -24,6 +24,8 @@
 
 namespace jetfan {
 
+struct DescriptorPlan;
+
 class DispatchLog {
  public:
   DispatchLog(const Config& config, RateLimitedLog& warnings) : config_(config), warnings_(warnings) {}
@@ -32,6 +34,8 @@ class DispatchLog {
   void unrestricted_handlers() const;
   // At start: the descriptor limit leaves `room` for fewer than socket.max_connections.
   void connections_limited(std::size_t max_connections, std::size_t room) const;
+  // At start: how the descriptor limit is shared (DescriptorPlan).
+  void descriptor_plan(const DescriptorPlan& plan) const;
 
   // A HELLO refused for `detail`; a handler admitted; one disconnected (what it had goes again); one
   // whose connection failed for `why` (rate-limited).

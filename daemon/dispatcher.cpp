@@ -60,8 +60,11 @@ Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& u
     pulls_.attach(*pinned_);
   }
   // Out of descriptors, jetfan could not even reconnect to NATS: connections stop short of it.
-  const std::size_t budget =
-      connection_budget(raise_descriptor_limit(), open_descriptors(), defaults::kReservedDescriptors);
+  const DescriptorPlan plan = plan_descriptors(raise_descriptor_limit(), open_descriptors(),
+                                               config.metrics ? config.metrics->max_connections : 0,
+                                               defaults::kControlMaxSessions, defaults::kReservedDescriptors);
+  log_.descriptor_plan(plan);
+  const std::size_t budget = plan.handlers;
   if (budget < table_.limits().max_connections) {
     log_.connections_limited(table_.limits().max_connections, budget);
     table_.limit_connections(budget);
@@ -570,6 +573,9 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
       break;
     }
     case proto::Verb::kTerm:
+      if (const auto seq = core_.seq_in_flight(session.id(), command.id); seq && session.handler()) {
+        dead_letters_.note_term_reason(*session.handler(), *seq, command.reason);
+      }
       known = core_.term(session.id(), command.id, now);
       if (known) log_.terminated(session, command.id, command.reason);
       break;
@@ -653,8 +659,10 @@ void Dispatcher::finish() {
 void Dispatcher::observe(const HeldMessage& stored, HandlerMask recipients) {
   if (recipients == 0) observer_->on_no_recipient(stored.key);
   if (!observer_->tailing()) return;
+  // A redelivery goes only to the recipients that have not confirmed it: the tail names those.
   observer_->on_tail(TailItem{wall_now_ns_ / 1'000'000, stored.key, stored.stream_seq, stored.deliveries,
-                              stored.message->headers(), stored.message->payload(), recipients, false});
+                              stored.message->headers(), stored.message->payload(),
+                              recipients & ~core_.confirmed_before(stored.stream_seq), false});
 }
 
 void Dispatcher::observe_unroutable(const InboundMessage& message) {

@@ -693,3 +693,18 @@ TEST_CASE("dispatcher: a dead-letter job is refused for a handler without dead l
   CHECK(refused->find("no connected instance") != std::string::npos);
   CHECK(h.upstream.api_requests.empty());
 }
+
+TEST_CASE("dispatcher: a handler's TERM reason goes into its dead letter's Jetfan-Reason", "[unit]") {
+  Harness h(redrive_config());
+  const auto builder = h.hello("builder");
+  h.hello("audit");
+  h.deliver(7, "ev.a.x");
+  h.deliver(8, "ev.a.y");
+  auto sent = h.msgs(builder);
+  REQUIRE(sent.size() == 2);
+  h.send(builder,
+         "TERM " + std::to_string(sent[0].id) + " no machine for it\r\nTERM " + std::to_string(sent[1].id) + "\r\n");
+  REQUIRE(h.upstream.published.size() == 2);
+  CHECK(h.upstream.published[0].headers.find("Jetfan-Reason: TERM: no machine for it\r\n") != std::string::npos);
+  CHECK(h.upstream.published[1].headers.find("Jetfan-Reason: TERM\r\n") != std::string::npos);  // none given
+}

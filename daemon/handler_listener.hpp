@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "config.hpp"
+#include "rate_limited_log.hpp"
 
 namespace jetfan {
 
@@ -37,6 +38,7 @@ class HandlerListener {
   const SocketSettings& settings_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   boost::asio::steady_timer retry_;  // after a failed accept (out of file descriptors, say)
+  RateLimitedLog warnings_{3, std::chrono::minutes(1)};
   Accepted accepted_;
   bool bound_ = false;  // jetfan made the socket file (and removes it); not so for a passed one
 };

@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include "encoder.hpp"
+#include "peer_credentials.hpp"
 
 namespace jetfan {
 namespace asio = boost::asio;
@@ -17,24 +18,6 @@ namespace {
 // A peer that does not read its ERR must not keep the connection open.
 constexpr Duration kErrLinger{1000};
 
-PeerCredentials read_credentials(int fd) {
-  PeerCredentials peer;
-  ucred credentials{};
-  socklen_t length = sizeof credentials;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0) {
-    peer.pid = credentials.pid;
-    peer.uid = credentials.uid;
-    peer.gid = credentials.gid;
-  }
-  // The peer's supplementary groups, as they were when it connected (Linux 4.13 and later).
-  gid_t groups[256];
-  length = sizeof groups;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &length) == 0) {
-    peer.groups.assign(groups, groups + length / sizeof(gid_t));
-  }
-  return peer;
-}
-
 }  // namespace
 
 HandlerSession::HandlerSession(Socket socket, ConnectionId id, SessionOwner& owner, const SocketSettings& limits)
@@ -42,7 +25,7 @@ HandlerSession::HandlerSession(Socket socket, ConnectionId id, SessionOwner& own
       id_(id),
       owner_(owner),
       limits_(limits),
-      credentials_(read_credentials(socket_.native_handle())),
+      credentials_(read_peer_credentials(socket_.native_handle())),
       peer_("connection " + std::to_string(id) + ", pid " + std::to_string(credentials_.pid) + ", uid " +
             std::to_string(credentials_.uid)),
       timer_(socket_.get_executor()) {}

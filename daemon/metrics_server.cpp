@@ -5,6 +5,8 @@
 #include <boost/beast/http.hpp>
 
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "logging.hpp"
 #include "prometheus_text.hpp"
@@ -18,21 +20,30 @@ using Tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr std::chrono::seconds kIdleTimeout{10};
+constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
 
 // One HTTP connection: read a request, answer it, again while the client keeps it alive.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(Tcp::socket socket, MetricsSource& source) : stream_(std::move(socket)), source_(source) {}
+  HttpSession(Tcp::socket socket, MetricsSource& source, std::shared_ptr<std::size_t> open)
+      : stream_(std::move(socket)), source_(source), open_(std::move(open)) {
+    ++*open_;
+  }
+  ~HttpSession() { --*open_; }
+  HttpSession(const HttpSession&) = delete;
+  HttpSession& operator=(const HttpSession&) = delete;
 
   void read() {
-    request_ = {};
-    stream_.expires_after(kIdleTimeout);
-    http::async_read(stream_, buffer_, request_, [self = shared_from_this()](beast::error_code error, std::size_t) {
+    parser_.emplace();
+    parser_->header_limit(MetricsServer::kMaxHeaderBytes);
+    parser_->body_limit(MetricsServer::kMaxBodyBytes);
+    stream_.expires_after(MetricsServer::kRequestTimeout);
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code error, std::size_t) {
       if (error) {
         self->close();
         return;
       }
+      self->request_ = self->parser_->release();
       self->answer();
     });
   }
@@ -89,7 +100,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   beast::tcp_stream stream_;
   MetricsSource& source_;
-  beast::flat_buffer buffer_;
+  std::shared_ptr<std::size_t> open_;
+  beast::flat_buffer buffer_{MetricsServer::kMaxHeaderBytes + MetricsServer::kMaxBodyBytes};
+  std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> request_;
   http::response<http::string_body> response_;
 };
@@ -97,7 +110,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 }  // namespace
 
 MetricsServer::MetricsServer(asio::io_context& io, const MetricsSettings& settings, MetricsSource& source)
-    : source_(source), acceptor_(io), retry_(io) {
+    : source_(source),
+      max_connections_(settings.max_connections),
+      acceptor_(io),
+      retry_(io),
+      warnings_(3, std::chrono::minutes(1)) {
   const std::string where = settings.host + ":" + std::to_string(settings.port);
   boost::system::error_code error;
   const auto address = asio::ip::make_address(settings.host, error);
@@ -124,17 +141,39 @@ void MetricsServer::accept() {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (error) {
       // Accepting again at once would spin while the cause (EMFILE, say) lasts.
-      log_warn("metrics.accept_failed", {{"reason", error.message()}},
-               "metrics: accept failed: {}; accepting again in 100ms", error.message());
-      retry_.expires_after(std::chrono::milliseconds(100));
+      warnings_.warn(std::chrono::steady_clock::now(), "accept", "metrics.accept_failed", {{"reason", error.message()}},
+                     "metrics: accept failed: {}; accepting again in {}ms", error.message(), kAcceptRetry.count());
+      retry_.expires_after(kAcceptRetry);
       retry_.async_wait([this](const boost::system::error_code& cancelled) {
         if (!cancelled) accept();
       });
       return;
     }
-    std::make_shared<HttpSession>(std::move(socket), source_)->read();
+    if (*open_ >= max_connections_) {
+      refuse(std::move(socket));
+    } else {
+      std::make_shared<HttpSession>(std::move(socket), source_, open_)->read();
+    }
     accept();
   });
+}
+
+void MetricsServer::refuse(Tcp::socket socket) {
+  ++refused_;
+  warnings_.warn(std::chrono::steady_clock::now(), "full", "metrics.connection_refused",
+                 {{"open", *open_}, {"max_connections", max_connections_}, {"refused", refused_}},
+                 "metrics: {} connections open (metrics.max_connections); answering one more 503 and closing it "
+                 "({} so since start)",
+                 *open_, refused_);
+  // The answer fits an empty socket buffer; a peer that does not read it loses nothing it asked for.
+  static constexpr std::string_view kBusy =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 25\r\nConnection: "
+      "close\r\n\r\ntoo many connections open\n";
+  boost::system::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(asio::buffer(kBusy), ignored);
+  socket.shutdown(Tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
 }
 
 }  // namespace jetfan

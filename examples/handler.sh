@@ -1,7 +1,8 @@
 #!/bin/sh
 # A complete handler in shell, run once per message by jetfan exec:
 #   jetfan exec --handler builder --socket /run/jetfan/builder.sock -- examples/handler.sh
-# The payload is on stdin; JETFAN_KEY, JETFAN_SEQ, JETFAN_DELIVERIES, JETFAN_HEADERS describe it.
+# The payload is on stdin; JETFAN_KEY, JETFAN_SUBJECT, JETFAN_SEQ, JETFAN_DELIVERIES, JETFAN_PUBLISHED
+# and JETFAN_HEADERS describe it (jetfan exec --help lists them all).
 # Exit 0 acks; exit 100 terms (the last stderr line is the reason); any other exit naks.
 payload=$(cat)
 case $payload in

@@ -1,4 +1,5 @@
 #include "exec_environment.hpp"
+#include "exec_options.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -43,4 +44,18 @@ TEST_CASE("exec environment: no headers, and header names made variable names", 
   }
   CHECK(jetfan::header_variable("Nats-Msg-Id") == "JETFAN_HEADER_NATS_MSG_ID");
   CHECK(jetfan::header_variable("a.b:c 9") == "JETFAN_HEADER_A_B_C_9");
+}
+
+TEST_CASE("exec's --help names every variable a command is given", "[unit]") {
+  jetfan::Delivery msg;
+  msg.subject = "module.a.b";
+  msg.published = std::chrono::system_clock::time_point(std::chrono::seconds(1));
+  msg.headers = "NATS/1.0\r\nTrace-Id: abc\r\n\r\n";
+  const std::string usage = jetfan::exec_usage();
+  for (const auto& entry : delivery_environment(msg, "h", nullptr)) {
+    std::string name = entry.substr(0, entry.find('='));
+    if (name.rfind("JETFAN_HEADER_", 0) == 0) name = "JETFAN_HEADER_<NAME>";
+    INFO(name);
+    CHECK_THAT(usage, Catch::Contains("  " + name + " "));
+  }
 }

@@ -144,7 +144,7 @@ int run_exec(std::span<const std::string> args) {
     return 0;
   }
   if (!parsed.options) {
-    std::fprintf(stderr, "jetfan exec: %s\n\n%s", parsed.error.c_str(), exec_usage());
+    std::fprintf(stderr, "jetfan exec: %s\njetfan exec --help says how to use it.\n", parsed.error.c_str());
     return kExecUsage;
   }
   ExecOptions options = *parsed.options;

@@ -19,6 +19,8 @@ payload is CMD's stdin; the rest of the message is in its environment:
   JETFAN_KEY           the message's key (its subject less jetfan's prefix)
   JETFAN_SEQ           its JetStream stream sequence (the same on a redelivery)
   JETFAN_DELIVERIES    how often it has been delivered, 1 the first time
+  JETFAN_SUBJECT       its full NATS subject (protocol version 2 and later)
+  JETFAN_PUBLISHED     when the stream stored it, RFC 3339 in UTC with nanoseconds (version 2 on)
   JETFAN_HEADERS       its NATS headers, one "Name: value" per line (empty: none)
   JETFAN_HEADER_<NAME> each header's value(s), one per line; <NAME> is the header's name in upper
                        case with each character other than A-Z and 0-9 made "_"
@@ -93,9 +95,11 @@ ParsedExecArgs parse_exec_args(std::span<const std::string> args) {
                                   std::tuple{"--ack-timeout", &flags.ack_timeout, &options.ack_timeout}}) {
     if (value->empty()) continue;
     const auto duration = parse_duration(*value);
-    if (!duration || duration->count() == 0) {
-      return fail(std::string(flag) + ": \"" + *value + "\" is not a duration such as 500ms, 30s, 5m or 1h");
+    if (!duration) {
+      return fail(std::string(flag) + ": \"" + *value + "\" is not a duration (" +
+                  duration_refusal(*value).value_or("unreadable") + "), e.g. 500ms, 1.5s, 1m30s");
     }
+    if (duration->count() == 0) return fail(std::string(flag) + ": must be longer than 0");
     *out = *duration;
   }
   if (separator != args.end()) options.command.assign(separator + 1, args.end());

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs what building, testing and the demo need, from Debian 12 packages, if it is missing.
+#   scripts/deps.sh          everything (the test command)
+#   scripts/deps.sh --demo   only what building jetfan and running the demo need (scripts/demo.sh)
 set -euo pipefail
 # What configuring and building need (the find_package, pkg_check_modules and find_program of the
 # CMakeLists.txt files, tests included). docker/Dockerfile's build stage installs exactly these
 # (docker/check_packages.sh checks that the two lists agree).
 build_packages=(g++ cmake ninja-build pkg-config python3 libnats-dev libboost-dev libspdlog-dev
                 libyaml-cpp-dev nlohmann-json3-dev libsystemd-dev libcli11-dev catch2)
-# What the tests and the demo need besides.
-packages=("${build_packages[@]}" nats-server python3-venv
+# What the demo runs besides: a nats-server (and node, below).
+demo_packages=("${build_packages[@]}" nats-server)
+# What the tests need besides.
+packages=("${demo_packages[@]}" python3-venv
           flit  # flit_core, the Python client's build backend (offline: pip --no-build-isolation)
           prometheus  # promtool checks the /metrics text in the tests
           dpkg-dev lintian man-db python3-yaml systemd-container  # packaging, docker/ and systemd/ checks
@@ -16,6 +20,7 @@ packages=("${build_packages[@]}" nats-server python3-venv
           openssl  # tests/auth: keys, certificates and JWTs made by the test
           clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes
           clang-format-14 clang-tidy-14)  # scripts/lint.sh
+[ "${1:-}" = "--demo" ] && packages=("${demo_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

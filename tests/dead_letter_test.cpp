@@ -140,7 +140,8 @@ TEST_CASE("a message the next jetfan gives up again after kill -9 is stored once
   CHECK(mesh.controller().stream_messages("DLQ") == 1);
 }
 
-TEST_CASE("a TERM from a handler with dead letters is dead-lettered with the reason TERM", "[integration]") {
+TEST_CASE("a TERM from a handler with dead letters is dead-lettered with the reason TERM and the handler's words",
+          "[integration]") {
   Mesh mesh;
   mesh.controller().create_stream("DLQ", {"dlq.>"});
   mesh.start_jetfan(mesh.config(budget_handlers()));
@@ -150,8 +151,12 @@ TEST_CASE("a TERM from a handler with dead letters is dead-lettered with the rea
   REQUIRE(wait_until([&] { return mesh.controller().stream_messages("DLQ") == 1; }));
   REQUIRE(mesh.wait_settled());
   const auto dead = mesh.controller().get_message("DLQ", 1);
-  CHECK(header(dead, "Jetfan-Reason") == "TERM");
+  CHECK(header(dead, "Jetfan-Reason") == "TERM: test says poison");
   CHECK(header(dead, "Jetfan-Sequence") == std::to_string(seq));
+  // And so `jetfan dlq list` says why.
+  std::string listed;
+  CHECK(run_jetfan({"dlq", "list", "--handler", "builder", "--control", mesh.control_path()}, mesh.dir(), listed) == 0);
+  CHECK_THAT(listed, Catch::Contains("reason TERM: test says poison"));
   CHECK(count_seq(mesh.seen("builder"), seq) == 1);
 }
 

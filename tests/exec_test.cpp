@@ -219,4 +219,6 @@ TEST_CASE("exec: a bad command line, a missing or unrunnable command, an undecla
                  Catch::Contains("jetfan.yaml is not executable") && Catch::Contains(" is a directory") &&
                  Catch::Contains("unexpected argument \"--no-such-flag\"") &&
                  Catch::Contains("unknown handler \"nobody\"") && Catch::Contains("declares no handler \"nobody\""));
+  // A usage error is its line and where the help is, not the whole help.
+  CHECK_THAT(out, Catch::Contains("jetfan exec --help says how to use it.") && !Catch::Contains("usage: jetfan exec"));
 }

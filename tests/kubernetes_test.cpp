@@ -1,9 +1,11 @@
 // docs/kubernetes/builder.yaml, read as kubectl would get it (yaml-cpp, every document), held to what
 // docs/kubernetes/README.md says of it and to this build's jetfan: jetfan is a native sidecar whose
-// arguments the CLI accepts and whose mounted config passes `jetfan check`; the socket lies in an
-// emptyDir both containers mount, the credentials in a Secret only jetfan mounts; the probes ask
-// /ready and /live on the port metrics.listen names. Also the container image's way of finding its
-// config without --config ($JETFAN_CONFIG), which the image's CMD relies on.
+// arguments the CLI accepts and whose mounted config passes `jetfan check`; that config lies in a
+// directory the ConfigMap volume is mounted on (never a subPath, which the kubelet does not update,
+// so that an edit of the ConfigMap reaches `jetfan reload`); the socket lies in an emptyDir both
+// containers mount, the credentials in a Secret only jetfan mounts; the probes ask /ready and /live
+// on the port metrics.listen names. Also the container image's way of finding its config without
+// --config ($JETFAN_CONFIG), which the image's CMD relies on.
 
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
@@ -205,6 +207,45 @@ TEST_CASE("kubernetes manifests: jetfan is a native sidecar whose arguments the 
   CHECK_THAT(output, Catch::Contains(": OK: consumer \"node1_builder\" of stream \"EVENTS\""));
 }
 
+TEST_CASE(
+    "kubernetes manifests: jetfan's config lies in a directory the ConfigMap volume is mounted on, never in a subPath "
+    "mount, which the kubelet would never update",
+    "[integration]") {
+  const auto manifest = load();
+  const auto jetfan = manifest.jetfan();
+  const auto path = manifest.jetfan_config_path();
+  const auto mount = Manifest::mount_of(jetfan, path);
+  REQUIRE(mount);
+  INFO(YAML::Dump(*mount));
+  // The kubelet updates the files of a ConfigMap volume when the ConfigMap changes (a new directory,
+  // then the ..data link swapped to it), but never what a subPath mount bound at the pod's start:
+  // `jetfan reload` would read the old config again (tests/configmap_reload_test.cpp reloads through
+  // the kubelet's layout).
+  CHECK_FALSE((*mount)["subPath"]);
+  CHECK_FALSE((*mount)["subPathExpr"]);
+  CHECK((*mount)["readOnly"].as<bool>(false));
+  const auto volume = manifest.volume((*mount)["name"].as<std::string>());
+  REQUIRE(volume["configMap"]);
+  const auto directory = (*mount)["mountPath"].as<std::string>();
+  CHECK(std::filesystem::path(path).parent_path().string() == directory);
+  const auto configmap = manifest.find("ConfigMap", volume["configMap"]["name"].as<std::string>());
+  CHECK(configmap["data"][std::filesystem::path(path).filename().string()]);
+  // No file of a ConfigMap or Secret reaches jetfan through a subPath either.
+  for (const auto& each : jetfan["volumeMounts"]) {
+    INFO(YAML::Dump(each));
+    const auto source = manifest.volume(each["name"].as<std::string>());
+    if (source["configMap"] || source["secret"] || source["projected"]) CHECK_FALSE(each["subPath"]);
+  }
+  // The Secret lies beside the config's directory, not mounted inside it.
+  const auto creds = manifest.jetfan_config()["nats"]["creds"].as<std::string>();
+  const auto secret_mount = Manifest::mount_of(jetfan, creds);
+  REQUIRE(secret_mount);
+  const auto secret_at = (*secret_mount)["mountPath"].as<std::string>();
+  CHECK(secret_at != directory);
+  CHECK(secret_at.rfind(directory + "/", 0) != 0);
+  CHECK(directory.rfind(secret_at + "/", 0) != 0);
+}
+
 TEST_CASE("kubernetes manifests: the socket in an emptyDir both mount, the credentials in a Secret only jetfan mounts",
           "[integration]") {
   const auto manifest = load();
@@ -220,9 +261,18 @@ TEST_CASE("kubernetes manifests: the socket in an emptyDir both mount, the crede
   CHECK((*handler_mount)["name"].as<std::string>() == volume);
   CHECK((*handler_mount)["mountPath"].as<std::string>() == (*jetfan_mount)["mountPath"].as<std::string>());
   CHECK(manifest.volume(volume)["emptyDir"]);
-  // An emptyDir is mode 0777 without the sticky bit, which jetfan refuses for the socket's own
-  // directory: the socket must lie in a directory below it, which jetfan makes.
+  // An emptyDir is mode 0777 without the sticky bit, which jetfan refuses on the way to its socket:
+  // an init container before jetfan gives it the sticky bit, and the socket lies in a directory
+  // below it, which jetfan makes.
   CHECK(directory != (*jetfan_mount)["mountPath"].as<std::string>());
+  const auto first = manifest.pod()["initContainers"][0];
+  CHECK(first["name"].as<std::string>() == "socket-dir");
+  CHECK(first["command"].as<std::vector<std::string>>() ==
+        std::vector<std::string>{"chmod", "+t", (*jetfan_mount)["mountPath"].as<std::string>()});
+  const auto sticky_mount = Manifest::mount_of(first, directory);
+  REQUIRE(sticky_mount);
+  CHECK((*sticky_mount)["name"].as<std::string>() == volume);
+  CHECK(first["securityContext"]["capabilities"]["drop"][0].as<std::string>() == "ALL");
   bool told = false;
   for (const auto& variable : manifest.handler()["env"]) {
     if (variable["name"].as<std::string>() == "JETFAN_SOCKET") told = variable["value"].as<std::string>() == socket;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# docs/monitoring/: the Prometheus rules pass `promtool check rules`, the Grafana dashboard is JSON
+# docs/monitoring/: the Prometheus rules pass `promtool check rules` and their tests (`promtool test
+# rules jetfan.rules.test.yml`), the Grafana dashboard is JSON
 # with unique panel ids, and every jetfan or process metric either of them names is one jetfan
 # exports (the table in daemon/CONTROL.md). Exits 77 (skipped) without promtool.
 set -euo pipefail
@@ -10,6 +11,7 @@ if ! command -v promtool > /dev/null; then
   exit 77
 fi
 promtool check rules "$dir/jetfan.rules.yml"
+promtool test rules "$dir/jetfan.rules.test.yml"  # the alerts fire on what they are for
 python3 - "$dir/jetfan-dashboard.json" "$dir/jetfan.rules.yml" "$root/daemon/CONTROL.md" << 'PY'
 import json, re, sys
 dashboard_path, rules_path, control_path = sys.argv[1:4]

@@ -16,45 +16,11 @@
 #include <thread>
 
 #include "mesh.hpp"
+#include "test_users.hpp"
 
 using namespace jetfan::testing;
 
 namespace {
-
-int run(const std::string& command) { return std::system((command + " > /dev/null 2>&1").c_str()); }
-
-// Two users and a group of this test's own, removed afterwards; `member` is in `group` as a
-// supplementary group, `stranger` is not.
-struct TestUsers {
-  TestUsers() {
-    const std::string tag = std::to_string(::getpid());
-    stranger = "jftest-s" + tag;
-    member = "jftest-m" + tag;
-    group = "jftest-g" + tag;
-    made = run("groupadd " + group) == 0 && run("useradd --no-create-home --user-group " + stranger) == 0 &&
-           run("useradd --no-create-home --user-group -G " + group + " " + member) == 0;
-  }
-  ~TestUsers() {
-    run("userdel " + stranger);
-    run("userdel " + member);
-    run("groupdel " + group);
-  }
-  // setpriv runs the handler as `user`, with that user's groups, as a login would give them.
-  static std::vector<std::string> as(const std::string& user) {
-    return {"setpriv", "--reuid=" + user, "--regid=" + user, "--init-groups", "--"};
-  }
-  static uid_t uid_of(const std::string& user) { return ::getpwnam(user.c_str())->pw_uid; }
-  static gid_t gid_of(const std::string& name) { return ::getgrnam(name.c_str())->gr_gid; }
-
-  std::string stranger, member, group;
-  bool made = false;
-};
-
-bool skip_unless_root() {
-  if (::geteuid() == 0) return false;
-  WARN("SKIPPED: making users and running handlers as them needs root");
-  return true;
-}
 
 // The test users must reach the socket and write what they saw: a sticky, world-writable dir,
 // which jetfan accepts for its socket (the sticky bit stops others replacing it).

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 
 #include "mesh.hpp"
@@ -115,6 +116,22 @@ TEST_CASE("the command line: --flag=value, per-command --help, usage errors exit
   CHECK(run_jetfan({"check", "--config=" + good}, mesh.dir(), output) == 0);
   CHECK_THAT(output, Catch::Contains(": OK: "));
   CHECK(run_jetfan({"check", "-c", good}, mesh.dir(), output) == 0);
+  // A secret systemd hands over (LoadCredential=) cannot be found from a shell: noted, not an error.
+  const std::string credential = mesh.dir() + "/credential.yaml";
+  std::ofstream(credential) << mesh.config(kBuilder, "", "  token_file: ${CREDENTIALS_DIRECTORY}/nats-token\n");
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  CHECK(run_jetfan({"check", "-c", credential}, mesh.dir(), output) == 0);
+  CHECK_THAT(output,
+             Catch::Contains("${CREDENTIALS_DIRECTORY}/nats-token is not checked here") && Catch::Contains(": OK: "));
+  ::setenv("CREDENTIALS_DIRECTORY", mesh.dir().c_str(), 1);  // and with it set, the file must be there
+  CHECK(run_jetfan({"check", "-c", credential}, mesh.dir(), output) == 78);
+  CHECK_THAT(output, Catch::Contains(mesh.dir() + "/nats-token: cannot be read"));
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  // --print: the config as jetfan runs it, which jetfan check passes as it is.
+  CHECK(run_jetfan({"check", "--print", "-c", good}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::Contains("max_held_bytes: 32MiB") && Catch::Contains("ack_timeout: 30s"));
+  std::ofstream(mesh.dir() + "/printed.yaml") << output;
+  CHECK(run_jetfan({"check", "-c", mesh.dir() + "/printed.yaml"}, mesh.dir(), output) == 0);
   CHECK(run_jetfan({"check", "--help"}, mesh.dir(), output) == 0);
   CHECK_THAT(output, Catch::StartsWith("usage: jetfan check") && Catch::Contains("--config"));
   CHECK(run_jetfan({"status", "--help"}, mesh.dir(), output) == 0);
@@ -128,6 +145,15 @@ TEST_CASE("the command line: --flag=value, per-command --help, usage errors exit
   CHECK(run_jetfan({}, mesh.dir(), output) == 64);
   CHECK(run_jetfan({"version"}, mesh.dir(), output) == 0);
   CHECK_THAT(output, Catch::StartsWith("jetfan "));
+  // help: jetfan's, or the named command's, never the command run.
+  CHECK(run_jetfan({"help"}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::StartsWith("usage: jetfan") && Catch::Contains("Commands:") && Catch::Contains("serve"));
+  CHECK(run_jetfan({"help", "serve"}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::StartsWith("usage: jetfan serve") && Catch::Contains("--log-level"));
+  CHECK(run_jetfan({"help", "dlq", "list"}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::StartsWith("usage: jetfan dlq list") && Catch::Contains("--seq"));
+  CHECK(run_jetfan({"help", "nope"}, mesh.dir(), output) == 64);
+  CHECK_THAT(output, Catch::Contains("no command \"nope\""));
   // As a shell would: 127 for a command that is nowhere; jetfan exec looks before it connects.
   CHECK(run_jetfan({"exec", "--handler=builder", "--socket=" + mesh.dir() + "/none.sock", "--", "no-such-command-here"},
                    mesh.dir(), output) == 127);

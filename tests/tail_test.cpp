@@ -99,3 +99,19 @@ TEST_CASE("a tail that never reads does not delay acks or grow jetfan's memory, 
   CHECK(told == dropped);
   CHECK_FALSE(stuck.line(300ms));
 }
+
+TEST_CASE("tail names only the handlers a redelivery goes to", "[integration]") {
+  Mesh mesh;
+  mesh.start_jetfan(mesh.config(kHandlers, "delivery:\n  nak_delay: 50ms\n  nak_delay_max: 200ms\n"));
+  mesh.start_handler("builder");
+  mesh.start_handler("audit");
+  TailStream all(mesh.control_path(), "");
+  REQUIRE(all.line() == "OK tailing every message");
+  const auto seq = mesh.publish("a.again", "nak1@builder");  // audit acks it, builder NAKs it once
+  REQUIRE(mesh.wait_seen("builder", 1));
+  REQUIRE(mesh.wait_settled());
+  const std::string s = std::to_string(seq);
+  CHECK_THAT(next_record(all), Catch::Contains(" a.again seq " + s + " delivery 1 -> builder, audit |"));
+  CHECK_THAT(next_record(all), Catch::Contains(" a.again seq " + s + " delivery 2 -> builder |"));
+  CHECK(mesh.seen("audit").size() == 1);  // as the tail says: audit did not get it again
+}

@@ -51,7 +51,7 @@ _jetfan() {
   case $command in
     "") words="serve check status tail reload pause resume dlq redrive unreadable step-down exec version help --version --help" ;;
     serve) words="--config --log-level --help" ;;
-    check) words="--config --help" ;;
+    check) words="--config --print --help" ;;
     status) words="--json --config --control --help" ;;
     tail) words="--config --control --help" ;;
     reload) words="--config --control --help" ;;
@@ -64,7 +64,7 @@ _jetfan() {
     step-down) words="--config --control --help" ;;
     exec) words="--handler --socket --config --concurrency --timeout --ack-timeout --help --" ;;
     version) words="--help" ;;
-    help) words="--help" ;;
+    help) words="serve check status tail reload pause resume dlq redrive unreadable step-down exec version --help" ;;
     *) return ;;
   esac
   mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")

@@ -84,6 +84,7 @@ class Settings:
         self.metrics_port = kw.get("metrics_port")  # jetfan's /metrics on 127.0.0.1, if set
         self.consumer_extra = kw.get("consumer_extra")  # more of the durable's config (priority groups)
         self.max_held = kw.get("max_held")  # consumer.max_held, if set
+        self.control_extra = kw.get("control_extra", [])  # config lines for control: (the adversary class)
 
 
 class Run:
@@ -186,6 +187,7 @@ class Run:
                  "socket:", f"  path: {self.socket}"]
         if s.metrics_port:
             lines += ["metrics:", f'  listen: "127.0.0.1:{s.metrics_port}"']
+        lines += s.control_extra
         lines += ["handlers:"]
         for h in self.handlers:
             pats = ", ".join(f'"{p}"' for p in h.patterns)

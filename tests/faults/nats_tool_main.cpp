@@ -3,6 +3,8 @@
 //   faults-nats serve URLS
 //       Reads requests from stdin, one per line, and answers each on stdout, one line each:
 //         req TIMEOUT_MS SUBJECT [BODY...]   ->  "ok <reply>" or "err <why>"
+//         hreq TIMEOUT_MS SUBJECT HEADERS [BODY...]   the same, with headers: NAME=VALUE fields
+//                                      joined by '|', each VALUE percent-encoded (%0D for a CR)
 //       (the JetStream API: $JS.API.STREAM.CREATE.<s>, $JS.API.CONSUMER.INFO.<s>.<d>, ...; its
 //       replies are one-line JSON). Reconnects for ever, so it outlives servers being killed.
 //   faults-nats audit URLS STREAM DURABLE EXPECT TIMEOUT_S GRACE_MS OUT_FILE [GROUP]
@@ -45,6 +47,19 @@ std::string one_line(std::string text) {
   return text;
 }
 
+std::string percent_decoded(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 int serve(const std::string& urls) {
   auto connection = jetfan::faults::connect_forever(urls, "faults-harness");
   std::string line;
@@ -55,13 +70,32 @@ int serve(const std::string& urls) {
     words >> verb >> timeout >> subject;
     std::string body;
     std::getline(words >> std::ws, body);
-    if (verb != "req" || subject.empty()) {
+    if ((verb != "req" && verb != "hreq") || subject.empty()) {
       std::cout << "err bad request: " << one_line(line) << std::endl;
       continue;
     }
     natsMsg* reply = nullptr;
-    const natsStatus status = natsConnection_Request(&reply, connection.get(), subject.c_str(), body.data(),
-                                                     static_cast<int>(body.size()), timeout);
+    natsStatus status = NATS_OK;
+    if (verb == "req") {
+      status = natsConnection_Request(&reply, connection.get(), subject.c_str(), body.data(),
+                                      static_cast<int>(body.size()), timeout);
+    } else {
+      const auto space = body.find(' ');
+      const std::string fields = body.substr(0, space);
+      body = space == std::string::npos ? std::string() : body.substr(space + 1);
+      natsMsg* request = nullptr;
+      status = natsMsg_Create(&request, subject.c_str(), nullptr, body.data(), static_cast<int>(body.size()));
+      jetfan::faults::OwnedMsg owned_request(request);
+      std::istringstream each(fields);
+      std::string field;
+      while (status == NATS_OK && std::getline(each, field, '|')) {
+        const auto equals = field.find('=');
+        if (equals == std::string::npos) continue;
+        status = natsMsgHeader_Add(request, field.substr(0, equals).c_str(),
+                                   percent_decoded(field.substr(equals + 1)).c_str());
+      }
+      if (status == NATS_OK) status = natsConnection_RequestMsg(&reply, connection.get(), request, timeout);
+    }
     jetfan::faults::OwnedMsg owned(reply);
     if (status != NATS_OK) {
       std::cout << "err " << natsStatus_GetText(status) << std::endl;

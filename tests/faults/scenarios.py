@@ -12,18 +12,20 @@ import subprocess
 import tempfile
 import time
 
+import adversary
 import checker
 import faults_lib as F
 import records
 from mesh import KEYS, Run, Settings, key_of, payload_of, standard_handlers
-from proc import die_with_parent, read_text, wait_until
+from proc import die_with_parent, free_port, read_text, wait_until
 from servers import DEAD_LETTER_STREAM, DURABLE, STREAM
 
 
 class Scenario:
     def __init__(self, name, faults, cluster_size=1, first=None, reconnect_loop=False, ghost_instance=False,
-                 gap=(1.0, 4.0), doc="", runner=None):
+                 gap=(1.0, 4.0), doc="", runner=None, settings=None):
         self.name = name
+        self.settings = settings  # () -> dict of Settings for each run, or None
         self.runner = runner  # a class with a driver of its own: (seed, build, rate) -> (result, workdir) or (None, why skipped)
         self.faults = faults
         self.cluster_size = cluster_size
@@ -62,6 +64,11 @@ CLASSES = {
                         reconnect_loop=True,
                         doc="SIGTERM of jetfan, alone and in the middle of a network stall, a stopped handler or a "
                             "server that is down; mixed with the other single-node faults"),
+    "adversary": Scenario("adversary", adversary.FAULTS, first=adversary.open_up, gap=(0.5, 2.0),
+                          settings=lambda: {"metrics_port": free_port(), "control_extra": adversary.CONTROL_EXTRA},
+                          doc="a hostile local peer at jetfan's edges: metrics-port and control floods, garbage on "
+                              "the handler socket, forged dead letters redriven, control and path swaps by other "
+                              "uids (those two as root)"),
     "failover": Scenario("failover", [], cluster_size=3, runner=lambda seed, build, rate: _failover().run_failover(
                              seed, build, rate),
                          doc="two jetfans on a pinned_client durable, 3-node cluster: SIGKILL, SIGSTOP and jetfan "
@@ -261,7 +268,7 @@ def run_class(scenario, seed, duration, build, rate=1000, settle_timeout=90):
     """One run of a fault class. Returns (result dict, workdir)."""
     workdir = new_workdir(scenario.name)
     rng = random.Random(seed)
-    settings = Settings(rate=rate)
+    settings = Settings(rate=rate, **(scenario.settings() if scenario.settings else {}))
     run = Run(build, workdir, scenario.handlers(), scenario.cluster_size, settings)
     info = {"name": scenario.name, "seed": seed, "duration_s": duration}
     try:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import threading
 import time
+import urllib.parse
 
 from proc import Proc, die_with_parent, free_port, read_text, wait_until
 
@@ -142,11 +143,17 @@ class NatsTool:
         self.proc = self._spawn()
         self.failing_since = now
 
-    def request(self, subject, body="", timeout_ms=2000):
-        """The reply as a dict; raises RuntimeError on no reply or a JetStream error."""
+    def request(self, subject, body="", timeout_ms=2000, headers=None):
+        """The reply as a dict; raises RuntimeError on no reply or a JetStream error. headers: a dict
+        of header fields to send with it."""
+        if headers:
+            fields = "|".join(f"{name}={urllib.parse.quote(value, safe='')}" for name, value in headers.items())
+            line = f"hreq {timeout_ms} {subject} {fields} {body}\n"
+        else:
+            line = f"req {timeout_ms} {subject} {body}\n"
         with self.lock:
             try:
-                self.proc.stdin.write(f"req {timeout_ms} {subject} {body}\n")
+                self.proc.stdin.write(line)
                 self.proc.stdin.flush()
                 line = self.proc.stdout.readline()
             except (BrokenPipeError, ValueError):
