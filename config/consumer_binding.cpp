@@ -13,6 +13,7 @@ ConsumerFacts consumer_facts(const jetstream::ConsumerInfo& info) {
   facts.max_ack_pending = info.max_ack_pending;
   facts.filter = info.filter_subject;
   facts.num_pending = info.num_pending;
+  facts.num_waiting = info.num_waiting;
   facts.ack_floor = info.ack_floor.stream_seq;
   facts.delivered = info.delivered.stream_seq;
   facts.delivered_consumer_seq = info.delivered.consumer_seq;

@@ -20,6 +20,7 @@ struct ConsumerFacts {
   std::int64_t max_ack_pending = -1;  // -1: unlimited
   std::string filter;                 // the consumer's filter subject, empty for the whole stream
   std::uint64_t num_pending = 0;
+  std::uint64_t num_waiting = 0;  // pull requests waiting at the consumer (a reader is there)
   // What an earlier reader may have left unacked: stream sequences in (ack_floor, delivered], of
   // which ack_pending are unacked (NumAckPending). Ordered handlers wait for those (docs/dispatch-rules.md R26).
   std::uint64_t ack_floor = 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "connect_check.hpp"
 #include "control_client.hpp"
 #include "daemon.hpp"
 #include "dlq_commands.hpp"
@@ -54,6 +55,7 @@ struct Values {
   bool all = false;
   bool dry_run = false;
   bool print = false;            // check's --print
+  bool connect = false;          // check's --connect
   std::string stream_seq;        // unreadable's --seq N
   ExecFlags exec;                // declared for help and completions; run_exec parses exec's words
   std::vector<std::string> cmd;  // likewise
@@ -82,6 +84,9 @@ class JetfanCommandLine : public CommandLine {
     auto& check = add_command("check", "check a config file; print every error; exit 0 if good",
                               [this] { return check_command(); });
     add_config_flag(check);
+    check.add_flag("--connect", values_.connect,
+                   "also check against the NATS server what serve would: credentials, stream, durable and its "
+                   "settings, dead-letter streams, priority groups, a reader already there");
     check.add_flag("--print", values_.print,
                    "once the file is good, print the config jetfan would run with: every key, defaults included, "
                    "secrets hidden");
@@ -238,6 +243,13 @@ class JetfanCommandLine : public CommandLine {
     if (values_.print) {
       std::fputs(effective_config_yaml(*config).c_str(), stdout);
       return kExitOk;
+    }
+    if (values_.connect) {
+      setup_logging(LogFormat::kText, "warn", false);  // the client's retries and warnings, on stderr
+      const int status = run_connect_check(*config, stdout, std::chrono::seconds(10));
+      std::printf("%s: %s\n", config->file.c_str(),
+                  status == kExitOk ? "OK against the server" : "NOT OK against the server (FAIL lines above)");
+      return status;
     }
     std::printf("%s: OK: consumer \"%s\" of stream \"%s\", %zu handler(s), socket %s\n", config->file.c_str(),
                 config->consumer.durable.c_str(), config->consumer.stream.c_str(), config->handlers.size(),

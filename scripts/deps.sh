@@ -26,8 +26,9 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 # The TypeScript client's tests need node and npm; any node that runs npm will do (clients/node/test.sh
-# brings Node 20 if this one is older). A node already installed from elsewhere is kept.
-command -v npm > /dev/null || missing+=(nodejs npm)
+# brings Node 20 if this one is older). A node already installed from elsewhere is kept. The demo
+# needs neither: clients/node/env.sh fetches Node 20 and npm from the npm registry.
+[ "${1:-}" = "--demo" ] || command -v npm > /dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   if [ "$(id -u)" -ne 0 ]; then

@@ -193,3 +193,43 @@ TEST_CASE("where consumer info cannot be read, consumer.ack_policy from the conf
   REQUIRE(mesh.wait_seen("builder", 1));
   REQUIRE(mesh.wait_settled());
 }
+
+TEST_CASE("jetfan check --connect checks against the server what serve would, and says each finding", "[integration]") {
+  Mesh mesh;
+  std::string output;
+  std::string good = mesh.config(kBuilder);
+  std::ofstream(mesh.dir() + "/good.yaml") << good;
+  CHECK(run_jetfan({"check", "--connect", "-c", mesh.dir() + "/good.yaml"}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::Contains("ok   nats: connected to") &&
+                         Catch::Contains("ok   consumer \"node1_builder\" of stream \"EVENTS\": a pull consumer") &&
+                         Catch::Contains("ok   no reader waits at the consumer now") &&
+                         Catch::Contains("OK against the server"));
+  CHECK(mesh.controller().consumers("EVENTS") == std::vector<std::string>{"node1_builder"});  // nothing made
+
+  // A reader at the consumer (this jetfan, serving): said, not failed.
+  mesh.start_jetfan(good);
+  CHECK(wait_until([&] {
+    return run_jetfan({"check", "--connect", "-c", mesh.dir() + "/good.yaml"}, mesh.dir(), output) == 0 &&
+           output.find("wait at the consumer now: a reader is there") != std::string::npos;
+  }));
+
+  // A durable that is not there, and a dead-letter subject no stream captures: each a FAIL with its fix.
+  std::string wrong = good;
+  wrong.replace(wrong.find("durable: node1_builder"), 22, "durable: nobody");
+  wrong += "    dead_letter: {subject: dlq.nowhere}\n";
+  std::ofstream(mesh.dir() + "/wrong.yaml") << wrong;
+  CHECK(run_jetfan({"check", "--connect", "-c", mesh.dir() + "/wrong.yaml"}, mesh.dir(), output) == 78);
+  CHECK_THAT(output, Catch::Contains("FAIL") &&
+                         Catch::Contains("consumer \"nobody\" of stream \"EVENTS\" does not exist") &&
+                         Catch::Contains("dlq.nowhere") && Catch::Contains("NOT OK against the server"));
+  CHECK(mesh.controller().consumers("EVENTS") == std::vector<std::string>{"node1_builder"});
+}
+
+TEST_CASE("jetfan check --connect with no server says so and exits 69", "[integration]") {
+  Mesh mesh({.start_server = false});
+  std::ofstream(mesh.dir() + "/good.yaml") << mesh.config(kBuilder);
+  std::string output;
+  CHECK(run_jetfan({"check", "--connect", "-c", mesh.dir() + "/good.yaml"}, mesh.dir(), output) == 69);
+  CHECK_THAT(output,
+             Catch::Contains("FAIL nats: no server of nats.servers") && Catch::Contains("answered within 10 s"));
+}

@@ -51,7 +51,7 @@ _jetfan() {
   case $command in
     "") words="serve check status tail reload pause resume dlq redrive unreadable step-down exec version help --version --help" ;;
     serve) words="--config --log-level --help" ;;
-    check) words="--config --print --help" ;;
+    check) words="--config --connect --print --help" ;;
     status) words="--json --config --control --help" ;;
     tail) words="--config --control --help" ;;
     reload) words="--config --control --help" ;;
