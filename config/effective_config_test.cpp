@@ -146,8 +146,8 @@ TEST_CASE("the effective config loads back to itself, with defaults written and 
   CHECK_THAT(effective_config_yaml(loaded(kOtherAuth[2])),
              !Catch::Contains("s3cret-token") && Catch::Contains("token: <hidden>"));
   const std::string minimal = effective_config_yaml(loaded(kOtherAuth[0]));
-  CHECK_THAT(minimal, Catch::Contains("servers: [nats://127.0.0.1:4222]") &&
-                          Catch::Contains("max_held_bytes: 32MiB") && Catch::Contains("ack_timeout: 30s") &&
+  CHECK_THAT(minimal, Catch::Contains("servers: [nats://127.0.0.1:4222]") && Catch::Contains("max_held_bytes: 32MiB") &&
+                          Catch::Contains("ack_timeout: 30s") &&
                           Catch::Contains("# ack_policy: the consumer's, from the server") &&
                           Catch::Contains("path: /run/jetfan/x.ctl") && Catch::Contains("# metrics: off"));
 }
