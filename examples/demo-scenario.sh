@@ -33,6 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# A step that fails says which, before the cleanup says what it stopped.
+trap 'echo "demo: FAILED at line $LINENO of $0: $BASH_COMMAND (exit $?)" >&2' ERR
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 wait_for() {  # wait_for WHAT SECONDS COMMAND...: polls COMMAND until it succeeds

@@ -16,13 +16,22 @@ work=$(mktemp -d /tmp/jetfan-time-demo.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 echo "== a fresh Debian 12 root in $work/root (not timed)"
 mmdebstrap --quiet --variant=apt --include=ca-certificates,git bookworm "$work/root" > /dev/null
+# The host's own extra certificate authorities (where an egress proxy re-signs TLS, say), so that the
+# root reaches Debian's and npm's registries as the host does; a machine with direct access needs none.
+# Node does not read the system's store: it is told to, as the host tells it.
+extra=()
+if compgen -G "/usr/local/share/ca-certificates/*.crt" > /dev/null; then
+  cp /usr/local/share/ca-certificates/*.crt "$work/root/usr/local/share/ca-certificates/"
+  chroot "$work/root" update-ca-certificates > /dev/null 2>&1
+  extra=(--setenv=NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt)
+fi
 git clone --quiet --no-hardlinks . "$work/root/root/jetfan"
 git -C "$work/root/root/jetfan" checkout --quiet "$commit"
 echo "== scripts/demo.sh --no-wait in it, from $(git rev-parse --short "$commit")"
 start=$(date +%s)
 # As docker/rootfs_test.sh runs its containers: no machine registration (no system bus needed), the
 # unit kept, output on a pipe.
-systemd-nspawn --quiet --console=pipe --register=no --keep-unit --as-pid2 --resolv-conf=copy-host \
+systemd-nspawn --quiet --console=pipe --register=no --keep-unit --as-pid2 --resolv-conf=copy-host "${extra[@]}" \
   --directory="$work/root" --chdir=/root/jetfan scripts/demo.sh --no-wait < /dev/null > "$work/demo.log" 2>&1 ||
   { grep -v 'Attempted to remove disk file system' "$work/demo.log" | tail -40; exit 1; }
 seconds=$(($(date +%s) - start))

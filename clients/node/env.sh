@@ -26,5 +26,5 @@ jetfan_node_env() {
 }
 
 jetfan_node_build() {
-  (cd "$jetfan_node_dir" && npm ci --prefer-offline --silent && npx tsc -p tsconfig.json)
+  (cd "$jetfan_node_dir" && npm ci --prefer-offline --loglevel=error && npx tsc -p tsconfig.json)
 }
