@@ -13,6 +13,7 @@
 #include "connect_check.hpp"
 #include "control_client.hpp"
 #include "daemon.hpp"
+#include "dev_sandbox.hpp"
 #include "dlq_commands.hpp"
 #include "effective_config.hpp"
 #include "exec_handler.hpp"
@@ -59,6 +60,7 @@ struct Values {
   std::string stream_seq;        // unreadable's --seq N
   ExecFlags exec;                // declared for help and completions; run_exec parses exec's words
   std::vector<std::string> cmd;  // likewise
+  DevOptions dev;                // dev's flags and CMD
 };
 
 // Loads the config, printing every error. nullopt: it is not usable.
@@ -157,6 +159,18 @@ class JetfanCommandLine : public CommandLine {
                              [] { return kExitSoftware; });
     declare_exec_flags(exec, values_.exec);
     exec.add_option("CMD", values_.cmd, "the command and its arguments, after \"--\"");
+
+    auto& dev = add_command("dev",
+                            "a sandbox for a handler author: a nats-server, a stream and durable, jetfan, and CMD as "
+                            "the handler; each line KEY [PAYLOAD] on stdin publishes an event",
+                            [this] { return run_dev_sandbox(values_.dev); });
+    dev.add_option("--handler", values_.dev.handler, "the handler's name (default: dev)")->type_name("NAME");
+    dev.add_option("--pattern", values_.dev.patterns, "a topic pattern of the handler, again for more (default: #)")
+        ->type_name("PATTERN");
+    dev.add_option("--nats-server", values_.dev.nats_server, "the nats-server binary (default: from PATH)")
+        ->type_name("PATH");
+    dev.add_flag("--keep", values_.dev.keep, "keep the temp dir (config, logs, store) afterwards");
+    dev.add_option("CMD", values_.dev.command, "the handler's command and its arguments, after \"--\"");
 
     add_command("version", "print the version", [] { return version(); });
     add_help_command();

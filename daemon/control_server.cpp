@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <array>
+
 #include <spdlog/spdlog.h>
 #include <boost/asio/write.hpp>
 
@@ -159,14 +161,7 @@ ControlServer::ControlServer(asio::io_context& io, const ControlSettings& settin
     : path_(settings.path), owner_(owner), acceptor_(io), retry_(io) {
   prepare_socket_directory("control.path", path_);
   clear_stale_socket("control.path", path_);
-  make_socket_in_place("control.path", path_, {settings.mode, std::nullopt, std::nullopt},
-                       [this](const std::string& staged) {
-                         boost::system::error_code failed;
-                         acceptor_.open(Protocol(), failed);
-                         if (!failed) acceptor_.bind(Protocol::endpoint(staged), failed);
-                         if (!failed) acceptor_.listen(asio::socket_base::max_listen_connections, failed);
-                         return failed;
-                       });
+  make_socket_in_place("control.path", path_, {settings.mode, std::nullopt, std::nullopt}, acceptor_);
   bound_ = true;
 }
 
@@ -218,6 +213,10 @@ void ControlServer::refuse(Protocol::socket socket) {
   boost::system::error_code ignored;
   socket.non_blocking(true, ignored);
   socket.write_some(asio::buffer(kBusy), ignored);
+  socket.shutdown(Protocol::socket::shutdown_send, ignored);
+  // Closing with an unread command sends a reset, which can cost the peer the answer.
+  std::array<char, ControlSession::kMaxCommandBytes> scratch{};
+  socket.read_some(asio::buffer(scratch), ignored);
   socket.close(ignored);
 }
 

@@ -35,14 +35,7 @@ HandlerListener::HandlerListener(asio::io_context& io, const SocketSettings& set
   }
   prepare_socket_directory("socket.path", settings.path);
   clear_stale_socket("socket.path", settings.path);
-  make_socket_in_place("socket.path", settings.path, {settings.mode, settings.owner, settings.group},
-                       [this](const std::string& staged) {
-                         boost::system::error_code failed;
-                         acceptor_.open(Protocol(), failed);
-                         if (!failed) acceptor_.bind(Protocol::endpoint(staged), failed);
-                         if (!failed) acceptor_.listen(asio::socket_base::max_listen_connections, failed);
-                         return failed;
-                       });
+  make_socket_in_place("socket.path", settings.path, {settings.mode, settings.owner, settings.group}, acceptor_);
   bound_ = true;
 }
 

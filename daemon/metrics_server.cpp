@@ -4,6 +4,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -167,12 +168,16 @@ void MetricsServer::refuse(Tcp::socket socket) {
                  *open_, refused_);
   // The answer fits an empty socket buffer; a peer that does not read it loses nothing it asked for.
   static constexpr std::string_view kBusy =
-      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 25\r\nConnection: "
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 26\r\nConnection: "
       "close\r\n\r\ntoo many connections open\n";
   boost::system::error_code ignored;
   socket.non_blocking(true, ignored);
   socket.write_some(asio::buffer(kBusy), ignored);
-  socket.shutdown(Tcp::socket::shutdown_both, ignored);
+  socket.shutdown(Tcp::socket::shutdown_send, ignored);
+  // Closing with unread input sends a reset, which can cost the peer the answer: what it sent so
+  // far is read and dropped first (at most one read; a peer still sending may get the reset).
+  std::array<char, 4096> scratch{};
+  socket.read_some(asio::buffer(scratch), ignored);
   socket.close(ignored);
 }
 

@@ -172,4 +172,16 @@ void make_socket_in_place(std::string_view key, const std::string& path, const S
   ::rmdir(staging.c_str());
 }
 
+void make_socket_in_place(std::string_view key, const std::string& path, const SocketFileSettings& file,
+                          boost::asio::local::stream_protocol::acceptor& acceptor) {
+  using Protocol = boost::asio::local::stream_protocol;
+  make_socket_in_place(key, path, file, [&acceptor](const std::string& staged) {
+    boost::system::error_code failed;
+    acceptor.open(Protocol(), failed);
+    if (!failed) acceptor.bind(Protocol::endpoint(staged), failed);
+    if (!failed) acceptor.listen(boost::asio::socket_base::max_listen_connections, failed);
+    return failed;
+  });
+}
+
 }  // namespace jetfan

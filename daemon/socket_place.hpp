@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/system/error_code.hpp>
 
 namespace jetfan {
@@ -65,5 +66,8 @@ struct SocketFileSettings {
 // fails, leaving nothing behind.
 void make_socket_in_place(std::string_view key, const std::string& path, const SocketFileSettings& file,
                           const std::function<boost::system::error_code(const std::string& staged)>& bind_and_listen);
+// The same, with `acceptor` opened, bound at the staged path and listening.
+void make_socket_in_place(std::string_view key, const std::string& path, const SocketFileSettings& file,
+                          boost::asio::local::stream_protocol::acceptor& acceptor);
 
 }  // namespace jetfan

@@ -49,7 +49,7 @@ _jetfan() {
   esac
   local words
   case $command in
-    "") words="serve check status tail reload pause resume dlq redrive unreadable step-down exec version help --version --help" ;;
+    "") words="serve check status tail reload pause resume dlq redrive unreadable step-down exec dev version help --version --help" ;;
     serve) words="--config --log-level --help" ;;
     check) words="--config --connect --print --help" ;;
     status) words="--json --config --control --help" ;;
@@ -63,8 +63,9 @@ _jetfan() {
     unreadable) words="--seq --config --control --help" ;;
     step-down) words="--config --control --help" ;;
     exec) words="--handler --socket --config --concurrency --timeout --ack-timeout --help --" ;;
+    dev) words="--handler --pattern --nats-server --keep --help --" ;;
     version) words="--help" ;;
-    help) words="serve check status tail reload pause resume dlq redrive unreadable step-down exec version --help" ;;
+    help) words="serve check status tail reload pause resume dlq redrive unreadable step-down exec dev version --help" ;;
     *) return ;;
   esac
   mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")

@@ -1,0 +1,71 @@
+// `jetfan dev -- CMD`: a handler author's sandbox (daemon/dev_sandbox.hpp), with the real jetfan,
+// a real nats-server and the test handler as CMD, fed lines on its stdin as a person would type them.
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "mesh.hpp"
+#include "unique_fd.hpp"
+
+using namespace jetfan::testing;
+
+TEST_CASE("jetfan dev runs CMD as a handler beside its own server and jetfan: each line typed is an event",
+          "[integration]") {
+  Mesh mesh({.start_server = false});  // for its temp dir only: jetfan dev brings its own server
+  int ends[2];
+  REQUIRE(::pipe2(ends, O_CLOEXEC) == 0);
+  jetfan::UniqueFd typed(ends[0]), keyboard(ends[1]);
+  const std::string seen = mesh.dir() + "/h.seen";
+  const char* server = std::getenv("JETFAN_NATS_SERVER");
+  // The handler is told where jetfan is by {socket} and {handler} in its words.
+  Process dev({JETFAN_BIN, "dev", "--handler", "h", "--pattern", "a.>", "--nats-server",
+               server ? server : "nats-server", "--", TEST_HANDLER_BIN, "{socket}", "{handler}", seen},
+              mesh.dir() + "/dev.out", "", {{}, {{typed.get(), 0}}});
+  typed.reset();
+  const std::string lines = "a.one hello\nb.other not for h\na.two\n";
+  REQUIRE(::write(keyboard.get(), lines.data(), lines.size()) == static_cast<ssize_t>(lines.size()));
+  REQUIRE(wait_until([&] { return read_file(seen).find("a.two") != std::string::npos; }, 60s));
+  const std::string got = read_file(seen);
+  CHECK_THAT(got, Catch::Contains(" a.one 1 hello") && !Catch::Contains("b.other"));
+  keyboard.reset();  // end of input: everything stops
+  REQUIRE(dev.wait(60s) == 0);
+  const std::string out = read_file(mesh.dir() + "/dev.out");
+  CHECK_THAT(out, Catch::Contains("published dev.a.one (stream seq 1)") &&
+                      Catch::Contains("published dev.b.other (stream seq 2)") &&
+                      Catch::Contains("stopping the handler, jetfan (it drains), nats-server"));
+  // Its temp dir is gone with it.
+  const auto at = out.find("jetfan serves ");
+  REQUIRE(at != std::string::npos);
+  const std::string socket = out.substr(at + 14, out.find(' ', at + 14) - at - 14);
+  CHECK_FALSE(std::filesystem::exists(std::filesystem::path(socket).parent_path()));
+}
+
+TEST_CASE("jetfan dev without a command says so and exits 64", "[integration]") {
+  Mesh mesh({.start_server = false});
+  std::string output;
+  CHECK(run_jetfan({"dev", "--handler", "h"}, mesh.dir(), output) == 64);
+  CHECK_THAT(output, Catch::Contains("no command"));
+}
+
+TEST_CASE("jetfan dev gives the handler the socket and its name in its environment too", "[integration]") {
+  Mesh mesh({.start_server = false});
+  int ends[2];
+  REQUIRE(::pipe2(ends, O_CLOEXEC) == 0);
+  jetfan::UniqueFd typed(ends[0]), keyboard(ends[1]);
+  const std::string seen = mesh.dir() + "/h.seen";
+  const char* server = std::getenv("JETFAN_NATS_SERVER");
+  Process dev({JETFAN_BIN, "dev", "--nats-server", server ? server : "nats-server", "--", "sh", "-c",
+               "exec \"$0\" \"$JETFAN_SOCKET\" \"$JETFAN_HANDLER\" \"$1\"", TEST_HANDLER_BIN, seen},
+              mesh.dir() + "/dev.out", "", {{}, {{typed.get(), 0}}});
+  typed.reset();
+  const std::string line = "any.key at all\n";  // the default handler "dev" takes every key
+  REQUIRE(::write(keyboard.get(), line.data(), line.size()) == static_cast<ssize_t>(line.size()));
+  REQUIRE(wait_until([&] { return read_file(seen).find(" any.key 1 at all") != std::string::npos; }, 60s));
+  keyboard.reset();
+  REQUIRE(dev.wait(60s) == 0);
+}
