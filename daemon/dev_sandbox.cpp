@@ -56,8 +56,10 @@ class Part {
     posix_spawn_file_actions_destroy(&actions);
     if (failed != 0) {
       pid_ = -1;
-      throw StartupError(kExitUnavailable,
-                         "jetfan dev: cannot start " + name_ + " (" + argv[0] + "): " + std::strerror(failed));
+      throw StartupError(
+          kExitUnavailable,
+          "jetfan dev: cannot start " + name_ + " (" + argv[0] + "): " + std::strerror(failed) +
+              (name_ == "nats-server" ? " (Debian: apt install nats-server; or --nats-server PATH)" : ""));
     }
   }
   Part(const Part&) = delete;

@@ -69,3 +69,15 @@ TEST_CASE("jetfan dev gives the handler the socket and its name in its environme
   keyboard.reset();
   REQUIRE(dev.wait(60s) == 0);
 }
+
+TEST_CASE("jetfan dev without a nats-server says what to install and exits 69, leaving its dir to look at",
+          "[integration]") {
+  Mesh mesh({.start_server = false});
+  std::string output;
+  CHECK(run_jetfan({"dev", "--nats-server", mesh.dir() + "/no-such-nats-server", "--", "true"}, mesh.dir(), output) ==
+        69);
+  CHECK_THAT(output, Catch::Contains("cannot start nats-server") && Catch::Contains("apt install nats-server") &&
+                         Catch::Contains("jetfan dev: left "));
+  const auto at = output.find("jetfan dev: left ");
+  std::filesystem::remove_all(output.substr(at + 17, output.find(' ', at + 17) - at - 17));
+}
