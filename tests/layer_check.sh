@@ -45,6 +45,8 @@ cnats_files=(
   daemon/daemon.hpp               # owns the JetStreamReader
   daemon/daemon.cpp               #   its implementation: checks the credentials with nats_auth
   daemon/cli.cpp                  # the credential checks (nats_auth); nats_CloseAndWait at exit
+  daemon/connect_check.cpp        # check --connect: serve's binding checks (JetStreamReader, JetStreamAdmin)
+  daemon/dev_sandbox.cpp          # jetfan dev: makes the sandbox's stream and durable, publishes typed lines
   daemon/cli_test.cpp             #   its test: the warnings about exposed secret files
   examples/mesh_controller.hpp    # the stand-in controller: creates streams and consumers over cnats
   examples/mesh_controller.cpp    #   its implementation
