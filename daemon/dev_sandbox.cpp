@@ -52,7 +52,14 @@ class Part {
     args.push_back(nullptr);
     for (const auto& entry : env) envp.push_back(const_cast<char*>(entry.c_str()));
     envp.push_back(nullptr);
-    const int failed = posix_spawnp(&pid_, argv[0].c_str(), &actions, nullptr, args.data(), envp.data());
+    // A group of its own: a handler started through npx or a shell is several processes, and all
+    // of them must stop with it.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    const int failed = posix_spawnp(&pid_, argv[0].c_str(), &actions, &attributes, args.data(), envp.data());
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     if (failed != 0) {
       pid_ = -1;
@@ -75,11 +82,14 @@ class Part {
     }
     return true;
   }
+  // SIGTERM to the whole group, SIGKILL to what is left of it after 10 s.
   void stop() {
-    if (!running()) return;
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 1000 && running(); ++i) std::this_thread::sleep_for(10ms);
-    if (running()) ::kill(pid_, SIGKILL);
+    if (pid_ < 0) return;
+    const pid_t group = pid_;
+    ::kill(-group, SIGTERM);
+    // Until every process of the group is gone (the leader reaped here, the rest by their parents).
+    for (int i = 0; i < 1000 && (running() || ::kill(-group, 0) == 0); ++i) std::this_thread::sleep_for(10ms);
+    ::kill(-group, SIGKILL);  // what is left after 10 s
     if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
     pid_ = -1;
   }
@@ -97,7 +107,8 @@ struct Parts {
   Parts() = default;
   Parts(const Parts&) = delete;
   Parts& operator=(const Parts&) = delete;
-  ~Parts() {
+  ~Parts() { stop_all(); }
+  void stop_all() {
     while (!started.empty()) started.pop_back();
   }
   Part& add(std::unique_ptr<Part> part) { return *started.emplace_back(std::move(part)); }
@@ -249,13 +260,17 @@ int run_dev_sandbox(const DevOptions& options) {
     handler_env.push_back("JETFAN_CONFIG=" + config);
     Part& handler = parts.add(std::make_unique<Part>(
         "handler " + options.handler, with_places(options.command, socket, options.handler), handler_env, ""));
+    std::string command_line;
+    for (const auto& word : with_places(options.command, socket, options.handler)) {
+      command_line += (command_line.empty() ? "" : " ") + word;
+    }
     std::fprintf(stderr,
                  "jetfan dev: nats-server at %s, stream DEV, durable dev; jetfan serves %s (log %s);\n"
-                 "  handler \"%s\" (patterns %s) runs: %s ... with $JETFAN_SOCKET and $JETFAN_HANDLER set.\n"
-                 "  Each line \"KEY [PAYLOAD]\" publishes an event on dev.KEY (its key: KEY); Ctrl-D or Ctrl-C "
-                 "ends.\n",
+                 "  handler \"%s\" (patterns %s) runs: %s\n"
+                 "  ($JETFAN_SOCKET and $JETFAN_HANDLER set). Each line \"KEY [PAYLOAD]\" publishes an event on "
+                 "dev.KEY (its key: KEY), held for the handler until it connects; Ctrl-D or Ctrl-C ends.\n",
                  url.c_str(), socket.c_str(), jetfan_log.c_str(), options.handler.c_str(), yaml_list(patterns).c_str(),
-                 options.command.front().c_str());
+                 command_line.c_str());
     jsCtx* js_raw = nullptr;
     check(natsConnection_JetStream(&js_raw, connection.get(), nullptr), "JetStream");
     JsCtxPtr js(js_raw);
@@ -285,6 +300,14 @@ int run_dev_sandbox(const DevOptions& options) {
       }
     }
     std::fprintf(stderr, "jetfan dev: stopping the handler, jetfan (it drains), nats-server\n");
+    if (read_text(jetfan_log).find("handler \"" + options.handler + "\" (connection") == std::string::npos) {
+      std::fprintf(stderr, "jetfan dev: the handler never connected to jetfan (see its output above)\n");
+    }
+    parts.stop_all();
+    const std::string said = read_text(jetfan_log);
+    if (const auto stopped = said.rfind("stopped: "); stopped != std::string::npos) {
+      std::fprintf(stderr, "jetfan dev: jetfan %s\n", said.substr(stopped, said.find('\n', stopped) - stopped).c_str());
+    }
   } catch (const StartupError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     status = e.exit_code();

@@ -59,8 +59,9 @@ TEST_CASE("jetfan dev gives the handler the socket and its name in its environme
   jetfan::UniqueFd typed(ends[0]), keyboard(ends[1]);
   const std::string seen = mesh.dir() + "/h.seen";
   const char* server = std::getenv("JETFAN_NATS_SERVER");
+  // Not exec'd: the shell stays, with the handler its child, as npx and friends leave a chain.
   Process dev({JETFAN_BIN, "dev", "--nats-server", server ? server : "nats-server", "--", "sh", "-c",
-               "exec \"$0\" \"$JETFAN_SOCKET\" \"$JETFAN_HANDLER\" \"$1\"", TEST_HANDLER_BIN, seen},
+               "\"$0\" \"$JETFAN_SOCKET\" \"$JETFAN_HANDLER\" \"$1\"; echo the handler ended", TEST_HANDLER_BIN, seen},
               mesh.dir() + "/dev.out", "", {{}, {{typed.get(), 0}}});
   typed.reset();
   const std::string line = "any.key at all\n";  // the default handler "dev" takes every key
@@ -68,6 +69,16 @@ TEST_CASE("jetfan dev gives the handler the socket and its name in its environme
   REQUIRE(wait_until([&] { return read_file(seen).find(" any.key 1 at all") != std::string::npos; }, 60s));
   keyboard.reset();
   REQUIRE(dev.wait(60s) == 0);
+  // The whole chain stopped with it: no process is left that was given the seen file.
+  auto handler_left = [&] {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      if (read_file(entry.path().string() + "/cmdline").find(seen) != std::string::npos) return true;
+    }
+    return false;
+  };
+  CHECK(wait_until([&] { return !handler_left(); }, 5s));
+  CHECK_THAT(read_file(mesh.dir() + "/dev.out"),
+             Catch::Contains("jetfan dev: jetfan stopped: 1 messages arrived, 1 acked"));
 }
 
 TEST_CASE("jetfan dev without a nats-server says what to install and exits 69, leaving its dir to look at",
