@@ -144,7 +144,7 @@ TEST_CASE("the socket appears at its path only with its mode, and nothing is lef
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     std::memcpy(address.sun_path, staged.c_str(), staged.size() + 1);
-    ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address);
+    CHECK(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
     return boost::system::error_code{};
   });
   struct stat info {};
