@@ -20,7 +20,7 @@ std::vector<AdmissionRule> rules() {
 Admission admit_as(std::string_view name, const PeerCredentials& peer = {},
                    std::vector<std::size_t> instances = {0, 0, 0}, bool serving = true, std::uint32_t version = 1) {
   const auto r = rules();
-  return admit(r, Hello{name, version}, peer, instances, serving, 2);
+  return admit(r, Hello{name, version}, peer, instances, serving, 3);
 }
 
 }  // namespace
@@ -62,8 +62,9 @@ TEST_CASE("admission: nothing is admitted while not serving, nor in protocol ver
 TEST_CASE("admission: the connection speaks the highest protocol version both sides speak", "[unit]") {
   CHECK(admit_as("builder", {}, {0, 0, 0}, true, 1).version == 1u);
   CHECK(admit_as("builder", {}, {0, 0, 0}, true, 2).version == 2u);
-  CHECK(admit_as("builder", {}, {0, 0, 0}, true, 3).version == 2u);  // a newer handler gets what jetfan has
-  CHECK(admit_as("builder", {}, {0, 0, 0}, true, 1000000).version == 2u);
+  CHECK(admit_as("builder", {}, {0, 0, 0}, true, 3).version == 3u);
+  CHECK(admit_as("builder", {}, {0, 0, 0}, true, 4).version == 3u);  // a newer handler gets what jetfan has
+  CHECK(admit_as("builder", {}, {0, 0, 0}, true, 1000000).version == 3u);
 }
 
 TEST_CASE("admission: an allow list admits listed uids, gids and supplementary groups only", "[unit]") {

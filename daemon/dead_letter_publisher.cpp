@@ -14,31 +14,33 @@ constexpr Duration kPublishTimeout{5000};
 
 }  // namespace
 
-void DeadLetterPublisher::note_term_reason(std::size_t handler, std::uint64_t seq, std::string_view reason) {
-  if (reason.empty() || handler >= config_.handlers.size() || config_.handlers[handler].dead_letter_subject.empty()) {
+void DeadLetterPublisher::note_reason(std::size_t handler, std::uint64_t seq, bool termed, std::string_view reason) {
+  if (handler >= config_.handlers.size() || config_.handlers[handler].dead_letter_subject.empty()) return;
+  const ReasonKey key{handler, seq};
+  if (reason.empty()) {
+    reasons_.erase(key);
     return;
   }
-  const auto key = std::make_pair(handler, seq);
-  if (term_reasons_.insert_or_assign(key, std::string(reason.substr(0, kMaxTermReasonBytes))).second) {
-    term_order_.push_back(key);
+  if (reasons_.insert_or_assign(key, Said{termed, std::string(reason.substr(0, kMaxReasonBytes))}).second) {
+    reason_order_.push_back(key);
   }
-  while (term_reasons_.size() > kMaxTermReasons) {
-    term_reasons_.erase(term_order_.front());
-    term_order_.erase(term_order_.begin());
+  while (reasons_.size() > kMaxReasons) {
+    reasons_.erase(reason_order_.front());
+    reason_order_.pop_front();
   }
   // Entries already erased (their dead letter was stored) leave stale keys; drop them now and then.
-  if (term_order_.size() > 2 * kMaxTermReasons) {
-    std::erase_if(term_order_, [this](const auto& entry) { return term_reasons_.count(entry) == 0; });
+  if (reason_order_.size() > 2 * kMaxReasons) {
+    std::erase_if(reason_order_, [this](const ReasonKey& entry) { return reasons_.count(entry) == 0; });
   }
 }
 
 std::string DeadLetterPublisher::reason_text(std::size_t handler, std::uint64_t seq, const GiveUpReason& reason) const {
-  if (reason.termed) {
-    if (const auto noted = term_reasons_.find({handler, seq}); noted != term_reasons_.end()) {
-      return jetfan::describe(reason) + ": " + noted->second;
-    }
-  }
-  return jetfan::describe(reason);
+  const auto noted = reasons_.find({handler, seq});
+  if (noted == reasons_.end()) return jetfan::describe(reason);
+  // The handler's words explain the give-up only if they came with its last word on the message.
+  const bool theirs = reason.termed ? noted->second.termed : !noted->second.termed && reason.last == FailCause::kNak;
+  if (!theirs) return jetfan::describe(reason);
+  return jetfan::describe(reason) + ": " + noted->second.reason;
 }
 
 void DeadLetterPublisher::publish(const Effect& effect, const HeldMessage& stored, TimePoint now) {
@@ -101,7 +103,7 @@ void DeadLetterPublisher::on_published(std::uint64_t id, const PublishResult& re
              "handler \"{}\": stream seq {} dead-lettered ({}): stored in stream \"{}\" at seq {}",
              config_.handlers.at(published->handler).name, published->seq, reason, result.stream, result.stream_seq);
   }
-  if (published) term_reasons_.erase({published->handler, published->seq});
+  if (published) reasons_.erase({published->handler, published->seq});
   core_.dead_letter_stored(id, now);
 }
 

@@ -10,14 +10,19 @@
 // The core is not called while its effects are walked: a publish that cannot go out at all is
 // noted, and failed by fail_unsent() once the effects are applied.
 //
-// A handler's TERM may say why ("TERM 7 no machine"): the reason is noted when the TERM comes and
-// goes into the dead letter's Jetfan-Reason ("TERM: no machine"), so that `jetfan dlq list` says
-// it. Notes are kept until the dead letter is stored (a failed publish is tried again with it), at
-// most kMaxTermReasons of them (the oldest go first: a dead letter then says "TERM" alone).
+// A handler's TERM may say why ("TERM 7 no machine"), and from protocol version 3 on its NAK too
+// ("NAK 7 - database down"): the reason is noted when the answer comes and goes into the dead
+// letter's Jetfan-Reason ("TERM: no machine", "max_attempts 5 used up; last: nak: database down"),
+// so that `jetfan dlq list` says it. A NAK's reason is used only when that NAK was the last failure:
+// a NAK without one drops the note, and a timeout or disconnect after it leaves it out. Notes are
+// kept until the dead letter is stored (a failed publish is tried again with it), at most
+// kMaxReasons of them (the oldest go first, also those of messages the handler later acked: a dead
+// letter whose note went says "TERM" or "last: nak" alone).
 //
 // Thread: the io_context thread only. `config`, `upstream`, `core` and `warnings` must outlive it.
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -38,12 +43,13 @@ class DeadLetterPublisher {
   DeadLetterPublisher(const Config& config, Upstream& upstream, DispatchCore& core, RateLimitedLog& warnings)
       : config_(config), upstream_(upstream), core_(core), warnings_(warnings) {}
 
-  static constexpr std::size_t kMaxTermReasons = 1024;
-  static constexpr std::size_t kMaxTermReasonBytes = 256;
+  static constexpr std::size_t kMaxReasons = 1024;
+  static constexpr std::size_t kMaxReasonBytes = 256;
 
-  // Handler `handler` said TERM with `reason` for stream seq `seq`: its dead letter will say so. A
-  // handler without dead letters, or an empty reason, is not noted.
-  void note_term_reason(std::size_t handler, std::uint64_t seq, std::string_view reason);
+  // Handler `handler` said TERM (`termed`) or NAK with `reason` for stream seq `seq`: its dead letter
+  // will say so. Nothing is noted for a handler without dead letters; an empty reason forgets one
+  // noted before.
+  void note_reason(std::size_t handler, std::uint64_t seq, bool termed, std::string_view reason);
   // Publishes the dead letter of a kDeadLetter effect for `held`.
   void publish(const Effect& effect, const HeldMessage& held, TimePoint now);
   // JetStream's answer to a publish (UpstreamListener::on_published).
@@ -59,7 +65,7 @@ class DeadLetterPublisher {
 
  private:
   void failed(std::uint64_t id, std::string_view why, TimePoint now);
-  // describe(reason), with the handler's own words after a TERM when they were noted.
+  // describe(reason), with the handler's own words after a TERM, or after a last NAK, when they were noted.
   std::string reason_text(std::size_t handler, std::uint64_t seq, const GiveUpReason& reason) const;
 
   const Config& config_;
@@ -68,8 +74,13 @@ class DeadLetterPublisher {
   RateLimitedLog& warnings_;
   PendingPublishes pending_;           // sent, waiting for JetStream's answer
   std::vector<std::uint64_t> unsent_;  // could not go out; failed once effects are applied
-  std::map<std::pair<std::size_t, std::uint64_t>, std::string> term_reasons_;  // (handler, seq) -> reason
-  std::vector<std::pair<std::size_t, std::uint64_t>> term_order_;              // oldest first, for the bound
+  struct Said {
+    bool termed = false;
+    std::string reason;
+  };
+  using ReasonKey = std::pair<std::size_t, std::uint64_t>;  // (handler, seq)
+  std::map<ReasonKey, Said> reasons_;
+  std::deque<ReasonKey> reason_order_;  // oldest first, for the bound
 };
 
 }  // namespace jetfan

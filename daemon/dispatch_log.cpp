@@ -86,6 +86,16 @@ void DispatchLog::terminated(const HandlerSession& session, std::uint64_t delive
            "handler {} terminated delivery {} as poison: {}", describe(session), delivery, said);
 }
 
+void DispatchLog::nakked(const HandlerSession& session, std::uint64_t delivery, const std::string& reason) const {
+  log_debug("delivery.nakked",
+            {{"handler", session.handler_name()},
+             {"connection", session.id()},
+             {"pid", session.credentials().pid},
+             {"delivery", delivery},
+             {"reason", reason}},
+            "handler {} nak'd delivery {}: {}", describe(session), delivery, reason);
+}
+
 void DispatchLog::unknown_answer(const HandlerSession& session, proto::Verb verb, std::uint64_t delivery) const {
   log_debug("answer.unknown",
             {{"handler", session.handler_name()},

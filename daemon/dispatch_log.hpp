@@ -43,8 +43,10 @@ class DispatchLog {
   void connected(const HandlerSession& session) const;
   void disconnected(const HandlerSession& session) const;
   void failing(const HandlerSession& session, const std::string& why, TimePoint now);
-  // A handler's TERM of delivery `delivery` (poison), and an answer naming no delivery in flight.
+  // A handler's TERM of delivery `delivery` (poison); its NAK that said why (debug: NAKs may be
+  // many); and an answer naming no delivery in flight.
   void terminated(const HandlerSession& session, std::uint64_t delivery, const std::string& reason) const;
+  void nakked(const HandlerSession& session, std::uint64_t delivery, const std::string& reason) const;
   void unknown_answer(const HandlerSession& session, proto::Verb verb, std::uint64_t delivery) const;
 
   // The core's kFailed for `stored`: `session` is the connection, if still known; `ordered` says

@@ -567,6 +567,10 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
       known = core_.ack(session.id(), command.id, now);
       break;
     case proto::Verb::kNak: {
+      if (const auto seq = core_.seq_in_flight(session.id(), command.id); seq && session.handler()) {
+        dead_letters_.note_reason(*session.handler(), *seq, false, command.reason);
+        if (!command.reason.empty()) log_.nakked(session, command.id, command.reason);
+      }
       std::optional<Duration> delay;
       if (command.delay_ms) delay = Duration(static_cast<Duration::rep>(std::min(*command.delay_ms, kMaxNakDelayMs)));
       known = core_.nak(session.id(), command.id, delay, now);
@@ -574,7 +578,7 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
     }
     case proto::Verb::kTerm:
       if (const auto seq = core_.seq_in_flight(session.id(), command.id); seq && session.handler()) {
-        dead_letters_.note_term_reason(*session.handler(), *seq, command.reason);
+        dead_letters_.note_reason(*session.handler(), *seq, true, command.reason);
       }
       known = core_.term(session.id(), command.id, now);
       if (known) log_.terminated(session, command.id, command.reason);

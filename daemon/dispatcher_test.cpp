@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -707,4 +708,53 @@ TEST_CASE("dispatcher: a handler's TERM reason goes into its dead letter's Jetfa
   REQUIRE(h.upstream.published.size() == 2);
   CHECK(h.upstream.published[0].headers.find("Jetfan-Reason: TERM: no machine for it\r\n") != std::string::npos);
   CHECK(h.upstream.published[1].headers.find("Jetfan-Reason: TERM\r\n") != std::string::npos);  // none given
+}
+
+TEST_CASE("dispatcher: a version 3 NAK's reason goes into the dead letter when that NAK was the last word", "[unit]") {
+  Harness h(redrive_config());  // builder: 2 attempts, then the dead letter
+  const auto builder = h.hello("builder", 3);
+  const auto audit = h.hello("audit");
+  h.deliver(7, "ev.a.x");
+  h.deliver(8, "ev.a.y");
+  h.deliver(9, "ev.a.z");
+  for (const auto& d : h.msgs(audit)) h.send(audit, "ACK " + std::to_string(d.id) + "\r\n");
+  auto first = h.msgs(builder);
+  REQUIRE(first.size() == 3);
+  // 7: two NAKs with reasons; 8: a reason, then a NAK without one; 9: a reason, then a TERM.
+  h.send(builder, "NAK " + std::to_string(first[0].id) + " - database down\r\nNAK " + std::to_string(first[1].id) +
+                      " 0 upstream 503\r\nNAK " + std::to_string(first[2].id) + " - look again\r\n");
+  h.advance(milliseconds(150));
+  h.deliver(7, "ev.a.x", 2);  // the server's redeliveries
+  h.deliver(8, "ev.a.y", 2);
+  h.deliver(9, "ev.a.z", 2);
+  auto again = h.msgs(builder);
+  REQUIRE(again.size() == 3);
+  std::map<std::uint64_t, std::uint64_t> id_of_seq;
+  for (const auto& d : again) id_of_seq[d.stream_seq] = d.id;
+  h.send(builder, "NAK " + std::to_string(id_of_seq.at(7)) + " 5 still down\r\nNAK " + std::to_string(id_of_seq.at(8)) +
+                      "\r\nTERM " + std::to_string(id_of_seq.at(9)) + "\r\n");
+  REQUIRE(h.upstream.published.size() == 3);
+  std::map<std::string, int> reasons;
+  for (const auto& published : h.upstream.published) {
+    const auto start = published.headers.find("Jetfan-Reason: ");
+    REQUIRE(start != std::string::npos);
+    const auto end = published.headers.find("\r\n", start);
+    ++reasons[published.headers.substr(start + 15, end - start - 15)];
+  }
+  CHECK(reasons["max_attempts 2 used up; last: nak: still down"] == 1);
+  CHECK(reasons["max_attempts 2 used up; last: nak"] == 1);  // the last NAK said nothing
+  CHECK(reasons["TERM"] == 1);                               // a NAK's words are not a TERM's
+}
+
+TEST_CASE("dispatcher: a NAK with a reason is refused on a version 2 connection, as version 2 always did", "[unit]") {
+  Harness h(redrive_config());
+  const auto builder = h.hello("builder", 2);
+  h.deliver(7, "ev.a.x");
+  const auto sent = h.msgs(builder);
+  REQUIRE(sent.size() == 1);
+  h.send(builder, "NAK " + std::to_string(sent[0].id) + " - database down\r\n");
+  const auto frames = h.read(builder);
+  REQUIRE_FALSE(frames.empty());
+  CHECK(frames.back().kind == proto::Frame::Kind::kErr);
+  CHECK(h.closed(builder));
 }

@@ -46,6 +46,7 @@ void HandlerSession::admit(std::size_t handler, std::string name, std::uint32_t 
   handler_ = handler;
   handler_name_ = std::move(name);
   version_ = version;
+  parser_.set_version(version);  // the lines after HELLO are in the version READY names
 }
 
 void HandlerSession::read() {

@@ -9,5 +9,5 @@ process.once("SIGTERM", () => handler.close());
 
 for await (const msg of handler) { // msg.key, .seq, .deliveries, .headers, .data, .json()
   console.log(`[${name}] got ${msg.key} (seq ${msg.seq}): ${msg.text()}`);
-  msg.ack(); // or msg.nak(delayMs), msg.term(reason), msg.working()
+  msg.ack(); // or msg.nak(delayMs, reason), msg.term(reason), msg.working()
 }

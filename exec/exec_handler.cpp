@@ -236,8 +236,11 @@ int run_exec(std::span<const std::string> args) {
       err.write(me, what + "; TERM: " + reason);
       return Outcome::term(reason);  // the encoder cuts it to fit the line
     }
+    // What went wrong goes with the NAK (protocol version 3), so a dead letter says it.
+    const std::string reason =
+        describe(result, timeout_text) + (result.last_stderr_line.empty() ? "" : ": " + result.last_stderr_line);
     err.write(me, what + "; NAK");
-    return Outcome::nak();
+    return Outcome::nak(std::nullopt, reason);
   };
 
   int status = 0;

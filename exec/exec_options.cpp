@@ -25,7 +25,8 @@ payload is CMD's stdin; the rest of the message is in its environment:
   JETFAN_HEADER_<NAME> each header's value(s), one per line; <NAME> is the header's name in upper
                        case with each character other than A-Z and 0-9 made "_"
 CMD's exit status decides: 0 ACK; 100 TERM (poison), with the last line of its stderr as the
-reason; anything else, or death by a signal, NAK (redelivered later). A command running longer
+reason; anything else, or death by a signal, NAK (redelivered later), with the exit and the last
+line of its stderr as the reason a dead letter gives. A command running longer
 than --timeout D (e.g. 30s, 5m) is killed with its whole process group (SIGTERM; SIGKILL when it
 has exited or 2 s later) and NAK'd. While a command runs, its delivery gets WIP every third of the
 handler's ack_timeout (from --config, else --ack-timeout; neither: every second), so jetfan does

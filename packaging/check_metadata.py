@@ -2,8 +2,9 @@
 """One version and one licence for everything jetfan publishes, as each package says it:
     packaging/check_metadata.py SOURCE_DIR JETFAN_BIN BUILD_DIR
 
-- VERSION (MAJOR.MINOR.PATCH) is what `jetfan --version` prints, the newest entry of CHANGELOG.md
-  and of the Debian changelog, the version of clients/node/package.json and of its lockfile, of
+- VERSION (MAJOR.MINOR.PATCH) is what `jetfan --version` prints, the newest release of CHANGELOG.md
+  (an "## Unreleased" section above it gathers what the next release will hold) and the newest entry of
+  the Debian changelog, the version of clients/node/package.json and of its lockfile, of
   clients/python/pyproject.toml and jetfan.__version__, and of the built jetfan-client.pc;
 - the licence is Apache-2.0: LICENSE is its text (and each client directory holds the same file,
   which its package ships), the Debian copyright file says it in the machine-readable format,
@@ -48,7 +49,8 @@ def main():
     said = {}
     printed = subprocess.run([jetfan, "--version"], capture_output=True, text=True, check=False).stdout.strip()
     said["jetfan --version"] = printed.removeprefix("jetfan ")
-    said["CHANGELOG.md's newest entry"] = first_match(source / "CHANGELOG.md", r"## (\S+)", "## VERSION heading")
+    said["CHANGELOG.md's newest entry"] = first_match(source / "CHANGELOG.md", r"## (?!Unreleased\b)(\S+)",
+                                                      "## VERSION heading")
     said["packaging/changelog's newest entry"] = first_match(source / "packaging/changelog", r"jetfan \(([^)]+)\)",
                                                              "entry")
     node = json.loads((source / "clients/node/package.json").read_text(encoding="utf-8"))

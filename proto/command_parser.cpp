@@ -32,9 +32,14 @@ bool exact_words(const std::vector<std::string_view>& words, std::size_t count, 
                   std::to_string(words.size() - 1));
 }
 
+// The rest of `line` from `word` on, as written, spaces included.
+std::string rest_of_line(std::string_view line, std::string_view word) {
+  return std::string(line.substr(static_cast<std::size_t>(word.data() - line.data())));
+}
+
 }  // namespace
 
-bool parse_command_line(std::string_view line, Command& out, ErrorCode& code, std::string& error,
+bool parse_command_line(std::string_view line, std::uint32_t version, Command& out, ErrorCode& code, std::string& error,
                         std::vector<std::string_view>& words) {
   const Failure fail{code, error};
   // Nearly every line is "ACK <id>" as the clients write it: read that without splitting words.
@@ -62,23 +67,24 @@ bool parse_command_line(std::string_view line, Command& out, ErrorCode& code, st
   if (equals_ignoring_case(verb, "NAK")) {
     out.verb = Verb::kNak;
     if (!need_id(words, out, fail)) return false;
-    if (words.size() == 3) {
+    if (words.size() == 2) return true;
+    // From version 3 on, "-" stands for "no delay" so that a reason can follow without one.
+    const bool with_reason = version >= kVersion3;
+    if (!(with_reason && words[2] == "-")) {
       out.delay_ms = parse_number(words[2]);
       if (!out.delay_ms) {
         return fail(ErrorCode::kBadNumber, "NAK: \"" + std::string(words[2]) + "\" is not a delay in milliseconds");
       }
-      return true;
     }
-    return exact_words(words, 2, fail);
+    if (words.size() == 3) return true;
+    if (!with_reason) return exact_words(words, 2, fail);  // says "takes 1 argument(s)", as it always did
+    out.reason = rest_of_line(line, words[3]);
+    return true;
   }
   if (equals_ignoring_case(verb, "TERM")) {
     out.verb = Verb::kTerm;
     if (!need_id(words, out, fail)) return false;
-    if (words.size() > 2) {
-      // The reason is the rest of the line as written, spaces included.
-      const auto start = static_cast<std::size_t>(words[2].data() - line.data());
-      out.reason = std::string(line.substr(start));
-    }
+    if (words.size() > 2) out.reason = rest_of_line(line, words[2]);
     return true;
   }
   if (equals_ignoring_case(verb, "WIP")) {
@@ -133,7 +139,7 @@ CommandParser::Result CommandParser::parse(std::string_view& input, Command& out
         break;
     }
   } while (line.find_first_not_of(" \t") == std::string_view::npos);
-  if (!parse_command_line(line, out, code_, error_, words_)) return Result::kError;
+  if (!parse_command_line(line, version_, out, code_, error_, words_)) return Result::kError;
   return Result::kCommand;
 }
 

@@ -154,28 +154,42 @@ void append_ack(std::string& out, std::uint64_t id) {
   out.append("\r\n");
 }
 
-void append_nak(std::string& out, std::uint64_t id, std::optional<std::uint64_t> delay_ms) {
-  append_verb_id(out, "NAK", id);
-  if (delay_ms) {
-    out.push_back(' ');
-    append_number(out, *delay_ms);
-  }
-  out.append("\r\n");
-}
+namespace {
 
-void append_term(std::string& out, std::uint64_t id, std::string_view reason) {
-  const std::size_t start = out.size();
-  append_verb_id(out, "TERM", id);
-  // The whole line must fit jetfan's limit, or jetfan would drop the connection instead of
-  // terminating the message: the reason is cut, never inside a UTF-8 character.
-  const std::size_t room = kMaxCommandLine - (out.size() - start) - 3;  // ' ' and "\r\n"
-  std::size_t keep = std::min(reason.size(), room);
+// Ends the line begun at `start` with " <reason>\r\n". The whole line must fit jetfan's limit, or
+// jetfan would drop the connection instead of taking the confirmation: the reason is cut, never
+// inside a UTF-8 character.
+void append_reason_and_end(std::string& out, std::size_t start, std::string_view reason) {
+  const std::size_t used = out.size() - start + 3;  // ' ' and "\r\n"
+  std::size_t keep = used < kMaxCommandLine ? std::min(reason.size(), kMaxCommandLine - used) : 0;
   while (keep < reason.size() && keep > 0 && (static_cast<unsigned char>(reason[keep]) & 0xC0) == 0x80) --keep;
   if (keep > 0) {
     out.push_back(' ');
     append_one_line(out, reason.substr(0, keep));
   }
   out.append("\r\n");
+}
+
+}  // namespace
+
+void append_nak(std::string& out, std::uint64_t id, std::optional<std::uint64_t> delay_ms, std::string_view reason,
+                std::uint32_t version) {
+  const std::size_t start = out.size();
+  append_verb_id(out, "NAK", id);
+  if (version < kVersion3) reason = {};
+  if (delay_ms) {
+    out.push_back(' ');
+    append_number(out, *delay_ms);
+  } else if (!reason.empty()) {
+    out.append(" -");
+  }
+  append_reason_and_end(out, start, reason);
+}
+
+void append_term(std::string& out, std::uint64_t id, std::string_view reason) {
+  const std::size_t start = out.size();
+  append_verb_id(out, "TERM", id);
+  append_reason_and_end(out, start, reason);
 }
 
 void append_wip(std::string& out, std::uint64_t id) {

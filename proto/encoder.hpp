@@ -44,9 +44,12 @@ void append_pong(std::string& out);
 // `version` is the highest the handler speaks (HELLO <handler> <version>).
 void append_hello(std::string& out, std::string_view handler, std::uint32_t version = kLatestVersion);
 void append_ack(std::string& out, std::uint64_t id);
-void append_nak(std::string& out, std::uint64_t id, std::optional<std::uint64_t> delay_ms = std::nullopt);
-// Each \r or \n in `reason` becomes a space; a reason too long for the 1024-byte line is cut to fit,
-// at a UTF-8 character boundary.
+// A NAK's or TERM's reason: each \r or \n in it becomes a space, and one too long for the 1024-byte
+// line is cut to fit, at a UTF-8 character boundary. An empty reason is not written.
+// A NAK's reason is written from protocol version 3 on ("NAK <id> <delay-ms> <reason>", with "-" for
+// no delay) and left out in versions 1 and 2: `version` is the one the connection speaks.
+void append_nak(std::string& out, std::uint64_t id, std::optional<std::uint64_t> delay_ms = std::nullopt,
+                std::string_view reason = {}, std::uint32_t version = kLatestVersion);
 void append_term(std::string& out, std::uint64_t id, std::string_view reason = {});
 void append_wip(std::string& out, std::uint64_t id);
 

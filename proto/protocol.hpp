@@ -1,5 +1,5 @@
 #pragma once
-// The handler protocol, versions 1 and 2 (PROTOCOL.md): its limits and the frames each side sends.
+// The handler protocol, versions 1 to 3 (PROTOCOL.md): its limits and the frames each side sends.
 // Plain values; no I/O.
 
 #include <cstdint>
@@ -14,7 +14,10 @@ namespace jetfan::proto {
 // highest it speaks; jetfan answers in READY with the highest both speak (negotiated_version).
 inline constexpr std::uint32_t kVersion1 = 1;
 inline constexpr std::uint32_t kVersion2 = 2;  // MSG also carries the publish time, subject, server's count
-inline constexpr std::uint32_t kLatestVersion = kVersion2;
+// A NAK may say why ("NAK <id> <delay-ms>|- <reason>"); MSG is laid out as in version 2. Version 3 is
+// not yet released: the other wire changes of the next release join it (CHANGELOG.md, Unreleased).
+inline constexpr std::uint32_t kVersion3 = 3;
+inline constexpr std::uint32_t kLatestVersion = kVersion3;
 inline constexpr std::size_t kMaxCommandLine = 1024;  // handler -> jetfan, with the line end
 // jetfan -> handler, with the line end: room for a version 2 MSG line, which holds the subject
 // about twice (as the key and as the subject), for every subject a NATS server takes with its
@@ -34,7 +37,7 @@ struct Command {
   std::uint32_t version = 0;              // HELLO
   std::uint64_t id = 0;                   // ACK, NAK, TERM, WIP
   std::optional<std::uint64_t> delay_ms;  // NAK
-  std::string reason;                     // TERM
+  std::string reason;                     // TERM; NAK from version 3 on
 };
 
 // What jetfan sends to a handler.

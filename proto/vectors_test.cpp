@@ -10,6 +10,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "command_parser.hpp"
 #include "delivery_parser.hpp"
@@ -182,7 +183,7 @@ std::string show(const Command& c) {
       s << ' ' << c.id;
       break;
     case Verb::kNak:
-      s << ' ' << c.id << ' ' << (c.delay_ms ? std::to_string(*c.delay_ms) : "-");
+      s << ' ' << c.id << ' ' << (c.delay_ms ? std::to_string(*c.delay_ms) : "-") << ' ' << show(c.reason);
       break;
     case Verb::kTerm:
       s << ' ' << c.id << ' ' << show(c.reason);
@@ -195,9 +196,12 @@ std::string show(const Command& c) {
 }
 
 // What feeding a stream gave: each frame shown, then "error:<code>" if the parser failed.
+// `version`: the one a command parser reads (a frame parser learns it from the stream's READY).
 template <typename Parser, typename Out, typename Result>
-std::vector<std::string> feed(const std::string& stream, const std::vector<std::size_t>& cuts, Result complete) {
+std::vector<std::string> feed(const std::string& stream, const std::vector<std::size_t>& cuts, Result complete,
+                              std::uint32_t version) {
   Parser parser;
+  if constexpr (std::is_same_v<Parser, CommandParser>) parser.set_version(version);
   std::vector<std::string> seen;
   std::size_t from = 0;
   auto ends = cuts;
@@ -229,17 +233,18 @@ void check_parse_vectors(const std::string& kind, Out (*from)(const json&), Resu
     for (const auto& v : file.at("vectors")) {
       const std::string name = v.at("name");
       INFO(kind << ": " << name);
+      const std::uint32_t version = v.value("version", 1U);
       const std::string stream = bytes_of(v.at("input"));
       std::vector<std::string> expected;
       for (const auto& f : v.at("frames")) expected.push_back(show(from(f)));
       if (!v.at("error").is_null()) expected.push_back("error:" + v.at("error").get<std::string>());
-      CHECK(feed<Parser, Out>(stream, {}, complete) == expected);
+      CHECK(feed<Parser, Out>(stream, {}, complete, version) == expected);
       for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
         // Each cut feeds the whole stream again, so the 16 KiB lines cost n^2: there, the cuts are
         // every byte within 256 of either end, where the limits bite, and every 61st in between.
         const bool near_an_end = cut < 256 || cut + 256 > stream.size();
         if (stream.size() > 4096 && !near_an_end && cut % 61 != 0) continue;
-        const auto got = feed<Parser, Out>(stream, {cut}, complete);
+        const auto got = feed<Parser, Out>(stream, {cut}, complete, version);
         if (got != expected) {
           INFO("cut at byte " << cut);
           CHECK(got == expected);
@@ -248,7 +253,7 @@ void check_parse_vectors(const std::string& kind, Out (*from)(const json&), Resu
       }
       std::vector<std::size_t> every_byte;
       for (std::size_t i = 1; i < stream.size(); ++i) every_byte.push_back(i);
-      CHECK(feed<Parser, Out>(stream, every_byte, complete) == expected);
+      CHECK(feed<Parser, Out>(stream, every_byte, complete, version) == expected);
     }
   }
 }
@@ -286,6 +291,8 @@ TEST_CASE("vectors: commands encode to the canonical bytes", "[unit]") {
     for (const auto& v : file.at("vectors")) {
       INFO(v.at("name").get<std::string>());
       const Command c = command_from(v.at("frame"));
+      // The version of the connection the command is written on (1 unless the vector says).
+      const std::uint32_t version = v.value("version", 1U);
       std::string out;
       switch (c.verb) {
         case Verb::kHello:
@@ -295,7 +302,7 @@ TEST_CASE("vectors: commands encode to the canonical bytes", "[unit]") {
           append_ack(out, c.id);
           break;
         case Verb::kNak:
-          append_nak(out, c.id, c.delay_ms);
+          append_nak(out, c.id, c.delay_ms, c.reason, version);
           break;
         case Verb::kTerm:
           append_term(out, c.id, c.reason);

@@ -71,11 +71,11 @@ class ScriptedJetfan {
   }
   void close_peer() { peer_.reset(); }
   // Accepts and answers HELLO as a jetfan that speaks only protocol version 1 does: the client's
-  // HELLO 2 is refused, and the client comes again at once with HELLO 1.
+  // HELLO 3 (the latest) is refused, and the client comes again at once with HELLO 1.
   void greet(int max_unconfirmed) {
     accept();
-    check(line() == "HELLO builder 2", "expected HELLO builder 2");
-    send("ERR protocol version 2 is not supported; this jetfan speaks version 1\r\n");
+    check(line() == "HELLO builder 3", "expected HELLO builder 3");
+    send("ERR protocol version 3 is not supported; this jetfan speaks version 1\r\n");
     close_peer();
     accept();
     check(line() == "HELLO builder 1", "expected HELLO builder 1 after the refusal");

@@ -238,7 +238,7 @@ TEST_CASE("C++ client: headers and payload arrive as published", "[integration]"
   mesh.controller().publish("events.h.x", payload, {{"Trace-Id", "abc"}, {"X", "1"}, {"X", "2"}});
   const auto msg = client.next();
   REQUIRE(msg);
-  CHECK(client.ready().version == 2);  // the version it asks for by default
+  CHECK(client.ready().version == 3);  // the version it asks for by default
   CHECK(msg->key == "h.x");
   CHECK(msg->subject == "events.h.x");
   REQUIRE(msg->published);
@@ -258,7 +258,7 @@ TEST_CASE("C++ client: a version 1 and a version 2 client at once, each gets wha
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilder + "  - name: audit\n    patterns: [\"#\"]\n"));
   HandlerClient old_client(mesh.socket_path(), "builder", {.protocol_version = 1});
-  HandlerClient new_client(mesh.socket_path(), "audit");
+  HandlerClient new_client(mesh.socket_path(), "audit", {.protocol_version = 2});
   CHECK(old_client.ready().version == 1);
   CHECK(new_client.ready().version == 2);
   const auto seq = mesh.publish("v.x", "for both");

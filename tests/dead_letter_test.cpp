@@ -160,6 +160,29 @@ TEST_CASE("a TERM from a handler with dead letters is dead-lettered with the rea
   CHECK(count_seq(mesh.seen("builder"), seq) == 1);
 }
 
+TEST_CASE("a NAK's reason, when it was the handler's last word, is in the dead letter, dlq list and dlq list --json",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("DLQ", {"dlq.>"});
+  mesh.start_jetfan(mesh.config(budget_handlers()));
+  mesh.start_handler("builder");  // the C++ client asks for protocol version 3
+  mesh.start_handler("audit");
+  const std::uint64_t seq = mesh.publish("a.two", "nakwhy@builder");
+  REQUIRE(wait_until([&] { return mesh.controller().stream_messages("DLQ") == 1; }));
+  REQUIRE(mesh.wait_settled());
+  const auto dead = mesh.controller().get_message("DLQ", 1);
+  CHECK(header(dead, "Jetfan-Reason") == "max_attempts 3 used up; last: nak: test says try later");
+  CHECK(header(dead, "Jetfan-Sequence") == std::to_string(seq));
+  std::string listed;
+  CHECK(run_jetfan({"dlq", "list", "--handler", "builder", "--control", mesh.control_path()}, mesh.dir(), listed) == 0);
+  CHECK_THAT(listed, Catch::Contains("reason max_attempts 3 used up; last: nak: test says try later"));
+  std::string json;
+  CHECK(run_jetfan({"dlq", "list", "--json", "--handler", "builder", "--control", mesh.control_path()}, mesh.dir(),
+                   json) == 0);
+  CHECK_THAT(json, Catch::Contains("\"reason\":\"max_attempts 3 used up; last: nak: test says try later\""));
+  CHECK(count_seq(mesh.seen("builder"), seq) == 3);
+}
+
 TEST_CASE("a dead_letter subject that no stream captures stops jetfan with status 78, naming handler and subject",
           "[integration]") {
   Mesh mesh;

@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
         client.ack(message->id);
       } else if (action == "term") {
         client.term(message->id, "test says poison");
+      } else if (action == "nakwhy") {
+        client.nak(message->id, std::nullopt, "test says try later");
       } else if (action == "nak") {
         client.nak(message->id);
       } else if (action == "hang") {

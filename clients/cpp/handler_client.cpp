@@ -292,7 +292,7 @@ bool HandlerClient::State::confirm(std::uint64_t id, proto::Verb verb, std::opti
       proto::append_ack(out, wire);
       break;
     case proto::Verb::kNak:
-      proto::append_nak(out, wire, delay_ms);
+      proto::append_nak(out, wire, delay_ms, reason, ready.version);  // a reason from version 3 on
       break;
     case proto::Verb::kTerm:
       proto::append_term(out, wire, reason);
@@ -354,8 +354,8 @@ proto::Ready HandlerClient::ready() const {
 std::optional<Delivery> HandlerClient::next() { return state_->next(); }
 
 bool HandlerClient::ack(std::uint64_t id) { return state_->confirm(id, proto::Verb::kAck, std::nullopt, {}); }
-bool HandlerClient::nak(std::uint64_t id, std::optional<std::uint64_t> delay_ms) {
-  return state_->confirm(id, proto::Verb::kNak, delay_ms, {});
+bool HandlerClient::nak(std::uint64_t id, std::optional<std::uint64_t> delay_ms, std::string_view reason) {
+  return state_->confirm(id, proto::Verb::kNak, delay_ms, reason);
 }
 bool HandlerClient::term(std::uint64_t id, std::string_view reason) {
   return state_->confirm(id, proto::Verb::kTerm, std::nullopt, reason);

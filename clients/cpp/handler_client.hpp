@@ -6,7 +6,7 @@
 //   jetfan::HandlerClient client("/run/jetfan/builder.sock", "builder");
 //   while (auto msg = client.next()) {
 //     build(msg->payload);
-//     client.ack(*msg);                // or nak(*msg, delay_ms), term(*msg, reason), wip(*msg)
+//     client.ack(*msg);  // or nak(*msg, delay_ms, reason), term(*msg, reason), wip(*msg)
 //   }
 //
 //   // A callback run on a pool of worker threads. Returning an Outcome confirms the delivery;
@@ -34,10 +34,11 @@
 //   and stops reading while it holds that many.
 // - Ordered handlers (order_by in jetfan's config) need nothing more: jetfan never sends two
 //   deliveries of one order key at once, so run()'s workers are always busy with different keys.
-// - Protocol version. The client asks for ClientOptions::protocol_version (2 by default) and
-//   speaks what READY answers; a jetfan that speaks only version 1 refuses 2, and the client
-//   connects again at once asking for 1. Each (re)connection negotiates anew. In version 2,
-//   Delivery::published, Delivery::subject and Delivery::server_deliveries are set.
+// - Protocol version. The client asks for ClientOptions::protocol_version (3 by default) and
+//   speaks what READY answers: jetfan 0.1.0 answers 2; a jetfan that speaks only version 1 refuses,
+//   and the client connects again at once asking for 1. Each (re)connection negotiates anew. From
+//   version 2 on, Delivery::published, Delivery::subject and Delivery::server_deliveries are set;
+//   from version 3 on, a NAK's reason is sent.
 // - PING from jetfan is answered with PONG whenever the client reads.
 // - Confirmations made on the thread that calls next() are buffered and written together just
 //   before next() waits for input (or by flush()); confirmations made on any other thread, and
@@ -112,10 +113,14 @@ struct Outcome {
   enum class Kind { kAck, kNak, kTerm };
   Kind kind = Kind::kAck;
   std::optional<std::uint64_t> delay_ms;  // kNak: redeliver after this long (else jetfan's backoff)
-  std::string reason;                     // kTerm: logged by jetfan
+  // kTerm, and kNak on a protocol version 3 connection: why; logged by jetfan, and in the dead
+  // letter when it is the handler's last word on the message. Left out of a NAK in versions 1 and 2.
+  std::string reason;
 
   static Outcome ack() { return {}; }
-  static Outcome nak(std::optional<std::uint64_t> delay_ms = std::nullopt) { return {Kind::kNak, delay_ms, {}}; }
+  static Outcome nak(std::optional<std::uint64_t> delay_ms = std::nullopt, std::string reason = {}) {
+    return {Kind::kNak, delay_ms, std::move(reason)};
+  }
   static Outcome term(std::string reason = {}) { return {Kind::kTerm, std::nullopt, std::move(reason)}; }
 };
 
@@ -126,10 +131,11 @@ class Term : public std::runtime_error {
 };
 
 // Thrown by run()'s callback: NAK the message with a redelivery delay of your choice (nullopt:
-// jetfan's own growing delay), without the log line any other exception gets.
+// jetfan's own growing delay) and `why` as its reason (version 3; none when empty), without the
+// log line any other exception gets. Any other std::exception NAKs with its what() as the reason.
 class Nak : public std::runtime_error {
  public:
-  explicit Nak(std::optional<std::uint64_t> delay_ms = std::nullopt, const std::string& why = "nak")
+  explicit Nak(std::optional<std::uint64_t> delay_ms = std::nullopt, const std::string& why = {})
       : std::runtime_error(why), delay_ms_(delay_ms) {}
   std::optional<std::uint64_t> delay_ms() const { return delay_ms_; }
 
@@ -181,13 +187,16 @@ class HandlerClient {
   // Confirm a delivery. true: sent (or buffered to be sent); false: not unconfirmed on the current
   // connection (already confirmed, or its connection has ended: jetfan redelivers it).
   bool ack(const Delivery& delivery) { return ack(delivery.id); }
-  bool nak(const Delivery& delivery, std::optional<std::uint64_t> delay_ms = std::nullopt) {
-    return nak(delivery.id, delay_ms);
+  // A NAK's `reason` is sent on a protocol version 3 connection (ready().version >= 3) and left out
+  // before: jetfan puts it in the dead letter if this NAK uses up the handler's retries.
+  bool nak(const Delivery& delivery, std::optional<std::uint64_t> delay_ms = std::nullopt,
+           std::string_view reason = {}) {
+    return nak(delivery.id, delay_ms, reason);
   }
   bool term(const Delivery& delivery, std::string_view reason = {}) { return term(delivery.id, reason); }
   bool wip(const Delivery& delivery) { return wip(delivery.id); }  // restarts its ack_timeout
   bool ack(std::uint64_t id);
-  bool nak(std::uint64_t id, std::optional<std::uint64_t> delay_ms = std::nullopt);
+  bool nak(std::uint64_t id, std::optional<std::uint64_t> delay_ms = std::nullopt, std::string_view reason = {});
   bool term(std::uint64_t id, std::string_view reason = {});
   bool wip(std::uint64_t id);
 

@@ -68,7 +68,7 @@ void HandlerClient::run(const Callback& callback, RunOptions options) {
         ack(delivery);
         break;
       case Outcome::Kind::kNak:
-        nak(delivery, outcome.delay_ms);
+        nak(delivery, outcome.delay_ms, outcome.reason);
         break;
       case Outcome::Kind::kTerm:
         term(delivery, outcome.reason);
@@ -85,9 +85,10 @@ void HandlerClient::run(const Callback& callback, RunOptions options) {
     } catch (const Term& poison) {
       return Outcome::term(poison.what());
     } catch (const Nak& failed) {
-      return Outcome::nak(failed.delay_ms());
+      return Outcome::nak(failed.delay_ms(), failed.what());
     } catch (const std::exception& e) {
       state.log("the callback threw for " + where() + ": " + e.what() + "; NAK'd");
+      return Outcome::nak(std::nullopt, e.what());  // what was thrown is the NAK's reason
     } catch (...) {
       state.log("the callback threw something that is not a std::exception for " + where() + "; NAK'd");
     }

@@ -1,9 +1,13 @@
-// The jetfan handler protocol, versions 1 and 2 (proto/PROTOCOL.md): an incremental parser for what jetfan
-// sends and the encoders for what a handler sends. Pure: no I/O, no timers. The conformance vectors
+// The jetfan handler protocol, versions 1 to 3 (proto/PROTOCOL.md): an incremental parser for what
+// jetfan sends and the encoders for what a handler sends. Pure: no I/O, no timers. The conformance vectors
 // in proto/vectors/ pin its behaviour byte for byte to the C++ codec.
 
-/** The highest protocol version this client speaks (it speaks every one from 1 up). */
-export const PROTOCOL_VERSION = 2;
+/**
+ * The highest protocol version this client speaks (it speaks every one from 1 up). Version 2 adds
+ * the publish time, subject and server's count to MSG; version 3 lets a NAK carry a reason (its MSG
+ * is version 2's).
+ */
+export const PROTOCOL_VERSION = 3;
 /** Limits of the protocol (PROTOCOL.md, "Limits"). */
 export const MAX_COMMAND_LINE = 1024; // handler -> jetfan, with the line end
 export const MAX_FRAME_LINE = 16384; // jetfan -> handler, with the line end
@@ -59,11 +63,11 @@ export interface MsgFrame {
   deliveries: U64;
   headers: Buffer;
   payload: Buffer;
-  /** Version 2: when JetStream stored it, in nanoseconds since 1970 (UTC); 0 when unknown and in version 1. */
+  /** Version 2 on: when JetStream stored it, in nanoseconds since 1970 (UTC); 0 when unknown and in version 1. */
   published: U64;
-  /** Version 2: its full NATS subject; "" in version 1. */
+  /** Version 2 on: its full NATS subject; "" in version 1. */
   subject: string;
-  /** Version 2: how often JetStream has delivered it to jetfan (1 the first time); 0 in version 1. */
+  /** Version 2 on: how often JetStream has delivered it to jetfan (1 the first time); 0 in version 1. */
   serverDeliveries: U64;
 }
 
@@ -148,7 +152,8 @@ function shown(verb: string): string {
 /**
  * Parses what jetfan sends to a handler, incrementally: feed it whatever bytes arrived, in any
  * pieces. Not thread-safe (one per connection). After it throws, it throws the same error again.
- * MSG is read in the layout of the version the last READY announced (version 1 before any).
+ * MSG is read in the layout of the version the last READY announced (version 1 before any; versions
+ * 2 and 3 share one layout).
  */
 export class FrameParser {
   #version = 1;
@@ -397,19 +402,36 @@ export function encodeAck(id: U64): string {
   return `ACK ${id}\r\n`;
 }
 
-export function encodeNak(id: U64, delayMs?: number | bigint): string {
-  return delayMs === undefined ? `NAK ${id}\r\n` : `NAK ${id} ${decimal(delayMs, "NAK delay")}\r\n`;
+/**
+ * `NAK <id> [<delay-ms>]`, and from protocol version 3 on `NAK <id> <delay-ms>|- <reason>`.
+ * `version` is the one the connection speaks (READY's; the latest by default): before version 3 the
+ * reason is left out. The reason is written as encodeTerm writes it (one line, cut to fit 1024
+ * bytes at a UTF-8 character boundary); an empty one is not written, nor then the "-".
+ */
+export function encodeNak(id: U64, delayMs?: number | bigint, reason = "", version: number = PROTOCOL_VERSION): string {
+  let head = `NAK ${id}`;
+  const withReason = version >= 3 && reason !== "";
+  if (delayMs !== undefined) head += ` ${decimal(delayMs, "NAK delay")}`;
+  else if (withReason) head += " -";
+  return withReason ? withReasonLine(head, reason) : `${head}\r\n`;
 }
 
 /**
- * Each \r or \n in the reason becomes a space, and a reason too long for the 1024-byte line is cut
- * to fit, never inside a UTF-8 character: jetfan would drop a connection that sent a longer line.
+ * `TERM <id> [<reason>]`. Each \r or \n in the reason becomes a space, and a reason too long for
+ * the 1024-byte line is cut to fit, never inside a UTF-8 character: jetfan would drop a connection
+ * that sent a longer line.
  */
 export function encodeTerm(id: U64, reason = ""): string {
-  const head = `TERM ${id}`;
+  return withReasonLine(`TERM ${id}`, reason);
+}
+
+// `head`, then " <reason>" unless the reason is empty, then "\r\n". A NAK's and a TERM's reason alike:
+// each \r or \n becomes a space, and the reason is cut, at a UTF-8 character boundary, so that the
+// whole line fits MAX_COMMAND_LINE bytes (proto/encoder.cpp, append_reason_and_end).
+function withReasonLine(head: string, reason: string): string {
   if (reason === "") return `${head}\r\n`;
   const oneLine = reason.replace(/[\r\n]/g, " ");
-  const room = MAX_COMMAND_LINE - head.length - 3; // ' ' and "\r\n"
+  const room = Math.max(0, MAX_COMMAND_LINE - head.length - 3); // ' ' and "\r\n"; the head is ASCII
   let kept = oneLine;
   if (Buffer.byteLength(oneLine, "utf8") > room) {
     const bytes = Buffer.from(oneLine, "utf8");

@@ -19,7 +19,11 @@ export class Term extends Error {
   }
 }
 
-/** Throw from a process() callback to NAK the message with a redelivery delay of your choice. */
+/**
+ * Throw from a process() callback to NAK the message with a redelivery delay of your choice
+ * (undefined: jetfan's own growing delay), and `message` as the NAK's reason (sent on a protocol
+ * version 3 connection; none when empty). Unlike any other error, it is not logged.
+ */
 export class Nak extends Error {
   override name = "Nak";
   constructor(

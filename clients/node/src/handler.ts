@@ -38,9 +38,11 @@ export interface ConnectOptions {
   /** Where reconnects and failed callbacks are reported. Default: a line on stderr. */
   log?: (line: string) => void;
   /**
-   * The highest protocol version to ask for (PROTOCOL.md, "Version negotiation"). Default 2; a
-   * jetfan that speaks only version 1 is spoken to in version 1 (a second connection at once). 1
-   * asks for version 1. ready.version says which one the connection speaks.
+   * The highest protocol version to ask for (PROTOCOL.md, "Version negotiation"): 1 to 3, default 3.
+   * jetfan answers with the highest both speak (jetfan 0.1.0: 2); a jetfan that speaks only version
+   * 1 refuses a higher one, and the client connects again at once asking for 1. ready.version says
+   * which one the connection speaks: from 2 on, messages have published, subject and
+   * serverDeliveries; from 3 on, a nak()'s reason is sent.
    */
   protocolVersion?: number;
 }
@@ -76,6 +78,11 @@ class Connection implements Link {
     this.closed = new Promise((resolve) => (this.#markClosed = resolve));
   }
 
+  /** The protocol version this connection speaks: its READY's (deliveries come only after it). */
+  get version(): number {
+    return this.ready?.version ?? 1;
+  }
+
   send(line: string): void {
     if (!this.alive) return;
     const room = line.length * 3; // the most UTF-8 bytes it can take
@@ -89,7 +96,7 @@ class Connection implements Link {
     for (let i = 0; i < line.length; ++i) {
       const c = line.charCodeAt(i);
       if (c > 0x7f) {
-        at = this.#outLength + out.write(line, this.#outLength, "utf8"); // not ASCII: a TERM reason
+        at = this.#outLength + out.write(line, this.#outLength, "utf8"); // not ASCII: a TERM or NAK reason
         break;
       }
       out[at++] = c;
@@ -150,6 +157,10 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
     this.socketPath = options.socket;
     this.name = options.handler;
     encodeHello(options.handler); // a name that cannot be sent is a TypeError now, not later
+    const protocolVersion = options.protocolVersion ?? PROTOCOL_VERSION;
+    if (!Number.isInteger(protocolVersion) || protocolVersion < 1 || protocolVersion > PROTOCOL_VERSION) {
+      throw new RangeError(`protocolVersion must be one this client speaks, 1 to ${PROTOCOL_VERSION}, got ${protocolVersion}`);
+    }
     this.#options = {
       socket: options.socket,
       handler: options.handler,
@@ -159,7 +170,7 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
       connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
       closeTimeoutMs: options.closeTimeoutMs ?? 10_000,
       log: options.log ?? ((line) => process.stderr.write(`${line}\n`)),
-      protocolVersion: options.protocolVersion ?? PROTOCOL_VERSION,
+      protocolVersion,
     };
   }
 
@@ -221,10 +232,12 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
   /**
    * Runs `fn` for each message, at most `concurrency` at once. When fn returns (or its promise
    * resolves) the message is ACKed; when it throws Term, TERMed with its message as the reason;
-   * when it throws Nak, NAKed with its delay; when it throws anything else, NAKed and the error
-   * logged. A message fn confirmed itself is left as it is. Resolves once the handler is closed and
-   * every callback has finished; rejects with JetfanError or ProtocolError if the connection ends
-   * with one (after the running callbacks have finished).
+   * when it throws Nak, NAKed with its delay and its message as the reason; when it throws anything
+   * else, NAKed with the error's message (or String(error)) as the reason, and the error logged.
+   * A NAK's reason is sent on a protocol version 3 connection only. A message fn confirmed itself
+   * is left as it is. Resolves once the handler is closed and every callback has finished; rejects
+   * with JetfanError or ProtocolError if the connection ends with one (after the running callbacks
+   * have finished).
    */
   async process(fn: (msg: Message) => unknown, options: ProcessOptions = {}): Promise<void> {
     const concurrency = options.concurrency ?? 1;
@@ -315,17 +328,18 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
     }
   }
 
-  // A callback threw `error` for `msg`: Term TERMs, Nak NAKs with its delay, anything else NAKs.
+  // A callback threw `error` for `msg`: Term TERMs, Nak NAKs with its delay, anything else NAKs;
+  // the error's message is the reason either way (a NAK's from protocol version 3 on).
   #failed(msg: Message, error: unknown): void {
     if (msg.confirmed) {
       this.#options.log(`jetfan client: callback for ${msg.key} #${msg.seq} threw after confirming it: ${String(error)}`);
     } else if (error instanceof Term) {
       msg.term(error.message);
     } else if (error instanceof Nak) {
-      msg.nak(error.delayMs);
+      msg.nak(error.delayMs, error.message);
     } else {
       this.#options.log(`jetfan client: callback for ${msg.key} #${msg.seq} failed, NAK: ${(error as Error)?.stack ?? String(error)}`);
-      msg.nak();
+      msg.nak(undefined, reasonOf(error));
     }
   }
 
@@ -520,6 +534,16 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         },
       );
     }, delay);
+  }
+}
+
+// What a thrown value says about itself: an Error's message, else the value as a string.
+function reasonOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  try {
+    return String(error);
+  } catch {
+    return ""; // an object whose toString throws (or one without it): no reason
   }
 }
 

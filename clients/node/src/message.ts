@@ -25,15 +25,15 @@ export interface Message {
   /** Its NATS headers (empty when it has none). */
   readonly headers: MsgHeaders;
   /**
-   * When JetStream stored it (to the millisecond). Protocol version 2 only: undefined when the
+   * When JetStream stored it (to the millisecond). From protocol version 2 on: undefined when the
    * connection speaks version 1 (an older jetfan), or jetfan did not know it.
    */
   readonly published: Date | undefined;
-  /** Its full NATS subject (the key with jetfan's prefix). Protocol version 2 only, else undefined. */
+  /** Its full NATS subject (the key with jetfan's prefix). From protocol version 2 on, else undefined. */
   readonly subject: string | undefined;
   /**
    * How often JetStream has delivered it to jetfan: 1 the first time (jetfan's own retries to an
-   * ordered handler do not count). Protocol version 2 only, else undefined.
+   * ordered handler do not count). From protocol version 2 on, else undefined.
    */
   readonly serverDeliveries: number | undefined;
   /** Its payload, as bytes. */
@@ -44,9 +44,18 @@ export interface Message {
   text(): string;
   /** Succeeded. */
   ack(): boolean;
-  /** Failed: redeliver it, after `delayMs` if given (else jetfan's own growing delay). */
-  nak(delayMs?: number): boolean;
-  /** Poison: never deliver it to this handler again. The reason is logged by jetfan. */
+  /**
+   * Failed: redeliver it, after `delayMs` if given (else jetfan's own growing delay; pass undefined
+   * to give a reason without a delay). `reason` says why: it is sent when the connection speaks
+   * protocol version 3 or later (`ready.version`), and left out silently before (jetfan 0.1.0 speaks
+   * 2). jetfan logs it, and puts it in the dead letter when this NAK uses up the handler's retries.
+   * Written as term()'s reason is: on one line, cut to fit the protocol's 1024-byte line.
+   */
+  nak(delayMs?: number, reason?: string): boolean;
+  /**
+   * Poison: never deliver it to this handler again. The reason is logged by jetfan (and is in the
+   * dead letter, if the handler has them); it is written on one line, cut to fit 1024 bytes.
+   */
   term(reason?: string): boolean;
   /** Still working on it: restarts its ack_timeout. May be sent any number of times. */
   working(): boolean;
@@ -59,6 +68,8 @@ export interface Message {
 /** Where a delivery's confirmations go: the connection it came on. */
 export interface Link {
   readonly alive: boolean;
+  /** The protocol version the connection speaks (its READY's). */
+  readonly version: number;
   send(line: string): void;
   /** Told once when the delivery is handed to the app. */
   taken(): void;
@@ -122,8 +133,8 @@ export class Delivery implements Message {
     return this.#confirm(encodeAck(this.#id));
   }
 
-  nak(delayMs?: number): boolean {
-    return this.#confirm(encodeNak(this.#id, delayMs));
+  nak(delayMs?: number, reason?: string): boolean {
+    return this.#confirm(encodeNak(this.#id, delayMs, reason, this.#link.version));
   }
 
   term(reason?: string): boolean {

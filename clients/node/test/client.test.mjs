@@ -43,12 +43,12 @@ it("for await: key, seq, deliveries, headers and data arrive; ack settles the co
   await mesh.waitSettled();
 });
 
-it("a version 1 and a version 2 handler at once: only version 2 has published and subject", async (t) => {
+it("a version 1 handler and one asking for the default (version 3) at once: only the latter has published and subject", async (t) => {
   const mesh = await meshWith(t, handlerYaml("builder", ["build.*"]) + handlerYaml("audit", ["build.*"]));
   const old = await connect({ socket: mesh.socketPath, handler: "builder", log: quiet, protocolVersion: 1 });
   const current = await connect({ socket: mesh.socketPath, handler: "audit", log: quiet });
   assert.equal(old.ready.version, 1);
-  assert.equal(current.ready.version, 2);
+  assert.equal(current.ready.version, 3);
   const before = Date.now();
   const seq = await mesh.publish("build.done", "for both");
   const after = Date.now();
@@ -137,9 +137,10 @@ it("working() past ack_timeout keeps the delivery alive", async (t) => {
   await mesh.waitSettled();
 });
 
-it("process(): the concurrency limit is honoured; a throw NAKs, Term TERMs, Nak NAKs with its delay", async (t) => {
+it("process(): the concurrency limit is honoured; a throw NAKs with its message as the reason, Term TERMs, Nak NAKs with its delay", async (t) => {
   const mesh = await meshWith(t, handlerYaml("builder", ["#"]));
   const handler = await connect({ socket: mesh.socketPath, handler: "builder", log: quiet });
+  assert.equal(handler.ready.version, 3); // a NAK's reason is sent
   const count = 12;
   for (let i = 0; i < count; ++i) await mesh.publish("ok", `m${i}`);
   const failing = await mesh.publish("fail", "throw once");
@@ -181,6 +182,7 @@ it("process(): the concurrency limit is honoured; a throw NAKs, Term TERMs, Nak 
   assert.deepEqual(calls.filter(([key]) => key === "nak").map(([, d]) => d), [1, 2]);
   assert.deepEqual(calls.filter(([key]) => key === "poison").map(([, d]) => d), [1]);
   assert.ok(mesh.jetfan.output.includes("cannot parse"));
+  assert.ok(mesh.jetfan.output.includes("first time fails"), "the NAK's reason reached jetfan (its debug log)");
   assert.ok(failing && nakking && poison);
 });
 

@@ -47,7 +47,7 @@ it("PING is answered with PONG while the app is busy with a message", async (t) 
   const jetfan = await scriptedJetfan(t);
   const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
   const peer = await jetfan.helloed(0);
-  assert.equal(peer.text(), "HELLO h 2\r\n");
+  assert.equal(peer.text(), "HELLO h 3\r\n");
   peer.socket.write("READY 1 h 8 #\r\n" + msg(1));
   const handler = await connecting;
   let release;
@@ -139,14 +139,14 @@ it("a clean close reconnects with HELLO; the new connection never sees the old c
   const old = (await iterator.next()).value;
   first.socket.end();
   const second = await jetfan.helloed(1);
-  assert.equal(second.text(), "HELLO h 2\r\n");
+  assert.equal(second.text(), "HELLO h 3\r\n");
   second.socket.write("READY 1 h 8 #\r\n" + msg(1, "y"));
   const fresh = (await iterator.next()).value;
   assert.equal(fresh.text(), "y");
   assert.equal(old.ack(), false);
   assert.equal(fresh.nak(5), true);
   await waitFor(() => second.text().includes("NAK"), "the NAK");
-  assert.equal(second.text(), "HELLO h 2\r\nNAK 1 5\r\n");
+  assert.equal(second.text(), "HELLO h 3\r\nNAK 1 5\r\n");
   await iterator.return();
 });
 
@@ -164,7 +164,7 @@ it("close() waits only for messages handed out and unconfirmed: after an ack it 
   }
   assert.ok(closedFromInside);
   await waitFor(() => peer.socket.readableEnded, "the connection to close");
-  assert.equal(peer.text(), "HELLO h 2\r\nACK 1\r\n");
+  assert.equal(peer.text(), "HELLO h 3\r\nACK 1\r\n");
 });
 
 it("READY and ERR in one write: connect() resolves, then the loop throws JetfanError", async (t) => {
@@ -203,6 +203,7 @@ it("process() with plain and async callbacks: return ACKs, a throw NAKs, Term TE
     },
     { concurrency: 4 },
   );
+  // Version 1: the throws' NAKs have no reason (version 3 below has them).
   const expected = ["ACK 1", "NAK 2", "TERM 3 bad input", "NAK 4 250", "NAK 5 7", "ACK 6", "NAK 7", "TERM 8 later bad"];
   await waitFor(() => expected.every((line) => peer.text().includes(`${line}\r\n`)), "every confirmation");
   await handler.close();
@@ -215,8 +216,8 @@ it("against a jetfan that speaks only version 1, the client falls back to versio
   const jetfan = await scriptedJetfan(t);
   const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
   const first = await jetfan.helloed(0);
-  assert.equal(first.text(), "HELLO h 2\r\n");
-  first.socket.end("ERR protocol version 2 is not supported; this jetfan speaks version 1\r\n");
+  assert.equal(first.text(), "HELLO h 3\r\n");
+  first.socket.end("ERR protocol version 3 is not supported; this jetfan speaks version 1\r\n");
   const second = await jetfan.helloed(1);
   assert.equal(second.text(), "HELLO h 1\r\n");
   second.socket.write("READY 1 h 8 #\r\n" + msg(1));
@@ -261,4 +262,89 @@ it("protocolVersion 1 asks for version 1 only", async (t) => {
   const handler = await connecting;
   assert.equal(handler.ready.version, 1);
   await handler.close();
+});
+
+it("jetfan 0.1.0 answers HELLO h 3 with READY 2: version 2 is spoken, a nak's reason is left out", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  assert.equal(peer.text(), "HELLO h 3\r\n");
+  peer.socket.write("READY 2 h 8 #\r\nMSG 1 k 1 1 0 1 1700000000123456789 events.k 1\r\nx\r\nMSG 2 k 2 1 0 1 0 events.k 1\r\ny\r\n");
+  const handler = await connecting;
+  assert.equal(handler.ready.version, 2);
+  const iterator = handler[Symbol.asyncIterator]();
+  const first = (await iterator.next()).value;
+  const second = (await iterator.next()).value;
+  assert.equal(first.subject, "events.k");
+  assert.equal(first.nak(100, "database down"), true);
+  assert.equal(second.nak(undefined, "database down"), true);
+  await waitFor(() => peer.text().includes("NAK 2"), "the NAKs");
+  assert.equal(peer.text(), "HELLO h 3\r\nNAK 1 100\r\nNAK 2\r\n");
+  await iterator.return();
+});
+
+it("in version 3, a nak's reason is written: after its delay, or after \"-\" without one; on one line", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  let burst = "READY 3 h 8 #\r\n";
+  for (let id = 1; id <= 5; ++id) burst += `MSG ${id} k ${id} 1 0 1 1700000000123456789 events.k 1\r\nx\r\n`;
+  peer.socket.write(burst);
+  const handler = await connecting;
+  assert.equal(handler.ready.version, 3);
+  const iterator = handler[Symbol.asyncIterator]();
+  const m = [];
+  for (let i = 0; i < 5; ++i) m.push((await iterator.next()).value);
+  assert.equal(m[0].subject, "events.k"); // MSG in version 2's layout
+  assert.equal(m[0].nak(250, "upstream 503"), true);
+  assert.equal(m[1].nak(undefined, "database down"), true);
+  assert.equal(m[2].nak(), true);
+  assert.equal(m[3].nak(0, "caf\u00e9\r\nferm\u00e9"), true);
+  assert.equal(m[4].nak(10), true);
+  assert.equal(m[4].nak(10, "again"), false); // confirmed already
+  await waitFor(() => peer.text().includes("NAK 5"), "the NAKs");
+  assert.equal(
+    Buffer.concat(peer.chunks).toString("utf8"),
+    "HELLO h 3\r\nNAK 1 250 upstream 503\r\nNAK 2 - database down\r\nNAK 3\r\nNAK 4 0 caf\u00e9  ferm\u00e9\r\nNAK 5 10\r\n",
+  );
+  await iterator.return();
+});
+
+it("in version 3, process() NAKs a throw with the error's message as the reason, and a Nak with its own", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const logged = [];
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: (line) => logged.push(line) });
+  const peer = await jetfan.helloed(0);
+  const payloads = ["throw", "async-throw", "nak", "nak-bare", "string", "empty"];
+  let burst = "READY 3 h 16 #\r\n";
+  payloads.forEach((p, i) => (burst += `MSG ${i + 1} k ${i + 1} 1 0 ${p.length} 0 events.k 1\r\n${p}\r\n`));
+  peer.socket.write(burst);
+  const handler = await connecting;
+  const done = handler.process(
+    (m) => {
+      switch (m.text()) {
+        case "throw": throw new Error("database down\nretry later");
+        case "async-throw": return Promise.reject(new TypeError("cannot read x"));
+        case "nak": throw new Nak(250, "busy");
+        case "nak-bare": throw new Nak();
+        case "string": throw "plain string";
+        case "empty": throw new Error("");
+        default: return;
+      }
+    },
+    { concurrency: 8 },
+  );
+  const expected = ["NAK 1 - database down retry later", "NAK 2 - cannot read x", "NAK 3 250 busy", "NAK 4", "NAK 5 - plain string", "NAK 6"];
+  await waitFor(() => expected.every((line) => peer.text().includes(`${line}\r\n`)), "every NAK");
+  await handler.close();
+  await done;
+  const lines = peer.text().split("\r\n").filter(Boolean).slice(1).sort();
+  assert.deepEqual(lines, [...expected].sort());
+  assert.equal(logged.filter((line) => line.includes("failed, NAK")).length, 4); // not the Naks
+});
+
+it("a protocolVersion this client does not speak (1 to 3) is a RangeError", async () => {
+  for (const protocolVersion of [0, 4, 2.5]) {
+    await assert.rejects(connect({ socket: "/nonexistent", handler: "h", protocolVersion }), RangeError);
+  }
 });

@@ -6,9 +6,10 @@ confirm each one. Standard library only.
     async with await jetfan.connect(path="/run/jetfan/builder.sock", handler="builder") as h:
         async for msg in h:          # msg.key, msg.seq, msg.deliveries, msg.headers, msg.data, msg.json()
             build(msg.json())
-            msg.ack()                # or msg.nak(delay=1.5), msg.term(reason), msg.working()
+            msg.ack()                # or msg.nak(delay=1.5, reason="db down"), msg.term(reason), msg.working()
 
     await h.process(fn, concurrency=8)   # returning ACKs; raising jetfan.Term TERMs, anything else NAKs
+                                         # (with the exception's text as the reason)
 
     with jetfan.BlockingHandler(path="/run/jetfan/builder.sock", handler="builder") as h:
         for msg in h:
@@ -18,7 +19,8 @@ Modules: jetfan.aio (asyncio: connect, Handler), jetfan.blocking (BlockingHandle
 both take are jetfan.Options. Every duration is in seconds (a float). Reports go to the `logging`
 logger "jetfan" (jetfan.aio, jetfan.blocking).
 
-The protocol: proto/PROTOCOL.md in the jetfan repository."""
+The protocol: proto/PROTOCOL.md in the jetfan repository. The client asks for version 3 and speaks
+what jetfan answers (2 from jetfan 0.1.0, 1 from a jetfan that speaks only that)."""
 
 from ._codec import ProtocolError, Ready
 from ._errors import JetfanError, Nak, Term

@@ -1,5 +1,6 @@
-"""The handler protocol, versions 1 and 2 (proto/PROTOCOL.md): what jetfan sends parsed incrementally, and
-what a handler sends encoded. Pure: no I/O, no clock, no threads."""
+"""The handler protocol, versions 1 to 3 (proto/PROTOCOL.md): what jetfan sends parsed incrementally, and
+what a handler sends encoded. Pure: no I/O, no clock, no threads. Version 3's MSG is version 2's; it
+adds a reason to NAK."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import NamedTuple, Optional, Union
 
-VERSION = 2  # the highest protocol version this client speaks (it speaks every one from 1 up)
+VERSION = 3  # the highest protocol version this client speaks (it speaks every one from 1 up)
+NAK_REASON_VERSION = 3  # the first protocol version in which a NAK may carry a reason
 MAX_COMMAND_LINE = 1024  # handler -> jetfan, line end included
 MAX_DELIVERY_LINE = 16384  # jetfan -> handler, line end included
 MAX_BODY = 64 * 1024 * 1024  # headers and payload of one MSG
@@ -46,9 +48,9 @@ class MsgFrame(NamedTuple):  # a tuple: the cheapest to make, once per message
     deliveries: int  # of this message to this handler, this one included: 1 the first time
     headers: bytes  # the NATS header block as JetStream sent it, or b""
     payload: bytes
-    # Version 2 only: when JetStream stored it, in nanoseconds since 1970 UTC (0: unknown, and in
-    # version 1), its full NATS subject ("" in version 1), and how often JetStream has delivered it
-    # to jetfan (0 in version 1).
+    # From version 2 on (version 3's MSG is version 2's): when JetStream stored it, in nanoseconds
+    # since 1970 UTC (0: unknown, and in version 1), its full NATS subject ("" in version 1), and
+    # how often JetStream has delivered it to jetfan (0 in version 1).
     published: int = 0
     subject: str = ""
     server_deliveries: int = 0
@@ -349,22 +351,40 @@ def delay_to_ms(delay: Delay) -> int:
     return int(ms)
 
 
-def encode_nak(id_: int, delay: Optional[Delay] = None) -> bytes:
+def encode_nak(id_: int, delay: Optional[Delay] = None, reason: str = "", version: int = VERSION) -> bytes:
     """NAK, with `delay` in seconds (a float) before jetfan redelivers, or jetfan's own growing delay
-    when None. The line carries milliseconds: 1.5 is written "NAK <id> 1500"."""
+    when None. The line carries milliseconds: 1.5 is written "NAK <id> 1500". `reason` says why, on
+    a connection of protocol `version` 3 or later ("NAK <id> <ms> <reason>", or "NAK <id> - <reason>"
+    without a delay), written as TERM's is; on a version 1 or 2 connection, and when empty, it is
+    left out."""
+    if not isinstance(reason, str):
+        raise TypeError(f"a reason is a str, not {reason!r}")
+    start = b"NAK %d" % id_
+    if delay is not None:
+        start += b" %d" % delay_to_ms(delay)
+    if not reason or version < NAK_REASON_VERSION:
+        return start + b"\r\n"
     if delay is None:
-        return b"NAK %d\r\n" % id_
-    return b"NAK %d %d\r\n" % (id_, delay_to_ms(delay))
+        start += b" -"  # stands for "no delay given"
+    return _with_reason(start, reason)
 
 
 def encode_term(id_: int, reason: str = "") -> bytes:
-    start = b"TERM %d" % id_
-    text = reason.encode("utf-8", "surrogateescape").replace(b"\r", b" ").replace(b"\n", b" ")
-    # The line must fit jetfan's limit, or jetfan would drop the connection instead of terminating
-    # the message: the reason is cut, never inside a UTF-8 character.
+    return _with_reason(b"TERM %d" % id_, reason)
+
+
+def _with_reason(start: bytes, reason: str) -> bytes:
+    """`start`, then " " and `reason` unless it is empty, then the line end. Each \\r or \\n of the
+    reason is written as a space; the reason is cut, never inside a UTF-8 character, so that the
+    line fits jetfan's limit (or jetfan would drop the connection instead of taking the line)."""
+    try:
+        text = reason.encode("utf-8", "surrogateescape")  # bytes decoded from the wire go back as they came
+    except UnicodeEncodeError:  # a lone surrogate from elsewhere (an exception's text, say)
+        text = reason.encode("utf-8", "replace")
+    text = text.replace(b"\r", b" ").replace(b"\n", b" ")
     room = MAX_COMMAND_LINE - len(start) - 3  # " " and "\r\n"
     if len(text) > room:
-        keep = room
+        keep = max(room, 0)
         while keep > 0 and (text[keep] & 0xC0) == 0x80:
             keep -= 1
         text = text[:keep]

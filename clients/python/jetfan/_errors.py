@@ -31,10 +31,14 @@ class Term(Exception):
 
 class Nak(Exception):
     """Raise from a process() callback to NAK the message: jetfan redelivers it after `delay`
-    seconds (a float: `Nak(1.5)` is 1.5 s), or after its own growing delay when None."""
+    seconds (a float: `Nak(1.5)` is 1.5 s), or after its own growing delay when None. `message`,
+    when given, is the NAK's reason (`Nak(1.5, "database down")`; Message.nak()'s `reason`): sent on
+    a protocol version 3 connection, left out before. Unlike any other exception, it is not
+    logged."""
 
     def __init__(self, delay: Optional[float] = None, message: str = "") -> None:
         super().__init__(message)
         if delay is not None:
             delay_to_ms(delay)  # a delay that cannot be sent is an error here, where it is raised
         self.delay = delay  # seconds
+        self.reason = message if isinstance(message, str) else str(message)  # the NAK's

@@ -19,6 +19,11 @@ class Link(Protocol):
     @property
     def alive(self) -> bool: ...
 
+    @property
+    def version(self) -> int:
+        """The protocol version the connection speaks (its READY's)."""
+        ...
+
     def confirm(self, id_: int, line: bytes) -> bool:
         """Queues `line`, the ACK, NAK or TERM of delivery `id_`, unless that delivery is confirmed
         already or the connection has closed; True if queued."""
@@ -74,7 +79,7 @@ class Message:
 
     @property
     def published(self) -> Optional[datetime]:
-        """When JetStream stored the message, in UTC (to the microsecond). Protocol version 2 only:
+        """When JetStream stored the message, in UTC (to the microsecond). From protocol version 2 on:
         None when the connection speaks version 1 (an older jetfan), or jetfan did not know it."""
         if not self._published:
             return None
@@ -87,14 +92,14 @@ class Message:
 
     @property
     def subject(self) -> Optional[str]:
-        """The message's full NATS subject (the key with jetfan's prefix). Protocol version 2 only,
-        else None."""
+        """The message's full NATS subject (the key with jetfan's prefix). From protocol version 2
+        on, else None."""
         return self._subject or None
 
     @property
     def server_deliveries(self) -> Optional[int]:
         """How often JetStream has delivered the message to jetfan (1 the first time; jetfan's own
-        retries of it to an ordered handler do not count). Protocol version 2 only, else None."""
+        retries of it to an ordered handler do not count). From protocol version 2 on, else None."""
         return self._server_deliveries or None
 
     @property
@@ -126,14 +131,23 @@ class Message:
         id_ = self._id
         return self._link.confirm(id_, b"ACK %d\r\n" % id_)  # encode_ack(), inlined: once per message
 
-    def nak(self, delay: Optional[float] = None) -> bool:
+    def nak(self, delay: Optional[float] = None, *, reason: str = "") -> bool:
         """Failed: redeliver it after `delay` seconds (a float: `nak(1.5)` is 1.5 s, `nak(0)` at
         once), or after jetfan's own growing delay when None. The wire carries whole milliseconds:
-        the delay is rounded to the nearest. Raises ValueError for a negative delay."""
-        return self._link.confirm(self._id, encode_nak(self._id, delay))
+        the delay is rounded to the nearest. Raises ValueError for a negative delay.
+
+        `reason` says why (`nak(reason="database down")`, `nak(1.5, reason=...)`): jetfan logs it,
+        and puts it in the dead letter when this NAK uses up the handler's retries. It is sent when
+        the connection speaks protocol version 3 or later, and left out, silently, before (against
+        jetfan 0.1.0, which speaks 2). Like TERM's, each line end in it is sent as a space, and a
+        reason too long for the line (1024 bytes) is cut."""
+        link = self._link
+        return link.confirm(self._id, encode_nak(self._id, delay, reason, link.version))
 
     def term(self, reason: str = "") -> bool:
-        """Poison: never deliver it to this handler again. jetfan logs the reason."""
+        """Poison: never deliver it to this handler again. jetfan logs the reason (and puts it in the
+        dead letter, when the handler has them), each line end in it as a space, cut to fit the
+        line."""
         return self._link.confirm(self._id, encode_term(self._id, reason))
 
     def working(self) -> bool:

@@ -50,9 +50,10 @@ class Options:
     close_timeout: float = 10.0
     """Seconds close() waits for the messages handed out to be finished."""
     protocol_version: int = VERSION
-    """The highest protocol version to ask for (PROTOCOL.md, "Version negotiation"). With the
-    default, 2, a jetfan that speaks only version 1 is spoken to in version 1 (a second connection
-    at once); 1 asks for version 1. `ready.version` says which one a connection speaks."""
+    """The highest protocol version to ask for (PROTOCOL.md, "Version negotiation"): 1 to 3. With
+    the default, 3, jetfan 0.1.0 answers 2 (a NAK's reason is then left out), and a jetfan that
+    speaks only version 1 is spoken to in version 1 (a second connection at once); 1 asks for
+    version 1. `ready.version` says which one a connection speaks."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:

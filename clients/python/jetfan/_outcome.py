@@ -11,9 +11,10 @@ from ._message import Message
 
 def settle(message: Message, error: Optional[Exception], log: logging.Logger, handler: str) -> None:
     """Confirms `message` as process() promises, once its callback has returned (`error` None) or
-    raised `error`: ACK; Term: TERM with its reason; Nak: NAK with its delay (seconds); anything
-    else: NAK, and the error logged with its traceback. A message the callback confirmed itself is
-    left as it is."""
+    raised `error`: ACK; Term: TERM with its reason; Nak: NAK with its delay (seconds) and its
+    message as the reason; anything else: NAK with the error's text as the reason (its type's name
+    when the text is empty), and the error logged with its traceback. A NAK's reason is sent on a
+    protocol version 3 connection only. A message the callback confirmed itself is left as it is."""
     if error is None:
         if not message.confirmed:
             message.ack()
@@ -27,10 +28,19 @@ def settle(message: Message, error: Optional[Exception], log: logging.Logger, ha
     elif isinstance(error, Term):
         message.term(error.reason)
     elif isinstance(error, Nak):
-        message.nak(error.delay)
+        message.nak(error.delay, reason=error.reason)
     else:
         log.error(
             "handler %s: the callback for %s (stream seq %d, delivery %d) raised; NAK'd",
             handler, message.key, message.seq, message.deliveries, exc_info=error,
         )
-        message.nak()
+        message.nak(reason=_reason_of(error))
+
+
+def _reason_of(error: BaseException) -> str:
+    """What an exception says, as a NAK's reason: its text, or its type's name when that is empty."""
+    try:
+        text = str(error)
+    except Exception:  # a __str__ that raises: the name will do
+        text = ""
+    return text or type(error).__name__

@@ -84,6 +84,11 @@ class _Connection(asyncio.Protocol):
     def unconfirmed_count(self) -> int:
         return len(self._unconfirmed)
 
+    @property
+    def version(self) -> int:
+        """The protocol version this connection speaks: its READY's (1 before it)."""
+        return self.ready.version if self.ready is not None else 1
+
     def adopt(self) -> None:
         """The handler has made this its connection: messages after READY flow from now on."""
         self._adopted = True
@@ -450,8 +455,10 @@ class Handler:
         """Calls `fn` for each message, at most `concurrency` at once (default: the handler's
         `concurrency` option, 1), until the handler is closed. `fn` may be a coroutine function or
         a plain one. When it returns, the message is ACKed; when it raises Term, TERMed with its
-        reason; Nak, NAKed with its delay (seconds); anything else, NAKed and the error logged to
-        "jetfan.aio". A message fn confirmed itself is left as it is. Returns once the handler is
+        reason; Nak, NAKed with its delay (seconds) and its message as the reason; anything else,
+        NAKed with the error's text as the reason (its type's name when that is empty) and the
+        error logged to "jetfan.aio". A NAK's reason is sent on a protocol version 3 connection and
+        left out before. A message fn confirmed itself is left as it is. Returns once the handler is
         closed and every callback has finished; raises JetfanError or ProtocolError if the
         connection ends with one (after the running callbacks finish)."""
         limit = check_concurrency(self.options.concurrency if concurrency is None else concurrency)

@@ -113,6 +113,11 @@ class _Connection:
     def unconfirmed_count(self) -> int:
         return len(self._unconfirmed)
 
+    @property
+    def version(self) -> int:
+        """The protocol version this connection speaks: its READY's."""
+        return self.ready.version
+
     def received(self, frame: MsgFrame) -> Message:
         with self._reading.lock:
             self._unconfirmed.add(frame.id)
@@ -398,10 +403,11 @@ class BlockingHandler:
     def process(self, fn: Callable[[Message], Any], *, concurrency: Optional[int] = None) -> None:
         """Calls `fn` for each message on `concurrency` threads (default: the handler's
         `concurrency` option, 1; 1 is this thread) until close(); the outcome of each call as in
-        the asyncio process(), failures logged to "jetfan.blocking". Returns once closed and every
-        callback has finished; raises JetfanError or ProtocolError if the connection ends with one,
-        after the running callbacks finish. While it holds (queued or in a callback) as many
-        messages as READY's max_unconfirmed, nothing more is read."""
+        the asyncio process() (an exception's text the NAK's reason), failures logged to
+        "jetfan.blocking". Returns once closed and every callback has finished; raises JetfanError
+        or ProtocolError if the connection ends with one, after the running callbacks finish. While
+        it holds (queued or in a callback) as many messages as READY's max_unconfirmed, nothing
+        more is read."""
         threads_wanted = check_concurrency(self.options.concurrency if concurrency is None else concurrency)
         self._claim("process()")
         if threads_wanted == 1:

@@ -1,5 +1,5 @@
 """The asyncio client (jetfan.aio) against the real jetfan and a real nats-server: ack, nak with a
-delay in seconds, term, working past ack_timeout, process() and its concurrency and outcomes,
+delay in seconds and a reason, term, working past ack_timeout, process() and its concurrency and outcomes,
 reconnecting after jetfan restarts, stale messages, ERR, headers; what it reports goes to logging."""
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class AsyncClient(unittest.IsolatedAsyncioTestCase):
             if msg.deliveries == 1 and msg.key == "a.fail":
                 raise RuntimeError("boom")
             if msg.deliveries == 1 and msg.key == "a.later":
-                raise jetfan.Nak(0.05)  # seconds
+                raise jetfan.Nak(0.05, "later, please")  # seconds; its message is the reason
 
         with self.assertLogs("jetfan", "ERROR") as logs:
             task = asyncio.create_task(h.process(handle, concurrency=2))
@@ -134,6 +134,10 @@ class AsyncClient(unittest.IsolatedAsyncioTestCase):
         )
         self.assertIn("RuntimeError: boom", logs.output[0])  # with its traceback
         self.assertTrue(self.mesh.wait_log("as poison: bad input"))
+        # Version 3: the exception's text, and the Nak's message, are the NAKs' reasons.
+        self.assertEqual(h.ready.version, 3)
+        self.assertTrue(self.mesh.wait_log(": boom"))
+        self.assertTrue(self.mesh.wait_log(": later, please"))
 
     async def test_reconnects_after_jetfan_restarts_and_old_messages_are_stale(self) -> None:
         config = self.mesh.config(BUILDER, FAST_RETRY)

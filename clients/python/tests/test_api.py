@@ -98,12 +98,42 @@ class Durations(unittest.TestCase):
                 _codec.encode_nak(7, bad)  # type: ignore[arg-type]
 
     def test_nak_and_its_exception_take_seconds(self) -> None:
-        self.assertEqual(list(inspect.signature(jetfan.Message.nak).parameters), ["self", "delay"])
+        params = inspect.signature(jetfan.Message.nak).parameters
+        self.assertEqual(list(params), ["self", "delay", "reason"])
+        self.assertEqual(params["reason"].kind, inspect.Parameter.KEYWORD_ONLY)
+        self.assertEqual(params["reason"].default, "")
         self.assertEqual(jetfan.Nak(1.5).delay, 1.5)
+        self.assertEqual((jetfan.Nak(1.5).reason, jetfan.Nak(None, "busy").reason), ("", "busy"))
         with self.assertRaises(ValueError):
             jetfan.Nak(-1)
         for doc in (jetfan.Message.nak.__doc__, jetfan.Nak.__doc__, jetfan.Options.__doc__):
             self.assertIn("second", doc or "")
+
+
+class NakReasons(unittest.TestCase):
+    def test_a_reason_is_written_from_version_3_on(self) -> None:
+        self.assertEqual(_codec.VERSION, 3)
+        self.assertEqual(jetfan.Options(path="/x.sock", handler="b").protocol_version, 3)
+        cases = [(None, "", b"NAK 7\r\n", b"NAK 7\r\n"),
+                 (None, "down", b"NAK 7 - down\r\n", b"NAK 7\r\n"),
+                 (1.5, "down", b"NAK 7 1500 down\r\n", b"NAK 7 1500\r\n"),
+                 (0, "a\rb\n", b"NAK 7 0 a b \r\n", b"NAK 7 0\r\n")]
+        for delay, reason, v3, before in cases:
+            with self.subTest(delay=delay, reason=reason):
+                self.assertEqual(_codec.encode_nak(7, delay, reason, 3), v3)
+                self.assertEqual(_codec.encode_nak(7, delay, reason, 2), before)
+                self.assertEqual(_codec.encode_nak(7, delay, reason, 1), before)
+        with self.assertRaises(TypeError):
+            _codec.encode_nak(7, None, b"down", 3)  # type: ignore[arg-type]
+
+    def test_a_long_reason_is_cut_to_fit_the_line_and_any_text_is_sent(self) -> None:
+        for delay in (None, Fraction(2**64 - 1, 1000)):
+            line = _codec.encode_nak(2**64 - 1, delay, "\u00e9" * 1000, 3)
+            self.assertLessEqual(len(line), _codec.MAX_COMMAND_LINE)
+            self.assertGreater(len(line), _codec.MAX_COMMAND_LINE - 2)
+            line.decode("utf-8")  # cut between characters
+        # A lone surrogate (an exception's text may hold one) is sent as "?", never raised.
+        self.assertEqual(_codec.encode_nak(7, None, "x\ud800y", 3), b"NAK 7 - x?y\r\n")
 
 
 class Modules(unittest.TestCase):

@@ -37,13 +37,13 @@ class BlockingClient(unittest.TestCase):
         self.assertTrue(self.mesh.settled())
         self.assertTrue(self.mesh.wait_log("as poison: bad input"))
 
-    def test_a_version_1_and_a_version_2_handler_at_once(self) -> None:
+    def test_a_version_1_and_a_version_3_handler_at_once(self) -> None:
         audit = '  - name: audit\n    patterns: ["#"]\n'
         self.mesh.start_jetfan(self.mesh.config(BUILDER + audit, FAST_RETRY))
         with jetfan.BlockingHandler(path=self.mesh.socket, handler="builder", protocol_version=1) as old, \
                 jetfan.BlockingHandler(path=self.mesh.socket, handler="audit") as new:
             self.assertEqual(old.ready.version, 1)
-            self.assertEqual(new.ready.version, 2)
+            self.assertEqual(new.ready.version, 3)  # the default, which this jetfan speaks
             before = datetime.now(timezone.utc)
             seq = self.mesh.publish("a.both", "for both")
             after = datetime.now(timezone.utc)
@@ -115,6 +115,7 @@ class BlockingClient(unittest.TestCase):
         self.assertIn("the callback for a.fail (stream seq 1, delivery 1) raised; NAK'd", record.getMessage())
         self.assertIn("RuntimeError: boom", logs.output[0])
         self.assertTrue(self.mesh.wait_log("as poison: bad input"))
+        self.assertTrue(self.mesh.wait_log(": boom"))  # the exception's text is the NAK's reason (version 3)
 
     def test_reconnects_and_old_messages_are_stale(self) -> None:
         config = self.mesh.config(BUILDER, FAST_RETRY)

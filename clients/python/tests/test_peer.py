@@ -1,7 +1,7 @@
 """Both clients against a scripted peer on a real Unix socket, for what the real jetfan cannot be
 made to do on cue, or show: send PING, send more than max-unconfirmed (as it does after ack
-timeouts), reuse a delivery id on a new connection, send garbage; the exact bytes of a NAK whose
-delay is given in seconds."""
+timeouts), reuse a delivery id on a new connection, send garbage, answer as an older jetfan does;
+the exact bytes of a NAK whose delay is given in seconds, and of its reason in each version."""
 
 from __future__ import annotations
 
@@ -18,6 +18,18 @@ import jetfan
 
 from .mesh import wait_until
 
+
+
+def raise_by_payload(message: jetfan.Message) -> None:
+    """A process() callback that raises, by the payload: an error with text, one without, Nak with
+    a delay and a message, and a bare Nak."""
+    if message.data == b"a":
+        raise RuntimeError("database down\nat line 7")
+    if message.data == b"b":
+        raise ValueError()  # no text: its type's name
+    if message.data == b"c":
+        raise jetfan.Nak(2.5, "busy")
+    raise jetfan.Nak()
 
 class ScriptedJetfan:
     """Plays jetfan: listens, accepts one connection at a time, reads lines, sends bytes."""
@@ -46,21 +58,27 @@ class ScriptedJetfan:
         self.buffer = b""
 
     def greet(self, max_unconfirmed: int) -> None:
-        """Answers HELLO as a jetfan that speaks only protocol version 1 does: the client's HELLO 2
+        """Answers HELLO as a jetfan that speaks only protocol version 1 does: the client's HELLO 3
         is refused, and the client comes again at once with HELLO 1."""
         self.accept()
-        assert self.line() == "HELLO builder 2"
-        self.send(b"ERR protocol version 2 is not supported; this jetfan speaks version 1\r\n")
+        assert self.line() == "HELLO builder 3"
+        self.send(b"ERR protocol version 3 is not supported; this jetfan speaks version 1\r\n")
         self.hang_up()
         self.accept()
         assert self.line() == "HELLO builder 1"
         self.send(f"READY 1 builder {max_unconfirmed} #\r\n".encode())
 
     def greet_v2(self, max_unconfirmed: int) -> None:
-        """Answers HELLO 2 as a jetfan that speaks version 2 does."""
+        """Answers HELLO 3 as jetfan 0.1.0 does, which speaks versions 1 and 2: READY 2."""
         self.accept()
-        assert self.line() == "HELLO builder 2"
+        assert self.line() == "HELLO builder 3"
         self.send(f"READY 2 builder {max_unconfirmed} #\r\n".encode())
+
+    def greet_v3(self, max_unconfirmed: int) -> None:
+        """Answers HELLO 3 as a jetfan that speaks version 3 does."""
+        self.accept()
+        assert self.line() == "HELLO builder 3"
+        self.send(f"READY 3 builder {max_unconfirmed} #\r\n".encode())
 
     def line(self) -> str:
         """The next line from the client without its line end; "" at end of stream."""
@@ -91,6 +109,11 @@ def msg2(id_: int, payload: str, published: int, subject: str, server_deliveries
     return f"MSG {id_} a.b {id_} 1 0 {len(payload)} {published} {subject} {server_deliveries}\r\n{payload}\r\n".encode()
 
 
+def msg_in(version: int, id_: int, payload: str) -> bytes:
+    """A MSG in the layout of `version`: version 1's, or version 2's (which version 3's is)."""
+    return msg(id_, payload) if version == 1 else msg2(id_, payload, 1_700_000_000_000_000_000, "events.a.b")
+
+
 FOUR_AND_A_PING = msg(1, "a") + msg(2, "b") + msg(3, "c") + msg(4, "d") + b"PING\r\n"
 
 
@@ -100,8 +123,8 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
         self.peer = ScriptedJetfan()
         self.addCleanup(self.peer.close)
 
-    async def connect(self, max_unconfirmed: int, **options: object) -> jetfan.Handler:
-        greeter = asyncio.create_task(asyncio.to_thread(self.peer.greet, max_unconfirmed))
+    async def connect(self, max_unconfirmed: int, greet: str = "greet", **options: object) -> jetfan.Handler:
+        greeter = asyncio.create_task(asyncio.to_thread(getattr(self.peer, greet), max_unconfirmed))
         h = await jetfan.connect(path=self.peer.path, handler="builder", **options)
         await greeter
         return h
@@ -119,21 +142,23 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(await asyncio.to_thread(self.peer.line), "ACK 1")
         await h.close()
 
-    async def test_version_2_gives_published_and_subject(self) -> None:
-        greeter = asyncio.create_task(asyncio.to_thread(self.peer.greet_v2, 4))
-        h = await jetfan.connect(path=self.peer.path, handler="builder")
-        await greeter
-        self.assertEqual(h.ready.version, 2)
-        self.peer.send(msg2(1, "new", 1_700_000_000_123_456_789, "events.a.b", 3))
-        m = await h.__anext__()
-        self.assertEqual(m.published, datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=timezone.utc))
-        self.assertEqual(m.published_ns, 1_700_000_000_123_456_789)
-        self.assertEqual(m.subject, "events.a.b")
-        self.assertEqual(m.key, "a.b")
-        self.assertEqual(m.deliveries, 1)
-        self.assertEqual(m.server_deliveries, 3)
-        m.ack()
-        await h.close()
+    async def test_versions_2_and_3_give_published_and_subject(self) -> None:
+        # jetfan 0.1.0 answers the client's HELLO 3 with READY 2; version 3's MSG is version 2's.
+        for greet, version in (("greet_v2", 2), ("greet_v3", 3)):
+            with self.subTest(version=version):
+                h = await self.connect(4, greet)
+                self.assertEqual(h.ready.version, version)
+                self.peer.send(msg2(1, "new", 1_700_000_000_123_456_789, "events.a.b", 3))
+                m = await h.__anext__()
+                self.assertEqual(m.published, datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=timezone.utc))
+                self.assertEqual(m.published_ns, 1_700_000_000_123_456_789)
+                self.assertEqual(m.subject, "events.a.b")
+                self.assertEqual(m.key, "a.b")
+                self.assertEqual(m.deliveries, 1)
+                self.assertEqual(m.server_deliveries, 3)
+                m.ack()
+                self.assertEqual(await asyncio.to_thread(self.peer.line), "ACK 1")
+                await h.close()
 
     async def test_buffers_no_more_than_max_unconfirmed_and_answers_ping(self) -> None:
         h = await self.connect(2)
@@ -208,14 +233,48 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
         await h.close()
         await asyncio.wait_for(task, 20)
 
+    async def test_a_nak_s_reason_is_written_in_version_3_and_left_out_before(self) -> None:
+        for greet, version, want in (
+            ("greet_v3", 3, ["NAK 1 - database down", "NAK 2 1500 upstream 503", "NAK 3 0 a  b", "NAK 4", "NAK 5 250"]),
+            ("greet_v2", 2, ["NAK 1", "NAK 2 1500", "NAK 3 0", "NAK 4", "NAK 5 250"]),
+            ("greet", 1, ["NAK 1", "NAK 2 1500", "NAK 3 0", "NAK 4", "NAK 5 250"]),
+        ):
+            with self.subTest(version=version):
+                h = await self.connect(8, greet)
+                self.assertEqual(h.ready.version, version)
+                self.peer.send(b"".join(msg_in(version, i, "x") for i in range(1, 6)))
+                m = [await asyncio.wait_for(h.__anext__(), 20) for _ in range(5)]
+                self.assertTrue(m[0].nak(reason="database down"))
+                self.assertTrue(m[1].nak(1.5, reason="upstream 503"))
+                self.assertTrue(m[2].nak(0, reason="a\r\nb"))  # each line end a space
+                self.assertTrue(m[3].nak(reason=""))
+                self.assertTrue(m[4].nak(delay=0.25))
+                self.assertEqual([await asyncio.to_thread(self.peer.line) for _ in range(5)], want)
+                await h.close()
+
+    async def test_a_raising_callback_s_text_is_the_nak_s_reason(self) -> None:
+        h = await self.connect(8, "greet_v3")
+        self.peer.send(b"".join(msg_in(3, i, p) for i, p in enumerate("abcd", 1)))
+
+        async def handle(message: jetfan.Message) -> None:
+            raise_by_payload(message)
+
+        with self.assertLogs("jetfan.aio", "ERROR") as logs:
+            task = asyncio.create_task(h.process(handle))
+            lines = [await asyncio.to_thread(self.peer.line) for _ in range(4)]
+        self.assertEqual(lines, ["NAK 1 - database down at line 7", "NAK 2 - ValueError", "NAK 3 2500 busy", "NAK 4"])
+        self.assertEqual(len(logs.records), 2)  # the two that are not Nak
+        await h.close()
+        await asyncio.wait_for(task, 20)
+
 
 class BlockingAgainstPeer(unittest.TestCase):
     def setUp(self) -> None:
         self.peer = ScriptedJetfan()
         self.addCleanup(self.peer.close)
 
-    def connect(self, max_unconfirmed: int, **options: object) -> jetfan.BlockingHandler:
-        greeter = threading.Thread(target=self.peer.greet, args=(max_unconfirmed,))
+    def connect(self, max_unconfirmed: int, greet: str = "greet", **options: object) -> jetfan.BlockingHandler:
+        greeter = threading.Thread(target=getattr(self.peer, greet), args=(max_unconfirmed,))
         greeter.start()
         h = jetfan.BlockingHandler(path=self.peer.path, handler="builder", **options)
         greeter.join()
@@ -333,6 +392,43 @@ class BlockingAgainstPeer(unittest.TestCase):
             h.close()
             runner.join(20)
         self.assertFalse(runner.is_alive())
+
+    def test_a_nak_s_reason_is_written_in_version_3_and_left_out_before(self) -> None:
+        for greet, version, want in (
+            ("greet_v3", 3, ["NAK 1 - database down", "NAK 2 1500 upstream 503", "NAK 3 0 a  b", "NAK 4", "NAK 5 250"]),
+            ("greet_v2", 2, ["NAK 1", "NAK 2 1500", "NAK 3 0", "NAK 4", "NAK 5 250"]),
+            ("greet", 1, ["NAK 1", "NAK 2 1500", "NAK 3 0", "NAK 4", "NAK 5 250"]),
+        ):
+            with self.subTest(version=version), self.connect(8, greet) as h:
+                self.assertEqual(h.ready.version, version)
+                messages = iter(h)
+                self.peer.send(b"".join(msg_in(version, i, "x") for i in range(1, 6)))
+                m = [next(messages) for _ in range(5)]
+                self.assertTrue(m[0].nak(reason="database down"))
+                self.assertTrue(m[1].nak(1.5, reason="upstream 503"))
+                self.assertTrue(m[2].nak(0, reason="a\r\nb"))  # each line end a space
+                self.assertTrue(m[3].nak(reason=""))
+                self.assertTrue(m[4].nak(delay=0.25))
+                h.flush()
+                self.assertEqual([self.peer.line() for _ in range(5)], want)
+
+    def test_a_raising_callback_s_text_is_the_nak_s_reason(self) -> None:
+        h = self.connect(8, "greet_v3")
+        self.peer.send(b"".join(msg_in(3, i, p) for i, p in enumerate("abcd", 1)))
+
+        handle = raise_by_payload
+
+        runner = threading.Thread(target=h.process, args=(handle,))
+        try:
+            with self.assertLogs("jetfan.blocking", "ERROR") as logs:
+                runner.start()
+                lines = [self.peer.line() for _ in range(4)]
+        finally:
+            h.close()
+            runner.join(20)
+        self.assertFalse(runner.is_alive())
+        self.assertEqual(lines, ["NAK 1 - database down at line 7", "NAK 2 - ValueError", "NAK 3 2500 busy", "NAK 4"])
+        self.assertEqual(len(logs.records), 2)  # the two that are not Nak
 
 
 if __name__ == "__main__":
