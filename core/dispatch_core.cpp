@@ -370,8 +370,8 @@ bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Out
       stats.attempts.observe(budget_.attempts(seq, handler) + 1);
       break;
     case Outcome::kNak:
-      effects_.push_back(
-          Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery, Duration(0), FailCause::kNak});
+      effects_.push_back(Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery,
+                                delay.value_or(Duration(0)), FailCause::kNak});
       failed_attempt(seq, message, handler, FailCause::kNak, delay, now);
       ++stats.failed_nak;
       stats.confirmation_latency.observe(now - sent);

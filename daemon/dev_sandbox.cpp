@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "log_follower.hpp"
 #include "nats_handles.hpp"
 #include "startup_error.hpp"
 
@@ -182,6 +183,20 @@ std::vector<std::string> with_places(std::vector<std::string> command, const std
   return command;
 }
 
+// What of jetfan's log a handler author wants to see as it happens: its warnings and errors (a
+// failed delivery with the NAK's reason, a TERM, a refused HELLO) and the handler's connections.
+// A line is "TIME LEVEL MESSAGE"; what is shown is "jetfan: LEVEL MESSAGE".
+void show_jetfan_line(std::string_view line, const std::string& handler) {
+  const auto level_at = line.find(' ');
+  if (level_at == std::string_view::npos) return;
+  const std::string_view rest = line.substr(level_at + 1);
+  const bool loud = rest.starts_with("warning ") || rest.starts_with("error ") || rest.starts_with("critical ");
+  const bool connection = rest.starts_with("info handler \"" + handler + "\" (connection") &&
+                          (rest.ends_with(" connected") || rest.find(" disconnected") != std::string_view::npos);
+  if (!loud && !connection) return;
+  std::fprintf(stderr, "jetfan: %.*s\n", static_cast<int>(rest.size()), rest.data());
+}
+
 std::string yaml_list(const std::vector<std::string>& items) {
   std::string out = "[";
   for (const auto& item : items) out += (out.size() > 1 ? ", \"" : "\"") + item + "\"";
@@ -254,6 +269,9 @@ int run_dev_sandbox(const DevOptions& options) {
     if (!wait_for_line(jetfan_log, "serving consumer", jetfan, 20s)) {
       throw StartupError(kExitUnavailable, "jetfan dev: jetfan did not start serving; its log: " + jetfan_log);
     }
+    // It lives past parts.stop_all() below, so what jetfan says while it drains is shown too.
+    LogFollower follower(jetfan_log,
+                         [&handler = options.handler](std::string_view line) { show_jetfan_line(line, handler); });
     std::vector<std::string> handler_env = env;
     handler_env.push_back("JETFAN_SOCKET=" + socket);
     handler_env.push_back("JETFAN_HANDLER=" + options.handler);
@@ -268,7 +286,9 @@ int run_dev_sandbox(const DevOptions& options) {
                  "jetfan dev: nats-server at %s, stream DEV, durable dev; jetfan serves %s (log %s);\n"
                  "  handler \"%s\" (patterns %s) runs: %s\n"
                  "  ($JETFAN_SOCKET and $JETFAN_HANDLER set). Each line \"KEY [PAYLOAD]\" publishes an event on "
-                 "dev.KEY (its key: KEY), held for the handler until it connects; Ctrl-D or Ctrl-C ends.\n",
+                 "dev.KEY (its key: KEY), held for the handler until it connects; what jetfan says of the handler\n"
+                 "  (connections, failed deliveries with a NAK's reason, TERMs) is shown as \"jetfan: ...\". Ctrl-D or "
+                 "Ctrl-C ends.\n",
                  url.c_str(), socket.c_str(), jetfan_log.c_str(), options.handler.c_str(), yaml_list(patterns).c_str(),
                  command_line.c_str());
     jsCtx* js_raw = nullptr;

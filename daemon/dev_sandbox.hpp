@@ -5,12 +5,14 @@
 // (made here, as a controller would: `serve` itself never makes one), a config for them, `jetfan
 // serve`, and CMD as handler NAME: "{socket}" and "{handler}" in its words are the socket's path and
 // the handler's name (`jetfan dev -- python3 examples/handler.py {socket} {handler}`), and its
-// environment has them too ($JETFAN_SOCKET, $JETFAN_HANDLER); its output is the terminal's. Each
-// line read from stdin, "KEY [PAYLOAD]", is published on
-// dev.KEY, so the handler gets it with key KEY. End of input or Ctrl-C stops everything, the last
-// started first (jetfan drains), and removes the temp dir (--keep leaves it, with the logs).
+// environment has them too ($JETFAN_SOCKET, $JETFAN_HANDLER); its output is the terminal's, and so
+// are jetfan's warnings and the handler's connections ("jetfan: ...", by a LogFollower). Each line
+// read from stdin, "KEY [PAYLOAD]", is published on dev.KEY, so the handler gets it with key KEY.
+// End of input or Ctrl-C stops everything, the last started first (jetfan drains), and removes the
+// temp dir (--keep leaves it, with the logs).
 //
-// Thread: the caller's. Blocking. For a person at a terminal, or a test feeding its stdin.
+// Thread: the caller's, blocking, and a LogFollower's. For a person at a terminal, or a test
+// feeding its stdin.
 
 #include <string>
 #include <vector>

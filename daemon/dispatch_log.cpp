@@ -1,6 +1,7 @@
 #include "dispatch_log.hpp"
 
 #include "descriptors.hpp"
+#include "format.hpp"
 #include "logging.hpp"
 #include "retry_budget.hpp"
 
@@ -107,11 +108,18 @@ void DispatchLog::unknown_answer(const HandlerSession& session, proto::Verb verb
 }
 
 void DispatchLog::failed(const Effect& effect, const HeldMessage& stored, const HandlerSession* session, bool ordered,
-                         TimePoint now) {
+                         std::string_view reason, TimePoint now) {
   const std::string name = session ? session->handler_name() : "?";
   const std::string who = session ? describe(*session) : "(connection " + std::to_string(effect.connection) + ")";
   const PeerCredentials none;
   const PeerCredentials& peer = session ? session->credentials() : none;
+  std::string cause = to_string(effect.cause);
+  if (!reason.empty()) cause += ": \"" + std::string(reason) + "\"";
+  // A NAK that named its delay is redelivered after it; every other failure after a growing one.
+  const std::string after =
+      effect.cause == FailCause::kNak && effect.delay > Duration(0)
+          ? "the handler's delay of " + format::duration(std::chrono::duration<double>(effect.delay).count())
+          : std::string("a growing delay");
   warnings_.warn(now, "failed deliveries to handler \"" + name + "\": " + to_string(effect.cause), "delivery.failed",
                  {{"handler", name},
                   {"connection", effect.connection},
@@ -122,17 +130,18 @@ void DispatchLog::failed(const Effect& effect, const HeldMessage& stored, const 
                   {"key", stored.key},
                   {"subject", stored.message->subject()},
                   {"deliveries", stored.deliveries},
-                  {"reason", to_string(effect.cause)}},
+                  {"reason", to_string(effect.cause)},
+                  {"said", reason}},
                  "handler {}: delivery {} of stream seq {} (subject \"{}\") failed: {}. {}", who, effect.delivery,
-                 stored.stream_seq, stored.message->subject(), to_string(effect.cause),
+                 stored.stream_seq, stored.message->subject(), cause,
                  stored.message->reply().empty()
                      ? "It is a redriven dead letter: jetfan gives it to the handler again after its backoff, "
                        "until its retry budget is used up (then it is dead-lettered anew)."
                  : ordered
-                     ? "The handler is ordered: jetfan keeps the message and gives it to the handler again after "
-                       "a growing delay, before any later message of its order key."
-                     : "It goes back to the server for redelivery to this handler (NAK with a growing delay) once "
-                       "no other handler has it in flight.");
+                     ? "The handler is ordered: jetfan keeps the message and gives it to the handler again after " +
+                           after + ", before any later message of its order key."
+                     : "It goes back to the server for redelivery to this handler (NAK after " + after +
+                           ") once no other handler has it in flight.");
 }
 
 void DispatchLog::gave_up(const Effect& effect, const HeldMessage& stored, TimePoint now) {

@@ -50,9 +50,10 @@ class DispatchLog {
   void unknown_answer(const HandlerSession& session, proto::Verb verb, std::uint64_t delivery) const;
 
   // The core's kFailed for `stored`: `session` is the connection, if still known; `ordered` says
-  // whether its handler keeps the message (order_by) or it goes back to the server. Rate-limited.
+  // whether its handler keeps the message (order_by) or it goes back to the server; `reason`, what
+  // the handler's NAK said (empty: nothing). Rate-limited.
   void failed(const Effect& effect, const HeldMessage& stored, const HandlerSession* session, bool ordered,
-              TimePoint now);
+              std::string_view reason, TimePoint now);
   // The core's kGaveUp: a retry budget used up with no dead_letter subject. Rate-limited.
   void gave_up(const Effect& effect, const HeldMessage& stored, TimePoint now);
   // Handler `handler` is ordered, but stream seq `stream_seq` has no order key for it. Rate-limited.

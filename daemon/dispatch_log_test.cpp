@@ -62,20 +62,26 @@ std::string text(const LogField::Value* value) {
       *value);
 }
 
+// The core's kFailed of delivery 5 on connection 9.
+Effect failed_effect(FailCause cause) {
+  Effect effect{Effect::Kind::kFailed};
+  effect.connection = 9;
+  effect.delivery = 5;
+  effect.cause = cause;
+  return effect;
+}
+
 }  // namespace
 
 TEST_CASE("a failed delivery names handler, connection, message and cause, and says what happens to it", "[unit]") {
   World w;
   LogCapture capture;
-  Effect effect{Effect::Kind::kFailed};
-  effect.connection = 9;
-  effect.delivery = 5;
-  effect.cause = FailCause::kTimeout;
+  const Effect effect = failed_effect(FailCause::kTimeout);
   const TimePoint now{};
   const auto session = w.session(0);
 
-  w.log.failed(effect, w.stored, session.get(), false, now);
-  w.log.failed(effect, w.stored, nullptr, true, now + std::chrono::milliseconds(1));
+  w.log.failed(effect, w.stored, session.get(), false, "", now);
+  w.log.failed(effect, w.stored, nullptr, true, "", now + std::chrono::milliseconds(1));
   const auto events = capture.named("delivery.failed");
   REQUIRE(events.size() == 2);
   CHECK(events[0].level == spdlog::level::warn);
@@ -90,6 +96,26 @@ TEST_CASE("a failed delivery names handler, connection, message and cause, and s
   // The connection is gone: the handler is "?", and an ordered one keeps the message.
   CHECK(text(events[1].field("handler")) == "?");
   CHECK_THAT(events[1].message, Catch::Contains("(connection 9)") && Catch::Contains("jetfan keeps the message"));
+}
+
+TEST_CASE("a failed delivery by NAK says the handler's reason and its own delay, or a growing one", "[unit]") {
+  World w;
+  LogCapture capture;
+  Effect effect = failed_effect(FailCause::kNak);
+  effect.delay = std::chrono::milliseconds(1500);
+  const TimePoint now{};
+  const auto session = w.session(0);
+  w.log.failed(effect, w.stored, session.get(), false, "database down", now);
+  effect.delay = Duration(0);
+  w.log.failed(effect, w.stored, session.get(), true, "", now + std::chrono::milliseconds(1));
+  const auto events = capture.named("delivery.failed");
+  REQUIRE(events.size() == 2);
+  CHECK(text(events[0].field("said")) == "database down");
+  CHECK_THAT(events[0].message, Catch::Contains("failed: the handler sent NAK: \"database down\".") &&
+                                    Catch::Contains("NAK after the handler's delay of 1.5s"));
+  CHECK(text(events[1].field("said")).empty());
+  CHECK_THAT(events[1].message, Catch::Contains("failed: the handler sent NAK.") &&
+                                    Catch::Contains("again after a growing delay, before any later message"));
 }
 
 TEST_CASE("repeated warnings of one kind are held to the burst, the rest counted", "[unit]") {

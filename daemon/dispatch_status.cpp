@@ -55,6 +55,7 @@ void DispatchStatus::fill(StatusSnapshot& s, std::string_view state, const RateW
     view.instances = table_.instance_views(h, now_unix_ms);
     view.in_flight = loads[h].in_flight;
     view.queued = loads[h].queued;
+    view.backlog = loads[h].owed;
     if (loads[h].oldest_unconfirmed) view.oldest_unconfirmed_seconds = age(*loads[h].oldest_unconfirmed);
     if (declared.order_by.kind != OrderBy::Kind::kNone) view.order_by = to_string(declared.order_by);
     view.order_blocked_keys = waits[h].load.blocked_keys;

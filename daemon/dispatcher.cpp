@@ -346,7 +346,13 @@ void Dispatcher::apply_effects() {
       case Effect::Kind::kFailed: {
         const HandlerSession* session = table_.find(effect.connection);
         const bool ordered = session && session->handler() && router_.ordered(*session->handler());
-        log_.failed(effect, stored->second, session, ordered, time_.now());
+        std::string_view reason;
+        if (effect.cause == FailCause::kNak) {
+          for (const auto& said : nak_reasons_) {
+            if (said.connection == effect.connection && said.delivery == effect.delivery) reason = said.reason;
+          }
+        }
+        log_.failed(effect, stored->second, session, ordered, reason, time_.now());
         break;
       }
       case Effect::Kind::kDeadLetter:
@@ -366,6 +372,7 @@ void Dispatcher::apply_effects() {
     }
   }
   effects.clear();
+  nak_reasons_.clear();
   dead_letters_.fail_unsent(time_.now());
   if (kept_alive > 0) DispatchLog::kept_alive(kept_alive);
   // A flush can close a session (max_output_buffer), and the close applies effects again, which
@@ -569,7 +576,10 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
     case proto::Verb::kNak: {
       if (const auto seq = core_.seq_in_flight(session.id(), command.id); seq && session.handler()) {
         dead_letters_.note_reason(*session.handler(), *seq, false, command.reason);
-        if (!command.reason.empty()) log_.nakked(session, command.id, command.reason);
+        if (!command.reason.empty()) {
+          log_.nakked(session, command.id, command.reason);
+          nak_reasons_.push_back(NakReason{session.id(), command.id, command.reason});
+        }
       }
       std::optional<Duration> delay;
       if (command.delay_ms) delay = Duration(static_cast<Duration::rep>(std::min(*command.delay_ms, kMaxNakDelayMs)));

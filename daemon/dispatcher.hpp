@@ -254,6 +254,14 @@ class Dispatcher final : private SessionOwner,
   ConnectionId next_connection_ = 1;
   MessageBytesArena& arena_;
   std::vector<std::shared_ptr<HandlerSession>> dirty_;
+  // The reasons of the NAKs read since effects were last applied, for the kFailed each causes (and
+  // its log line); emptied when effects are applied. As many as one read's commands.
+  struct NakReason {
+    ConnectionId connection;
+    std::uint64_t delivery;
+    std::string reason;
+  };
+  std::vector<NakReason> nak_reasons_;
   HeldMessages stored_;
   RateLimitedLog warnings_;  // repeated warnings, each kind a few times per window
   DispatchLog log_;          // what is said of handlers and deliveries

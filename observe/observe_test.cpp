@@ -53,6 +53,7 @@ StatusSnapshot example() {
   audit.max_inflight = 64;
   audit.ack_timeout_seconds = 30;
   audit.queued = 3;
+  audit.backlog = 5;
   audit.oldest_unconfirmed_seconds = 12.5;
   s.handlers = {builder, audit};
   s.recent_unmatched_keys = {"zzz.nobody"};
@@ -128,6 +129,7 @@ TEST_CASE("Prometheus text: counters, per-handler series, cumulative histogram b
   CHECK_THAT(text, Catch::Contains("jetfan_messages_held_limit_bytes 67108864\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_messages_handed_back_for_room_total 2\n"));
   CHECK_THAT(text, Catch::Contains("jetfan_handler_queued{handler=\"audit\"} 3\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_backlog{handler=\"audit\"} 5\n"));
   CHECK_THAT(text,
              Catch::Contains("jetfan_handler_delivery_failures_total{handler=\"builder\",cause=\"timeout\"} 1\n"));
   CHECK_THAT(text, Catch::Contains(

@@ -197,6 +197,9 @@ std::string render_prometheus(const StatusSnapshot& s) {
                [](const HandlerView& h) { return static_cast<std::uint64_t>(h.in_flight); });
   each_handler({"jetfan_handler_queued", "gauge", "Messages held for the handler, waiting for an instance with room."},
                [](const HandlerView& h) { return static_cast<std::uint64_t>(h.queued); });
+  each_handler({"jetfan_handler_backlog", "gauge",
+                "Held messages the handler has not yet confirmed: queued, in flight, waiting for order or a retry."},
+               [](const HandlerView& h) { return static_cast<std::uint64_t>(h.backlog); });
   each_handler({"jetfan_handler_oldest_unconfirmed_age_seconds", "gauge",
                 "Age of the oldest held message the handler has not confirmed; 0 when none."},
                [](const HandlerView& h) { return h.oldest_unconfirmed_seconds.value_or(0); });

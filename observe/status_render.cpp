@@ -137,9 +137,10 @@ std::string render_status_text(const StatusSnapshot& s) {
            std::to_string(i.uid) + ", connected " + format::utc(i.connected_unix_ms) + " (" +
            format::duration(i.connected_seconds) + " ago)");
     }
-    line("  now:     " + std::to_string(h.in_flight) + " in flight, " + std::to_string(h.queued) +
-         " queued, oldest unconfirmed " +
-         (h.oldest_unconfirmed_seconds ? format::duration(*h.oldest_unconfirmed_seconds) : std::string("-")));
+    line("  now:     " + std::to_string(h.in_flight) + " in flight, " + std::to_string(h.queued) + " queued; backlog " +
+         std::to_string(h.backlog) +
+         (h.oldest_unconfirmed_seconds ? ", the oldest for " + format::duration(*h.oldest_unconfirmed_seconds)
+                                       : std::string()));
     if (!h.order_by.empty()) {
       line("  order:   by " + h.order_by + "; " + std::to_string(h.order_blocked_keys) + " key(s) blocked, " +
            std::to_string(h.order_waiting) + " message(s) waiting behind them, the oldest for " +
@@ -279,6 +280,7 @@ std::string render_status_json(const StatusSnapshot& s) {
          {"instances", instances},
          {"in_flight", h.in_flight},
          {"queued", h.queued},
+         {"backlog", h.backlog},
          {"oldest_unconfirmed_seconds", optional_seconds(h.oldest_unconfirmed_seconds)},
          {"order", h.order_by.empty()
                        ? nlohmann::json(nullptr)

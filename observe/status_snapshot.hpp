@@ -48,6 +48,9 @@ struct HandlerView {
   std::vector<InstanceView> instances;
   std::size_t in_flight = 0;
   std::size_t queued = 0;
+  // Held messages it has not yet confirmed: queued, in flight, waiting behind their order key or for
+  // a retry. Its backlog inside jetfan (what the stream holds beyond is the consumer's num_pending).
+  std::size_t backlog = 0;
   std::optional<double> oldest_unconfirmed_seconds;
   // An ordered handler (order_by set; empty: unordered): what waits behind an older message of its key.
   std::string order_by;

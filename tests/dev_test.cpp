@@ -14,8 +14,10 @@
 
 using namespace jetfan::testing;
 
-TEST_CASE("jetfan dev runs CMD as a handler beside its own server and jetfan: each line typed is an event",
-          "[integration]") {
+TEST_CASE(
+    "jetfan dev runs CMD as a handler beside its own server and jetfan: each line typed is an event, "
+    "and what jetfan says of the handler is shown",
+    "[integration]") {
   Mesh mesh({.start_server = false});  // for its temp dir only: jetfan dev brings its own server
   int ends[2];
   REQUIRE(::pipe2(ends, O_CLOEXEC) == 0);
@@ -27,9 +29,10 @@ TEST_CASE("jetfan dev runs CMD as a handler beside its own server and jetfan: ea
                server ? server : "nats-server", "--", TEST_HANDLER_BIN, "{socket}", "{handler}", seen},
               mesh.dir() + "/dev.out", "", {{}, {{typed.get(), 0}}});
   typed.reset();
-  const std::string lines = "a.one hello\nb.other not for h\na.two\n";
+  // a.two is NAK'd with a reason the first time, and ACKed when it comes again.
+  const std::string lines = "a.one hello\nb.other not for h\na.two nakwhy1@h\n";
   REQUIRE(::write(keyboard.get(), lines.data(), lines.size()) == static_cast<ssize_t>(lines.size()));
-  REQUIRE(wait_until([&] { return read_file(seen).find("a.two") != std::string::npos; }, 60s));
+  REQUIRE(wait_until([&] { return read_file(seen).find(" a.two 2 ") != std::string::npos; }, 60s));
   const std::string got = read_file(seen);
   CHECK_THAT(got, Catch::Contains(" a.one 1 hello") && !Catch::Contains("b.other"));
   keyboard.reset();  // end of input: everything stops
@@ -38,6 +41,12 @@ TEST_CASE("jetfan dev runs CMD as a handler beside its own server and jetfan: ea
   CHECK_THAT(out, Catch::Contains("published dev.a.one (stream seq 1)") &&
                       Catch::Contains("published dev.b.other (stream seq 2)") &&
                       Catch::Contains("stopping the handler, jetfan (it drains), nats-server"));
+  // jetfan's lines about the handler, as they came: its connection, and the NAK with its reason.
+  CHECK_THAT(out,
+             Catch::Contains("jetfan: info handler \"h\" (connection 1, pid ") && Catch::Contains(") connected\n"));
+  CHECK_THAT(out,
+             Catch::Contains("jetfan: warning handler \"h\" (connection 1, pid ") &&
+                 Catch::Contains("(subject \"dev.a.two\") failed: the handler sent NAK: \"test says try later\"."));
   // Its temp dir is gone with it.
   const auto at = out.find("jetfan serves ");
   REQUIRE(at != std::string::npos);

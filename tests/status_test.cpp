@@ -54,7 +54,8 @@ TEST_CASE("status shows first, as the problem, a declared handler with no instan
   CHECK_THAT(text, Catch::Contains("ACK 2 ("));
   CHECK_THAT(text, Catch::Contains("handler audit: patterns #"));
   CHECK_THAT(text, Catch::Contains("  instances: none"));
-  CHECK_THAT(text, Catch::Contains("0 in flight, 3 queued"));
+  CHECK_THAT(text, Catch::Contains("0 in flight, 3 queued; backlog 3, the oldest for "));
+  CHECK_THAT(text, Catch::Contains("0 in flight, 0 queued; backlog 0\n"));  // builder
 
   const auto doc = nlohmann::json::parse(control_request(mesh.control_path(), "STATUS JSON"));
   CHECK(doc["schema"] == "jetfan.status/1");
@@ -73,6 +74,8 @@ TEST_CASE("status shows first, as the problem, a declared handler with no instan
   CHECK(doc["handlers"][0]["instances"][0]["pid"] == builder.pid());
   CHECK(doc["handlers"][0]["counts"]["delivered"] == 2);
   CHECK(doc["handlers"][0]["counts"]["acked"] == 2);
+  CHECK(doc["handlers"][0]["backlog"] == 0);
+  CHECK(doc["handlers"][1]["backlog"] == 3);
   CHECK(doc["handlers"][0]["confirmation_latency"]["count"] == 2);
   CHECK(doc["handlers"][1]["queued"] == 3);
   CHECK(doc["handlers"][1]["instances"].empty());
