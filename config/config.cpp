@@ -23,6 +23,13 @@ namespace jetfan {
 
 const char* to_string(WhenFull when_full) { return when_full == WhenFull::kHandBack ? "hand_back" : "hold"; }
 
+std::string rate_text(double max_rate) {
+  if (max_rate <= 0) return "none";
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, max_rate);
+  return ec == std::errc() ? std::string(text, end) : "?";
+}
+
 std::string to_string(const OrderBy& order_by) {
   switch (order_by.kind) {
     case OrderBy::Kind::kNone:
@@ -209,6 +216,22 @@ class ConfigReader {
       return;
     }
     out = static_cast<Int>(value);
+  }
+
+  // A rate in messages a second: a number above 0 (fractions too: 0.5 is one each 2 s), at most a million.
+  void read_rate(const YAML::Node& parent, const std::string& path, const char* key, double& out) {
+    const auto node = parent[key];
+    if (!node) return;
+    const auto text = string(node, join(path, key));
+    if (!text) return;
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+    if (ec != std::errc() || end != text->data() + text->size() || !(value > 0) || value > 1'000'000) {
+      error(node, join(path, key),
+            "\"" + *text + "\" must be a number of messages a second above 0 and at most 1000000 (e.g. 50, 0.5)");
+      return;
+    }
+    out = value;
   }
 
   std::vector<std::string> read_string_list(const YAML::Node& node, const std::string& path) {
@@ -571,6 +594,7 @@ class ConfigReader {
         error(either(item, "ack_timeout"), path + ".ack_timeout", "must be more than 0");
       if (const auto allow = item["allow"]) read_allow(allow, path + ".allow", handler.allow);
       read_int(item, path, "max_instances", handler.max_instances, 0, 1'000'000);
+      read_rate(item, path, "max_rate", handler.max_rate);
       if (const auto when_full = item["when_full"]) {
         if (const auto text = string(when_full, path + ".when_full")) {
           if (*text == "hand_back") {

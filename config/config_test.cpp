@@ -439,6 +439,27 @@ TEST_CASE("metrics.max_connections: default 32, at least 1", "[unit]") {
   CHECK(any_contains(errors_of(base + "metrics:\n  listen: 9464\n  max_connections: 0\n"), "metrics.max_connections"));
 }
 
+TEST_CASE("handlers[].max_rate: messages a second above 0, fractions too, and a refusal says what is wrong", "[unit]") {
+  const auto with_rate = [](const std::string& rate) {
+    std::string text = kGood;
+    text.replace(text.find("ack_timeout: 30s"), 16, "ack_timeout: 30s\n    max_rate: " + rate);
+    return text;
+  };
+  const auto loaded = load_config_text(with_rate("0.5"), "r.yaml");
+  REQUIRE(loaded.errors.empty());
+  CHECK(loaded.config->handlers[0].max_rate == 0.5);
+  CHECK(loaded.config->handlers[1].max_rate == 0);  // none
+  CHECK(jetfan::rate_text(0.5) == "0.5");
+  CHECK(jetfan::rate_text(20) == "20");
+  CHECK(jetfan::rate_text(0) == "none");
+  for (const std::string bad : {"0", "-1", "fast", "20/s", "2000000", "nan"}) {
+    INFO(bad);
+    const auto errors = errors_of(with_rate(bad));
+    REQUIRE(errors.size() == 1);
+    CHECK_THAT(errors[0], Catch::Contains("max_rate: \"" + bad + "\" must be a number of messages a second above 0"));
+  }
+}
+
 TEST_CASE("durations and sizes as NATS writes them load, and a refusal says what is wrong", "[unit]") {
   std::string text = kGood;
   text.replace(text.find("ack_timeout: 30s"), 16, "ack_timeout: 1m30s");

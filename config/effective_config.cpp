@@ -125,6 +125,7 @@ void handler_block(YAML::Emitter& out, const HandlerSettings& handler) {
   out << YAML::Key << "ack_timeout" << YAML::Value << format_duration(handler.ack_timeout);
   allow_block(out, "allow", handler.allow);
   out << YAML::Key << "max_instances" << YAML::Value << handler.max_instances;
+  if (handler.max_rate > 0) out << YAML::Key << "max_rate" << YAML::Value << rate_text(handler.max_rate);
   out << YAML::Key << "when_full" << YAML::Value << to_string(handler.when_full);
   if (handler.order_by.kind != OrderBy::Kind::kNone) {
     out << YAML::Key << "order_by" << YAML::Value << to_string(handler.order_by);

@@ -57,6 +57,7 @@ handlers:
     ack_timeout: 1m
     allow: {users: [builder-user], groups: [builders], uids: [1], gids: [2]}
     max_instances: 2
+    max_rate: 12.5
     when_full: hand_back
     order_by: token:2
     retry: {max_attempts: 5, backoff: 100ms, backoff_max: 2s}

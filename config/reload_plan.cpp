@@ -128,10 +128,11 @@ std::vector<std::string> restart_keys() {
 
 const std::vector<std::string>& reloadable_keys() {
   static const std::vector<std::string> keys = {
-      "handlers.name",          "handlers.patterns",      "handlers.max_inflight", "handlers.ack_timeout",
-      "handlers.allow",         "handlers.max_instances", "handlers.when_full",    "handlers.order_by",
-      "handlers.retry",         "handlers.dead_letter",   "handlers.paused",       "delivery.nak_delay",
-      "delivery.nak_delay_max", "delivery.drain_timeout", "socket.hello_timeout",  "log.level"};
+      "handlers.name",      "handlers.patterns",      "handlers.max_inflight",  "handlers.ack_timeout",
+      "handlers.allow",     "handlers.max_instances", "handlers.max_rate",      "handlers.when_full",
+      "handlers.order_by",  "handlers.retry",         "handlers.dead_letter",   "handlers.paused",
+      "delivery.nak_delay", "delivery.nak_delay_max", "delivery.drain_timeout", "socket.hello_timeout",
+      "log.level"};
   return keys;
 }
 
@@ -160,6 +161,7 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
       change(at + ".ack_timeout", ms(was.ack_timeout), ms(is.ack_timeout));
       change(at + ".allow", ids(was.allow.uids, was.allow.gids), ids(is.allow.uids, is.allow.gids));
       change(at + ".max_instances", std::to_string(was.max_instances), std::to_string(is.max_instances));
+      change(at + ".max_rate", rate_text(was.max_rate), rate_text(is.max_rate));
       change(at + ".when_full", to_string(was.when_full), to_string(is.when_full));
       change(at + ".order_by", to_string(was.order_by), to_string(is.order_by));
       change(at + ".retry", retry_text(was.retry), retry_text(is.retry));

@@ -22,8 +22,13 @@ const char* to_string(FailCause cause) {
 DispatchCore::DispatchCore(CoreSettings settings) : settings_(std::move(settings)), settled_(settings_.remember) {
   assert(settings_.handlers.size() <= kMaxHandlers);
   assert(settings_.keepalive > Duration(0));
-  for (const auto& limits : settings_.handlers) handlers_.push_back(Handler{limits, {}, {}, {}});
+  for (const auto& limits : settings_.handlers) handlers_.push_back(Handler{limits, {}, {}, {}, bucket_for(limits)});
   gate_ = OrderGate(handlers_.size());
+}
+
+TokenBucket DispatchCore::bucket_for(const HandlerLimits& limits) {
+  if (limits.max_rate <= 0) return {};
+  return TokenBucket(limits.max_rate, TokenBucket::burst_for(limits.max_rate));
 }
 
 void DispatchCore::emit(Effect::Kind kind, MessageHandle handle, Duration delay) {
@@ -64,6 +69,7 @@ std::vector<HandlerLoad> DispatchCore::loads() const {
   std::vector<HandlerLoad> loads(handlers_.size());
   for (std::size_t h = 0; h < handlers_.size(); ++h) {
     loads[h].connections = handlers_[h].connections.size();
+    loads[h].rate_waiting = handlers_[h].rate_waiting;
     for (const ConnectionId id : handlers_[h].connections) loads[h].in_flight += connections_.at(id).flights.size();
   }
   for (const auto& [seq, message] : messages_) {
@@ -233,8 +239,9 @@ void DispatchCore::arrive_copy_of_settled(const Arrival& arrival, SettledRecord:
 }
 
 void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
-  if (stepping_aside() || handlers_[handler_index].limits.paused) return;
   Handler& handler = handlers_[handler_index];
+  handler.rate_waiting = false;
+  if (stepping_aside() || handler.limits.paused) return;
   const HandlerMask bit = HandlerMask{1} << handler_index;
   while (!handler.queue.empty()) {
     Connection* least = nullptr;
@@ -248,6 +255,10 @@ void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
       }
     }
     if (!least) return;
+    if (!handler.rate.ready(now)) {
+      handler.rate_waiting = true;  // tick() goes on once the next token is whole
+      return;
+    }
     const std::uint64_t seq = handler.queue.front();
     handler.queue.pop_front();
     auto found = messages_.find(seq);
@@ -256,6 +267,7 @@ void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
     if (!order_admits(handler_index, seq, message)) continue;
     message.queued &= ~bit;
     message.in_flight |= bit;
+    handler.rate.take();
     const DeliveryId delivery = next_delivery_++;
     const TimePoint deadline = now + handler.limits.ack_timeout;
     least->flights.emplace(delivery, Flight{seq, deadline, now});
@@ -564,6 +576,9 @@ void DispatchCore::tick(TimePoint now) {
     complete(due.connection, due.delivery, Outcome::kTimeout, std::nullopt, now);
   }
   order_tick(now);
+  for (std::size_t h = 0; h < handlers_.size(); ++h) {
+    if (handlers_[h].rate_waiting) dispatch(h, now);
+  }
   retry_dead_letters(now);
   if (floor_hold_ && now >= floor_hold_->until()) floor_hold_end();
   gap_ended(gap_.tick(now), now);
@@ -617,6 +632,10 @@ std::optional<TimePoint> DispatchCore::next_wakeup() const {
   if (const auto retry = budget_.next_retry(); retry && (!wake || *retry < *wake)) wake = retry;
   if (floor_hold_ && (!wake || floor_hold_->until() < *wake)) wake = floor_hold_->until();
   if (const auto let_go = gap_.let_go_at(); let_go && (!wake || *let_go < *wake)) wake = let_go;
+  for (const Handler& handler : handlers_) {
+    if (!handler.rate_waiting) continue;
+    if (const auto token = handler.rate.next_token(); token && (!wake || *token < *wake)) wake = token;
+  }
   return wake;
 }
 

@@ -27,7 +27,7 @@
 //     DeliveryGap): what may be outstanding or lost holds later messages of its keys until it came
 //     back, the server shows it resent all, or a deadline.
 //   - Reloads (R36, R37, HandlerRenumbering), keepalive and stalls (R38, R39), pause (R40), redrive
-//     (R41-R43, RedriveTable), drain (R44, R45).
+//     (R41-R43, RedriveTable), drain (R44, R45), standby (R46, R47), max_rate (R48, TokenBucket).
 // Each of those types decides its part, purely; this is the one state machine that holds the
 // messages and turns their decisions into effects.
 // Memory: every structure is bounded by what is held and in flight, not by how many messages have
@@ -63,6 +63,7 @@
 #include "retry_queue.hpp"
 #include "settled_record.hpp"
 #include "time.hpp"
+#include "token_bucket.hpp"
 #include "topic_pattern.hpp"
 
 namespace jetfan {
@@ -72,6 +73,7 @@ struct HandlerLimits {
   Duration ack_timeout{0};         // > 0
   RetryPolicy retry{};             // retry_budget.hpp; the default retries for ever, as before
   bool paused = false;             // gets nothing new; held for it as if it had no instance
+  double max_rate = 0;             // deliveries a second at most (TokenBucket); 0: no limit
 };
 
 // Built from the config and the consumer's facts (config/serve_settings.hpp); no defaults here.
@@ -110,6 +112,7 @@ struct HandlerLoad {
   std::size_t queued = 0;  // held for it, waiting for an instance with room
   std::size_t owed = 0;    // held and not yet confirmed by it: queued, in flight, or failed elsewhere
   std::optional<TimePoint> oldest_unconfirmed;  // arrival of the oldest held message it still owes
+  bool rate_waiting = false;                    // messages for it wait for its max_rate (a token), not for room
 };
 
 // A new handler table, from a reload. old_to_new[i] is the new index of the handler that had index
@@ -337,6 +340,8 @@ class DispatchCore {
     std::vector<ConnectionId> connections;
     std::deque<std::uint64_t> queue;  // stream seqs; an entry whose queued bit is gone is skipped
     HandlerStats stats;
+    TokenBucket rate;           // limits.max_rate
+    bool rate_waiting = false;  // dispatch() stopped for want of a token: tick() goes on at next_token()
   };
   struct Deadline {
     TimePoint at;
@@ -376,6 +381,7 @@ class DispatchCore {
   // The queue anew from the flights, each deadline moved by `shift`; drops every stale entry.
   void rebuild_deadlines(Duration shift);
   void dispatch(std::size_t handler, TimePoint now);
+  static TokenBucket bucket_for(const HandlerLimits& limits);
   void maybe_finish(std::uint64_t stream_seq, TimePoint now);
   void hand_back(std::uint64_t stream_seq, Message& message, TimePoint now);
   // Whether one of the handlers in `queued` has no connected instance.

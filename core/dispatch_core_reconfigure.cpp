@@ -61,7 +61,10 @@ ReindexOutcome DispatchCore::reconfigure(const HandlerReindex& reindex, TimePoin
   }
 
   std::vector<Handler> handlers(reindex.handlers.size());
-  for (std::size_t h = 0; h < handlers.size(); ++h) handlers[h].limits = reindex.handlers[h];
+  for (std::size_t h = 0; h < handlers.size(); ++h) {
+    handlers[h].limits = reindex.handlers[h];
+    handlers[h].rate = bucket_for(reindex.handlers[h]);
+  }
   for (std::size_t h = 0; h < handlers_.size(); ++h) {
     if (!old_to_new[h]) continue;
     Handler& moved = handlers[*old_to_new[h]];

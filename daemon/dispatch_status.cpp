@@ -51,11 +51,13 @@ void DispatchStatus::fill(StatusSnapshot& s, std::string_view state, const RateW
     view.name = declared.name;
     view.patterns = declared.patterns;
     view.max_inflight = static_cast<std::uint32_t>(declared.max_inflight);
+    view.max_rate = declared.max_rate;
     view.ack_timeout_seconds = std::chrono::duration<double>(declared.ack_timeout).count();
     view.instances = table_.instance_views(h, now_unix_ms);
     view.in_flight = loads[h].in_flight;
     view.queued = loads[h].queued;
     view.backlog = loads[h].owed;
+    view.rate_waiting = loads[h].rate_waiting;
     if (loads[h].oldest_unconfirmed) view.oldest_unconfirmed_seconds = age(*loads[h].oldest_unconfirmed);
     if (declared.order_by.kind != OrderBy::Kind::kNone) view.order_by = to_string(declared.order_by);
     view.order_blocked_keys = waits[h].load.blocked_keys;

@@ -272,6 +272,24 @@ TEST_CASE("retry figures and pause are shown in status, status json and metrics"
   CHECK_THAT(status, Catch::Contains("dead letters to dlq.builder"));
 }
 
+TEST_CASE("max_rate, and messages held back by it, are shown in status, status json and metrics", "[unit]") {
+  StatusSnapshot s = example();
+  s.handlers.at(0).max_rate = 12.5;
+  s.handlers.at(0).rate_waiting = true;
+  const std::string text = render_prometheus(s);
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_max_rate{handler=\"builder\"} 12.5\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_max_rate{handler=\"audit\"} 0\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_rate_waiting{handler=\"builder\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_rate_waiting{handler=\"audit\"} 0\n"));
+  const auto doc = nlohmann::json::parse(render_status_json(s));
+  CHECK(doc["handlers"][0]["max_rate"] == 12.5);
+  CHECK(doc["handlers"][0]["rate_waiting"] == true);
+  CHECK(doc["handlers"][1]["max_rate"].is_null());
+  const std::string status = render_status_text(s);
+  CHECK_THAT(status, Catch::Contains("; max_inflight 64, max_rate 12.5, ack_timeout 30.0s"));
+  CHECK_THAT(status, Catch::Contains("; held back by max_rate\n"));
+}
+
 TEST_CASE("redrive progress is shown in status, status json and metrics", "[unit]") {
   StatusSnapshot s = example();
   HandlerView& builder = s.handlers.at(0);

@@ -200,6 +200,10 @@ std::string render_prometheus(const StatusSnapshot& s) {
   each_handler({"jetfan_handler_backlog", "gauge",
                 "Held messages the handler has not yet confirmed: queued, in flight, waiting for order or a retry."},
                [](const HandlerView& h) { return static_cast<std::uint64_t>(h.backlog); });
+  each_handler({"jetfan_handler_max_rate", "gauge", "The handler's max_rate, deliveries a second; 0 when it has none."},
+               [](const HandlerView& h) { return h.max_rate; });
+  each_handler({"jetfan_handler_rate_waiting", "gauge", "1 while messages for the handler wait for its max_rate."},
+               [](const HandlerView& h) { return std::uint64_t{h.rate_waiting ? 1u : 0u}; });
   each_handler({"jetfan_handler_oldest_unconfirmed_age_seconds", "gauge",
                 "Age of the oldest held message the handler has not confirmed; 0 when none."},
                [](const HandlerView& h) { return h.oldest_unconfirmed_seconds.value_or(0); });

@@ -1,11 +1,20 @@
 #include "status_render.hpp"
 
+#include <charconv>
+
 #include <nlohmann/json.hpp>
 
 #include "format.hpp"
 
 namespace jetfan {
 namespace {
+
+// A number as the config file has it: the shortest text that reads back the same ("20", "0.5").
+std::string shortest(double value) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  return ec == std::errc() ? std::string(text, end) : "?";
+}
 
 // Members in the order CONTROL.md documents them, not sorted.
 using json = nlohmann::ordered_json;
@@ -130,7 +139,8 @@ std::string render_status_text(const StatusSnapshot& s) {
   for (const auto& h : s.handlers) {
     line("");
     line("handler " + h.name + ": patterns " + joined(h.patterns, " ") + "; max_inflight " +
-         std::to_string(h.max_inflight) + ", ack_timeout " + format::duration(h.ack_timeout_seconds));
+         std::to_string(h.max_inflight) + (h.max_rate > 0 ? ", max_rate " + shortest(h.max_rate) : "") +
+         ", ack_timeout " + format::duration(h.ack_timeout_seconds));
     if (h.instances.empty()) line("  instances: none");
     for (const auto& i : h.instances) {
       line("  instance: connection " + std::to_string(i.connection) + ", pid " + std::to_string(i.pid) + ", uid " +
@@ -140,7 +150,8 @@ std::string render_status_text(const StatusSnapshot& s) {
     line("  now:     " + std::to_string(h.in_flight) + " in flight, " + std::to_string(h.queued) + " queued; backlog " +
          std::to_string(h.backlog) +
          (h.oldest_unconfirmed_seconds ? ", the oldest for " + format::duration(*h.oldest_unconfirmed_seconds)
-                                       : std::string()));
+                                       : std::string()) +
+         (h.rate_waiting ? "; held back by max_rate" : ""));
     if (!h.order_by.empty()) {
       line("  order:   by " + h.order_by + "; " + std::to_string(h.order_blocked_keys) + " key(s) blocked, " +
            std::to_string(h.order_waiting) + " message(s) waiting behind them, the oldest for " +
@@ -281,6 +292,8 @@ std::string render_status_json(const StatusSnapshot& s) {
          {"in_flight", h.in_flight},
          {"queued", h.queued},
          {"backlog", h.backlog},
+         {"max_rate", h.max_rate > 0 ? json(h.max_rate) : json(nullptr)},
+         {"rate_waiting", h.rate_waiting},
          {"oldest_unconfirmed_seconds", optional_seconds(h.oldest_unconfirmed_seconds)},
          {"order", h.order_by.empty()
                        ? nlohmann::json(nullptr)

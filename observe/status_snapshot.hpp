@@ -44,6 +44,8 @@ struct HandlerView {
   std::string name;
   std::vector<std::string> patterns;
   std::uint32_t max_inflight = 0;
+  double max_rate = 0;        // deliveries a second at most; 0: no limit
+  bool rate_waiting = false;  // messages for it wait for max_rate now, not for room
   double ack_timeout_seconds = 0;
   std::vector<InstanceView> instances;
   std::size_t in_flight = 0;

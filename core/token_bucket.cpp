@@ -1,0 +1,32 @@
+#include "token_bucket.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace jetfan {
+
+TokenBucket::TokenBucket(double rate, double burst) : rate_(rate), burst_(burst), tokens_(burst) {
+  assert(rate > 0 && burst >= 1);
+}
+
+double TokenBucket::burst_for(double rate) { return std::max(1.0, std::floor(rate / 10)); }
+
+bool TokenBucket::ready(TimePoint now) {
+  if (!limited()) return true;
+  if (at_ && now > *at_) {
+    tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - *at_).count() * rate_);
+  }
+  if (!at_ || now > *at_) at_ = now;
+  return tokens_ >= 1;
+}
+
+std::optional<TimePoint> TokenBucket::next_token() const {
+  if (!limited()) return std::nullopt;
+  if (!at_ || tokens_ >= 1) return at_;
+  // Rounded up to the core's millisecond, so that the wakeup finds the token whole.
+  const auto wait = std::chrono::duration<double>((1 - tokens_) / rate_);
+  return *at_ + std::chrono::ceil<Duration>(wait);
+}
+
+}  // namespace jetfan
