@@ -611,9 +611,14 @@ struct Model {
     return RetryPolicy{static_cast<std::uint32_t>(1 + pick(3)), milliseconds(1 + pick(50)), milliseconds(400),
                        pick(3) != 0};
   }
+  // Some handlers have a max_rate (R48): slow enough that the model's steps run into it.
+  double random_rate() { return pick(3) == 0 ? 0.5 + static_cast<double>(pick(40)) : 0; }
   CoreSettings make_settings(std::size_t handlers) {
     CoreSettings s = settings(handlers, policy);
-    for (auto& handler : s.handlers) handler.retry = random_policy();
+    for (auto& handler : s.handlers) {
+      handler.retry = random_policy();
+      handler.max_rate = random_rate();
+    }
     for (const auto& handler : s.handlers) retry.push_back(handler.retry);
     return s;
   }
@@ -951,6 +956,7 @@ struct Model {
       limit = static_cast<std::uint32_t>(1 + pick(4));
       new_retry.push_back(random_policy());
       reindex.handlers.push_back(HandlerLimits{limit, milliseconds(1000), new_retry.back()});
+      reindex.handlers.back().max_rate = random_rate();
     }
     reindex.nak_delay = milliseconds(100);
     reindex.nak_delay_max = milliseconds(1000);
@@ -1151,13 +1157,18 @@ TEST_CASE(
   std::uint64_t dead_letters = 0;
   std::uint64_t lost_while_ordered = 0;
   std::uint64_t lost_under_ack_all = 0;
-  std::uint64_t gaps = 0, stalls = 0;
+  std::uint64_t gaps = 0, stalls = 0, rate_held = 0;
   for (unsigned seed = 1; seed <= 60; ++seed) {
     const AckPolicy policy = seed <= 40 ? AckPolicy::kExplicit : seed <= 52 ? AckPolicy::kAll : AckPolicy::kNone;
     const bool end_by_drain = seed % 3 == 0;
     INFO("seed " << seed << ", policy " << to_string(policy) << (end_by_drain ? ", ends by draining" : ""));
     Model m(seed, policy, kHandlers);
-    for (int step = 0; step < 600; ++step) m.step();
+    for (int step = 0; step < 600; ++step) {
+      m.step();
+      if (step % 20 == 0) {
+        for (const auto& load : m.core.loads()) rate_held += load.rate_waiting ? 1 : 0;
+      }
+    }
 
     if (end_by_drain) {
       m.draining = true;
@@ -1221,6 +1232,7 @@ TEST_CASE(
   }
   CHECK(gaps > 0);                // the core saw the jumps
   CHECK(stalls > 0);              // and the runs stalled
+  CHECK(rate_held > 0);           // and handlers waited for their max_rate
   CHECK(dead_letters > 0);        // the runs did exercise dead letters
   CHECK(lost_while_ordered > 0);  // and messages lost on the way to ordered handlers
   CHECK(lost_under_ack_all > 0);  // and under AckPolicy all
