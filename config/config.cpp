@@ -218,7 +218,8 @@ class ConfigReader {
     out = static_cast<Int>(value);
   }
 
-  // A rate in messages a second: a number above 0 (fractions too: 0.5 is one each 2 s), at most a million.
+  // A rate in messages a second: from 0.001 (one each 1000 s) to a million; fractions too (0.5 is one
+  // each 2 s).
   void read_rate(const YAML::Node& parent, const std::string& path, const char* key, double& out) {
     const auto node = parent[key];
     if (!node) return;
@@ -226,9 +227,9 @@ class ConfigReader {
     if (!text) return;
     double value = 0;
     const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-    if (ec != std::errc() || end != text->data() + text->size() || !(value > 0) || value > 1'000'000) {
+    if (ec != std::errc() || end != text->data() + text->size() || !(value >= 0.001) || value > 1'000'000) {
       error(node, join(path, key),
-            "\"" + *text + "\" must be a number of messages a second above 0 and at most 1000000 (e.g. 50, 0.5)");
+            "\"" + *text + "\" must be a number of messages a second from 0.001 to 1000000 (e.g. 50, 0.5)");
       return;
     }
     out = value;

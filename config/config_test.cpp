@@ -452,11 +452,12 @@ TEST_CASE("handlers[].max_rate: messages a second above 0, fractions too, and a 
   CHECK(jetfan::rate_text(0.5) == "0.5");
   CHECK(jetfan::rate_text(20) == "20");
   CHECK(jetfan::rate_text(0) == "none");
-  for (const std::string bad : {"0", "-1", "fast", "20/s", "2000000", "nan"}) {
+  for (const std::string bad : {"0", "-1", "fast", "20/s", "2000000", "nan", "0.0009", "1e-300"}) {
     INFO(bad);
     const auto errors = errors_of(with_rate(bad));
     REQUIRE(errors.size() == 1);
-    CHECK_THAT(errors[0], Catch::Contains("max_rate: \"" + bad + "\" must be a number of messages a second above 0"));
+    CHECK_THAT(errors[0],
+               Catch::Contains("max_rate: \"" + bad + "\" must be a number of messages a second from 0.001 to"));
   }
 }
 

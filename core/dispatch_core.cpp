@@ -383,7 +383,7 @@ bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Out
       break;
     case Outcome::kNak:
       effects_.push_back(Effect{Effect::Kind::kFailed, message.handle, connection_id, delivery,
-                                delay.value_or(Duration(0)), FailCause::kNak});
+                                delay.value_or(Duration(-1)), FailCause::kNak});
       failed_attempt(seq, message, handler, FailCause::kNak, delay, now);
       ++stats.failed_nak;
       stats.confirmation_latency.observe(now - sent);

@@ -79,3 +79,21 @@ TEST_CASE("a handler waiting for a token wakes nobody while it has no room, and 
   CHECK(sent(core).size() == 1);
   CHECK_FALSE(core.loads()[0].rate_waiting);
 }
+
+TEST_CASE("a reload keeps a handler's bucket while its max_rate is the same, and a new max_rate starts full",
+          "[unit]") {
+  CoreSettings settings = testing::core_settings(1, 16);
+  settings.handlers[0].max_rate = 1;  // a burst of 1
+  DispatchCore core(settings);
+  core.connect(1, 0, kStart);
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) core.arrive(Arrival{seq, seq, 1, 0b1}, kStart);
+  CHECK(sent(core).size() == 1);
+  HandlerReindex reindex;
+  reindex.old_to_new = {0};
+  reindex.handlers = settings.handlers;
+  core.reconfigure(reindex, kStart + milliseconds(10));  // the same max_rate: no new burst
+  CHECK(sent(core).empty());
+  reindex.handlers[0].max_rate = 2;
+  core.reconfigure(reindex, kStart + milliseconds(20));  // a new one: its bucket starts full
+  CHECK(sent(core).size() == 1);
+}

@@ -70,6 +70,8 @@ ReindexOutcome DispatchCore::reconfigure(const HandlerReindex& reindex, TimePoin
     Handler& moved = handlers[*old_to_new[h]];
     moved.connections = std::move(handlers_[h].connections);
     moved.stats = handlers_[h].stats;
+    // A reload does not give it a new burst unless its max_rate changed (R48).
+    if (moved.limits.max_rate == handlers_[h].limits.max_rate) moved.rate = handlers_[h].rate;
   }
   // Queues again, in stream order, from the queued bits.
   std::vector<std::uint64_t> order;

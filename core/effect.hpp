@@ -37,7 +37,7 @@ struct Effect {
   MessageHandle message = 0;
   ConnectionId connection = 0;        // kDeliver, kFailed
   DeliveryId delivery = 0;            // kDeliver, kFailed
-  Duration delay{0};                  // kNak; kFailed by a NAK: the handler's own delay, 0 when it gave none
+  Duration delay{0};                  // kNak; kFailed by a NAK: the handler's own delay, negative when it gave none
   FailCause cause = FailCause::kNak;  // kFailed
   std::size_t handler = 0;            // kDeadLetter, kGaveUp
   std::uint64_t publish = 0;          // kDeadLetter: names this try of the publish

@@ -24,9 +24,10 @@ bool TokenBucket::ready(TimePoint now) {
 std::optional<TimePoint> TokenBucket::next_token() const {
   if (!limited()) return std::nullopt;
   if (!at_ || tokens_ >= 1) return at_;
-  // Rounded up to the core's millisecond, so that the wakeup finds the token whole.
-  const auto wait = std::chrono::duration<double>((1 - tokens_) / rate_);
-  return *at_ + std::chrono::ceil<Duration>(wait);
+  // Rounded up to the core's millisecond, so that the wakeup finds the token whole; at most a day
+  // (and at least 1 ms), so that no rate, however small, can make a time the clock cannot hold.
+  const double seconds = std::clamp((1 - tokens_) / rate_, 0.001, 86'400.0);
+  return *at_ + std::chrono::ceil<Duration>(std::chrono::duration<double>(seconds));
 }
 
 }  // namespace jetfan

@@ -15,7 +15,7 @@ namespace jetfan {
 class TokenBucket {
  public:
   TokenBucket() = default;
-  // Full at first. Preconditions: rate > 0, burst >= 1.
+  // Full at first. Preconditions: rate > 0 (the config's floor is 0.001), burst >= 1.
   TokenBucket(double rate, double burst);
 
   // The burst for a rate: a tenth of a second's worth, at least 1; so a rate of 20/s sends at most 2
@@ -28,7 +28,8 @@ class TokenBucket {
   bool ready(TimePoint now);
   // Takes the token ready() said was there.
   void take() { tokens_ -= 1; }
-  // When the next token is whole, for a bucket that was not ready(); nullopt when unlimited.
+  // When the next token is whole, for a bucket that was not ready(), at most a day on; nullopt when
+  // unlimited.
   std::optional<TimePoint> next_token() const;
 
  private:

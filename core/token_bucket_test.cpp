@@ -43,6 +43,15 @@ TEST_CASE("token bucket: over any span, no more than burst + rate x span go", "[
   CHECK(sent >= 100);
 }
 
+TEST_CASE("token bucket: however small the rate, the next token is at most a day on", "[unit]") {
+  const TimePoint t0{1h};
+  TokenBucket bucket(1e-10, 1);
+  REQUIRE(bucket.ready(t0));
+  bucket.take();
+  CHECK_FALSE(bucket.ready(t0 + 1s));
+  CHECK(*bucket.next_token() == t0 + 1s + 24h);
+}
+
 TEST_CASE("token bucket: unlimited by default, the burst is a tenth of a second's worth, at least 1", "[unit]") {
   TokenBucket none;
   CHECK_FALSE(none.limited());

@@ -21,16 +21,21 @@ void DeadLetterPublisher::note_reason(std::size_t handler, std::uint64_t seq, bo
     reasons_.erase(key);
     return;
   }
-  if (reasons_.insert_or_assign(key, Said{termed, std::string(reason.substr(0, kMaxReasonBytes))}).second) {
-    reason_order_.push_back(key);
-  }
+  const std::uint64_t stamp = ++reason_stamp_;
+  reasons_.insert_or_assign(key, Said{termed, std::string(reason.substr(0, kMaxReasonBytes)), stamp});
+  reason_order_.push_back(Noted{key, stamp});
+  // An order entry counts only while its note is the one it was made for: a note erased (its dead
+  // letter stored, or a NAK without words) or noted again leaves the old entry stale.
+  const auto live = [this](const Noted& entry) {
+    const auto found = reasons_.find(entry.key);
+    return found != reasons_.end() && found->second.stamp == entry.stamp;
+  };
   while (reasons_.size() > kMaxReasons) {
-    reasons_.erase(reason_order_.front());
+    if (live(reason_order_.front())) reasons_.erase(reason_order_.front().key);
     reason_order_.pop_front();
   }
-  // Entries already erased (their dead letter was stored) leave stale keys; drop them now and then.
   if (reason_order_.size() > 2 * kMaxReasons) {
-    std::erase_if(reason_order_, [this](const ReasonKey& entry) { return reasons_.count(entry) == 0; });
+    std::erase_if(reason_order_, [&live](const Noted& entry) { return !live(entry); });
   }
 }
 

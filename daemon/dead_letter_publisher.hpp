@@ -77,10 +77,16 @@ class DeadLetterPublisher {
   struct Said {
     bool termed = false;
     std::string reason;
+    std::uint64_t stamp = 0;  // which entry of reason_order_ is this note's
   };
   using ReasonKey = std::pair<std::size_t, std::uint64_t>;  // (handler, seq)
+  struct Noted {
+    ReasonKey key;
+    std::uint64_t stamp;
+  };
   std::map<ReasonKey, Said> reasons_;
-  std::deque<ReasonKey> reason_order_;  // oldest first, for the bound
+  std::deque<Noted> reason_order_;  // oldest first, for the bound; at most 2 x kMaxReasons
+  std::uint64_t reason_stamp_ = 0;
 };
 
 }  // namespace jetfan

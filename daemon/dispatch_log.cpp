@@ -117,7 +117,7 @@ void DispatchLog::failed(const Effect& effect, const HeldMessage& stored, const 
   if (!reason.empty()) cause += ": \"" + std::string(reason) + "\"";
   // A NAK that named its delay is redelivered after it; every other failure after a growing one.
   const std::string after =
-      effect.cause == FailCause::kNak && effect.delay > Duration(0)
+      effect.cause == FailCause::kNak && effect.delay >= Duration(0)
           ? "the handler's delay of " + format::duration(std::chrono::duration<double>(effect.delay).count())
           : std::string("a growing delay");
   warnings_.warn(now, "failed deliveries to handler \"" + name + "\": " + to_string(effect.cause), "delivery.failed",

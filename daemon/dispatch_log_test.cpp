@@ -106,7 +106,7 @@ TEST_CASE("a failed delivery by NAK says the handler's reason and its own delay,
   const TimePoint now{};
   const auto session = w.session(0);
   w.log.failed(effect, w.stored, session.get(), false, "database down", now);
-  effect.delay = Duration(0);
+  effect.delay = Duration(-1);  // none given
   w.log.failed(effect, w.stored, session.get(), true, "", now + std::chrono::milliseconds(1));
   const auto events = capture.named("delivery.failed");
   REQUIRE(events.size() == 2);

@@ -347,9 +347,12 @@ void Dispatcher::apply_effects() {
         const HandlerSession* session = table_.find(effect.connection);
         const bool ordered = session && session->handler() && router_.ordered(*session->handler());
         std::string_view reason;
-        if (effect.cause == FailCause::kNak) {
-          for (const auto& said : nak_reasons_) {
-            if (said.connection == effect.connection && said.delivery == effect.delivery) reason = said.reason;
+        if (effect.cause == FailCause::kNak && next_nak_reason_ < nak_reasons_.size()) {
+          // The NAKs' kFailed come in the order the NAKs were read: the next one with words is it.
+          const NakReason& said = nak_reasons_[next_nak_reason_];
+          if (said.connection == effect.connection && said.delivery == effect.delivery) {
+            reason = said.reason;
+            ++next_nak_reason_;
           }
         }
         log_.failed(effect, stored->second, session, ordered, reason, time_.now());
@@ -373,6 +376,7 @@ void Dispatcher::apply_effects() {
   }
   effects.clear();
   nak_reasons_.clear();
+  next_nak_reason_ = 0;
   dead_letters_.fail_unsent(time_.now());
   if (kept_alive > 0) DispatchLog::kept_alive(kept_alive);
   // A flush can close a session (max_output_buffer), and the close applies effects again, which

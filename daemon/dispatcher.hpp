@@ -262,6 +262,7 @@ class Dispatcher final : private SessionOwner,
     std::string reason;
   };
   std::vector<NakReason> nak_reasons_;
+  std::size_t next_nak_reason_ = 0;  // the first of nak_reasons_ whose kFailed has not come yet
   HeldMessages stored_;
   RateLimitedLog warnings_;  // repeated warnings, each kind a few times per window
   DispatchLog log_;          // what is said of handlers and deliveries

@@ -56,9 +56,11 @@ std::string promtool_test(const std::map<std::string, double>& scrape, const std
     std::snprintf(number, sizeof number, "%.17g", value);
     out += "      - series: '" + name + "{" + labels + "}'\n        values: '" + number + "'\n";
   }
+  std::string indented;  // a folded query may keep a line break where a line is indented more
+  for (const char c : query) indented += c == '\n' ? std::string("\n          ") : std::string(1, c);
   char expected[64];
   std::snprintf(expected, sizeof expected, "%.17g", want);
-  out += "    promql_expr_test:\n      - expr: |\n          " + query + "\n        eval_time: 0m\n" +
+  out += "    promql_expr_test:\n      - expr: |\n          " + indented + "\n        eval_time: 0m\n" +
          "        exp_samples:\n          - labels: '{}'\n            value: " + expected + "\n";
   return out;
 }
@@ -117,9 +119,10 @@ TEST_CASE("KEDA: the ScaledObject's query adds up a real jetfan's backlog, and i
         const auto owed = m.find("jetfan_handler_backlog{handler=\"audit\"}");
         const auto built = m.find("jetfan_handler_backlog{handler=\"builder\"}");
         const auto pending = m.find("jetfan_consumer_num_pending");
+        const auto unacked = m.find("jetfan_consumer_num_ack_pending");
         return owed != m.end() && owed->second == 3 && built != m.end() && built->second == 0 && pending != m.end() &&
-               pending->second == 0;
+               pending->second == 0 && unacked != m.end() && unacked->second == 3;
       },
       30s));
-  run("owed", 3);
+  run("owed", 6);  // 3 owed to audit, and the same 3 awaiting their ack at the server
 }
