@@ -23,13 +23,6 @@ namespace jetfan {
 
 const char* to_string(WhenFull when_full) { return when_full == WhenFull::kHandBack ? "hand_back" : "hold"; }
 
-std::string rate_text(double max_rate) {
-  if (max_rate <= 0) return "none";
-  char text[32];
-  const auto [end, ec] = std::to_chars(text, text + sizeof text, max_rate);
-  return ec == std::errc() ? std::string(text, end) : "?";
-}
-
 std::string to_string(const OrderBy& order_by) {
   switch (order_by.kind) {
     case OrderBy::Kind::kNone:

@@ -121,9 +121,6 @@ struct MetricsSettings {
 // handlers[].order_by (core/order_by.hpp): "key", "token:N", "header:NAME", or "none", as the
 // config file spells it.
 std::string to_string(const OrderBy& order_by);
-// handlers[].max_rate as the config file spells it: the shortest number that reads back the same
-// ("20", "0.5"); "none" for 0.
-std::string rate_text(double max_rate);
 // Parses the config's spelling; nullopt when it is none of the forms above.
 std::optional<OrderBy> parse_order_by(const std::string& text);
 // How often one handler may fail one message, and how long it waits between tries. Without a

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "token_bucket.hpp"
+
 namespace jetfan {
 namespace {
 

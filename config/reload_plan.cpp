@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include "token_bucket.hpp"
+
 namespace jetfan {
 namespace {
 

@@ -2,9 +2,17 @@
 
 #include <algorithm>
 #include <cassert>
+#include <charconv>
 #include <cmath>
 
 namespace jetfan {
+
+std::string rate_text(double max_rate) {
+  if (max_rate <= 0) return "none";
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, max_rate);
+  return ec == std::errc() ? std::string(text, end) : "?";
+}
 
 TokenBucket::TokenBucket(double rate, double burst) : rate_(rate), burst_(burst), tokens_(burst) {
   assert(rate > 0 && burst >= 1);

@@ -7,10 +7,15 @@
 // Thread: its owner's (the DispatchCore's).
 
 #include <optional>
+#include <string>
 
 #include "time.hpp"
 
 namespace jetfan {
+
+// handlers[].max_rate as the config file spells it, for the config, status and reloads alike: the
+// shortest number that reads back the same ("20", "0.5"); "none" for 0 (no limit).
+std::string rate_text(double max_rate);
 
 class TokenBucket {
  public:

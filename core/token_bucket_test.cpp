@@ -52,7 +52,10 @@ TEST_CASE("token bucket: however small the rate, the next token is at most a day
   CHECK(*bucket.next_token() == t0 + 1s + 24h);
 }
 
-TEST_CASE("token bucket: unlimited by default, the burst is a tenth of a second's worth, at least 1", "[unit]") {
+TEST_CASE(
+    "token bucket: unlimited by default, the burst is a tenth of a second's worth, at least 1, the rate as "
+    "the config spells it",
+    "[unit]") {
   TokenBucket none;
   CHECK_FALSE(none.limited());
   CHECK(none.ready(TimePoint{}));
@@ -60,4 +63,7 @@ TEST_CASE("token bucket: unlimited by default, the burst is a tenth of a second'
   CHECK(TokenBucket::burst_for(0.5) == 1);
   CHECK(TokenBucket::burst_for(20) == 2);
   CHECK(TokenBucket::burst_for(10000) == 1000);
+  CHECK(jetfan::rate_text(0.5) == "0.5");
+  CHECK(jetfan::rate_text(20) == "20");
+  CHECK(jetfan::rate_text(0) == "none");
 }

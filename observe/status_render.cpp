@@ -1,20 +1,12 @@
 #include "status_render.hpp"
 
-#include <charconv>
-
 #include <nlohmann/json.hpp>
 
 #include "format.hpp"
+#include "token_bucket.hpp"
 
 namespace jetfan {
 namespace {
-
-// A number as the config file has it: the shortest text that reads back the same ("20", "0.5").
-std::string shortest(double value) {
-  char text[32];
-  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
-  return ec == std::errc() ? std::string(text, end) : "?";
-}
 
 // Members in the order CONTROL.md documents them, not sorted.
 using json = nlohmann::ordered_json;
@@ -139,7 +131,7 @@ std::string render_status_text(const StatusSnapshot& s) {
   for (const auto& h : s.handlers) {
     line("");
     line("handler " + h.name + ": patterns " + joined(h.patterns, " ") + "; max_inflight " +
-         std::to_string(h.max_inflight) + (h.max_rate > 0 ? ", max_rate " + shortest(h.max_rate) : "") +
+         std::to_string(h.max_inflight) + (h.max_rate > 0 ? ", max_rate " + rate_text(h.max_rate) : "") +
          ", ack_timeout " + format::duration(h.ack_timeout_seconds));
     if (h.instances.empty()) line("  instances: none");
     for (const auto& i : h.instances) {

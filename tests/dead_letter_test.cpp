@@ -37,6 +37,20 @@ std::size_t count_seq(const std::vector<Seen>& seen, std::uint64_t seq) {
       std::count_if(seen.begin(), seen.end(), [&](const Seen& s) { return s.stream_seq == seq; }));
 }
 
+// budget_handlers() running with a DLQ stream, one message published with `payload` (its
+// directives say what each handler answers); returns its stream seq once its one dead letter is
+// stored and everything has settled.
+std::uint64_t dead_letter_one(Mesh& mesh, const std::string& payload) {
+  mesh.controller().create_stream("DLQ", {"dlq.>"});
+  mesh.start_jetfan(mesh.config(budget_handlers()));
+  mesh.start_handler("builder");  // the C++ client: protocol version 3
+  mesh.start_handler("audit");
+  const std::uint64_t seq = mesh.publish("a.two", payload);
+  REQUIRE(wait_until([&] { return mesh.controller().stream_messages("DLQ") == 1; }));
+  REQUIRE(mesh.wait_settled());
+  return seq;
+}
+
 }  // namespace
 
 TEST_CASE("a handler that fails a message for ever gets max_attempts deliveries, then one dead letter",
@@ -143,13 +157,7 @@ TEST_CASE("a message the next jetfan gives up again after kill -9 is stored once
 TEST_CASE("a TERM from a handler with dead letters is dead-lettered with the reason TERM and the handler's words",
           "[integration]") {
   Mesh mesh;
-  mesh.controller().create_stream("DLQ", {"dlq.>"});
-  mesh.start_jetfan(mesh.config(budget_handlers()));
-  mesh.start_handler("builder");
-  mesh.start_handler("audit");
-  const std::uint64_t seq = mesh.publish("a.two", "term@builder");
-  REQUIRE(wait_until([&] { return mesh.controller().stream_messages("DLQ") == 1; }));
-  REQUIRE(mesh.wait_settled());
+  const std::uint64_t seq = dead_letter_one(mesh, "term@builder");
   const auto dead = mesh.controller().get_message("DLQ", 1);
   CHECK(header(dead, "Jetfan-Reason") == "TERM: test says poison");
   CHECK(header(dead, "Jetfan-Sequence") == std::to_string(seq));
@@ -163,13 +171,7 @@ TEST_CASE("a TERM from a handler with dead letters is dead-lettered with the rea
 TEST_CASE("a NAK's reason, when it was the handler's last word, is in the dead letter, dlq list and dlq list --json",
           "[integration]") {
   Mesh mesh;
-  mesh.controller().create_stream("DLQ", {"dlq.>"});
-  mesh.start_jetfan(mesh.config(budget_handlers()));
-  mesh.start_handler("builder");  // the C++ client asks for protocol version 3
-  mesh.start_handler("audit");
-  const std::uint64_t seq = mesh.publish("a.two", "nakwhy@builder");
-  REQUIRE(wait_until([&] { return mesh.controller().stream_messages("DLQ") == 1; }));
-  REQUIRE(mesh.wait_settled());
+  const std::uint64_t seq = dead_letter_one(mesh, "nakwhy@builder");
   const auto dead = mesh.controller().get_message("DLQ", 1);
   CHECK(header(dead, "Jetfan-Reason") == "max_attempts 3 used up; last: nak: test says try later");
   CHECK(header(dead, "Jetfan-Sequence") == std::to_string(seq));
