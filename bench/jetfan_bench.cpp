@@ -18,6 +18,15 @@
 //       it cuts the reader off as a slow consumer
 //   jetfan-bench handler SOCKET NAME LATENCY_FILE
 //       a jetfan handler (C) on the C++ client; acks every message
+//   jetfan-bench capacity SOCKET NAME SERVICE_MS SCHEDULE LOG_FILE
+//       a jetfan handler on the C++ client that behaves like a service with a connection pool
+//       whose size changes: at most capacity(t) deliveries are worked on at once, each for
+//       SERVICE_MS, the rest wait inside it in arrival order; each is acked when done. SCHEDULE is
+//       capacity:seconds,... (8:10,2:10,16:10), counted from its first delivery; the last capacity
+//       stays after it ends. Prints ready_ns=, then start_ns=<its first delivery>; ends when jetfan
+//       closes the connection (or on SIGTERM), and then writes one line per confirmed delivery to
+//       LOG_FILE: <monotonic ns at the ACK> <publish-to-ACK us> <capacity then> <receipt-to-ACK us>
+//       (the last is the time spent inside the handler: its internal queue and the service)
 //   jetfan-bench watch URL STREAM DURABLE TIMEOUT_S
 //       polls consumer info until nothing is pending or unacked; prints settled_ns=...
 //   jetfan-bench now
@@ -35,10 +44,13 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -248,6 +260,156 @@ int handler(const std::vector<std::string>& a) {
   return 0;
 }
 
+// The `capacity` handler. One thread reads deliveries (client.next()) and queues them; one service
+// thread starts the queued ones in arrival order while fewer than capacity(now) are in service,
+// acks each SERVICE_MS after its start, and sleeps until the next of: a service ends, the schedule
+// moves on, a delivery arrives. ack() from the service thread is written to jetfan at once.
+struct CapacityService {
+  struct Step {
+    long capacity;
+    std::uint64_t until_ns;  // from the first delivery; the last step never ends
+  };
+  struct Job {
+    std::uint64_t id, published_ns, received_ns, done_ns = 0;
+  };
+  struct Confirmed {
+    std::uint64_t at_ns;
+    std::uint32_t publish_us;
+    long capacity;
+    std::uint32_t inside_us;
+  };
+
+  jetfan::HandlerClient* client = nullptr;
+  std::uint64_t service_ns = 0;
+  std::vector<Step> schedule;
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<Job> waiting;     // arrived, not started
+  std::deque<Job> serving;     // started; all take service_ns, so they end in start order
+  std::uint64_t start_ns = 0;  // the first delivery's arrival; 0 before it
+  bool closed = false;
+  std::vector<Confirmed> log;
+
+  static std::vector<Step> parse(const std::string& text) {
+    std::vector<Step> steps;
+    std::uint64_t at = 0;
+    for (const auto& item : split(text, ',')) {
+      const auto parts = split(item, ':');
+      if (parts.size() != 2) throw std::runtime_error("SCHEDULE is capacity:seconds,...: " + text);
+      const long capacity = std::stol(parts[0]);
+      if (capacity < 1) throw std::runtime_error("a capacity is at least 1: " + text);
+      at += static_cast<std::uint64_t>(std::stod(parts[1]) * 1e9);
+      steps.push_back({capacity, at});
+    }
+    steps.back().until_ns = UINT64_MAX;
+    return steps;
+  }
+  // Capacity and the time (absolute ns) it next changes, at `now`; needs start_ns.
+  std::pair<long, std::uint64_t> capacity_at(std::uint64_t now) const {
+    const std::uint64_t since = now - start_ns;
+    for (const auto& step : schedule) {
+      if (since < step.until_ns)
+        return {step.capacity, step.until_ns == UINT64_MAX ? UINT64_MAX : start_ns + step.until_ns};
+    }
+    return {schedule.back().capacity, UINT64_MAX};
+  }
+
+  void arrived(const jetfan::Delivery& delivery) {
+    const std::uint64_t now = now_ns();
+    std::uint64_t sent = 0;
+    const auto& data = delivery.payload;
+    for (std::size_t i = 0; i < data.size() && data[i] >= '0' && data[i] <= '9'; ++i)
+      sent = sent * 10 + (data[i] - '0');
+    std::lock_guard lock(mutex);
+    if (start_ns == 0) {
+      start_ns = now;
+      std::printf("start_ns=%llu\n", static_cast<unsigned long long>(now));
+      std::fflush(stdout);
+    }
+    waiting.push_back({delivery.id, sent, now});
+    wake.notify_one();
+  }
+  void close() {
+    std::lock_guard lock(mutex);
+    closed = true;
+    wake.notify_one();
+  }
+
+  void serve() {
+    std::unique_lock lock(mutex);
+    while (!closed) {
+      std::uint64_t now = now_ns();
+      // Services that have ended: ack them.
+      while (!serving.empty() && serving.front().done_ns <= now) {
+        const Job job = serving.front();
+        serving.pop_front();
+        const long capacity = capacity_at(now).first;
+        if (client->ack(job.id)) {
+          const std::uint64_t at = now_ns();
+          log.push_back({at,
+                         job.published_ns > 0 && job.published_ns < at
+                             ? static_cast<std::uint32_t>((at - job.published_ns) / 1000)
+                             : 0,
+                         capacity, static_cast<std::uint32_t>((at - job.received_ns) / 1000)});
+        }
+      }
+      std::uint64_t next = UINT64_MAX;
+      if (start_ns != 0) {
+        const auto [capacity, changes] = capacity_at(now);
+        while (!waiting.empty() && static_cast<long>(serving.size()) < capacity) {
+          Job job = waiting.front();
+          waiting.pop_front();
+          job.done_ns = now + service_ns;
+          serving.push_back(job);
+        }
+        next = changes;
+      }
+      if (!serving.empty()) next = std::min(next, serving.front().done_ns);
+      if (next == UINT64_MAX) {
+        wake.wait(lock);
+      } else if (next > now) {
+        // The condition variable's clock is steady_clock, which is CLOCK_MONOTONIC on Linux.
+        wake.wait_until(lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next)));
+      }
+    }
+  }
+
+  void write(const std::string& path) const {
+    std::ofstream out(path);
+    for (const auto& c : log) out << c.at_ns << ' ' << c.publish_us << ' ' << c.capacity << ' ' << c.inside_us << '\n';
+  }
+};
+
+jetfan::HandlerClient* capacity_client = nullptr;
+
+int capacity(const std::vector<std::string>& a) {
+  CapacityService service;
+  service.service_ns = static_cast<std::uint64_t>(std::stod(a[2]) * 1e6);
+  service.schedule = CapacityService::parse(a[3]);
+  jetfan::HandlerClient client(a[0], a[1], {.reconnect = false});
+  service.client = &client;
+  capacity_client = &client;
+  auto stop = [](int) {
+    stopping = true;
+    if (capacity_client != nullptr) capacity_client->stop();
+  };
+  std::signal(SIGTERM, stop);
+  std::signal(SIGINT, stop);
+  std::printf("ready_ns=%llu\n", static_cast<unsigned long long>(now_ns()));
+  std::fflush(stdout);
+  std::thread server([&] { service.serve(); });
+  try {
+    while (auto message = client.next()) service.arrived(*message);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jetfan-bench capacity: %s\n", e.what());
+  }
+  service.close();
+  server.join();
+  capacity_client = nullptr;
+  service.write(a[4]);
+  return 0;
+}
+
 int watch(const std::vector<std::string>& a, bool held) {
   jetfan::example::MeshController controller(a[0]);
   const long want = held ? std::stol(a[3]) : 0;
@@ -283,6 +445,7 @@ int main(int argc, char** argv) {
     if (command == "publish" && rest.size() >= 5) return publish(rest);
     if (command == "direct" && (rest.size() == 5 || rest.size() == 6)) return direct(rest);
     if (command == "handler" && rest.size() == 3) return handler(rest);
+    if (command == "capacity" && rest.size() == 5) return capacity(rest);
     if (command == "watch" && rest.size() == 4) return watch(rest, false);
     if (command == "held" && rest.size() == 5) return watch(rest, true);
     std::fprintf(stderr, "usage: see the comment at the top of bench/jetfan_bench.cpp\n");

@@ -35,6 +35,9 @@
 #                           SWEEP_MESSAGES (one count for every size) narrow it, in any mode
 #
 # JETFAN_PULL_BATCH=N, in any mode, runs every jetfan with consumer.batch N (its pull batch).
+# BENCH_HANDLER_EXTRA='    key: value' (YAML lines, indented as a handler's keys), in any mode, is added
+# to every handler of every jetfan: `BENCH_HANDLER_EXTRA='    adaptive_inflight: true' bench/run.sh
+# --instructions` measures what a feature costs per message.
 # BENCH_MAX_ACK_PENDING=N (default 20000), in the throughput, --ratios and --order runs, gives the
 # consumer that MaxAckPending, which is jetfan's max_held.
 #
@@ -165,6 +168,7 @@ jetfan_config() {
       for p in "${ps[@]}"; do [ $first = 1 ] || printf ', '; printf '"%s"' "$p"; first=0; done
       printf ']\n'
       [ -z "${order_by:-}" ] || printf '    order_by: %s\n' "$order_by"  # order_rounds sets it
+      [ -z "${BENCH_HANDLER_EXTRA:-}" ] || printf '%s\n' "$BENCH_HANDLER_EXTRA"
     done
     printf 'log:\n  level: warn\n'
   } > "$work/jetfan.yaml"

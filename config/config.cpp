@@ -211,6 +211,18 @@ class ConfigReader {
     out = static_cast<Int>(value);
   }
 
+  void read_bool(const YAML::Node& parent, const std::string& path, const char* key, bool& out) {
+    const auto node = parent[key];
+    if (!node) return;
+    const auto text = string(node, join(path, key));
+    if (!text) return;
+    if (*text == "true" || *text == "false") {
+      out = *text == "true";
+    } else {
+      error(node, join(path, key), "\"" + *text + "\" must be true or false");
+    }
+  }
+
   // A rate in messages a second: from 0.001 (one each 1000 s) to a million; fractions too (0.5 is one
   // each 2 s).
   void read_rate(const YAML::Node& parent, const std::string& path, const char* key, double& out) {
@@ -612,14 +624,16 @@ class ConfigReader {
       }
       if (const auto retry = item["retry"]) read_retry(retry, path + ".retry", handler);
       if (const auto dead_letter = item["dead_letter"]) read_dead_letter(dead_letter, path + ".dead_letter", handler);
-      if (const auto paused = item["paused"]) {
-        if (const auto text = string(paused, path + ".paused")) {
-          if (*text == "true") {
-            handler.paused = true;
-          } else if (*text != "false") {
-            error(paused, path + ".paused", "\"" + *text + "\" must be true or false");
-          }
-        }
+      read_bool(item, path, "paused", handler.paused);
+      read_bool(item, path, "adaptive_inflight", handler.adaptive_inflight);
+      read_int(item, path, "min_inflight", handler.min_inflight, 1, 65536);
+      if (item["min_inflight"] && !handler.adaptive_inflight) {
+        error(item["min_inflight"], path + ".min_inflight",
+              "is the floor of an adaptive in-flight limit: it needs adaptive_inflight: true");
+      } else if (handler.min_inflight > handler.max_inflight) {
+        error(item["min_inflight"], path + ".min_inflight",
+              std::to_string(handler.min_inflight) + " is above max_inflight (" + std::to_string(handler.max_inflight) +
+                  "), the ceiling it adapts to");
       }
       // The READY line that announces the handler's patterns must fit in one line a client accepts.
       const std::size_t ready =

@@ -139,6 +139,8 @@ struct HandlerSettings {
   AllowSettings allow;              // empty: any peer that can open the socket
   std::uint32_t max_instances = 0;  // 0: no limit
   double max_rate = 0;              // deliveries a second at most (core/TokenBucket); 0: no limit
+  bool adaptive_inflight = false;   // each instance's in-flight limit adapts (core/AdaptiveLimit) ...
+  int min_inflight = 1;             // ... between this and max_inflight
   WhenFull when_full = WhenFull::kHold;
   OrderBy order_by;                    // absent: unordered
   std::optional<RetrySettings> retry;  // none: for ever, with delivery.nak_delay and nak_delay_max

@@ -28,9 +28,9 @@ inline constexpr std::array kSocket = {"path",
                                        "ping_timeout"};
 inline constexpr std::array kControl = {"path", "mode", "allow", "allow_read"};
 inline constexpr std::array kMetrics = {"listen", "max_connections"};
-inline constexpr std::array kHandler = {"name",     "patterns",      "max_inflight", "ack_timeout",
-                                        "allow",    "max_instances", "max_rate",     "when_full",
-                                        "order_by", "retry",         "dead_letter",  "paused"};
+inline constexpr std::array kHandler = {"name",          "patterns", "max_inflight",      "ack_timeout", "allow",
+                                        "max_instances", "max_rate", "when_full",         "order_by",    "retry",
+                                        "dead_letter",   "paused",   "adaptive_inflight", "min_inflight"};
 inline constexpr std::array kRetry = {"max_attempts", "backoff", "backoff_max"};
 inline constexpr std::array kDeadLetter = {"subject"};
 inline constexpr std::array kAllow = {"users", "groups", "uids", "gids"};

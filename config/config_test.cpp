@@ -439,6 +439,37 @@ TEST_CASE("metrics.max_connections: default 32, at least 1", "[unit]") {
   CHECK(any_contains(errors_of(base + "metrics:\n  listen: 9464\n  max_connections: 0\n"), "metrics.max_connections"));
 }
 
+TEST_CASE("handlers[].adaptive_inflight and min_inflight: a floor within max_inflight, and only for an adaptive limit",
+          "[unit]") {
+  const auto with = [](const std::string& keys) {
+    std::string text = kGood;
+    text.replace(text.find("ack_timeout: 30s"), 16, "ack_timeout: 30s\n    " + keys);
+    return text;
+  };
+  const auto loaded = load_config_text(with("adaptive_inflight: true\n    min_inflight: 4"), "a.yaml");
+  REQUIRE(loaded.errors.empty());
+  CHECK(loaded.config->handlers[0].adaptive_inflight);
+  CHECK(loaded.config->handlers[0].min_inflight == 4);
+  CHECK_FALSE(loaded.config->handlers[1].adaptive_inflight);
+  const auto defaulted = load_config_text(with("adaptive_inflight: true"), "a.yaml");
+  REQUIRE(defaulted.errors.empty());
+  CHECK(defaulted.config->handlers[0].min_inflight == 1);
+
+  const auto one_error = [](const std::string& text) {
+    const auto errors = errors_of(text);
+    REQUIRE(errors.size() == 1);
+    return errors[0];
+  };
+  CHECK_THAT(one_error(with("min_inflight: 4")),
+             Catch::Contains("min_inflight") && Catch::Contains("it needs adaptive_inflight: true"));
+  CHECK_THAT(one_error(with("adaptive_inflight: true\n    min_inflight: 65")),
+             Catch::Contains("min_inflight") && Catch::Contains("65 is above max_inflight (64)"));
+  CHECK_THAT(one_error(with("adaptive_inflight: yes")),
+             Catch::Contains("adaptive_inflight: \"yes\" must be true or false"));
+  CHECK_THAT(one_error(with("adaptive_inflight: true\n    min_inflight: 0")),
+             Catch::Contains("min_inflight: \"0\" must be a whole number from 1 to 65536"));
+}
+
 TEST_CASE("handlers[].max_rate: messages a second above 0, fractions too, and a refusal says what is wrong", "[unit]") {
   const auto with_rate = [](const std::string& rate) {
     std::string text = kGood;

@@ -128,6 +128,10 @@ void handler_block(YAML::Emitter& out, const HandlerSettings& handler) {
   allow_block(out, "allow", handler.allow);
   out << YAML::Key << "max_instances" << YAML::Value << handler.max_instances;
   if (handler.max_rate > 0) out << YAML::Key << "max_rate" << YAML::Value << rate_text(handler.max_rate);
+  if (handler.adaptive_inflight) {
+    out << YAML::Key << "adaptive_inflight" << YAML::Value << true;
+    out << YAML::Key << "min_inflight" << YAML::Value << handler.min_inflight;
+  }
   out << YAML::Key << "when_full" << YAML::Value << to_string(handler.when_full);
   if (handler.order_by.kind != OrderBy::Kind::kNone) {
     out << YAML::Key << "order_by" << YAML::Value << to_string(handler.order_by);

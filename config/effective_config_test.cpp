@@ -58,6 +58,8 @@ handlers:
     allow: {users: [builder-user], groups: [builders], uids: [1], gids: [2]}
     max_instances: 2
     max_rate: 12.5
+    adaptive_inflight: true
+    min_inflight: 2
     when_full: hand_back
     order_by: token:2
     retry: {max_attempts: 5, backoff: 100ms, backoff_max: 2s}

@@ -129,12 +129,25 @@ std::vector<std::string> restart_keys() {
 }
 
 const std::vector<std::string>& reloadable_keys() {
-  static const std::vector<std::string> keys = {
-      "handlers.name",      "handlers.patterns",      "handlers.max_inflight",  "handlers.ack_timeout",
-      "handlers.allow",     "handlers.max_instances", "handlers.max_rate",      "handlers.when_full",
-      "handlers.order_by",  "handlers.retry",         "handlers.dead_letter",   "handlers.paused",
-      "delivery.nak_delay", "delivery.nak_delay_max", "delivery.drain_timeout", "socket.hello_timeout",
-      "log.level"};
+  static const std::vector<std::string> keys = {"handlers.name",
+                                                "handlers.patterns",
+                                                "handlers.max_inflight",
+                                                "handlers.ack_timeout",
+                                                "handlers.allow",
+                                                "handlers.max_instances",
+                                                "handlers.max_rate",
+                                                "handlers.when_full",
+                                                "handlers.order_by",
+                                                "handlers.retry",
+                                                "handlers.dead_letter",
+                                                "handlers.paused",
+                                                "handlers.adaptive_inflight",
+                                                "handlers.min_inflight",
+                                                "delivery.nak_delay",
+                                                "delivery.nak_delay_max",
+                                                "delivery.drain_timeout",
+                                                "socket.hello_timeout",
+                                                "log.level"};
   return keys;
 }
 
@@ -169,6 +182,9 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
       change(at + ".retry", retry_text(was.retry), retry_text(is.retry));
       change(at + ".dead_letter", was.dead_letter_subject, is.dead_letter_subject);
       change(at + ".paused", was.paused ? "true" : "false", is.paused ? "true" : "false");
+      change(at + ".adaptive_inflight", was.adaptive_inflight ? "true" : "false",
+             is.adaptive_inflight ? "true" : "false");
+      change(at + ".min_inflight", std::to_string(was.min_inflight), std::to_string(is.min_inflight));
       if (now != old) change(at + " (place in the list)", std::to_string(old + 1), std::to_string(now + 1));
     }
     if (!plan.old_to_new[old]) {

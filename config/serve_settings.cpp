@@ -62,6 +62,8 @@ ServeSettingsResult derive_serve_settings(const Config& config, const ConsumerFa
     limits.retry.dead_letter = !handler.dead_letter_subject.empty();
     limits.paused = handler.paused;
     limits.max_rate = handler.max_rate;
+    limits.adaptive_inflight = handler.adaptive_inflight;
+    limits.min_inflight = static_cast<std::uint32_t>(handler.min_inflight);
     core.handlers.push_back(limits);
     if (facts.max_deliver > 0 && limits.retry.max_attempts > static_cast<std::uint64_t>(facts.max_deliver)) {
       // Each failure hands the message back, which costs a delivery: the server stops first.

@@ -40,4 +40,9 @@ inline std::vector<Effect> effects_of(const std::vector<Effect>& effects, Effect
   return out;
 }
 
+// The deliveries (kDeliver) among the effects the core made, which are taken.
+inline std::vector<Effect> deliveries_of(DispatchCore& core) {
+  return effects_of(take_effects(core), Effect::Kind::kDeliver);
+}
+
 }  // namespace jetfan::testing

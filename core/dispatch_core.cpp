@@ -26,6 +26,31 @@ DispatchCore::DispatchCore(CoreSettings settings) : settings_(std::move(settings
   gate_ = OrderGate(handlers_.size());
 }
 
+AdaptiveLimit DispatchCore::limit_for(const HandlerLimits& limits) {
+  if (!limits.adaptive_inflight) return AdaptiveLimit(limits.max_inflight);
+  return AdaptiveLimit(std::clamp<std::uint32_t>(limits.min_inflight, 1, limits.max_inflight), limits.max_inflight);
+}
+
+void DispatchCore::adapt_limit(Connection& connection, Outcome outcome, const Flight& flight, std::size_t in_flight,
+                               TimePoint now) {
+  AdaptiveLimit& limit = connection.limit;
+  if (!limit.adaptive()) return;
+  std::optional<AdaptiveLimit::Cut> cut;
+  switch (outcome) {
+    case Outcome::kAck:
+    case Outcome::kTerm:
+      cut = limit.confirmed(now - flight.sent, in_flight, flight.kept_alive, now);
+      break;
+    case Outcome::kNak:
+      cut = limit.failed(AdaptiveLimit::Cut::kNak, in_flight, now);
+      break;
+    case Outcome::kTimeout:
+      cut = limit.failed(AdaptiveLimit::Cut::kTimeout, in_flight, now);
+      break;
+  }
+  if (cut) ++handlers_[connection.handler].stats.inflight_cuts[static_cast<std::size_t>(*cut)];
+}
+
 TokenBucket DispatchCore::bucket_for(const HandlerLimits& limits) {
   if (limits.max_rate <= 0) return {};
   return TokenBucket(limits.max_rate, TokenBucket::burst_for(limits.max_rate));
@@ -70,7 +95,16 @@ std::vector<HandlerLoad> DispatchCore::loads() const {
   for (std::size_t h = 0; h < handlers_.size(); ++h) {
     loads[h].connections = handlers_[h].connections.size();
     loads[h].rate_waiting = handlers_[h].rate_waiting;
-    for (const ConnectionId id : handlers_[h].connections) loads[h].in_flight += connections_.at(id).flights.size();
+    for (const ConnectionId id : handlers_[h].connections) {
+      const Connection& connection = connections_.at(id);
+      loads[h].in_flight += connection.flights.size();
+      loads[h].inflight_limit += connection.limit.limit();
+      if (connection.limit.last_cut() &&
+          (!loads[h].last_cut || connection.limit.last_cut_at() > loads[h].last_cut_at)) {
+        loads[h].last_cut = connection.limit.last_cut();
+        loads[h].last_cut_at = connection.limit.last_cut_at();
+      }
+    }
   }
   for (const auto& [seq, message] : messages_) {
     const HandlerMask owed = message.recipients & ~message.settled;
@@ -244,14 +278,18 @@ void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
   if (stepping_aside() || handler.limits.paused) return;
   const HandlerMask bit = HandlerMask{1} << handler_index;
   while (!handler.queue.empty()) {
+    // The instance with the most room; with equal limits (no adaptive_inflight), the least loaded.
     Connection* least = nullptr;
     ConnectionId least_id = 0;
+    std::size_t most_room = 0;
     for (const ConnectionId id : handler.connections) {
       Connection& candidate = connections_.at(id);
-      if (candidate.flights.size() >= handler.limits.max_inflight) continue;
-      if (!least || candidate.flights.size() < least->flights.size()) {
+      const std::size_t limit = candidate.limit.limit();
+      if (candidate.flights.size() >= limit) continue;
+      if (const std::size_t room = limit - candidate.flights.size(); room > most_room) {
         least = &candidate;
         least_id = id;
+        most_room = room;
       }
     }
     if (!least) return;
@@ -282,7 +320,8 @@ void DispatchCore::dispatch(std::size_t handler_index, TimePoint now) {
 
 void DispatchCore::connect(ConnectionId connection, std::size_t handler, TimePoint now) {
   assert(handler < handlers_.size());
-  connections_.emplace(connection, Connection{handler, std::pmr::unordered_map<DeliveryId, Flight>(&pool_)});
+  connections_.emplace(connection, Connection{handler, std::pmr::unordered_map<DeliveryId, Flight>(&pool_),
+                                              limit_for(handlers_[handler].limits)});
   handlers_[handler].connections.push_back(connection);
   dispatch(handler, now);
 }
@@ -361,6 +400,7 @@ bool DispatchCore::complete(ConnectionId connection_id, DeliveryId delivery, Out
   const std::uint64_t seq = found->flight->second.stream_seq;
   const TimePoint sent = found->flight->second.sent;
   const std::size_t handler = found->connection->handler;
+  adapt_limit(*found->connection, outcome, found->flight->second, found->connection->flights.size(), now);
   found->connection->flights.erase(found->flight);
   Message& message = messages_.at(seq);
   const HandlerMask bit = HandlerMask{1} << handler;
@@ -419,6 +459,7 @@ bool DispatchCore::wip(ConnectionId connection_id, DeliveryId delivery, TimePoin
   const auto found = find_flight(connection_id, delivery);
   if (!found) return false;
   Flight& flight = found->flight->second;
+  flight.kept_alive = true;
   flight.deadline = now + handlers_[found->connection->handler].limits.ack_timeout;
   push_deadline(Deadline{flight.deadline, connection_id, delivery});
   return true;

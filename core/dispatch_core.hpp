@@ -10,7 +10,8 @@
 // checks those marked "checked" over every effect of the model test and the session fuzzer. In
 // short:
 //   - Delivery (R1-R3): recipients are fixed at arrival (core/Router); each gets the message on its
-//     least-loaded connected instance within max_inflight; without one it is queued, kept alive.
+//     connected instance with the most room under its in-flight limit (max_inflight, or R49's);
+//     without one it is queued, kept alive.
 //   - Settling (R4-R8): +ACK once every recipient ACKed; +TERM once all settled and one said TERM;
 //     -NAK once nothing is in flight and one failed, with the longest delay asked; a redelivery goes
 //     only to those that still owe it (SettledRecord).
@@ -27,7 +28,8 @@
 //     DeliveryGap): what may be outstanding or lost holds later messages of its keys until it came
 //     back, the server shows it resent all, or a deadline.
 //   - Reloads (R36, R37, HandlerRenumbering), keepalive and stalls (R38, R39), pause (R40), redrive
-//     (R41-R43, RedriveTable), drain (R44, R45), standby (R46, R47), max_rate (R48, TokenBucket).
+//     (R41-R43, RedriveTable), drain (R44, R45), standby (R46, R47), max_rate (R48, TokenBucket),
+//     adaptive_inflight (R49, AdaptiveLimit: a connection's limit within max_inflight).
 // Each of those types decides its part, purely; this is the one state machine that holds the
 // messages and turns their decisions into effects.
 // Memory: every structure is bounded by what is held and in flight, not by how many messages have
@@ -50,6 +52,7 @@
 
 #include "ack_floor.hpp"
 #include "ack_policy.hpp"
+#include "adaptive_limit.hpp"
 #include "delivery_gap.hpp"
 #include "effect.hpp"
 #include "handler_renumbering.hpp"
@@ -74,6 +77,10 @@ struct HandlerLimits {
   RetryPolicy retry{};             // retry_budget.hpp; the default retries for ever, as before
   bool paused = false;             // gets nothing new; held for it as if it had no instance
   double max_rate = 0;             // deliveries a second at most (TokenBucket); 0: no limit
+  // Each connection's limit adapts between min_inflight and max_inflight (AdaptiveLimit, R49);
+  // otherwise it is max_inflight. Precondition when set: 1 <= min_inflight <= max_inflight.
+  bool adaptive_inflight = false;
+  std::uint32_t min_inflight = 1;
 };
 
 // Built from the config and the consumer's facts (config/serve_settings.hpp); no defaults here.
@@ -103,6 +110,8 @@ struct HandlerStats {
   std::uint64_t dead_lettered_term = 0;     // ... it said TERM
   std::uint64_t dead_letter_failures = 0;   // dead-letter publishes that failed (each is tried again)
   std::uint64_t gave_up = 0;                // max_attempts used up without a dead letter: a TERM for it
+  // adaptive_inflight: cuts of a connection's limit, by AdaptiveLimit::Cut.
+  std::uint64_t inflight_cuts[AdaptiveLimit::kCauses] = {0, 0, 0};
 };
 
 // A handler's load now. Computed on request by walking what is held, never kept per message.
@@ -113,6 +122,10 @@ struct HandlerLoad {
   std::size_t owed = 0;    // held and not yet confirmed by it: queued, in flight, or failed elsewhere
   std::optional<TimePoint> oldest_unconfirmed;  // arrival of the oldest held message it still owes
   bool rate_waiting = false;                    // messages for it wait for its max_rate (a token), not for room
+  std::size_t inflight_limit = 0;               // its connections' in-flight limits, summed (AdaptiveLimit)
+  // adaptive_inflight: the last cut of any of its connections' limits, and when.
+  std::optional<AdaptiveLimit::Cut> last_cut;
+  TimePoint last_cut_at{};
 };
 
 // A new handler table, from a reload. old_to_new[i] is the new index of the handler that had index
@@ -330,10 +343,12 @@ class DispatchCore {
     std::uint64_t stream_seq;
     TimePoint deadline;
     TimePoint sent;
+    bool kept_alive = false;  // a WIP came for it: its latency says nothing of the handler's load
   };
   struct Connection {
     std::size_t handler;
     std::pmr::unordered_map<DeliveryId, Flight> flights;
+    AdaptiveLimit limit;  // its handler's max_inflight, or adaptive below it (R49)
   };
   struct Handler {
     HandlerLimits limits;
@@ -382,6 +397,9 @@ class DispatchCore {
   void rebuild_deadlines(Duration shift);
   void dispatch(std::size_t handler, TimePoint now);
   static TokenBucket bucket_for(const HandlerLimits& limits);
+  static AdaptiveLimit limit_for(const HandlerLimits& limits);
+  // A delivery on `connection` ended so; `in_flight` were there before it ended (R49).
+  void adapt_limit(Connection& connection, Outcome outcome, const Flight& flight, std::size_t in_flight, TimePoint now);
   void maybe_finish(std::uint64_t stream_seq, TimePoint now);
   void hand_back(std::uint64_t stream_seq, Message& message, TimePoint now);
   // Whether one of the handlers in `queued` has no connected instance.

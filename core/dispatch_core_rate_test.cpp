@@ -12,9 +12,7 @@ namespace {
 
 const TimePoint kStart{std::chrono::hours(1)};
 
-std::vector<Effect> sent(DispatchCore& core) {
-  return testing::effects_of(testing::take_effects(core), Kind::kDeliver);
-}
+std::vector<Effect> sent(DispatchCore& core) { return testing::deliveries_of(core); }
 
 }  // namespace
 

@@ -72,6 +72,12 @@ ReindexOutcome DispatchCore::reconfigure(const HandlerReindex& reindex, TimePoin
     moved.stats = handlers_[h].stats;
     // A reload does not give it a new burst unless its max_rate changed (R48).
     if (moved.limits.max_rate == handlers_[h].limits.max_rate) moved.rate = handlers_[h].rate;
+    // Nor new in-flight limits unless their bounds changed (R49).
+    const HandlerLimits& was = handlers_[h].limits;
+    if (moved.limits.max_inflight != was.max_inflight || moved.limits.adaptive_inflight != was.adaptive_inflight ||
+        moved.limits.min_inflight != was.min_inflight) {
+      for (const ConnectionId id : moved.connections) connections_.at(id).limit = limit_for(moved.limits);
+    }
   }
   // Queues again, in stream order, from the queued bits.
   std::vector<std::uint64_t> order;

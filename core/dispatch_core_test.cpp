@@ -613,11 +613,17 @@ struct Model {
   }
   // Some handlers have a max_rate (R48): slow enough that the model's steps run into it.
   double random_rate() { return pick(3) == 0 ? 0.5 + static_cast<double>(pick(40)) : 0; }
+  // Some have an adaptive in-flight limit (R49), its floor anywhere up to max_inflight.
+  void random_adaptive(HandlerLimits& handler) {
+    handler.adaptive_inflight = pick(3) == 0;
+    handler.min_inflight = static_cast<std::uint32_t>(1 + pick(handler.max_inflight));
+  }
   CoreSettings make_settings(std::size_t handlers) {
     CoreSettings s = settings(handlers, policy);
     for (auto& handler : s.handlers) {
       handler.retry = random_policy();
       handler.max_rate = random_rate();
+      random_adaptive(handler);
     }
     for (const auto& handler : s.handlers) retry.push_back(handler.retry);
     return s;
@@ -957,6 +963,7 @@ struct Model {
       new_retry.push_back(random_policy());
       reindex.handlers.push_back(HandlerLimits{limit, milliseconds(1000), new_retry.back()});
       reindex.handlers.back().max_rate = random_rate();
+      random_adaptive(reindex.handlers.back());
     }
     reindex.nak_delay = milliseconds(100);
     reindex.nak_delay_max = milliseconds(1000);
@@ -1157,7 +1164,7 @@ TEST_CASE(
   std::uint64_t dead_letters = 0;
   std::uint64_t lost_while_ordered = 0;
   std::uint64_t lost_under_ack_all = 0;
-  std::uint64_t gaps = 0, stalls = 0, rate_held = 0;
+  std::uint64_t gaps = 0, stalls = 0, rate_held = 0, limits_cut = 0;
   for (unsigned seed = 1; seed <= 60; ++seed) {
     const AckPolicy policy = seed <= 40 ? AckPolicy::kExplicit : seed <= 52 ? AckPolicy::kAll : AckPolicy::kNone;
     const bool end_by_drain = seed % 3 == 0;
@@ -1229,10 +1236,14 @@ TEST_CASE(
     lost_under_ack_all += m.lost_under_ack_all;
     gaps += m.core.counters().delivery_gaps;
     stalls += m.stalls;
+    for (std::size_t h = 0; h < m.core.handler_count(); ++h) {
+      for (const std::uint64_t cuts : m.core.handler_stats(h).inflight_cuts) limits_cut += cuts;
+    }
   }
   CHECK(gaps > 0);                // the core saw the jumps
   CHECK(stalls > 0);              // and the runs stalled
   CHECK(rate_held > 0);           // and handlers waited for their max_rate
+  CHECK(limits_cut > 0);          // and adaptive limits were cut
   CHECK(dead_letters > 0);        // the runs did exercise dead letters
   CHECK(lost_while_ordered > 0);  // and messages lost on the way to ordered handlers
   CHECK(lost_under_ack_all > 0);  // and under AckPolicy all

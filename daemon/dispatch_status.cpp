@@ -58,6 +58,13 @@ void DispatchStatus::fill(StatusSnapshot& s, std::string_view state, const RateW
     view.queued = loads[h].queued;
     view.backlog = loads[h].owed;
     view.rate_waiting = loads[h].rate_waiting;
+    view.adaptive_inflight = declared.adaptive_inflight;
+    view.min_inflight = static_cast<std::uint32_t>(declared.min_inflight);
+    view.inflight_limit = loads[h].inflight_limit;
+    if (loads[h].last_cut) {
+      view.last_cut = cut_name(*loads[h].last_cut);
+      view.last_cut_seconds = age(loads[h].last_cut_at);
+    }
     if (loads[h].oldest_unconfirmed) view.oldest_unconfirmed_seconds = age(*loads[h].oldest_unconfirmed);
     if (declared.order_by.kind != OrderBy::Kind::kNone) view.order_by = to_string(declared.order_by);
     view.order_blocked_keys = waits[h].load.blocked_keys;

@@ -290,6 +290,39 @@ TEST_CASE("max_rate, and messages held back by it, are shown in status, status j
   CHECK_THAT(status, Catch::Contains("; held back by max_rate\n"));
 }
 
+TEST_CASE("an adaptive in-flight limit and its cuts are shown in status, status json and metrics", "[unit]") {
+  StatusSnapshot s = example();
+  HandlerView& builder = s.handlers.at(0);
+  builder.adaptive_inflight = true;
+  builder.min_inflight = 2;
+  builder.inflight_limit = 11;
+  builder.stats.inflight_cuts[static_cast<std::size_t>(jetfan::AdaptiveLimit::Cut::kLatency)] = 3;
+  builder.stats.inflight_cuts[static_cast<std::size_t>(jetfan::AdaptiveLimit::Cut::kNak)] = 1;
+  builder.last_cut = "latency";
+  builder.last_cut_seconds = 4.5;
+  s.handlers.at(1).inflight_limit = 64;
+  const std::string text = render_prometheus(s);
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_inflight_limit{handler=\"builder\"} 11\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_inflight_limit{handler=\"audit\"} 64\n"));
+  CHECK_THAT(text,
+             Catch::Contains("jetfan_handler_inflight_limit_cuts_total{handler=\"builder\",cause=\"latency\"} 3\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_inflight_limit_cuts_total{handler=\"builder\",cause=\"nak\"} 1\n"));
+  CHECK_THAT(text,
+             Catch::Contains("jetfan_handler_inflight_limit_cuts_total{handler=\"audit\",cause=\"timeout\"} 0\n"));
+  const auto doc = nlohmann::json::parse(render_status_json(s));
+  CHECK(doc["handlers"][0]["inflight_limit"] == 11);
+  CHECK(doc["handlers"][0]["adaptive_inflight"]["min_inflight"] == 2);
+  CHECK(doc["handlers"][0]["adaptive_inflight"]["cuts"]["latency"] == 3);
+  CHECK(doc["handlers"][0]["adaptive_inflight"]["last_cut"] == "latency");
+  CHECK(doc["handlers"][0]["adaptive_inflight"]["last_cut_seconds"] == 4.5);
+  CHECK(doc["handlers"][1]["adaptive_inflight"].is_null());
+  CHECK(doc["handlers"][1]["inflight_limit"] == 64);
+  const std::string status = render_status_text(s);
+  CHECK_THAT(status, Catch::Contains("  limit:   adaptive, 11 in flight at most now over its instances (2 to 64 each); "
+                                     "cuts: 1 nak, 0 timeout, 3 latency, the last (latency) 4.5s ago\n"));
+  CHECK(status.find("limit:   adaptive") == status.rfind("limit:   adaptive"));  // the audit handler has none
+}
+
 TEST_CASE("redrive progress is shown in status, status json and metrics", "[unit]") {
   StatusSnapshot s = example();
   HandlerView& builder = s.handlers.at(0);

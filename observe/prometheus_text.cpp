@@ -204,6 +204,10 @@ std::string render_prometheus(const StatusSnapshot& s) {
                [](const HandlerView& h) { return h.max_rate; });
   each_handler({"jetfan_handler_rate_waiting", "gauge", "1 while messages for the handler wait for its max_rate."},
                [](const HandlerView& h) { return std::uint64_t{h.rate_waiting ? 1u : 0u}; });
+  each_handler({"jetfan_handler_inflight_limit", "gauge",
+                "Deliveries the handler's connected instances may have unconfirmed now, summed: max_inflight each, "
+                "or with adaptive_inflight their adaptive limits."},
+               [](const HandlerView& h) { return static_cast<std::uint64_t>(h.inflight_limit); });
   each_handler({"jetfan_handler_oldest_unconfirmed_age_seconds", "gauge",
                 "Age of the oldest held message the handler has not confirmed; 0 when none."},
                [](const HandlerView& h) { return h.oldest_unconfirmed_seconds.value_or(0); });
@@ -242,6 +246,14 @@ std::string render_prometheus(const StatusSnapshot& s) {
     w.sample("jetfan_handler_delivery_failures_total", handler_label(h) + ",cause=\"timeout\"", h.stats.failed_timeout);
     w.sample("jetfan_handler_delivery_failures_total", handler_label(h) + ",cause=\"disconnect\"",
              h.stats.failed_disconnect);
+  }
+  w.family("jetfan_handler_inflight_limit_cuts_total", "counter",
+           "adaptive_inflight: cuts of an instance's in-flight limit, by cause: nak, timeout, latency.");
+  for (const auto& h : s.handlers) {
+    for (const auto cause : {AdaptiveLimit::Cut::kNak, AdaptiveLimit::Cut::kTimeout, AdaptiveLimit::Cut::kLatency}) {
+      w.sample("jetfan_handler_inflight_limit_cuts_total", handler_label(h) + ",cause=\"" + cut_name(cause) + "\"",
+               h.stats.inflight_cuts[static_cast<std::size_t>(cause)]);
+    }
   }
   w.family("jetfan_handler_confirmation_latency_seconds", "histogram",
            "Time from sending a delivery to the handler's ACK, NAK or TERM.");

@@ -144,6 +144,15 @@ std::string render_status_text(const StatusSnapshot& s) {
          (h.oldest_unconfirmed_seconds ? ", the oldest for " + format::duration(*h.oldest_unconfirmed_seconds)
                                        : std::string()) +
          (h.rate_waiting ? "; held back by max_rate" : ""));
+    if (h.adaptive_inflight) {
+      const auto& cuts = h.stats.inflight_cuts;
+      line("  limit:   adaptive, " + std::to_string(h.inflight_limit) + " in flight at most now over its instances (" +
+           std::to_string(h.min_inflight) + " to " + std::to_string(h.max_inflight) +
+           " each); cuts: " + std::to_string(cuts[0]) + " nak, " + std::to_string(cuts[1]) + " timeout, " +
+           std::to_string(cuts[2]) + " latency" +
+           (h.last_cut ? ", the last (" + *h.last_cut + ") " + format::duration(h.last_cut_seconds.value_or(0)) + " ago"
+                       : std::string()));
+    }
     if (!h.order_by.empty()) {
       line("  order:   by " + h.order_by + "; " + std::to_string(h.order_blocked_keys) + " key(s) blocked, " +
            std::to_string(h.order_waiting) + " message(s) waiting behind them, the oldest for " +
@@ -286,6 +295,15 @@ std::string render_status_json(const StatusSnapshot& s) {
          {"backlog", h.backlog},
          {"max_rate", h.max_rate > 0 ? json(h.max_rate) : json(nullptr)},
          {"rate_waiting", h.rate_waiting},
+         {"inflight_limit", h.inflight_limit},
+         {"adaptive_inflight", h.adaptive_inflight ? json{{"min_inflight", h.min_inflight},
+                                                          {"cuts",
+                                                           {{"nak", h.stats.inflight_cuts[0]},
+                                                            {"timeout", h.stats.inflight_cuts[1]},
+                                                            {"latency", h.stats.inflight_cuts[2]}}},
+                                                          {"last_cut", h.last_cut ? json(*h.last_cut) : json(nullptr)},
+                                                          {"last_cut_seconds", optional_seconds(h.last_cut_seconds)}}
+                                                   : json(nullptr)},
          {"oldest_unconfirmed_seconds", optional_seconds(h.oldest_unconfirmed_seconds)},
          {"order", h.order_by.empty()
                        ? nlohmann::json(nullptr)

@@ -46,6 +46,13 @@ struct HandlerView {
   std::uint32_t max_inflight = 0;
   double max_rate = 0;        // deliveries a second at most; 0: no limit
   bool rate_waiting = false;  // messages for it wait for max_rate now, not for room
+  // adaptive_inflight: each instance's limit moves from min_inflight up to max_inflight
+  // (core/AdaptiveLimit); inflight_limit is their sum now (max_inflight per instance otherwise).
+  bool adaptive_inflight = false;
+  std::uint32_t min_inflight = 0;
+  std::size_t inflight_limit = 0;
+  std::optional<std::string> last_cut;     // "nak", "timeout" or "latency": the last cut's cause ...
+  std::optional<double> last_cut_seconds;  // ... and how long ago
   double ack_timeout_seconds = 0;
   std::vector<InstanceView> instances;
   std::size_t in_flight = 0;

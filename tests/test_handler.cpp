@@ -1,6 +1,6 @@
 // test_handler: a real handler process for the integration tests, on the C++ client.
 //
-//   test_handler SOCKET NAME SEEN_FILE [--default ACTION] [--only ACTION] [--details yes]
+//   test_handler SOCKET NAME SEEN_FILE [--default ACTION] [--only ACTION] [--details yes] [--workers N]
 //
 // For every message it appends "<stream-seq> <key> <deliveries> <payload>" to SEEN_FILE, then
 // answers. With --details, it also appends "<stream-seq> <deliveries> <server-deliveries> <headers>"
@@ -14,12 +14,15 @@
 //   die, die1               exit at once with status 3, without answering; die1 only on the first
 //   sleep<ms>               wait that long, then ack
 //   wip<ms>                 send WIP every ms/3 for ms, then ack
+// With --workers N (N > 1) it works on up to N messages at once (HandlerClient::run), and knows only
+// ack, nak, nak1 and sleep<ms>.
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -58,10 +61,12 @@ int main(int argc, char** argv) {
   std::string fallback = "ack";
   std::string only;
   bool details = false;
+  unsigned workers = 1;
   for (int i = 4; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--default") fallback = argv[i + 1];
     if (std::string(argv[i]) == "--only") only = argv[i + 1];
     if (std::string(argv[i]) == "--details") details = std::string(argv[i + 1]) == "yes";
+    if (std::string(argv[i]) == "--workers") workers = static_cast<unsigned>(std::stoul(argv[i + 1]));
   }
   try {
     // Exits when jetfan goes, so a test that starts a new jetfan decides which handlers it gets.
@@ -71,6 +76,31 @@ int main(int argc, char** argv) {
     std::ofstream seen(argv[3], std::ios::app);
     std::ofstream detail;
     if (details) detail.open(std::string(argv[3]) + ".details", std::ios::app);
+    if (workers > 1) {
+      std::mutex seen_lock;
+      client.run(
+          [&](const jetfan::Delivery& message) {
+            {
+              const std::lock_guard lock(seen_lock);
+              seen << message.stream_seq << ' ' << message.key << ' ' << message.deliveries << ' ' << message.payload
+                   << '\n'
+                   << std::flush;
+            }
+            std::string action = only.empty() ? action_for(message.payload, name, fallback) : only;
+            if (action == "nak1") action = message.deliveries == 1 ? "nak" : "ack";
+            if (action == "nak") return jetfan::Outcome::nak();
+            if (action.rfind("sleep", 0) == 0) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(action.substr(5))));
+            } else if (action != "ack") {
+              std::fprintf(stderr, "action %s is not for --workers\n", action.c_str());
+              _exit(2);
+            }
+            return jetfan::Outcome::ack();
+          },
+          {.workers = workers});
+      std::printf("closed\n");
+      return 0;
+    }
     while (auto message = client.next()) {
       if (details) {
         detail << message->stream_seq << ' ' << message->deliveries << ' ' << message->server_deliveries << ' '
