@@ -12,8 +12,8 @@ namespace {
 bool is_ours(std::string_view entry) {
   const auto name = entry.substr(0, entry.find('='));
   return name == "JETFAN_HANDLER" || name == "JETFAN_KEY" || name == "JETFAN_SEQ" || name == "JETFAN_DELIVERIES" ||
-         name == "JETFAN_SUBJECT" || name == "JETFAN_PUBLISHED" || name == "JETFAN_HEADERS" ||
-         name.rfind("JETFAN_HEADER_", 0) == 0;
+         name == "JETFAN_SUBJECT" || name == "JETFAN_PUBLISHED" || name == "JETFAN_TRACEPARENT" ||
+         name == "JETFAN_HEADERS" || name.rfind("JETFAN_HEADER_", 0) == 0;
 }
 
 // RFC 3339 in UTC with nanoseconds, which date(1) and every language's parser read.
@@ -57,6 +57,8 @@ std::vector<std::string> delivery_environment(const Delivery& delivery, std::str
   // Known from protocol version 2 on (a jetfan of version 1 leaves them out).
   if (!delivery.subject.empty()) env.push_back("JETFAN_SUBJECT=" + delivery.subject);
   if (delivery.published) env.push_back("JETFAN_PUBLISHED=" + rfc3339(*delivery.published));
+  // Protocol version 3 on, when jetfan traces the delivery: its span's W3C traceparent.
+  if (delivery.traceparent) env.push_back("JETFAN_TRACEPARENT=" + *delivery.traceparent);
   std::string all;
   std::map<std::string, std::vector<std::string>> by_variable;  // names alike but for case share one
   for (const auto& [name, value] : delivery.header_list()) {

@@ -15,6 +15,7 @@ TEST_CASE("exec environment: the delivery's variables, inherited ones kept, stal
   msg.subject = "module.a.b";
   msg.published = std::chrono::system_clock::time_point(std::chrono::nanoseconds(1'764'617'017'000'000'042));
   msg.headers = "NATS/1.0\r\nTrace-Id: abc\r\nX-Many: 1\r\nX-Many: 2\r\nx.many: 3\r\n\r\n";
+  msg.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   const char* inherited[] = {"PATH=/bin", "JETFAN_KEY=stale", "JETFAN_HEADER_OLD=stale", "JETFAN_OTHER=kept", nullptr};
   const auto env = delivery_environment(msg, "builder", inherited);
   auto has = [&](const std::string& entry) { return std::find(env.begin(), env.end(), entry) != env.end(); };
@@ -28,6 +29,7 @@ TEST_CASE("exec environment: the delivery's variables, inherited ones kept, stal
   CHECK(has("JETFAN_DELIVERIES=2"));
   CHECK(has("JETFAN_SUBJECT=module.a.b"));
   CHECK(has("JETFAN_PUBLISHED=2025-12-01T19:23:37.000000042Z"));
+  CHECK(has("JETFAN_TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
   CHECK(has("JETFAN_HEADERS=Trace-Id: abc\nX-Many: 1\nX-Many: 2\nx.many: 3\n"));
   CHECK(has("JETFAN_HEADER_TRACE_ID=abc"));
   CHECK(has("JETFAN_HEADER_X_MANY=1\n2\n3"));
@@ -37,10 +39,12 @@ TEST_CASE("exec environment: no headers, and header names made variable names", 
   jetfan::Delivery msg;
   const auto env = delivery_environment(msg, "h", nullptr);
   CHECK(std::find(env.begin(), env.end(), "JETFAN_HEADERS=") != env.end());
-  // A jetfan of protocol version 1 sends neither the subject nor the publish time.
+  // A jetfan of protocol version 1 sends neither the subject nor the publish time; an untraced
+  // delivery (and any before version 3) has no traceparent.
   for (const auto& entry : env) {
     CHECK(entry.rfind("JETFAN_SUBJECT=", 0) != 0);
     CHECK(entry.rfind("JETFAN_PUBLISHED=", 0) != 0);
+    CHECK(entry.rfind("JETFAN_TRACEPARENT=", 0) != 0);
   }
   CHECK(jetfan::header_variable("Nats-Msg-Id") == "JETFAN_HEADER_NATS_MSG_ID");
   CHECK(jetfan::header_variable("a.b:c 9") == "JETFAN_HEADER_A_B_C_9");
@@ -50,6 +54,7 @@ TEST_CASE("exec's --help names every variable a command is given", "[unit]") {
   jetfan::Delivery msg;
   msg.subject = "module.a.b";
   msg.published = std::chrono::system_clock::time_point(std::chrono::seconds(1));
+  msg.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   msg.headers = "NATS/1.0\r\nTrace-Id: abc\r\n\r\n";
   const std::string usage = jetfan::exec_usage();
   for (const auto& entry : delivery_environment(msg, "h", nullptr)) {

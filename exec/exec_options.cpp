@@ -21,6 +21,8 @@ payload is CMD's stdin; the rest of the message is in its environment:
   JETFAN_DELIVERIES    how often it has been delivered, 1 the first time
   JETFAN_SUBJECT       its full NATS subject (protocol version 2 and later)
   JETFAN_PUBLISHED     when the stream stored it, RFC 3339 in UTC with nanoseconds (version 2 on)
+  JETFAN_TRACEPARENT   the W3C traceparent of jetfan's span of this delivery, the parent of the
+                       command's own spans (version 3 on; unset when jetfan does not trace it)
   JETFAN_HEADERS       its NATS headers, one "Name: value" per line (empty: none)
   JETFAN_HEADER_<NAME> each header's value(s), one per line; <NAME> is the header's name in upper
                        case with each character other than A-Z and 0-9 made "_"

@@ -1,6 +1,18 @@
 #include "delivery_parser.hpp"
 
 namespace jetfan::proto {
+namespace {
+
+// Up to `limit` bytes of a word, safe to put in an error message.
+std::string shown(std::string_view word, std::size_t limit = 32) {
+  std::string out(word.substr(0, limit));
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
+}  // namespace
 
 DeliveryParser::Result DeliveryParser::fail(ErrorCode code, std::string why) {
   code_ = code;
@@ -14,7 +26,7 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
   if (words.empty()) return fail(ErrorCode::kEmptyLine, "empty line");
   const auto verb = words[0];
   if (equals_ignoring_case(verb, "MSG")) {
-    const std::size_t expected = version_ >= kVersion2 ? 10 : 7;
+    const std::size_t expected = version_ >= kVersion3 ? 11 : version_ >= kVersion2 ? 10 : 7;
     if (words.size() != expected) {
       return fail(words.size() < expected ? ErrorCode::kMissingArgument : ErrorCode::kTooManyArguments,
                   "MSG needs " + std::to_string(expected - 1) + " arguments in protocol version " +
@@ -22,7 +34,7 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     }
     std::optional<std::uint64_t> published = 0;
     std::optional<std::uint64_t> server_deliveries = 0;
-    if (expected == 10) {
+    if (expected >= 10) {
       published = parse_number(words[7]);
       server_deliveries = parse_number(words[9]);
     }
@@ -38,6 +50,15 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     if (*total_bytes > kMaxBody) {
       return fail(ErrorCode::kBodyTooLarge, "MSG: body larger than " + std::to_string(kMaxBody) + " bytes");
     }
+    std::string_view traceparent;  // "-": none
+    if (expected == 11 && words[10] != "-") {
+      traceparent = words[10];
+      if (!is_traceparent(traceparent)) {
+        return fail(ErrorCode::kBadTraceparent,
+                    "MSG: traceparent \"" + shown(traceparent, 64) +
+                        "\" is neither - nor a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)");
+      }
+    }
     body_frame_ = Frame{};
     body_frame_.kind = Frame::Kind::kMsg;
     auto& d = body_frame_.delivery;
@@ -45,10 +66,11 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     d.key = std::string(words[2]);
     d.stream_seq = *seq;
     d.deliveries = *deliveries;
-    if (expected == 10) {
+    if (expected >= 10) {
       d.published_ns = *published;
       d.subject = std::string(words[8]);
       d.server_deliveries = *server_deliveries;
+      d.traceparent = std::string(traceparent);
     }
     header_bytes_ = *header_bytes;
     body_left_ = *total_bytes + 2;
@@ -90,11 +112,7 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     out.kind = ping ? Frame::Kind::kPing : Frame::Kind::kPong;
     return Result::kFrame;
   }
-  std::string shown(verb.substr(0, 32));
-  for (char& c : shown) {
-    if (c < 0x20 || c > 0x7e) c = '?';
-  }
-  return fail(ErrorCode::kUnknownVerb, "unknown frame \"" + shown + "\"");
+  return fail(ErrorCode::kUnknownVerb, "unknown frame \"" + shown(verb) + "\"");
 }
 
 DeliveryParser::Result DeliveryParser::parse(std::string_view& input, Frame& out) {

@@ -2,7 +2,8 @@
 // Parses what jetfan sends to a handler (PROTOCOL.md, "jetfan -> handler"): incremental, I/O-free.
 // Used by client libraries. After kError the stream is unusable. Not thread-safe.
 // The MSG layout is that of the version the stream's READY announced (version 1 before a READY):
-// version 2's MSG has two more arguments, the publish time and the subject.
+// version 2's MSG has three more arguments (the publish time, the subject, the server's count), and
+// version 3's one more after those (the delivery's traceparent, or "-").
 
 #include <string>
 #include <string_view>

@@ -190,10 +190,9 @@ TEST_CASE("random garbage never crashes either parser and never yields a frame p
   }
 }
 
-TEST_CASE("delivery parser: after READY 2, MSG carries the publish time, the subject and the server's count",
-          "[unit]") {
-  std::string s;
-  append_ready(s, 2, "builder", 8, {"#"});
+namespace {
+// A delivery with every field version 2 has.
+Delivery version2_delivery() {
   Delivery d;
   d.id = 5;
   d.key = "built";
@@ -204,6 +203,15 @@ TEST_CASE("delivery parser: after READY 2, MSG carries the publish time, the sub
   d.published_ns = 1'700'000'000'123'456'789;
   d.subject = "mesh.built";
   d.server_deliveries = 3;
+  return d;
+}
+}  // namespace
+
+TEST_CASE("delivery parser: after READY 2, MSG carries the publish time, the subject and the server's count",
+          "[unit]") {
+  std::string s;
+  append_ready(s, 2, "builder", 8, {"#"});
+  Delivery d = version2_delivery();
   append_msg(s, 2, d);
   CHECK(s.substr(s.find("MSG")).starts_with("MSG 5 built 42 1 28 50 1700000000123456789 mesh.built 3\r\n"));
   for (std::size_t cut = 0; cut <= s.size(); ++cut) {
@@ -257,4 +265,128 @@ TEST_CASE("encoder: a version 1 MSG is the same bytes whichever call writes it",
   append_msg(two, 7, "a.b", 42, 1, "", "{}");
   CHECK(one == two);
   CHECK(one == "MSG 7 a.b 42 1 0 2\r\n{}\r\n");
+}
+
+namespace {
+const std::string kTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+}  // namespace
+
+TEST_CASE("delivery parser: after READY 3, MSG ends with the delivery's traceparent, or - for none", "[unit]") {
+  for (const std::string& traceparent : {kTraceparent, std::string()}) {
+    INFO("traceparent \"" << traceparent << "\"");
+    std::string s;
+    append_ready(s, 3, "builder", 8, {"#"});
+    Delivery d = version2_delivery();
+    d.traceparent = traceparent;
+    append_msg(s, 3, d);
+    const std::string word = traceparent.empty() ? "-" : traceparent;
+    CHECK(s.substr(s.find("MSG"))
+              .starts_with("MSG 5 built 42 1 28 50 1700000000123456789 mesh.built 3 " + word + "\r\n"));
+    for (std::size_t cut = 0; cut <= s.size(); ++cut) {
+      const auto frames = parse_all(s, {cut});
+      REQUIRE(frames.size() == 2);
+      CHECK(frames[0].ready.version == 3);
+      const auto& got = frames[1].delivery;
+      CHECK(got.key == "built");
+      CHECK(got.headers == kHeaders);
+      CHECK(got.payload == kBinary);
+      CHECK(got.published_ns == d.published_ns);
+      CHECK(got.subject == "mesh.built");
+      CHECK(got.server_deliveries == 3);
+      CHECK(got.traceparent == traceparent);
+    }
+  }
+}
+
+TEST_CASE("delivery parser: version 3's MSG has 10 arguments, the last - or a W3C traceparent", "[unit]") {
+  std::string error;
+  // A version 2 MSG misses the traceparent; one word more is too many.
+  CHECK(parse_all("READY 3 h 1 #\r\nMSG 1 k 1 1 0 0 5 k 1\r\n\r\n", {}, &error).size() == 1);
+  CHECK(error.find("10 arguments in protocol version 3") != std::string::npos);
+  CHECK(parse_all("READY 3 h 1 #\r\nMSG 1 k 1 1 0 0 5 k 1 - -\r\n\r\n", {}, &error).size() == 1);
+  CHECK(error.find("10 arguments") != std::string::npos);
+  // Version 2 is unchanged: a traceparent there is one argument too many.
+  CHECK(parse_all("READY 2 h 1 #\r\nMSG 1 k 1 1 0 0 5 k 1 -\r\n\r\n", {}, &error).size() == 1);
+  CHECK(error.find("9 arguments") != std::string::npos);
+  const std::string bad[] = {
+      "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01",   // upper case
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",    // 54 characters
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-011",  // 56 characters
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-",  // a field more, past 55
+      "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   // no dash
+      "004-bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   // a dash out of place
+      "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",   // not hex
+      "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   // version ff
+      "00-00000000000000000000000000000000-00f067aa0ba902b7-01",   // all-zero trace id
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",   // all-zero parent id
+      "--",
+      "0",
+      "none",
+  };
+  for (const auto& word : bad) {
+    INFO(word);
+    CHECK_FALSE(is_traceparent(word));
+    DeliveryParser parser;
+    std::string stream = "READY 3 h 1 #\r\nMSG 1 k 1 1 0 0 5 k 1 " + word + "\r\n\r\n";
+    std::string_view input(stream);
+    Frame frame;
+    CHECK(parser.parse(input, frame) == DeliveryParser::Result::kFrame);
+    CHECK(parser.parse(input, frame) == DeliveryParser::Result::kError);
+    CHECK(parser.code() == ErrorCode::kBadTraceparent);
+    CHECK_THAT(parser.error(), Catch::Contains("traceparent \"" + word.substr(0, 55)));
+  }
+  // The W3C shape, whatever the version but ff, and any flags.
+  for (const std::string& good : {kTraceparent, std::string("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"),
+                                  std::string("00-00000000000000000000000000000001-0000000000000001-ff")}) {
+    INFO(good);
+    CHECK(is_traceparent(good));
+    const auto frames = parse_all("READY 3 h 1 #\r\nMSG 1 k 1 1 0 0 5 k 1 " + good + "\r\n\r\n", {});
+    REQUIRE(frames.size() == 2);
+    CHECK(frames[1].delivery.traceparent == good);
+  }
+  // A bad number is named before a bad traceparent.
+  CHECK(parse_all("READY 3 h 1 #\r\nMSG 1 k 1 1 0 0 5 k x nope\r\n\r\n", {}, &error).size() == 1);
+  CHECK(error == "MSG: malformed number");
+}
+
+TEST_CASE("encoder: version 3's MSG line writes - for no traceparent, and for one that is not", "[unit]") {
+  std::string out;
+  append_msg3_line(out, 7, "a.b", 42, 1, 0, 2, 99, "ev.a.b", 1, kTraceparent);
+  CHECK(out == "MSG 7 a.b 42 1 0 2 99 ev.a.b 1 " + kTraceparent + "\r\n");
+  for (const std::string_view not_one : {std::string_view(), std::string_view("x y"), std::string_view("-\r\nPING")}) {
+    out.clear();
+    append_msg3_line(out, 7, "a.b", 42, 1, 0, 2, 99, "ev.a.b", 1, not_one);
+    CHECK(out == "MSG 7 a.b 42 1 0 2 99 ev.a.b 1 -\r\n");
+  }
+  // Versions 1 and 2 leave it out.
+  Delivery d;
+  d.id = 7;
+  d.key = "a.b";
+  d.stream_seq = 42;
+  d.deliveries = 1;
+  d.payload = "{}";
+  d.published_ns = 99;
+  d.subject = "ev.a.b";
+  d.server_deliveries = 1;
+  d.traceparent = kTraceparent;
+  out.clear();
+  append_msg(out, 2, d);
+  CHECK(out == "MSG 7 a.b 42 1 0 2 99 ev.a.b 1\r\n{}\r\n");
+  out.clear();
+  append_msg(out, 1, d);
+  CHECK(out == "MSG 7 a.b 42 1 0 2\r\n{}\r\n");
+  out.clear();
+  append_msg(out, 3, d);
+  CHECK(out == "MSG 7 a.b 42 1 0 2 99 ev.a.b 1 " + kTraceparent + "\r\n{}\r\n");
+}
+
+TEST_CASE("a version 3 MSG line of the longest subjects fits the control line limit", "[unit]") {
+  // nats-server's default max_control_line is 4096 bytes, "PUB <subject> <size>\r\n" included:
+  // every subject it takes is shorter, and so is every key.
+  const std::string subject(4096, 's');
+  std::string out;
+  append_msg3_line(out, UINT64_MAX, subject, UINT64_MAX, UINT64_MAX, SIZE_MAX, SIZE_MAX, UINT64_MAX, subject,
+                   UINT64_MAX, kTraceparent);
+  CHECK(out.size() == 2 * 4096 + 210);
+  CHECK(out.size() <= kMaxDeliveryLine);
 }

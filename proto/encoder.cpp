@@ -53,17 +53,19 @@ std::size_t ready_line_length(std::string_view handler, std::uint32_t max_unconf
 
 namespace {
 
-// Version 2's words after the ones of version 1.
+// Version 2's words after the ones of version 1, and version 3's after those.
 struct Version2Words {
   std::uint64_t published_ns;
   std::string_view subject;
   std::uint64_t server_deliveries;
+  bool version3;                 // then " <traceparent>" follows
+  std::string_view traceparent;  // version 3: "-" when it is not one (empty included)
 };
 
 // "MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes>", then in version 2 (`v2` given)
-// " <published> <subject> <server-deliveries>", then "\r\n". One MSG line per recipient of every
-// message: the numbers go into buffers on the stack and the line into `out` in a few appends, not a
-// dozen.
+// " <published> <subject> <server-deliveries>", then in version 3 " <traceparent>", then "\r\n".
+// One MSG line per recipient of every message: the numbers go into buffers on the stack and the line
+// into `out` in a few appends, not a dozen.
 void append_msg_words(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                       std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
                       const Version2Words* v2) {
@@ -92,6 +94,14 @@ void append_msg_words(std::string& out, std::uint64_t id, std::string_view key, 
   at = tail;
   *at++ = ' ';
   at = std::to_chars(at, std::end(tail), v2->server_deliveries).ptr;
+  if (v2->version3) {
+    *at++ = ' ';
+    out.append(tail, static_cast<std::size_t>(at - tail));
+    // Anything else would make every client drop the connection: it goes as "no trace context".
+    out.append(is_traceparent(v2->traceparent) ? v2->traceparent : std::string_view("-"));
+    out.append("\r\n");
+    return;
+  }
   *at++ = '\r';
   *at++ = '\n';
   out.append(tail, static_cast<std::size_t>(at - tail));
@@ -107,8 +117,16 @@ void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, s
 void append_msg2_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                       std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
                       std::uint64_t published_ns, std::string_view subject, std::uint64_t server_deliveries) {
-  const Version2Words v2{published_ns, subject, server_deliveries};
+  const Version2Words v2{published_ns, subject, server_deliveries, false, {}};
   append_msg_words(out, id, key, stream_seq, deliveries, header_bytes, total_bytes, &v2);
+}
+
+void append_msg3_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
+                      std::uint64_t published_ns, std::string_view subject, std::uint64_t server_deliveries,
+                      std::string_view traceparent) {
+  const Version2Words v3{published_ns, subject, server_deliveries, true, traceparent};
+  append_msg_words(out, id, key, stream_seq, deliveries, header_bytes, total_bytes, &v3);
 }
 
 void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
@@ -121,7 +139,10 @@ void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::u
 
 void append_msg(std::string& out, std::uint32_t version, const Delivery& d) {
   const std::size_t total = d.headers.size() + d.payload.size();
-  if (version >= kVersion2) {
+  if (version >= kVersion3) {
+    append_msg3_line(out, d.id, d.key, d.stream_seq, d.deliveries, d.headers.size(), total, d.published_ns, d.subject,
+                     d.server_deliveries, d.traceparent);
+  } else if (version >= kVersion2) {
     append_msg2_line(out, d.id, d.key, d.stream_seq, d.deliveries, d.headers.size(), total, d.published_ns, d.subject,
                      d.server_deliveries);
   } else {

@@ -23,7 +23,7 @@ std::size_t ready_line_length(std::string_view handler, std::uint32_t max_unconf
 void append_msg(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                 std::uint64_t deliveries, std::string_view headers, std::string_view payload);
 // A whole MSG in the layout of `version`: a version 2 MSG carries d.published_ns, d.subject and
-// d.server_deliveries too.
+// d.server_deliveries too, a version 3 MSG d.traceparent after those ("-" when it is empty).
 void append_msg(std::string& out, std::uint32_t version, const Delivery& d);
 // Only the control line of a MSG ("MSG <id> <key> <seq> <deliveries> <header-bytes> <total-bytes>\r\n"),
 // for a writer that sends the body from where it already is; the body and a final "\r\n" follow.
@@ -34,6 +34,14 @@ void append_msg_line(std::string& out, std::uint64_t id, std::string_view key, s
 void append_msg2_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
                       std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
                       std::uint64_t published_ns, std::string_view subject, std::uint64_t server_deliveries);
+// The same in version 3: version 2's line with " <traceparent>" before the "\r\n". `traceparent` is
+// the W3C traceparent of jetfan's span of this delivery, or empty when jetfan does not trace it:
+// "-" is written then, and for any value that is not a traceparent (is_traceparent), which every
+// client would refuse.
+void append_msg3_line(std::string& out, std::uint64_t id, std::string_view key, std::uint64_t stream_seq,
+                      std::uint64_t deliveries, std::size_t header_bytes, std::size_t total_bytes,
+                      std::uint64_t published_ns, std::string_view subject, std::uint64_t server_deliveries,
+                      std::string_view traceparent);
 void append_err(std::string& out, std::string_view reason);
 
 // either way

@@ -46,6 +46,8 @@ const char* to_string(ErrorCode code) {
       return "body-too-large";
     case ErrorCode::kBadBodyEnd:
       return "bad-body-end";
+    case ErrorCode::kBadTraceparent:
+      return "bad-traceparent";
   }
   return "?";
 }
@@ -77,6 +79,24 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
     if (x != y) return false;
   }
   return true;
+}
+
+bool is_traceparent(std::string_view word) {
+  if (word.size() != kTraceparentSize || word.starts_with("ff")) return false;
+  bool trace_id = false;   // a digit of the trace id is not 0
+  bool parent_id = false;  // likewise of the parent id
+  for (std::size_t i = 0; i < word.size(); ++i) {
+    const char c = word[i];
+    if (i == 2 || i == 35 || i == 52) {
+      if (c != '-') return false;
+    } else if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) {
+      return false;
+    } else if (c != '0') {
+      trace_id = trace_id || (i > 2 && i < 35);
+      parent_id = parent_id || (i > 35 && i < 52);
+    }
+  }
+  return trace_id && parent_id;
 }
 
 std::uint32_t negotiated_version(std::uint32_t asked) { return asked < kLatestVersion ? asked : kLatestVersion; }

@@ -14,14 +14,15 @@ namespace jetfan::proto {
 // highest it speaks; jetfan answers in READY with the highest both speak (negotiated_version).
 inline constexpr std::uint32_t kVersion1 = 1;
 inline constexpr std::uint32_t kVersion2 = 2;  // MSG also carries the publish time, subject, server's count
-// A NAK may say why ("NAK <id> <delay-ms>|- <reason>"); MSG is laid out as in version 2. Version 3 is
-// not yet released: the other wire changes of the next release join it (CHANGELOG.md, Unreleased).
+// A NAK may say why ("NAK <id> <delay-ms>|- <reason>"); MSG is version 2's with one more word at the
+// end, the delivery's traceparent or "-". Version 3 is not yet released: the other wire changes of
+// the next release join it (CHANGELOG.md, Unreleased).
 inline constexpr std::uint32_t kVersion3 = 3;
 inline constexpr std::uint32_t kLatestVersion = kVersion3;
 inline constexpr std::size_t kMaxCommandLine = 1024;  // handler -> jetfan, with the line end
-// jetfan -> handler, with the line end: room for a version 2 MSG line, which holds the subject
+// jetfan -> handler, with the line end: room for a version 2 or 3 MSG line, which holds the subject
 // about twice (as the key and as the subject), for every subject a NATS server takes with its
-// default max_control_line of 4096 bytes.
+// default max_control_line of 4096 bytes: at most 2 * 4096 + 210 bytes in version 3.
 inline constexpr std::size_t kMaxDeliveryLine = 16 * 1024;
 inline constexpr std::size_t kMaxBody = 64 * 1024 * 1024;  // headers + payload of one MSG
 // The largest protocol version (HELLO, READY) and READY max-unconfirmed a parser accepts.
@@ -59,6 +60,9 @@ struct Delivery {
   std::uint64_t published_ns = 0;       // when JetStream stored it, in nanoseconds since 1970 (UTC); 0: unknown
   std::string subject;                  // the message's full NATS subject
   std::uint64_t server_deliveries = 0;  // how often JetStream has delivered it to jetfan (1 the first time)
+  // Version 3 on: the W3C traceparent of jetfan's span of this delivery, the parent of the handler's
+  // own spans; empty when jetfan does not trace it ("-" on the wire), and in versions 1 and 2.
+  std::string traceparent;
 };
 
 struct Frame {
@@ -83,6 +87,7 @@ enum class ErrorCode {
   kHeaderExceedsTotal,  // header-exceeds-total: MSG header bytes > total bytes
   kBodyTooLarge,        // body-too-large: MSG total bytes over kMaxBody
   kBadBodyEnd,          // bad-body-end: a MSG body not followed by "\r\n"
+  kBadTraceparent,      // bad-traceparent: a version 3 MSG's traceparent neither "-" nor a W3C traceparent
 };
 // The code as PROTOCOL.md spells it, e.g. "line-too-long"; "none" for kNone.
 const char* to_string(ErrorCode code);
@@ -93,6 +98,11 @@ const char* to_string(ErrorCode code);
 void split_words(std::string_view line, std::vector<std::string_view>& words);
 std::optional<std::uint64_t> parse_number(std::string_view word);
 bool equals_ignoring_case(std::string_view a, std::string_view b);
+// A version 3 MSG's <traceparent>, when it is not "-": a W3C traceparent of exactly 55 characters,
+// "<version>-<trace-id>-<parent-id>-<flags>" in lowercase hex (2, 32, 16 and 2 digits), the version
+// not "ff", neither id all zeros. jetfan writes version 00.
+inline constexpr std::size_t kTraceparentSize = 55;
+bool is_traceparent(std::string_view word);
 // The version a connection speaks when the handler's HELLO names `asked`, the highest it speaks:
 // the highest both speak, or 0 when there is none (`asked` is 0).
 std::uint32_t negotiated_version(std::uint32_t asked);

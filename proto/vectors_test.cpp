@@ -95,6 +95,8 @@ Frame frame_from(const json& f) {
     if (f.contains("published")) d.published_ns = u64(f.at("published"));
     if (f.contains("subject")) d.subject = bytes_of(f.at("subject"));
     if (f.contains("server_deliveries")) d.server_deliveries = u64(f.at("server_deliveries"));
+    // Version 3's; null (or absent, as in versions 1 and 2) for none, which the wire writes "-".
+    if (f.contains("traceparent") && !f.at("traceparent").is_null()) d.traceparent = bytes_of(f.at("traceparent"));
   } else if (type == "ERR") {
     out.kind = Frame::Kind::kErr;
     out.error = bytes_of(f.at("reason"));
@@ -155,7 +157,8 @@ std::string show(const Frame& f) {
     case Frame::Kind::kMsg: {
       const auto& d = f.delivery;
       s << "MSG " << d.id << ' ' << show(d.key) << ' ' << d.stream_seq << ' ' << d.deliveries << ' ' << show(d.headers)
-        << ' ' << show(d.payload) << ' ' << d.published_ns << ' ' << show(d.subject) << ' ' << d.server_deliveries;
+        << ' ' << show(d.payload) << ' ' << d.published_ns << ' ' << show(d.subject) << ' ' << d.server_deliveries
+        << ' ' << show(d.traceparent);
       break;
     }
     case Frame::Kind::kErr:
@@ -279,7 +282,8 @@ TEST_CASE("vectors: every error code is expected by some vector", "[unit]") {
       }
     }
   }
-  for (int code = static_cast<int>(ErrorCode::kLineTooLong); code <= static_cast<int>(ErrorCode::kBadBodyEnd); ++code) {
+  for (int code = static_cast<int>(ErrorCode::kLineTooLong); code <= static_cast<int>(ErrorCode::kBadTraceparent);
+       ++code) {
     const char* name = to_string(static_cast<ErrorCode>(code));
     INFO(name);
     CHECK(codes.count(name) == 1);

@@ -252,6 +252,7 @@ std::optional<Delivery> HandlerClient::State::next() {
             0, std::move(wire.key), wire.stream_seq, wire.deliveries, std::move(wire.headers), std::move(wire.payload)};
         delivery.subject = std::move(wire.subject);
         delivery.server_deliveries = wire.server_deliveries;
+        if (!wire.traceparent.empty()) delivery.traceparent = std::move(wire.traceparent);
         if (wire.published_ns != 0) {
           delivery.published =
               std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(

@@ -38,7 +38,8 @@
 //   speaks what READY answers: jetfan 0.1.0 answers 2; a jetfan that speaks only version 1 refuses,
 //   and the client connects again at once asking for 1. Each (re)connection negotiates anew. From
 //   version 2 on, Delivery::published, Delivery::subject and Delivery::server_deliveries are set;
-//   from version 3 on, a NAK's reason is sent.
+//   from version 3 on, Delivery::traceparent when jetfan traces the delivery, and a NAK's reason is
+//   sent.
 // - PING from jetfan is answered with PONG whenever the client reads.
 // - Confirmations made on the thread that calls next() are buffered and written together just
 //   before next() waits for input (or by flush()); confirmations made on any other thread, and
@@ -101,6 +102,12 @@ struct Delivery {
   std::optional<std::chrono::system_clock::time_point> published;  // when JetStream stored it
   std::string subject;                                             // the full NATS subject
   std::uint64_t server_deliveries = 0;  // how often JetStream has delivered it to jetfan (1 the first time)
+  // Protocol version 3 (ready().version >= 3) only: the W3C traceparent of jetfan's span of this
+  // delivery ("00-<trace-id>-<span-id>-<flags>"), to make the handler's own spans its children (as
+  // the "traceparent" field of an OpenTelemetry propagator's carrier). nullopt when jetfan does not
+  // trace this delivery, and in versions 1 and 2. A "traceparent" header in `headers` is the
+  // publisher's, an ancestor of this one.
+  std::optional<std::string> traceparent;
 
   // Every header as (name, value), in order; a repeated name once per value.
   std::vector<std::pair<std::string, std::string>> header_list() const;

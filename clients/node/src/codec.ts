@@ -4,8 +4,8 @@
 
 /**
  * The highest protocol version this client speaks (it speaks every one from 1 up). Version 2 adds
- * the publish time, subject and server's count to MSG; version 3 lets a NAK carry a reason (its MSG
- * is version 2's).
+ * the publish time, subject and server's count to MSG; version 3 adds the delivery's traceparent to
+ * MSG and lets a NAK carry a reason.
  */
 export const PROTOCOL_VERSION = 3;
 /** Limits of the protocol (PROTOCOL.md, "Limits"). */
@@ -25,6 +25,7 @@ export const ERROR_CODES = [
   "header-exceeds-total",
   "body-too-large",
   "bad-body-end",
+  "bad-traceparent",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -69,6 +70,11 @@ export interface MsgFrame {
   subject: string;
   /** Version 2 on: how often JetStream has delivered it to jetfan (1 the first time); 0 in version 1. */
   serverDeliveries: U64;
+  /**
+   * Version 3 on: the W3C traceparent of jetfan's span of this delivery; undefined for "-" (jetfan
+   * does not trace it) and before version 3.
+   */
+  traceparent: string | undefined;
 }
 
 export interface ErrFrame {
@@ -105,6 +111,10 @@ function secondWordStart(line: string): number {
   while (blank(at)) ++at;
   return at;
 }
+
+// A version 3 MSG's traceparent when it is not "-": the W3C shape, lowercase hex, 55 characters, version
+// not ff, neither id all zeros.
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 const U64_MAX = 18446744073709551615n;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -144,16 +154,15 @@ function smallNumber(buf: Buffer, start: number, end: number): number {
   return value;
 }
 
-// Up to 32 characters of an unknown verb, safe to print.
-function shown(verb: string): string {
-  return verb.slice(0, 32).replace(/[^\x20-\x7e]/g, "?");
+// Up to `limit` characters of a word (an unknown verb, say), safe to print.
+function shown(word: string, limit = 32): string {
+  return word.slice(0, limit).replace(/[^\x20-\x7e]/g, "?");
 }
 
 /**
  * Parses what jetfan sends to a handler, incrementally: feed it whatever bytes arrived, in any
  * pieces. Not thread-safe (one per connection). After it throws, it throws the same error again.
- * MSG is read in the layout of the version the last READY announced (version 1 before any; versions
- * 2 and 3 share one layout).
+ * MSG is read in the layout of the version the last READY announced (version 1 before any).
  */
 export class FrameParser {
   #version = 1;
@@ -254,7 +263,7 @@ export class FrameParser {
   #fastMsg(buf: Buffer, start: number, end: number): boolean {
     if (buf[start] !== 0x4d || buf[start + 1] !== 0x53 || buf[start + 2] !== 0x47 || buf[start + 3] !== 0x20) return false;
     const bounds = this.#bounds;
-    const expected = this.#version >= 2 ? 10 : 7;
+    const expected = this.#version >= 3 ? 11 : this.#version >= 2 ? 10 : 7;
     let words = 1;
     let i = start + 4;
     for (;;) {
@@ -277,7 +286,8 @@ export class FrameParser {
     let published: U64 = 0;
     let subject = "";
     let serverDeliveries: U64 = 0;
-    if (expected === 10) {
+    let traceparent: string | undefined;
+    if (expected >= 10) {
       // A publish time in nanoseconds is past 2^53: read as the general path reads it.
       const p = parseU64(buf.toString("latin1", bounds[14]!, bounds[15]!));
       if (p === undefined) return false;
@@ -286,13 +296,32 @@ export class FrameParser {
       serverDeliveries = smallNumber(buf, bounds[18]!, bounds[19]!);
       if (serverDeliveries < 0) return false;
     }
+    if (expected === 11) {
+      const word = buf.toString("latin1", bounds[20]!, bounds[21]!);
+      if (word !== "-") {
+        if (!TRACEPARENT.test(word)) return false;
+        traceparent = word;
+      }
+    }
     const key = buf.toString("utf8", bounds[4]!, bounds[5]!);
-    this.#msg = { type: "MSG", id, key, seq, deliveries, headers: EMPTY, payload: EMPTY, published, subject, serverDeliveries };
+    this.#msg = {
+      type: "MSG",
+      id,
+      key,
+      seq,
+      deliveries,
+      headers: EMPTY,
+      payload: EMPTY,
+      published,
+      subject,
+      serverDeliveries,
+      traceparent,
+    };
     this.#headerBytes = headerBytes;
     this.#bodyLeft = totalBytes + 2;
     return true;
   }
-  #bounds = new Int32Array(20); // start and end of each word of a MSG line
+  #bounds = new Int32Array(22); // start and end of each word of a MSG line
 
   #parseLine(line: string, out: Frame[]): void {
     const words = splitWords(line);
@@ -300,15 +329,15 @@ export class FrameParser {
     const verb = words[0]!.toUpperCase();
     switch (verb) {
       case "MSG": {
-        const expected = this.#version >= 2 ? 10 : 7;
+        const expected = this.#version >= 3 ? 11 : this.#version >= 2 ? 10 : 7;
         if (words.length !== expected) {
           this.#fail(
             words.length < expected ? "missing-argument" : "too-many-arguments",
             `MSG needs ${expected - 1} arguments in protocol version ${this.#version}, got ${words.length - 1}`,
           );
         }
-        const published = expected === 10 ? parseU64(words[7]!) : 0;
-        const serverDeliveries = expected === 10 ? parseU64(words[9]!) : 0;
+        const published = expected >= 10 ? parseU64(words[7]!) : 0;
+        const serverDeliveries = expected >= 10 ? parseU64(words[9]!) : 0;
         const id = parseU64(words[1]!);
         const seq = parseU64(words[3]!);
         const deliveries = parseU64(words[4]!);
@@ -327,7 +356,17 @@ export class FrameParser {
         }
         if (headerBytes > totalBytes) this.#fail("header-exceeds-total", "MSG: header bytes exceed total bytes");
         if (totalBytes > MAX_BODY) this.#fail("body-too-large", `MSG: body larger than ${MAX_BODY} bytes`);
-        const subject = expected === 10 ? text(words[8]!) : "";
+        let traceparent: string | undefined;
+        if (expected === 11 && words[10] !== "-") {
+          traceparent = words[10]!;
+          if (!TRACEPARENT.test(traceparent)) {
+            this.#fail(
+              "bad-traceparent",
+              `MSG: traceparent "${shown(traceparent, 64)}" is neither - nor a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)`,
+            );
+          }
+        }
+        const subject = expected >= 10 ? text(words[8]!) : "";
         this.#msg = {
           type: "MSG",
           id,
@@ -339,6 +378,7 @@ export class FrameParser {
           published,
           subject,
           serverDeliveries,
+          traceparent,
         };
         this.#headerBytes = Number(headerBytes);
         this.#bodyLeft = Number(totalBytes) + 2;

@@ -42,7 +42,8 @@ export interface ConnectOptions {
    * jetfan answers with the highest both speak (jetfan 0.1.0: 2); a jetfan that speaks only version
    * 1 refuses a higher one, and the client connects again at once asking for 1. ready.version says
    * which one the connection speaks: from 2 on, messages have published, subject and
-   * serverDeliveries; from 3 on, a nak()'s reason is sent.
+   * serverDeliveries; from 3 on, traceparent (when jetfan traces the delivery), and a nak()'s reason
+   * is sent.
    */
   protocolVersion?: number;
 }

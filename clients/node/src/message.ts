@@ -36,6 +36,14 @@ export interface Message {
    * ordered handler do not count). From protocol version 2 on, else undefined.
    */
   readonly serverDeliveries: number | undefined;
+  /**
+   * The W3C traceparent of jetfan's span of this delivery (`00-<trace-id>-<span-id>-<flags>`), the
+   * parent of the handler's own spans: give it to an OpenTelemetry propagator as the carrier's
+   * `traceparent` field. From protocol version 3 on; undefined when jetfan does not trace the
+   * delivery, and before version 3. (A `traceparent` header, if any, is the publisher's: an
+   * ancestor of this one.)
+   */
+  readonly traceparent: string | undefined;
   /** Its payload, as bytes. */
   readonly data: Buffer;
   /** The payload parsed as JSON (UTF-8). Throws SyntaxError if it is not JSON. */
@@ -85,6 +93,7 @@ export class Delivery implements Message {
   readonly published: Date | undefined;
   readonly subject: string | undefined;
   readonly serverDeliveries: number | undefined;
+  readonly traceparent: string | undefined;
   readonly #id: U64;
   readonly #rawHeaders: Buffer;
   #headers: MsgHeaders | undefined;
@@ -99,6 +108,7 @@ export class Delivery implements Message {
     this.published = frame.published === 0 ? undefined : new Date(Number(BigInt(frame.published) / 1_000_000n));
     this.subject = frame.subject === "" ? undefined : frame.subject;
     this.serverDeliveries = frame.serverDeliveries === 0 ? undefined : Number(frame.serverDeliveries);
+    this.traceparent = frame.traceparent;
     this.#id = frame.id;
     this.#rawHeaders = frame.headers;
     this.#link = link;

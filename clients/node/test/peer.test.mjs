@@ -249,8 +249,48 @@ it("in version 2, a message has its publish time as a Date, its subject and the 
   assert.equal(m.key, "k");
   assert.equal(m.deliveries, 1);
   assert.equal(m.serverDeliveries, 3);
+  assert.equal(m.traceparent, undefined); // version 3's
   m.ack();
   await iterator.return();
+});
+
+it("in version 3, a message has the traceparent of jetfan's delivery span, or none for \"-\"", async (t) => {
+  const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write(
+    "READY 3 h 8 #\r\n" +
+      `MSG 1 k 1 1 0 1 1700000000123456789 events.k 1 ${traceparent}\r\nx\r\n` +
+      "MSG 2 k 2 1 0 1 1700000000123456789 events.k 1 -\r\ny\r\n",
+  );
+  const handler = await connecting;
+  assert.equal(handler.ready.version, 3);
+  const iterator = handler[Symbol.asyncIterator]();
+  const traced = (await iterator.next()).value;
+  const untraced = (await iterator.next()).value;
+  assert.equal(traced.text(), "x");
+  assert.equal(traced.subject, "events.k");
+  assert.equal(traced.traceparent, traceparent);
+  assert.equal(untraced.text(), "y");
+  assert.equal(untraced.traceparent, undefined);
+  traced.ack();
+  untraced.ack();
+  await waitFor(() => peer.text().includes("ACK 2"), "the ACKs");
+  await iterator.return();
+});
+
+it("in version 3, a traceparent that is not one breaks the protocol (bad-traceparent)", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 3 h 8 #\r\n");
+  const handler = await connecting;
+  const loop = (async () => {
+    for await (const m of handler) m.ack();
+  })();
+  peer.socket.write("MSG 1 k 1 1 0 1 0 events.k 1 00-zz\r\nx\r\n");
+  await assert.rejects(loop, (error) => error instanceof ProtocolError && error.code === "bad-traceparent");
 });
 
 it("protocolVersion 1 asks for version 1 only", async (t) => {
@@ -288,14 +328,15 @@ it("in version 3, a nak's reason is written: after its delay, or after \"-\" wit
   const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
   const peer = await jetfan.helloed(0);
   let burst = "READY 3 h 8 #\r\n";
-  for (let id = 1; id <= 5; ++id) burst += `MSG ${id} k ${id} 1 0 1 1700000000123456789 events.k 1\r\nx\r\n`;
+  for (let id = 1; id <= 5; ++id) burst += `MSG ${id} k ${id} 1 0 1 1700000000123456789 events.k 1 -\r\nx\r\n`;
   peer.socket.write(burst);
   const handler = await connecting;
   assert.equal(handler.ready.version, 3);
   const iterator = handler[Symbol.asyncIterator]();
   const m = [];
   for (let i = 0; i < 5; ++i) m.push((await iterator.next()).value);
-  assert.equal(m[0].subject, "events.k"); // MSG in version 2's layout
+  assert.equal(m[0].subject, "events.k"); // MSG in version 3's layout
+  assert.equal(m[0].traceparent, undefined); // "-": jetfan does not trace it
   assert.equal(m[0].nak(250, "upstream 503"), true);
   assert.equal(m[1].nak(undefined, "database down"), true);
   assert.equal(m[2].nak(), true);
@@ -317,7 +358,7 @@ it("in version 3, process() NAKs a throw with the error's message as the reason,
   const peer = await jetfan.helloed(0);
   const payloads = ["throw", "async-throw", "nak", "nak-bare", "string", "empty"];
   let burst = "READY 3 h 16 #\r\n";
-  payloads.forEach((p, i) => (burst += `MSG ${i + 1} k ${i + 1} 1 0 ${p.length} 0 events.k 1\r\n${p}\r\n`));
+  payloads.forEach((p, i) => (burst += `MSG ${i + 1} k ${i + 1} 1 0 ${p.length} 0 events.k 1 -\r\n${p}\r\n`));
   peer.socket.write(burst);
   const handler = await connecting;
   const done = handler.process(

@@ -38,10 +38,11 @@ function expectedFrame(f) {
       return { type: "READY", version: f.version, handler: latin1(f.handler), max_unconfirmed: f.max_unconfirmed, patterns: f.patterns.map(latin1) };
     case "MSG":
       // published, subject and server_deliveries are version 2's; a version 1 MSG has none.
+      // traceparent is version 3's: null (or absent) for none, which the wire writes "-".
       return {
         type: "MSG", id: f.id, key: latin1(f.key), seq: f.seq, deliveries: f.deliveries, headers: latin1(f.headers), payload: latin1(f.payload),
         published: f.published ?? "0", subject: f.subject === undefined ? "" : latin1(f.subject),
-        server_deliveries: f.server_deliveries ?? "0",
+        server_deliveries: f.server_deliveries ?? "0", traceparent: f.traceparent == null ? null : latin1(f.traceparent),
       };
     case "ERR":
       return { type: "ERR", reason: latin1(f.reason) };
@@ -60,6 +61,7 @@ function actualFrame(f) {
         type: "MSG", id: String(f.id), key: textBytes(f.key), seq: String(f.seq), deliveries: String(f.deliveries),
         headers: f.headers.toString("latin1"), payload: f.payload.toString("latin1"),
         published: String(f.published), subject: textBytes(f.subject), server_deliveries: String(f.serverDeliveries),
+        traceparent: f.traceparent === undefined ? null : f.traceparent,
       };
     case "ERR":
       return { type: "ERR", reason: textBytes(f.reason) };

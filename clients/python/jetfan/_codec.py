@@ -1,6 +1,6 @@
 """The handler protocol, versions 1 to 3 (proto/PROTOCOL.md): what jetfan sends parsed incrementally, and
-what a handler sends encoded. Pure: no I/O, no clock, no threads. Version 3's MSG is version 2's; it
-adds a reason to NAK."""
+what a handler sends encoded. Pure: no I/O, no clock, no threads. Version 3's MSG is version 2's with the
+delivery's traceparent at the end; version 3 adds a reason to NAK."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import NamedTuple, Optional, Union
+from typing import Callable, NamedTuple, Optional, Union
 
 VERSION = 3  # the highest protocol version this client speaks (it speaks every one from 1 up)
 NAK_REASON_VERSION = 3  # the first protocol version in which a NAK may carry a reason
+TRACEPARENT_VERSION = 3  # the first protocol version whose MSG ends with the delivery's traceparent
 MAX_COMMAND_LINE = 1024  # handler -> jetfan, line end included
 MAX_DELIVERY_LINE = 16384  # jetfan -> handler, line end included
 MAX_BODY = 64 * 1024 * 1024  # headers and payload of one MSG
@@ -48,12 +49,15 @@ class MsgFrame(NamedTuple):  # a tuple: the cheapest to make, once per message
     deliveries: int  # of this message to this handler, this one included: 1 the first time
     headers: bytes  # the NATS header block as JetStream sent it, or b""
     payload: bytes
-    # From version 2 on (version 3's MSG is version 2's): when JetStream stored it, in nanoseconds
-    # since 1970 UTC (0: unknown, and in version 1), its full NATS subject ("" in version 1), and
-    # how often JetStream has delivered it to jetfan (0 in version 1).
+    # From version 2 on: when JetStream stored it, in nanoseconds since 1970 UTC (0: unknown, and in
+    # version 1), its full NATS subject ("" in version 1), and how often JetStream has delivered it to
+    # jetfan (0 in version 1).
     published: int = 0
     subject: str = ""
     server_deliveries: int = 0
+    # From version 3 on: the W3C traceparent of jetfan's span of this delivery; None for "-" (jetfan
+    # does not trace it) and before version 3.
+    traceparent: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -91,10 +95,30 @@ def _number(word: bytes, limit: int = _MAX_U64) -> int:
     return value
 
 
+# A version 3 MSG's traceparent when it is not "-": the W3C shape, lowercase hex, 55 bytes, version not ff,
+# neither id all zeros.
+_TRACEPARENT = re.compile(rb"(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}").fullmatch
+
+
+def _traceparent(word: bytes) -> Optional[str]:
+    """A version 3 MSG's last word as the frame holds it: None for "-"."""
+    if word == b"-":
+        return None
+    if _TRACEPARENT(word) is None:
+        shown = "".join(chr(c) if 0x20 <= c <= 0x7E else "?" for c in word[:64])
+        raise ProtocolError(
+            "bad-traceparent", f'MSG: traceparent "{shown}" is neither - nor a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)'
+        )
+    return word.decode("ascii")
+
+
 # MSG as jetfan writes it: upper case, single spaces, numbers of at most 20 digits.
 _CANONICAL_MSG = re.compile(rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20})").fullmatch
 _CANONICAL_MSG2 = re.compile(
     rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) ([^ \t]+) (\d{1,20})"
+).fullmatch
+_CANONICAL_MSG3 = re.compile(
+    rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20}) ([^ \t]+) (\d{1,20}) ([^ \t]+)"
 ).fullmatch
 
 
@@ -104,6 +128,16 @@ _CANONICAL_MSG2 = re.compile(
 _WHOLE_MSG2 = re.compile(
     rb"MSG (\d{1,19}) ([^ \t\r\n]+) (\d{1,19}) (\d{1,19}) (\d{1,19}) (\d{1,19}) (\d{1,19}) ([^ \t\r\n]+) (\d{1,19})\r\n"
 ).match
+# Version 3's: its traceparent, "-" or 55 bytes (checked after the match; a bad one goes the general way).
+_WHOLE_MSG3 = re.compile(
+    rb"MSG (\d{1,19}) ([^ \t\r\n]+) (\d{1,19}) (\d{1,19}) (\d{1,19}) (\d{1,19}) (\d{1,19}) ([^ \t\r\n]+) (\d{1,19})"
+    rb" (-|[0-9a-f-]{55})\r\n"
+).match
+
+
+def _whole_msg(version: int) -> Optional[Callable[[bytes, int], Optional[re.Match[bytes]]]]:
+    """The fast path's pattern for a stream of `version` (version 1 has none)."""
+    return _WHOLE_MSG3 if version >= TRACEPARENT_VERSION else _WHOLE_MSG2 if version >= 2 else None
 
 
 class FrameParser:
@@ -117,8 +151,8 @@ class FrameParser:
         self._buf = bytearray()
         self._pos = 0
         # While a MSG body is awaited: (id, key, seq, deliveries, header_bytes, total_bytes,
-        # published, subject, server_deliveries).
-        self._msg: Optional[tuple[int, str, int, int, int, int, int, str, int]] = None
+        # published, subject, server_deliveries, traceparent).
+        self._msg: Optional[tuple[int, str, int, int, int, int, int, str, int, Optional[str]]] = None
         self._error: Optional[ProtocolError] = None
         self._version = 1
 
@@ -154,7 +188,7 @@ class FrameParser:
         out: list[Frame] = []
         if self._error:
             raise self._error
-        match = _WHOLE_MSG2 if self._version >= 2 else None
+        match = _whole_msg(self._version)
         # The fast path reads a bytes copy of what is unread, made once per call: a slice of bytes is
         # bytes, copied once, where one of the bytearray would be copied twice. It is not made while
         # a MSG body is awaited (that waits in the bytearray, however large it grows).
@@ -171,15 +205,21 @@ class FrameParser:
                     m = match(data, pos)
                     if m is not None:
                         start = m.end()
-                        id_s, key_b, seq_s, deliveries_s, header_s, total_s, published_s, subject_b, server_s = m.groups()
+                        id_s, key_b, seq_s, deliveries_s, header_s, total_s, published_s, subject_b, server_s = m.groups()[:9]
                         header_bytes, total = int(header_s), int(total_s)
                         end = start + total
+                        traceparent = None
+                        if m.lastindex == 10:  # version 3
+                            word = m.group(10)
+                            if word != b"-":
+                                traceparent = word.decode("ascii") if _TRACEPARENT(word) is not None else ""
                         if (
                             start - pos <= MAX_DELIVERY_LINE
                             and header_bytes <= total <= MAX_BODY
                             and end + 2 <= size
                             and data[end] == 0x0D
                             and data[end + 1] == 0x0A
+                            and traceparent != ""  # "": not a traceparent, which the general way names
                         ):
                             self._pos = base + end + 2
                             body = start + header_bytes
@@ -196,6 +236,7 @@ class FrameParser:
                                         int(published_s),
                                         subject_b.decode("utf-8", "surrogateescape"),
                                         int(server_s),
+                                        traceparent,
                                     ),
                                 )
                             )
@@ -206,7 +247,7 @@ class FrameParser:
                 append(frame)
                 if type(frame) is not MsgFrame:
                     break
-                match = _WHOLE_MSG2 if self._version >= 2 else None
+                match = _whole_msg(self._version)
         except ProtocolError as error:
             self._error = error
             if not out:
@@ -217,7 +258,7 @@ class FrameParser:
         buf, pos = self._buf, self._pos
         while True:
             if self._msg is not None:
-                id_, key, seq, deliveries, header_bytes, total, published, subject, server = self._msg
+                id_, key, seq, deliveries, header_bytes, total, published, subject, server, traceparent = self._msg
                 end = pos + total
                 if len(buf) < end + 2:
                     return None
@@ -227,7 +268,7 @@ class FrameParser:
                 payload = bytes(buf[pos + header_bytes : end])
                 self._pos = end + 2
                 self._msg = None
-                return MsgFrame(id_, key, seq, deliveries, headers, payload, published, subject, server)
+                return MsgFrame(id_, key, seq, deliveries, headers, payload, published, subject, server, traceparent)
             newline = buf.find(b"\n", pos, pos + MAX_DELIVERY_LINE)
             if newline < 0:
                 if len(buf) - pos >= MAX_DELIVERY_LINE:
@@ -236,7 +277,8 @@ class FrameParser:
             line_end = newline - 1 if newline > pos and buf[newline - 1] == 0x0D else newline
             # The MSG line as jetfan writes it, read in one step; anything else the general way.
             v2 = self._version >= 2
-            fast = (_CANONICAL_MSG2 if v2 else _CANONICAL_MSG)(buf, pos, line_end)
+            v3 = self._version >= TRACEPARENT_VERSION
+            fast = (_CANONICAL_MSG3 if v3 else _CANONICAL_MSG2 if v2 else _CANONICAL_MSG)(buf, pos, line_end)
             if fast is not None:
                 groups = fast.groups()
                 id_s, key_b, seq_s, deliveries_s, header_s, total_s = groups[:6]
@@ -244,6 +286,9 @@ class FrameParser:
                 published, subject, server = (
                     (int(groups[6]), groups[7].decode("utf-8", "surrogateescape"), int(groups[8])) if v2 else (0, "", 0)
                 )
+                traceparent = None
+                if v3 and groups[9] != b"-":
+                    traceparent = groups[9].decode("ascii") if _TRACEPARENT(groups[9]) is not None else ""
                 if (
                     id_ > _MAX_U64
                     or seq > _MAX_U64
@@ -252,8 +297,9 @@ class FrameParser:
                     or server > _MAX_U64
                     or header_bytes > total
                     or total > MAX_BODY
+                    or traceparent == ""
                 ):
-                    fast = None  # out of range: the general way names the error
+                    fast = None  # out of range, or not a traceparent: the general way names the error
                 else:
                     pos = self._pos = newline + 1
                     key = key_b.decode("utf-8", "surrogateescape")
@@ -262,8 +308,8 @@ class FrameParser:
                         self._pos = end + 2
                         headers = bytes(buf[pos : pos + header_bytes]) if header_bytes else b""
                         payload = bytes(buf[pos + header_bytes : end])
-                        return MsgFrame(id_, key, seq, deliveries, headers, payload, published, subject, server)
-                    self._msg = (id_, key, seq, deliveries, header_bytes, total, published, subject, server)
+                        return MsgFrame(id_, key, seq, deliveries, headers, payload, published, subject, server, traceparent)
+                    self._msg = (id_, key, seq, deliveries, header_bytes, total, published, subject, server, traceparent)
                     continue
             line = bytes(buf[pos:line_end])
             pos = self._pos = newline + 1
@@ -281,7 +327,7 @@ class FrameParser:
             raise ProtocolError("empty-line", "empty line")
         verb = words[0].upper()
         if verb == b"MSG":
-            expected = 10 if self._version >= 2 else 7
+            expected = 11 if self._version >= TRACEPARENT_VERSION else 10 if self._version >= 2 else 7
             if len(words) != expected:
                 code = "missing-argument" if len(words) < expected else "too-many-arguments"
                 raise ProtocolError(
@@ -291,13 +337,14 @@ class FrameParser:
             id_, seq, deliveries = _number(words[1]), _number(words[3]), _number(words[4])
             header_bytes, total = _number(words[5]), _number(words[6])
             published, subject, server = (
-                (_number(words[7]), _text(words[8]), _number(words[9])) if expected == 10 else (0, "", 0)
+                (_number(words[7]), _text(words[8]), _number(words[9])) if expected >= 10 else (0, "", 0)
             )
             if header_bytes > total:
                 raise ProtocolError("header-exceeds-total", "MSG: header bytes exceed total bytes")
             if total > MAX_BODY:
                 raise ProtocolError("body-too-large", f"MSG: body larger than {MAX_BODY} bytes")
-            self._msg = (id_, _text(words[2]), seq, deliveries, header_bytes, total, published, subject, server)
+            traceparent = _traceparent(words[10]) if expected == 11 else None
+            self._msg = (id_, _text(words[2]), seq, deliveries, header_bytes, total, published, subject, server, traceparent)
             return None
         if verb == b"READY":
             if len(words) < 5:

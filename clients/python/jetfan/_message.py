@@ -51,6 +51,7 @@ class Message:
         "seq",
         "deliveries",
         "data",
+        "traceparent",
         "_id",
         "_raw_headers",
         "_headers",
@@ -61,7 +62,7 @@ class Message:
     )
 
     def __init__(self, frame: MsgFrame, link: Link) -> None:
-        id_, key, seq, deliveries, headers, payload, published, subject, server = frame  # at once: the fastest way
+        id_, key, seq, deliveries, headers, payload, published, subject, server, traceparent = frame  # at once: the fastest way
         self.key: str = key  # the subject less jetfan's configured prefix
         self.seq: int = seq  # JetStream stream sequence: the same on a redelivery
         # How often jetfan has given this message to this handler, this time included: 1 the first
@@ -69,6 +70,11 @@ class Message:
         # restart of jetfan, the server's count).
         self.deliveries: int = deliveries
         self.data: bytes = payload
+        # The W3C traceparent of jetfan's span of this delivery ("00-<trace-id>-<span-id>-<flags>"), the
+        # parent of the handler's own spans: give it to an OpenTelemetry propagator as the carrier's
+        # "traceparent". None when jetfan does not trace the delivery, and before protocol version 3.
+        # (A "traceparent" header, if any, is the publisher's: an ancestor of this one.)
+        self.traceparent: Optional[str] = traceparent
         self._id = id_
         self._raw_headers = headers
         self._headers: Optional[Headers] = None

@@ -109,9 +109,21 @@ def msg2(id_: int, payload: str, published: int, subject: str, server_deliveries
     return f"MSG {id_} a.b {id_} 1 0 {len(payload)} {published} {subject} {server_deliveries}\r\n{payload}\r\n".encode()
 
 
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def msg3(id_: int, payload: str, published: int, subject: str, server_deliveries: int = 1, traceparent: str = "-") -> bytes:
+    return (f"MSG {id_} a.b {id_} 1 0 {len(payload)} {published} {subject} {server_deliveries} {traceparent}\r\n"
+            f"{payload}\r\n").encode()
+
+
 def msg_in(version: int, id_: int, payload: str) -> bytes:
-    """A MSG in the layout of `version`: version 1's, or version 2's (which version 3's is)."""
-    return msg(id_, payload) if version == 1 else msg2(id_, payload, 1_700_000_000_000_000_000, "events.a.b")
+    """A MSG in the layout of `version`."""
+    if version == 1:
+        return msg(id_, payload)
+    if version == 2:
+        return msg2(id_, payload, 1_700_000_000_000_000_000, "events.a.b")
+    return msg3(id_, payload, 1_700_000_000_000_000_000, "events.a.b")
 
 
 FOUR_AND_A_PING = msg(1, "a") + msg(2, "b") + msg(3, "c") + msg(4, "d") + b"PING\r\n"
@@ -143,13 +155,15 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
         await h.close()
 
     async def test_versions_2_and_3_give_published_and_subject(self) -> None:
-        # jetfan 0.1.0 answers the client's HELLO 3 with READY 2; version 3's MSG is version 2's.
+        # jetfan 0.1.0 answers the client's HELLO 3 with READY 2.
         for greet, version in (("greet_v2", 2), ("greet_v3", 3)):
             with self.subTest(version=version):
                 h = await self.connect(4, greet)
                 self.assertEqual(h.ready.version, version)
-                self.peer.send(msg2(1, "new", 1_700_000_000_123_456_789, "events.a.b", 3))
+                make = msg2 if version == 2 else msg3
+                self.peer.send(make(1, "new", 1_700_000_000_123_456_789, "events.a.b", 3))
                 m = await h.__anext__()
+                self.assertIsNone(m.traceparent)
                 self.assertEqual(m.published, datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=timezone.utc))
                 self.assertEqual(m.published_ns, 1_700_000_000_123_456_789)
                 self.assertEqual(m.subject, "events.a.b")
@@ -159,6 +173,17 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
                 m.ack()
                 self.assertEqual(await asyncio.to_thread(self.peer.line), "ACK 1")
                 await h.close()
+
+    async def test_version_3_gives_jetfan_s_traceparent_or_none(self) -> None:
+        h = await self.connect(4, "greet_v3")
+        self.peer.send(msg3(1, "traced", 1, "events.a.b", 1, TRACEPARENT) + msg3(2, "untraced", 1, "events.a.b"))
+        traced, untraced = await h.__anext__(), await h.__anext__()
+        self.assertEqual((traced.data, traced.traceparent), (b"traced", TRACEPARENT))
+        self.assertEqual((untraced.data, untraced.traceparent), (b"untraced", None))
+        traced.ack()
+        untraced.ack()
+        self.assertEqual([await asyncio.to_thread(self.peer.line) for _ in range(2)], ["ACK 1", "ACK 2"])
+        await h.close()
 
     async def test_buffers_no_more_than_max_unconfirmed_and_answers_ping(self) -> None:
         h = await self.connect(2)
@@ -287,6 +312,7 @@ class BlockingAgainstPeer(unittest.TestCase):
             m = next(iter(h))
             self.assertIsNone(m.published)
             self.assertIsNone(m.subject)
+            self.assertIsNone(m.traceparent)
             m.ack()
             h.flush()
             self.assertEqual(self.peer.line(), "ACK 1")
@@ -299,7 +325,21 @@ class BlockingAgainstPeer(unittest.TestCase):
             m = next(iter(h))
             self.assertEqual(m.published, datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=timezone.utc))
             self.assertEqual(m.subject, "events.a.b")
+            self.assertIsNone(m.traceparent)
             m.ack()
+
+    def test_version_3_gives_jetfan_s_traceparent_or_none(self) -> None:
+        with self.connect(4, "greet_v3") as h:
+            self.assertEqual(h.ready.version, 3)
+            self.peer.send(msg3(1, "traced", 1, "events.a.b", 1, TRACEPARENT) + msg3(2, "untraced", 1, "events.a.b"))
+            messages = iter(h)
+            traced, untraced = next(messages), next(messages)
+            self.assertEqual((traced.data, traced.traceparent), (b"traced", TRACEPARENT))
+            self.assertEqual((untraced.data, untraced.traceparent), (b"untraced", None))
+            traced.ack()
+            untraced.ack()
+            h.flush()
+            self.assertEqual([self.peer.line(), self.peer.line()], ["ACK 1", "ACK 2"])
 
     def test_process_holds_no_more_than_max_unconfirmed_and_answers_ping(self) -> None:
         h = self.connect(2)

@@ -37,10 +37,12 @@ def expected_frame(f: dict[str, Any]) -> Any:
         return Ready(f["version"], text(f["handler"]), f["max_unconfirmed"], [text(p) for p in f["patterns"]])
     if kind == "MSG":
         # published, subject and server_deliveries are version 2's; a version 1 MSG has none.
+        # traceparent is version 3's: null (or absent) for none, which the wire writes "-".
+        traceparent = f.get("traceparent")
         return MsgFrame(int(f["id"]), text(f["key"]), int(f["seq"]), int(f["deliveries"]),
                         byte_string(f["headers"]), byte_string(f["payload"]),
                         int(f.get("published", "0")), text(f["subject"]) if "subject" in f else "",
-                        int(f.get("server_deliveries", "0")))
+                        int(f.get("server_deliveries", "0")), None if traceparent is None else text(traceparent))
     if kind == "ERR":
         return Err(text(f["reason"]))
     return Ping() if kind == "PING" else Pong()
@@ -122,6 +124,29 @@ class FramesInOnePass(unittest.TestCase):
             self.assertEqual(parse([stream], batch), want, f"frames({batch})")
             cuts = [stream[i : i + 97] for i in range(0, len(stream), 97)]
             self.assertEqual(parse(cuts, batch), want, f"in 97-byte reads, frames({batch})")
+
+    def test_version_3_frames_gives_what_next_gives(self) -> None:
+        tp = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        msgs = [b"MSG %d a.k %d 1 0 1 1764700000000000000 evt.a.k 1 %s\r\nx\r\n" % (i, i, tp if i % 2 else b"-")
+                for i in range(1, 21)]
+        stream = b"READY 3 h 1000 #\r\n" + b"".join(msgs)
+        want = parse([stream])
+        self.assertIsNone(want[1])
+        self.assertEqual([f.traceparent for f in want[0][1:]], [tp.decode() if i % 2 else None for i in range(1, 21)])
+        for batch in (1, 3, 1000):
+            self.assertEqual(parse([stream], batch), want, f"frames({batch})")
+            cuts = [stream[i : i + 97] for i in range(0, len(stream), 97)]
+            self.assertEqual(parse(cuts, batch), want, f"in 97-byte reads, frames({batch})")
+        # A bad traceparent, in the fast path's shape or not, comes after the frames before it.
+        for bad in (tp.upper(), b"ff" + tp[2:], b"00-" + b"0" * 32 + tp[35:], tp + b"0", b"x"):
+            with self.subTest(bad=bad):
+                parser = FrameParser()
+                parser.feed(stream[: len(stream) - len(msgs[-1])] + msgs[0].replace(tp, bad))
+                self.assertIsInstance(parser.frames(1000)[0], Ready)  # frames() stops after a READY
+                self.assertEqual(len(parser.frames(1000)), 19)
+                with self.assertRaises(ProtocolError) as raised:
+                    parser.frames(10)
+                self.assertEqual(raised.exception.code, "bad-traceparent")
 
     def test_an_error_comes_after_the_frames_before_it(self) -> None:
         good = b"MSG 1 a 1 1 0 1 1 evt.a 1\r\nx\r\n"
