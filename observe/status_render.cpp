@@ -48,6 +48,18 @@ json attempts_json(const AttemptsHistogram& h) {
   return {{"count", h.count()}, {"sum", h.sum()}, {"buckets", buckets}};
 }
 
+// The adaptive limit's cuts of a handler, by cause, as status and its JSON name them.
+constexpr AdaptiveLimit::Cut kCutCauses[] = {AdaptiveLimit::Cut::kNak, AdaptiveLimit::Cut::kTimeout,
+                                             AdaptiveLimit::Cut::kLatency};
+std::uint64_t cuts_of(const HandlerView& h, AdaptiveLimit::Cut cause) {
+  return h.stats.inflight_cuts[static_cast<std::size_t>(cause)];
+}
+json cuts_json(const HandlerView& h) {
+  json cuts = json::object();
+  for (const auto cause : kCutCauses) cuts[cut_name(cause)] = cuts_of(h, cause);
+  return cuts;
+}
+
 }  // namespace
 
 std::vector<std::string> status_problems(const StatusSnapshot& s) {
@@ -145,11 +157,12 @@ std::string render_status_text(const StatusSnapshot& s) {
                                        : std::string()) +
          (h.rate_waiting ? "; held back by max_rate" : ""));
     if (h.adaptive_inflight) {
-      const auto& cuts = h.stats.inflight_cuts;
+      std::string cuts;
+      for (const auto cause : kCutCauses) {
+        cuts += (cuts.empty() ? "" : ", ") + std::to_string(cuts_of(h, cause)) + " " + cut_name(cause);
+      }
       line("  limit:   adaptive, " + std::to_string(h.inflight_limit) + " in flight at most now over its instances (" +
-           std::to_string(h.min_inflight) + " to " + std::to_string(h.max_inflight) +
-           " each); cuts: " + std::to_string(cuts[0]) + " nak, " + std::to_string(cuts[1]) + " timeout, " +
-           std::to_string(cuts[2]) + " latency" +
+           std::to_string(h.min_inflight) + " to " + std::to_string(h.max_inflight) + " each); cuts: " + cuts +
            (h.last_cut ? ", the last (" + *h.last_cut + ") " + format::duration(h.last_cut_seconds.value_or(0)) + " ago"
                        : std::string()));
     }
@@ -297,10 +310,7 @@ std::string render_status_json(const StatusSnapshot& s) {
          {"rate_waiting", h.rate_waiting},
          {"inflight_limit", h.inflight_limit},
          {"adaptive_inflight", h.adaptive_inflight ? json{{"min_inflight", h.min_inflight},
-                                                          {"cuts",
-                                                           {{"nak", h.stats.inflight_cuts[0]},
-                                                            {"timeout", h.stats.inflight_cuts[1]},
-                                                            {"latency", h.stats.inflight_cuts[2]}}},
+                                                          {"cuts", cuts_json(h)},
                                                           {"last_cut", h.last_cut ? json(*h.last_cut) : json(nullptr)},
                                                           {"last_cut_seconds", optional_seconds(h.last_cut_seconds)}}
                                                    : json(nullptr)},
