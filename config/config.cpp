@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <set>
 #include <span>
 #include <sstream>
+#include <variant>
 
 #include "accounts.hpp"
 #include "byte_size.hpp"
@@ -68,6 +70,40 @@ std::optional<OrderBy> parse_order_by(const std::string& text) {
 
 namespace {
 
+// An authority's host and port: host, [v6 host] or either with :port. An error when the brackets
+// are wrong or the port is not from 1 to 65535.
+struct HostPort {
+  std::string host;
+  std::string port;  // empty: none given
+};
+std::variant<HostPort, std::string> split_host_port(const std::string& authority) {
+  HostPort out{authority, {}};
+  bool has_port = false;
+  if (!authority.empty() && authority[0] == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string::npos) return std::string("has an unclosed '[' in its host");
+    out.host = authority.substr(1, close - 1);
+    if (close + 1 < authority.size()) {
+      if (authority[close + 1] != ':') return std::string("has something other than :port after its host");
+      out.port = authority.substr(close + 2);
+      has_port = true;
+    }
+  } else if (const auto colon = authority.rfind(':'); colon != std::string::npos) {
+    out.host = authority.substr(0, colon);
+    out.port = authority.substr(colon + 1);
+    has_port = true;
+  }
+  if (has_port) {
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(out.port.data(), out.port.data() + out.port.size(), value);
+    if (out.port.empty() || ec != std::errc() || end != out.port.data() + out.port.size() || value == 0 ||
+        value > 65535) {
+      return "has port \"" + out.port + "\"; it must be a number from 1 to 65535";
+    }
+  }
+  return out;
+}
+
 // nullopt when `url` is a server URL cnats takes: nats://, tls://, ws:// or wss://, then
 // [user[:password]@]host[:port], host a name or an address ([...] for IPv6).
 std::optional<std::string> server_url_error(const std::string& url) {
@@ -80,29 +116,39 @@ std::optional<std::string> server_url_error(const std::string& url) {
   std::string rest = url.substr(scheme_end + 3);
   if (const auto at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);
   if (rest.empty()) return "names no host";
-  std::string host = rest;
-  std::string port;
-  if (rest[0] == '[') {
-    const auto close = rest.find(']');
-    if (close == std::string::npos) return "has an unclosed '[' in its host";
-    host = rest.substr(1, close - 1);
-    if (close + 1 < rest.size()) {
-      if (rest[close + 1] != ':') return "has something other than :port after its host";
-      port = rest.substr(close + 2);
-    }
-  } else if (const auto colon = rest.rfind(':'); colon != std::string::npos) {
-    host = rest.substr(0, colon);
-    port = rest.substr(colon + 1);
-  }
+  const auto split = split_host_port(rest);
+  if (const auto* error = std::get_if<std::string>(&split)) return *error;
+  const std::string& host = std::get<HostPort>(split).host;
   if (host.empty() || host.find_first_of(" /?#") != std::string::npos) return "has no valid host";
   if (rest.find('/') != std::string::npos && rest[0] != '[') return "has a path; give only host and port";
-  if (!port.empty()) {
-    unsigned value = 0;
-    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
-      return "has port \"" + port + "\"; it must be a number from 1 to 65535";
+  return std::nullopt;
+}
+
+// nullopt when `url` is an endpoint tracing can send to: http://host[:port][/path][?query], host a
+// name or an address ([...] for IPv6), no user info. TLS is the job of a collector beside jetfan.
+std::optional<std::string> tracing_endpoint_error(const std::string& url) {
+  if (url.starts_with("https://")) {
+    return "uses https://, but jetfan does not speak TLS to a collector: send to a local OpenTelemetry "
+           "Collector over http:// (it can forward with TLS)";
+  }
+  if (!url.starts_with("http://")) return "must start with http:// (e.g. http://127.0.0.1:4318/v1/traces)";
+  for (const char c : url) {
+    if (c <= ' ' || c == 0x7f) return "contains white space or a control character";
+  }
+  const std::string rest = url.substr(7);
+  const std::string authority = rest.substr(0, rest.find_first_of("/?#"));
+  if (authority.find('@') != std::string::npos) {
+    return "has user info (user@host); give only host[:port], jetfan sends the collector no credentials";
+  }
+  if (authority.empty() || authority[0] != '[') {
+    if (const auto colon = authority.find(':');
+        colon != std::string::npos && authority.find(':', colon + 1) != std::string::npos) {
+      return "has an IPv6 address not in brackets: http://[::1]:4318";
     }
   }
+  const auto split = split_host_port(authority);
+  if (const auto* error = std::get_if<std::string>(&split)) return *error;
+  if (std::get<HostPort>(split).host.empty()) return "names no host";
   return std::nullopt;
 }
 
@@ -552,6 +598,64 @@ class ConfigReader {
     metrics = settings;
   }
 
+  // A duration key between `min` and `max`, as written in the message.
+  void read_duration_within(const YAML::Node& parent, const std::string& path, const char* key, Duration& out,
+                            Duration min, Duration max, const char* range) {
+    Duration value = out;
+    read_duration(parent, path, key, value);
+    if (value < min || value > max) {
+      error(parent[key], join(path, key), "\"" + parent[key].Scalar() + "\" must be from " + range);
+      return;
+    }
+    out = value;
+  }
+
+  // Off unless given; every key but endpoint has a default.
+  void read_tracing(const YAML::Node& node, std::optional<TracingSettings>& tracing) {
+    if (!node) return;
+    if (!check_map(node, "tracing", config_keys::kTracing)) return;
+    TracingSettings settings;
+    read_string(node, "tracing", "endpoint", settings.endpoint, true);
+    if (!settings.endpoint.empty()) {
+      if (auto why = tracing_endpoint_error(settings.endpoint)) {
+        error(node["endpoint"], "tracing.endpoint", "\"" + settings.endpoint + "\" " + *why);
+      }
+    }
+    if (const auto ratio = node["sample_ratio"]) {
+      if (const auto text = string(ratio, "tracing.sample_ratio")) {
+        double value = -1;
+        const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+        if (text->empty() || ec != std::errc() || end != text->data() + text->size() || !(value >= 0) || value > 1) {
+          error(ratio, "tracing.sample_ratio",
+                "\"" + *text + "\" must be a number from 0 to 1: the share of messages traced (e.g. 0.1)");
+        } else {
+          settings.sample_ratio = value + 0.0;  // -0 is 0
+        }
+      }
+    }
+    read_string(node, "tracing", "service_name", settings.service_name);
+    if (node["service_name"] && settings.service_name.empty()) {
+      error(node["service_name"], "tracing.service_name", "cannot be empty");
+    }
+    read_int(node, "tracing", "max_queued", settings.max_queued, 1, 1'000'000);
+    if (node["max_batch"]) {
+      read_int(node, "tracing", "max_batch", settings.max_batch, 1, 1'000'000);
+      if (settings.max_batch > settings.max_queued) {
+        error(node["max_batch"], "tracing.max_batch",
+              std::to_string(settings.max_batch) + " is above max_queued (" + std::to_string(settings.max_queued) +
+                  "): a batch is taken from the spans queued");
+      }
+    } else {
+      // The default batch never exceeds a smaller queue.
+      settings.max_batch = std::min(settings.max_batch, settings.max_queued);
+    }
+    read_duration_within(node, "tracing", "interval", settings.interval, Duration(100), Duration(3'600'000),
+                         "100ms to 1h");
+    read_duration_within(node, "tracing", "request_timeout", settings.request_timeout, Duration(100), Duration(60'000),
+                         "100ms to 60s");
+    tracing = settings;
+  }
+
   void read_handlers(const YAML::Node& node, std::vector<HandlerSettings>& handlers) {
     if (!node) {
       errors_.push_back(file_ + ":1: handlers: is required (a list of handlers with name and patterns)");
@@ -732,6 +836,7 @@ class ConfigReader {
     read_socket(root["socket"], config.socket);
     read_control(root["control"], config.socket, config.control);
     read_metrics(root["metrics"], config.metrics);
+    read_tracing(root["tracing"], config.tracing);
     read_handlers(root["handlers"], config.handlers);
     read_delivery(root["delivery"], config.delivery);
     read_log(root["log"], config);

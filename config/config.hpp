@@ -118,6 +118,21 @@ struct MetricsSettings {
   std::size_t max_connections = defaults::kMetricsMaxConnections;
 };
 
+// Spans of each message's course through jetfan and of each handler delivery (observe/
+// DeliveryTracer), exported as OTLP/HTTP JSON (daemon/SpanExporter). Off unless configured; every
+// key but sample_ratio needs a restart.
+struct TracingSettings {
+  std::string endpoint;  // http://host[:port][/path]; required; no path: /v1/traces
+  // The share of messages without a valid traceparent traced, each as a new trace; one with a
+  // traceparent is traced iff it is sampled. OpenTelemetry's default sampler traces them all.
+  double sample_ratio = 1.0;
+  std::string service_name = "jetfan";                          // the resource's service.name
+  std::size_t max_queued = defaults::kTracingMaxQueued;         // spans waiting to be sent; more are dropped
+  std::size_t max_batch = defaults::kTracingMaxBatch;           // spans per POST; <= max_queued
+  Duration interval = defaults::kTracingInterval;               // the longest a span waits; 100ms..1h
+  Duration request_timeout = defaults::kTracingRequestTimeout;  // one POST, all of it; 100ms..60s
+};
+
 // handlers[].order_by (core/order_by.hpp): "key", "token:N", "header:NAME", or "none", as the
 // config file spells it.
 std::string to_string(const OrderBy& order_by);
@@ -165,6 +180,7 @@ struct Config {
   SocketSettings socket;
   ControlSettings control;
   std::optional<MetricsSettings> metrics;
+  std::optional<TracingSettings> tracing;
   std::vector<HandlerSettings> handlers;
   DeliverySettings delivery;
   std::string log_level = "info";

@@ -504,3 +504,158 @@ TEST_CASE("durations and sizes as NATS writes them load, and a refusal says what
   REQUIRE(errors.size() == 1);
   CHECK_THAT(errors[0], Catch::Contains("\"30S\" is not a duration (") && Catch::Contains("lower case"));
 }
+
+TEST_CASE("tracing: off unless given, and only an endpoint is required", "[unit]") {
+  const std::string base = kGood;
+  auto loaded = load_config_text(base, "t.yaml");
+  REQUIRE(loaded.errors.empty());
+  CHECK_FALSE(loaded.config->tracing);
+  loaded = load_config_text(base + "tracing:\n  endpoint: http://127.0.0.1:4318/v1/traces\n", "t.yaml");
+  REQUIRE(loaded.errors.empty());
+  REQUIRE(loaded.config->tracing);
+  const auto& tracing = *loaded.config->tracing;
+  CHECK(tracing.endpoint == "http://127.0.0.1:4318/v1/traces");
+  CHECK(tracing.sample_ratio == 1.0);
+  CHECK(tracing.service_name == "jetfan");
+  CHECK(tracing.max_queued == jetfan::defaults::kTracingMaxQueued);
+  CHECK(tracing.max_batch == jetfan::defaults::kTracingMaxBatch);
+  CHECK(tracing.interval == jetfan::defaults::kTracingInterval);
+  CHECK(tracing.request_timeout == jetfan::defaults::kTracingRequestTimeout);
+  // The default batch is never more than a smaller queue.
+  loaded = load_config_text(base + "tracing:\n  endpoint: http://c\n  max_queued: 100\n", "t.yaml");
+  REQUIRE(loaded.errors.empty());
+  CHECK(loaded.config->tracing->max_batch == 100);
+}
+
+TEST_CASE("tracing: every key is read", "[unit]") {
+  const auto loaded = load_config_text(std::string(kGood) +
+                                           "tracing:\n"
+                                           "  endpoint: http://[::1]:4318/v1/traces\n"
+                                           "  sample_ratio: 0.1\n"
+                                           "  service_name: orders\n"
+                                           "  max_queued: 4096\n"
+                                           "  max_batch: 4096\n"
+                                           "  interval: 1m30s\n"
+                                           "  request_timeout: 250ms\n",
+                                       "t.yaml");
+  REQUIRE(loaded.errors.empty());
+  const auto& tracing = *loaded.config->tracing;
+  CHECK(tracing.endpoint == "http://[::1]:4318/v1/traces");
+  CHECK(tracing.sample_ratio == 0.1);
+  CHECK(tracing.service_name == "orders");
+  CHECK(tracing.max_queued == 4096);
+  CHECK(tracing.max_batch == 4096);
+  CHECK(tracing.interval == jetfan::Duration(90'000));
+  CHECK(tracing.request_timeout == jetfan::Duration(250));
+  for (const std::string ratio : {"0", "1", "0.5", "1e-3"}) {
+    INFO(ratio);
+    CHECK(errors_of(std::string(kGood) + "tracing:\n  endpoint: http://c\n  sample_ratio: " + ratio + "\n").empty());
+  }
+  for (const std::string endpoint : {"http://collector", "http://collector:4318", "http://10.0.0.1:4318/v1/traces",
+                                     "http://[::1]", "http://c?x=1", "http://c/"}) {
+    INFO(endpoint);
+    CHECK(errors_of(std::string(kGood) + "tracing:\n  endpoint: \"" + endpoint + "\"\n").empty());
+  }
+}
+
+TEST_CASE("tracing.endpoint: http only, with a host, a port from 1 to 65535 and no user info", "[unit]") {
+  const auto one_error = [](const std::string& section) {
+    const auto errors = errors_of(std::string(kGood) + section);
+    REQUIRE(errors.size() == 1);
+    return errors[0];
+  };
+  const auto endpoint = [&](const std::string& url) { return one_error("tracing:\n  endpoint: \"" + url + "\"\n"); };
+  // kGood has 17 lines: tracing: is line 18, its first key is on line 19.
+  CHECK(
+      endpoint("https://collector:4318") ==
+      "jetfan.yaml:19: tracing.endpoint: \"https://collector:4318\" uses https://, but jetfan does not speak TLS to a "
+      "collector: send to a local OpenTelemetry Collector over http:// (it can forward with TLS)");
+  // A missing key is reported where its section's keys start.
+  CHECK(one_error("tracing:\n  sample_ratio: 0.5\n") == "jetfan.yaml:19: tracing.endpoint: is required");
+  CHECK(endpoint("") == "jetfan.yaml:19: tracing.endpoint: cannot be empty");
+  CHECK_THAT(endpoint("collector:4318"),
+             Catch::Contains("tracing.endpoint: \"collector:4318\" must start with http://"));
+  CHECK_THAT(endpoint("grpc://collector:4317"), Catch::Contains("must start with http://"));
+  for (const std::string url : {"http://", "http:///v1/traces", "http://:4318", "http://[]:4318", "http://?x"}) {
+    INFO(url);
+    CHECK_THAT(endpoint(url), Catch::Contains("tracing.endpoint: \"" + url + "\" names no host"));
+  }
+  for (const std::string port : {"0", "65536", "x", "", "-1", "4318x"}) {
+    INFO(port);
+    CHECK_THAT(endpoint("http://collector:" + port + "/v1/traces"),
+               Catch::Contains("has port \"" + port + "\"; it must be a number from 1 to 65535"));
+    CHECK_THAT(endpoint("http://[::1]:" + port), Catch::Contains("has port \"" + port + "\""));
+  }
+  CHECK_THAT(endpoint("http://user:secret@collector:4318"),
+             Catch::Contains("tracing.endpoint: \"http://user:secret@collector:4318\" has user info"));
+  CHECK_THAT(endpoint("http://user@collector"), Catch::Contains("has user info"));
+  CHECK(errors_of(std::string(kGood) + "tracing:\n  endpoint: http://collector/a@b\n").empty());  // '@' in the path
+  CHECK_THAT(endpoint("http://::1:4318"), Catch::Contains("IPv6 address not in brackets"));
+  CHECK_THAT(endpoint("http://[::1:4318"), Catch::Contains("unclosed '['"));
+  CHECK_THAT(endpoint("http://[::1]x"), Catch::Contains("something other than :port"));
+  CHECK_THAT(endpoint("http://collector /v1"), Catch::Contains("white space"));
+}
+
+TEST_CASE("tracing: sample_ratio, service_name, max_queued, max_batch and the durations are checked", "[unit]") {
+  const auto one_error = [](const std::string& keys) {
+    const auto errors = errors_of(std::string(kGood) + "tracing:\n  endpoint: http://c\n" + keys);
+    REQUIRE(errors.size() == 1);
+    return errors[0];
+  };
+  for (const std::string ratio : {"-0.1", "1.5", "half", "50%", "nan", "inf", "1e9"}) {
+    INFO(ratio);
+    CHECK(one_error("  sample_ratio: " + ratio + "\n") ==
+          "jetfan.yaml:20: tracing.sample_ratio: \"" + ratio +
+              "\" must be a number from 0 to 1: the share of messages traced (e.g. 0.1)");
+  }
+  CHECK(one_error("  service_name: \"\"\n") == "jetfan.yaml:20: tracing.service_name: cannot be empty");
+  CHECK(one_error("  max_queued: 0\n") ==
+        "jetfan.yaml:20: tracing.max_queued: \"0\" must be a whole number from 1 to 1000000");
+  CHECK_THAT(one_error("  max_queued: 1000001\n"), Catch::Contains("tracing.max_queued: \"1000001\" must be"));
+  CHECK_THAT(one_error("  max_batch: 0\n"), Catch::Contains("tracing.max_batch: \"0\" must be a whole number from 1"));
+  CHECK(one_error("  max_batch: 2049\n") ==
+        "jetfan.yaml:20: tracing.max_batch: 2049 is above max_queued (2048): a batch is taken from the spans queued");
+  CHECK_THAT(one_error("  max_queued: 10\n  max_batch: 11\n"),
+             Catch::Contains("tracing.max_batch: 11 is above max_queued (10)"));
+  CHECK(one_error("  interval: 99ms\n") == "jetfan.yaml:20: tracing.interval: \"99ms\" must be from 100ms to 1h");
+  CHECK_THAT(one_error("  interval: 61m\n"), Catch::Contains("tracing.interval: \"61m\" must be from 100ms to 1h"));
+  CHECK_THAT(one_error("  interval: 5\n"), Catch::Contains("tracing.interval: \"5\" is not a duration"));
+  CHECK(one_error("  request_timeout: 50ms\n") ==
+        "jetfan.yaml:20: tracing.request_timeout: \"50ms\" must be from 100ms to 60s");
+  CHECK_THAT(one_error("  request_timeout: 61s\n"),
+             Catch::Contains("tracing.request_timeout: \"61s\" must be from 100ms to 60s"));
+  CHECK(errors_of(std::string(kGood) + "tracing:\n  endpoint: http://c\n  interval: 1h\n  request_timeout: 1m\n")
+            .empty());
+}
+
+TEST_CASE("tracing: an unknown key is refused with the keys the section has", "[unit]") {
+  const auto errors = errors_of(std::string(kGood) + "tracing:\n  endpoint: http://c\n  sampling: 0.5\n");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] ==
+        "jetfan.yaml:20: tracing.sampling: unknown key (expected one of: endpoint, sample_ratio, service_name, "
+        "max_queued, max_batch, interval, request_timeout)");
+  CHECK_THAT(errors_of(std::string(kGood) + "tracing: http://c\n")[0],
+             Catch::Contains("tracing: expected a mapping of keys to values"));
+}
+
+TEST_CASE("the example config's commented-out tracing block loads once uncommented, with every default", "[unit]") {
+  std::ifstream in(JETFAN_EXAMPLE_CONFIG);
+  REQUIRE(in);
+  std::string block;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    inside = line.starts_with("# tracing:") || (inside && line.starts_with("#   "));
+    if (inside) block += line.substr(2) + "\n";
+  }
+  REQUIRE_THAT(block, Catch::Contains("endpoint:") && Catch::Contains("request_timeout:"));
+  const auto loaded = load_config_text(std::string(kGood) + block, "example.yaml");
+  REQUIRE(loaded.errors == std::vector<std::string>{});
+  REQUIRE(loaded.config->tracing);
+  const jetfan::TracingSettings defaults;
+  CHECK(loaded.config->tracing->sample_ratio == defaults.sample_ratio);
+  CHECK(loaded.config->tracing->service_name == defaults.service_name);
+  CHECK(loaded.config->tracing->max_queued == defaults.max_queued);
+  CHECK(loaded.config->tracing->max_batch == defaults.max_batch);
+  CHECK(loaded.config->tracing->interval == defaults.interval);
+  CHECK(loaded.config->tracing->request_timeout == defaults.request_timeout);
+}

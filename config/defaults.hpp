@@ -68,6 +68,12 @@ inline constexpr const char* kMetricsHost = "127.0.0.1";   // loopback unless an
 inline constexpr std::size_t kMetricsMaxConnections = 32;  // scrapers and probes at once; more get 503
 inline constexpr std::size_t kControlMaxSessions = 16;     // control connections at once; more get ERR busy
 
+// --- tracing: OpenTelemetry's batch span processor's defaults, but a shorter request timeout
+inline constexpr std::size_t kTracingMaxQueued = 2048;
+inline constexpr std::size_t kTracingMaxBatch = 512;
+inline constexpr Duration kTracingInterval{5000};
+inline constexpr Duration kTracingRequestTimeout{5000};
+
 // --- handlers
 inline constexpr int kMaxInflight = 64;        // per connection; a handler raises it for throughput
 inline constexpr Duration kAckTimeout{30000};  // the server's default AckWait, for the same reason

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <cstdio>
 #include <sstream>
 #include <vector>
@@ -119,6 +120,24 @@ void socket_block(YAML::Emitter& out, const SocketSettings& socket) {
   out << YAML::EndMap;
 }
 
+void tracing_block(YAML::Emitter& out, const std::optional<TracingSettings>& tracing) {
+  if (!tracing) {
+    out << YAML::Newline << YAML::Comment("tracing: off");
+    return;
+  }
+  char ratio[32];
+  const auto [end, ec] = std::to_chars(ratio, ratio + sizeof ratio, tracing->sample_ratio);
+  out << YAML::Key << "tracing" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "endpoint" << YAML::Value << tracing->endpoint;
+  out << YAML::Key << "sample_ratio" << YAML::Value << (ec == std::errc() ? std::string(ratio, end) : "?");
+  out << YAML::Key << "service_name" << YAML::Value << tracing->service_name;
+  out << YAML::Key << "max_queued" << YAML::Value << tracing->max_queued;
+  out << YAML::Key << "max_batch" << YAML::Value << tracing->max_batch;
+  out << YAML::Key << "interval" << YAML::Value << format_duration(tracing->interval);
+  out << YAML::Key << "request_timeout" << YAML::Value << format_duration(tracing->request_timeout);
+  out << YAML::EndMap;
+}
+
 void handler_block(YAML::Emitter& out, const HandlerSettings& handler) {
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << handler.name;
@@ -228,6 +247,7 @@ std::string effective_config_yaml(const Config& config) {
   } else {
     out << YAML::Newline << YAML::Comment("metrics: off");
   }
+  tracing_block(out, config.tracing);
   out << YAML::Key << "handlers" << YAML::Value << YAML::BeginSeq;
   for (const auto& handler : config.handlers) handler_block(out, handler);
   out << YAML::EndSeq;

@@ -50,6 +50,14 @@ control:
 metrics:
   listen: "[::1]:9464"
   max_connections: 4
+tracing:
+  endpoint: http://[::1]:4318/v1/traces
+  sample_ratio: 0.25
+  service_name: orders
+  max_queued: 1000
+  max_batch: 100
+  interval: 1500ms
+  request_timeout: 2s
 handlers:
   - name: builder
     patterns: ["a.*", "b.>"]
@@ -152,7 +160,24 @@ TEST_CASE("the effective config loads back to itself, with defaults written and 
   CHECK_THAT(minimal, Catch::Contains("servers: [nats://127.0.0.1:4222]") && Catch::Contains("max_held_bytes: 32MiB") &&
                           Catch::Contains("ack_timeout: 30s") &&
                           Catch::Contains("# ack_policy: the consumer's, from the server") &&
-                          Catch::Contains("path: /run/jetfan/x.ctl") && Catch::Contains("# metrics: off"));
+                          Catch::Contains("path: /run/jetfan/x.ctl") && Catch::Contains("# metrics: off") &&
+                          Catch::Contains("\n# tracing: off\n"));
+}
+
+TEST_CASE("the effective config writes the tracing section with every key, defaults included, or says it is off",
+          "[unit]") {
+  CHECK_THAT(effective_config_yaml(loaded(kFull)),
+             Catch::Contains("\ntracing:\n  endpoint: http://[::1]:4318/v1/traces\n  sample_ratio: 0.25\n"
+                             "  service_name: orders\n  max_queued: 1000\n  max_batch: 100\n  interval: 1.5s\n"
+                             "  request_timeout: 2s\nhandlers:\n"));
+  const std::string defaults = effective_config_yaml(loaded(kRest + "tracing:\n  endpoint: http://collector\n"));
+  CHECK_THAT(defaults, Catch::Contains("\ntracing:\n  endpoint: http://collector\n  sample_ratio: 1\n"
+                                       "  service_name: jetfan\n  max_queued: 2048\n  max_batch: 512\n"
+                                       "  interval: 5s\n  request_timeout: 5s\n") &&
+                           !Catch::Contains("tracing: off"));
+  const std::string none = effective_config_yaml(loaded(kRest + "tracing:\n  endpoint: http://c\n  sample_ratio: 0\n"));
+  CHECK_THAT(none, Catch::Contains("  sample_ratio: 0\n"));
+  CHECK(loaded(none).tracing->sample_ratio == 0);
 }
 
 TEST_CASE("the effective config writes every key the loader accepts", "[unit]") {
@@ -170,6 +195,7 @@ TEST_CASE("the effective config writes every key the loader accepts", "[unit]") 
       {"socket", {k::kSocket.begin(), k::kSocket.end()}},
       {"control", {k::kControl.begin(), k::kControl.end()}},
       {"metrics", {k::kMetrics.begin(), k::kMetrics.end()}},
+      {"tracing", {k::kTracing.begin(), k::kTracing.end()}},
       {"handlers", {k::kHandler.begin(), k::kHandler.end()}},
       {"retry", {k::kRetry.begin(), k::kRetry.end()}},
       {"dead_letter", {k::kDeadLetter.begin(), k::kDeadLetter.end()}},

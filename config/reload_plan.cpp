@@ -1,5 +1,6 @@
 #include "reload_plan.hpp"
 
+#include <charconv>
 #include <functional>
 
 #include "token_bucket.hpp"
@@ -39,6 +40,25 @@ bool same_tls(const std::optional<TlsSettings>& a, const std::optional<TlsSettin
 bool same_metrics(const std::optional<MetricsSettings>& a, const std::optional<MetricsSettings>& b) {
   if (a.has_value() != b.has_value()) return false;
   return !a || (a->host == b->host && a->port == b->port);
+}
+
+bool same_tracing_endpoint(const std::optional<TracingSettings>& a, const std::optional<TracingSettings>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  return !a || a->endpoint == b->endpoint;
+}
+
+// A tracing key other than endpoint: equal, or tracing off in either (the endpoint tells that).
+template <typename Value>
+std::function<bool(const Config&, const Config&)> same_tracing(Value TracingSettings::*key) {
+  return [key](const Config& a, const Config& b) {
+    return !a.tracing || !b.tracing || (*a.tracing).*key == (*b.tracing).*key;
+  };
+}
+
+std::string ratio_text(double ratio) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, ratio);
+  return ec == std::errc() ? std::string(text, end) : "?";
 }
 
 // Every key a reload may not change, and how to tell that it did. A key added to Config must be
@@ -113,6 +133,14 @@ const std::vector<Fixed>& fixed_keys() {
        [](const Config& a, const Config& b) {
          return !a.metrics || !b.metrics || a.metrics->max_connections == b.metrics->max_connections;
        }},
+      // Turning tracing on or off is a change of tracing.endpoint.
+      {"tracing.endpoint",
+       [](const Config& a, const Config& b) { return same_tracing_endpoint(a.tracing, b.tracing); }},
+      {"tracing.service_name", same_tracing(&TracingSettings::service_name)},
+      {"tracing.max_queued", same_tracing(&TracingSettings::max_queued)},
+      {"tracing.max_batch", same_tracing(&TracingSettings::max_batch)},
+      {"tracing.interval", same_tracing(&TracingSettings::interval)},
+      {"tracing.request_timeout", same_tracing(&TracingSettings::request_timeout)},
       {"delivery.remember",
        [](const Config& a, const Config& b) { return a.delivery.remember == b.delivery.remember; }},
       {"log.format", [](const Config& a, const Config& b) { return a.log_format == b.log_format; }},
@@ -147,6 +175,7 @@ const std::vector<std::string>& reloadable_keys() {
                                                 "delivery.nak_delay_max",
                                                 "delivery.drain_timeout",
                                                 "socket.hello_timeout",
+                                                "tracing.sample_ratio",
                                                 "log.level"};
   return keys;
 }
@@ -201,6 +230,9 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
   change("delivery.nak_delay_max", ms(running.delivery.nak_delay_max), ms(next.delivery.nak_delay_max));
   change("delivery.drain_timeout", ms(running.delivery.drain_timeout), ms(next.delivery.drain_timeout));
   change("socket.hello_timeout", ms(running.socket.hello_timeout), ms(next.socket.hello_timeout));
+  if (running.tracing && next.tracing) {  // on in both: the fixed keys above refuse turning it on or off
+    change("tracing.sample_ratio", ratio_text(running.tracing->sample_ratio), ratio_text(next.tracing->sample_ratio));
+  }
   change("log.level", running.log_level, next.log_level);
   return plan;
 }

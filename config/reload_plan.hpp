@@ -3,13 +3,13 @@
 // the one just read. Pure.
 //
 // A reload may change the handlers (add, remove, reorder, their patterns, max_inflight,
-// ack_timeout, allow, max_instances and when_full), delivery.nak_delay, nak_delay_max and drain_timeout,
-// socket.hello_timeout and log.level. Everything else is fixed while jetfan runs: the connection to
-// NATS (servers, credentials, TLS, timeouts), the consumer and how it is read, the key prefix, the
-// socket (path, mode, owner, group, connection limits and timeouts), control socket and metrics
-// endpoint, log.format, and delivery.remember (it sizes what is remembered). A new config
-// that changes any of those is refused as a whole, naming every such key, and the running config
-// stays in force.
+// ack_timeout, allow, max_instances and when_full), delivery.nak_delay, nak_delay_max and
+// drain_timeout, socket.hello_timeout, tracing.sample_ratio and log.level. Everything else is fixed
+// while jetfan runs: the connection to NATS (servers, credentials, TLS, timeouts), the consumer and
+// how it is read, the key prefix, the socket (path, mode, owner, group, connection limits and
+// timeouts), control socket and metrics endpoint, tracing (on or off, and every other key of it),
+// log.format, and delivery.remember (it sizes what is remembered). A new config that changes any of
+// those is refused as a whole, naming every such key, and the running config stays in force.
 //
 // Handlers are matched by name: a handler of the same name in both keeps its instances and what
 // it holds, even if its patterns or place in the list changed.

@@ -108,6 +108,7 @@ TEST_CASE("reload: every config key is either applied by a reload or refused, an
   check_section("socket", config_keys::kSocket);
   check_section("control", config_keys::kControl);
   check_section("metrics", config_keys::kMetrics);
+  check_section("tracing", config_keys::kTracing);
   check_section("handlers", config_keys::kHandler);
   check_section("delivery", config_keys::kDelivery);
   check_section("log", config_keys::kLog);
@@ -138,4 +139,30 @@ TEST_CASE("reload: a secret kept in a file is compared by its path, not read", "
   moved.replace(moved.find("/etc/jetfan/pw"), 14, "/etc/jetfan/p2");
   CHECK(plan_reload(load(kTwo, with_file), load(kTwo, moved)).refused ==
         std::vector<std::string>{"nats.password_file"});
+}
+
+TEST_CASE("reload: tracing.sample_ratio is applied, and every other tracing key, turning it on and off, is refused",
+          "[unit]") {
+  const std::string on = "tracing:\n  endpoint: http://127.0.0.1:4318/v1/traces\n";
+  const auto running = load(kTwo + on + "  sample_ratio: 0.5\n");
+  const auto ratio = plan_reload(running, load(kTwo + on + "  sample_ratio: 0.05\n"));
+  CHECK(ratio.refused.empty());
+  CHECK(ratio.changes == std::vector<std::string>{"tracing.sample_ratio: 0.5 -> 0.05"});
+  const auto defaulted = plan_reload(running, load(kTwo + on));
+  CHECK(defaulted.refused.empty());
+  CHECK(defaulted.changes == std::vector<std::string>{"tracing.sample_ratio: 0.5 -> 1"});
+  CHECK(plan_reload(running, running).changes.empty());
+
+  CHECK(
+      plan_reload(running, load(kTwo + "tracing:\n  endpoint: http://collector:4318\n  sample_ratio: 0.5\n")).refused ==
+      std::vector<std::string>{"tracing.endpoint"});
+  CHECK(plan_reload(load(kTwo), running).refused == std::vector<std::string>{"tracing.endpoint"});  // turned on
+  CHECK(plan_reload(running, load(kTwo)).refused == std::vector<std::string>{"tracing.endpoint"});  // turned off
+  const auto others =
+      plan_reload(running, load(kTwo + on +
+                                "  sample_ratio: 0.1\n  service_name: orders\n  max_queued: 100\n  max_batch: 10\n"
+                                "  interval: 1s\n  request_timeout: 1s\n"));
+  CHECK(others.refused == std::vector<std::string>{"tracing.service_name", "tracing.max_queued", "tracing.max_batch",
+                                                   "tracing.interval", "tracing.request_timeout"});
+  CHECK(others.changes.empty());
 }

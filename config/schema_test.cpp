@@ -38,7 +38,7 @@ const json& schema() {
 }
 
 // A YAML document as the JSON an editor's YAML 1.2 reader makes of it: plain scalars that look like
-// integers, booleans or null are those; quoted ones and the rest are strings.
+// integers, floats, booleans or null are those; quoted ones and the rest are strings.
 json to_json(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Map: {
@@ -56,6 +56,8 @@ json to_json(const YAML::Node& node) {
       if (node.Tag() == "!") return text;  // quoted
       static const std::regex integer("^[-+]?[0-9]+$");
       if (std::regex_match(text, integer)) return std::stoll(text);
+      static const std::regex floating(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
+      if (std::regex_match(text, floating)) return std::stod(text);
       if (text == "true" || text == "false") return text == "true";
       if (text == "null" || text == "~") return nullptr;
       return text;
@@ -99,11 +101,14 @@ class Validator {
       if (rule.contains("maxLength") && text.size() > rule["maxLength"].get<std::size_t>()) {
         errors.push_back(where + ": longer than " + rule["maxLength"].dump());
       }
+      if (rule.contains("minLength") && text.size() < rule["minLength"].get<std::size_t>()) {
+        errors.push_back(where + ": shorter than " + rule["minLength"].dump());
+      }
     }
-    if (value.is_number_integer()) {
-      if (rule.contains("minimum") && value.get<long long>() < rule["minimum"].get<long long>())
+    if (value.is_number()) {  // as doubles: exact for every integer the schema bounds
+      if (rule.contains("minimum") && value.get<double>() < rule["minimum"].get<double>())
         errors.push_back(where + ": below " + rule["minimum"].dump());
-      if (rule.contains("maximum") && value.get<long long>() > rule["maximum"].get<long long>())
+      if (rule.contains("maximum") && value.get<double>() > rule["maximum"].get<double>())
         errors.push_back(where + ": above " + rule["maximum"].dump());
     }
     if (value.is_array()) {
@@ -136,25 +141,11 @@ class Validator {
   }
 
  private:
-  inline static const std::set<std::string> kKnown = {"$schema",
-                                                      "$id",
-                                                      "$defs",
-                                                      "$ref",
-                                                      "title",
-                                                      "description",
-                                                      "default",
-                                                      "type",
-                                                      "anyOf",
-                                                      "enum",
-                                                      "pattern",
-                                                      "maxLength",
-                                                      "minimum",
-                                                      "maximum",
-                                                      "minItems",
-                                                      "maxItems",
-                                                      "items",
-                                                      "properties",
-                                                      "additionalProperties",
+  inline static const std::set<std::string> kKnown = {"$schema",   "$id",         "$defs",      "$ref",
+                                                      "title",     "description", "default",    "type",
+                                                      "anyOf",     "enum",        "pattern",    "maxLength",
+                                                      "minLength", "minimum",     "maximum",    "minItems",
+                                                      "maxItems",  "items",       "properties", "additionalProperties",
                                                       "required"};
 
   static const json& resolve(const json& reference) {
@@ -167,6 +158,7 @@ class Validator {
     if (type == "array") return value.is_array();
     if (type == "string") return value.is_string();
     if (type == "integer") return value.is_number_integer();
+    if (type == "number") return value.is_number();
     if (type == "boolean") return value.is_boolean();
     FAIL("the schema uses type " << type << ", which this validator does not know");
     return false;
@@ -219,6 +211,7 @@ TEST_CASE("the config schema's properties are the keys the config loader accepts
       {"/properties/socket", keys(k::kSocket)},
       {"/properties/control", keys(k::kControl)},
       {"/properties/metrics", keys(k::kMetrics)},
+      {"/properties/tracing", keys(k::kTracing)},
       {"/properties/handlers/items", keys(k::kHandler)},
       {"/$defs/allow", keys(k::kAllow)},  // handlers[].allow, control.allow and control.allow_read
       {"/properties/handlers/items/properties/retry", keys(k::kRetry)},
@@ -260,6 +253,11 @@ TEST_CASE("the config schema refuses what the loader refuses: unknown keys, bad 
   const std::string handlers = "handlers: [{name: a, patterns: [x]}]\n";
   REQUIRE(validate(base + handlers).empty());
   REQUIRE(jetfan::load_config_text(base + handlers, "good.yaml").errors.empty());
+  const std::string tracing =
+      "tracing: {endpoint: \"http://[::1]:4318/v1/traces\", sample_ratio: 0.25, service_name: orders,"
+      " max_queued: 100, max_batch: 100, interval: 100ms, request_timeout: 60s}\n";
+  REQUIRE(validate(base + handlers + tracing).empty());
+  REQUIRE(jetfan::load_config_text(base + handlers + tracing, "good.yaml").errors.empty());
   const std::vector<std::pair<std::string, std::string>> bad = {
       {base + handlers + "surprise: 1\n", "surprise: not a key the schema allows"},
       {base + handlers + "log: {level: info, colour: true}\n", "log.colour: not a key the schema allows"},
@@ -267,6 +265,16 @@ TEST_CASE("the config schema refuses what the loader refuses: unknown keys, bad 
       {base + handlers + "log: {format: xml}\n", "log.format: \"xml\" is not one of"},
       {base + handlers + "delivery: {nak_delay: 5}\n", "delivery.nak_delay"},
       {base + handlers + "nats: {servers: [\"http://x:4222\"]}\n", "nats.servers"},
+      {base + handlers + "tracing: {sample_ratio: 0.5}\n", "tracing.endpoint: required"},
+      {base + handlers + "tracing: {endpoint: \"https://c:4318\"}\n",
+       "tracing.endpoint: \"https://c:4318\" does not match"},
+      {base + handlers + "tracing: {endpoint: \"http://me@c:4318\"}\n", "tracing.endpoint"},
+      {base + handlers + "tracing: {endpoint: \"http://c\", sample_ratio: 1.5}\n", "tracing.sample_ratio: above 1"},
+      {base + handlers + "tracing: {endpoint: \"http://c\", sample_ratio: -0.1}\n", "tracing.sample_ratio: below 0"},
+      {base + handlers + "tracing: {endpoint: \"http://c\", sample_ratio: half}\n", "tracing.sample_ratio"},
+      {base + handlers + "tracing: {endpoint: \"http://c\", service_name: \"\"}\n", "tracing.service_name: shorter"},
+      {base + handlers + "tracing: {endpoint: \"http://c\", max_queued: 0}\n", "tracing.max_queued: below 1"},
+      {base + handlers + "tracing: {endpoint: \"http://c\", interval: 5}\n", "tracing.interval"},
       {"consumer: {stream: S, durable: D}\n" + handlers, "socket: required"},
       {base + "handlers: [{name: a}]\n", "handlers[0].patterns: required"},
       {base + "handlers: [{name: a b, patterns: x}]\n", "handlers[0].name"},

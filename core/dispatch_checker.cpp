@@ -225,6 +225,10 @@ std::string DispatchChecker::check_one(const Effect& effect, TimePoint now) {
     }
     case Kind::kWip:
       return "";
+    case Kind::kOrderReleased:
+      if (effect.handler >= settings_.handlers.size() || !(s.recipients & bit(effect.handler)))
+        return "R21: an order release for a handler that is not a recipient" + seq_text(seq);
+      return "";
     case Kind::kTrim:
       if (settings_.ack_policy != AckPolicy::kAll)
         return "R18: a trim under an AckPolicy other than all" + seq_text(seq);

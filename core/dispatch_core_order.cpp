@@ -69,6 +69,9 @@ void DispatchCore::order_release(std::size_t handler, std::uint64_t seq) {
   message.gated &= ~bit;
   message.queued |= bit;
   handlers_[handler].queue.push_front(seq);  // it has waited longer than anything queued behind it
+  Effect released{Effect::Kind::kOrderReleased, message.handle};
+  released.handler = handler;
+  effects_.push_back(released);
 }
 
 void DispatchCore::release_gated(std::vector<bool>& touched) {

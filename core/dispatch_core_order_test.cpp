@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "core_test_support.hpp"
 #include "dispatch_core.hpp"
 
@@ -287,4 +289,26 @@ TEST_CASE("ordered: a reload keeps the order of what is held, and a new order_by
   CHECK(delivered(core) == std::vector<std::uint64_t>{3});  // unordered now: at once
   REQUIRE(core.ack(1, sent[0].delivery, kStart));
   CHECK(delivered(core) == std::vector<std::uint64_t>{2});  // held before the reload: still in order
+}
+
+TEST_CASE(
+    "ordered: a message let go by the older one of its key is told as kOrderReleased, one that never waited is not",
+    "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.arrive(ordered(1, "a", 0b11), kStart);
+  core.arrive(ordered(2, "a", 0b11), kStart);
+  core.arrive(ordered(3, "b", 0b11), kStart);
+  const std::vector<Effect> sent = take_all(core, Kind::kDeliver);
+  CHECK(take(core, Kind::kOrderReleased).empty());
+  const auto first =
+      std::find_if(sent.begin(), sent.end(), [](const Effect& e) { return e.connection == 1 && e.message / 100 == 1; });
+  REQUIRE(first != sent.end());
+  REQUIRE(core.ack(1, first->delivery, kStart + milliseconds(5)));
+  const std::vector<Effect> released = take(core, Kind::kOrderReleased);
+  REQUIRE(released.size() == 1);
+  CHECK(released[0].message / 100 == 2);
+  CHECK(released[0].handler == 0);
+  CHECK(delivered(core) == std::vector<std::uint64_t>{2});
 }

@@ -881,6 +881,7 @@ struct Model {
         }
         case Kind::kWip:
         case Kind::kRelease:
+        case Kind::kOrderReleased:
           break;
         case Kind::kTrim:
           REQUIRE(policy == AckPolicy::kAll);

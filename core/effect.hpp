@@ -32,6 +32,8 @@ struct Effect {
     kRedriveSettled,  // redrive `redrive` is settled by handler (ACK, or dead-lettered again): delete the old one
     kRedriveDropped,  // redrive `redrive` is over unsettled (drain, reload): keep the dead letter
     kTrim,            // only the reply subject of message is needed from now on (settled, waiting for the floor)
+    kOrderReleased,   // a fact, to report: message, which waited behind an older one of its order key for
+                      // handler, may go to it now (R21); for tracing. Only for a message that waited.
   };
   Kind kind;
   MessageHandle message = 0;
@@ -39,7 +41,7 @@ struct Effect {
   DeliveryId delivery = 0;            // kDeliver, kFailed
   Duration delay{0};                  // kNak; kFailed by a NAK: the handler's own delay, negative when it gave none
   FailCause cause = FailCause::kNak;  // kFailed
-  std::size_t handler = 0;            // kDeadLetter, kGaveUp
+  std::size_t handler = 0;            // kDeadLetter, kGaveUp, kOrderReleased
   std::uint64_t publish = 0;          // kDeadLetter: names this try of the publish
   GiveUpReason reason{};              // kDeadLetter, kGaveUp
   std::uint64_t redrive = 0;          // kRedriveSettled, kRedriveDropped: Redrive::id

@@ -1,11 +1,15 @@
 #include "daemon.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <random>
 
 #include <spdlog/spdlog.h>
 
+#include "jetfan/version.hpp"
 #include "jetstream_admin.hpp"
 #include "logging.hpp"
 #include "nats_auth.hpp"
@@ -28,6 +32,8 @@ Daemon::~Daemon() {
   control_.reset();
   dispatcher_.reset();
   listener_.reset();
+  span_sink_.reset();
+  exporter_.reset();
 }
 
 int Daemon::run() {
@@ -75,6 +81,7 @@ int Daemon::run() {
                         [this, ack_policy, max_held, ack_wait] { take_over(ack_policy, max_held, ack_wait); }};
   dispatcher_ = std::make_unique<Dispatcher>(config_, std::move(*derived.settings), reader_, time_, notifier_, arena_,
                                              std::move(hooks));
+  if (config_.tracing) start_tracing();
   if (facts.from_server) dispatcher_->bound(facts);
   // A pinned_client reader stands by first: what is outstanding is read when the pin comes to it.
   if (!pinned) expect_outstanding(facts, ack_policy, max_held, ack_wait);
@@ -99,7 +106,38 @@ int Daemon::run() {
   if (stopping_) dispatcher_->begin_drain();  // a signal came while binding
   io_.run();
   notifier_.stop_watchdog();
+  // The spans of the last messages, settled by the drain, go out within the exporter's stop timeout.
+  if (exporter_) exporter_->stop();
   return dispatcher_->exit_code();
+}
+
+void Daemon::start_tracing() {
+  const TracingSettings& tracing = *config_.tracing;
+  SpanExporterSettings settings;
+  settings.endpoint = tracing.endpoint;
+  settings.max_queued = tracing.max_queued;
+  settings.max_batch = tracing.max_batch;
+  settings.interval = tracing.interval;
+  settings.request_timeout = tracing.request_timeout;
+  settings.resource.service_name = tracing.service_name;
+  settings.resource.service_version = kVersion;
+  std::array<char, 256> host{};
+  if (gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  // Unique per process, as OpenTelemetry asks of service.instance.id: two jetfans may share a host.
+  settings.resource.service_instance_id = std::string(host.data()) + "/" + std::to_string(getpid());
+  settings.resource.attributes.push_back({"messaging.system", std::string("nats")});
+  settings.resource.attributes.push_back({"jetfan.stream", config_.consumer.stream});
+  settings.resource.attributes.push_back({"jetfan.durable", config_.consumer.durable});
+  auto made = make_span_exporter(std::move(settings));
+  if (auto* error = std::get_if<std::string>(&made)) throw StartupError(kExitConfig, "tracing: " + *error);
+  exporter_ = std::move(std::get<std::unique_ptr<SpanExporter>>(made));
+  span_sink_ = std::make_unique<SpanExporterSink>(*exporter_);
+  const std::uint64_t seed = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  dispatcher_->enable_tracing(*span_sink_, exporter_.get(), seed);
+  log_info("tracing.on", {{"endpoint", tracing.endpoint}, {"sample_ratio", fmt::format("{}", tracing.sample_ratio)}},
+           "tracing: spans of each message and handler delivery go to {} (OTLP/HTTP JSON); messages without a "
+           "traceparent traced at a ratio of {}",
+           tracing.endpoint, tracing.sample_ratio);
 }
 
 void Daemon::expect_outstanding(const ConsumerFacts& facts, AckPolicy ack_policy, std::size_t max_held,

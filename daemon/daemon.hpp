@@ -17,6 +17,7 @@
 #include "jetstream_reader.hpp"
 #include "message_bytes.hpp"
 #include "reloader.hpp"
+#include "span_exporter.hpp"
 #include "systemd_notifier.hpp"
 #include "timekeeper.hpp"
 
@@ -42,6 +43,8 @@ class Daemon {
   // former owner left unacked expected as after a restart. Blocks the io thread for the answers
   // (at most about 5 s and half an AckWait), while jetfan delivers nothing anyway.
   void take_over(AckPolicy ack_policy, std::size_t max_held, Duration ack_wait);
+  // Starts the span exporter of config.tracing; throws StartupError if it cannot be made.
+  void start_tracing();
   // SIGHUP and the control socket's RELOAD.
   ReloadResult reload();
 
@@ -52,6 +55,9 @@ class Daemon {
   JetStreamReader reader_;
   AsioTimekeeper time_;
   SystemdNotifier notifier_;
+  // Tracing (config tracing:): the exporter outlives the dispatcher, which offers it spans until it goes.
+  std::unique_ptr<SpanExporter> exporter_;
+  std::unique_ptr<SpanExporterSink> span_sink_;
   std::unique_ptr<HandlerListener> listener_;  // set once the consumer is bound
   std::unique_ptr<Dispatcher> dispatcher_;     // likewise
   bool stopping_ = false;                      // a signal came before serving began

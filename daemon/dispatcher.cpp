@@ -189,6 +189,7 @@ void Dispatcher::on_message(InboundMessage&& message) {
   arrival.consumer_seq = message.consumer_seq;
   arrival.published_ns = message.published_ns;
   arrival.wall_ns = wall_now_ns_;
+  if (tracing_) tracing_->arrived(handle, stored, static_cast<std::uint64_t>(wall_now_ns_), now);
   core_.arrive(arrival, now);
   if (tap_) tap_->arrived(arrival);
   pulls_.on_message(now, size);
@@ -311,6 +312,8 @@ std::optional<Dispatcher::StepDown> Dispatcher::step_down() {
 void Dispatcher::apply_effects() {
   auto& effects = core_.effects();
   if (tap_ && !effects.empty()) tap_->effects(effects, time_.now());
+  const TimePoint traced_at = tracing_ && !effects.empty() ? time_.now() : TimePoint{};
+  const std::uint64_t traced_wall = tracing_ && !effects.empty() ? time_.wall_now_ns() : 0;
   std::size_t kept_alive = 0;
   for (const Effect& effect : effects) {
     auto stored = stored_.find(effect.message);
@@ -321,26 +324,34 @@ void Dispatcher::apply_effects() {
         HandlerSession* session = table_.find(effect.connection);
         if (session == nullptr) break;
         const auto& s = stored->second;
+        std::optional<std::string> traceparent;
+        if (tracing_ && session->handler()) {
+          traceparent = tracing_->effect(effect, *session->handler(), {}, traced_wall, traced_at);
+        }
         // The handler's own count; the server's goes beside it in version 2.
         session->send_msg(effect.delivery, s.key, s.stream_seq, effect.deliveries, s.deliveries, s.published_ns,
-                          s.message);
+                          s.message, traceparent ? std::string_view(*traceparent) : std::string_view());
         if (dirty_.empty() || dirty_.back().get() != session) dirty_.push_back(session->shared_from_this());
         break;
       }
       case Effect::Kind::kAck:
         upstream_.ack(message);
+        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kNak:
         upstream_.nak(message, effect.delay);
+        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kTerm:
         upstream_.term(message);
+        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kWip:
         upstream_.wip(message);
         ++kept_alive;
         break;
       case Effect::Kind::kRelease:
+        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
         stored_.erase(stored);
         break;
       case Effect::Kind::kFailed: {
@@ -356,10 +367,12 @@ void Dispatcher::apply_effects() {
           }
         }
         log_.failed(effect, stored->second, session, ordered, reason, time_.now());
+        if (tracing_) tracing_->effect(effect, 0, reason, traced_wall, traced_at);
         break;
       }
       case Effect::Kind::kDeadLetter:
         dead_letters_.publish(effect, stored->second, time_.now());
+        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kGaveUp:
         log_.gave_up(effect, stored->second, time_.now());
@@ -367,6 +380,9 @@ void Dispatcher::apply_effects() {
       case Effect::Kind::kRedriveSettled:
       case Effect::Kind::kRedriveDropped:
         jobs_.redrive_ended(effect);
+        break;
+      case Effect::Kind::kOrderReleased:
+        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kTrim: {
         stored_.trim(stored->second, arena_);
@@ -430,6 +446,7 @@ void Dispatcher::housekeeping() {
   }
   warnings_.report_suppressed(now);
   pulls_.check_liveness(now);
+  if (tracing_) tracing_->housekeeping(now);
   if (state_ == State::kServing) {
     watch_.tick(now);
     if (pinned_) pinned_->tick(now);
@@ -533,12 +550,14 @@ bool Dispatcher::redrive(std::size_t handler, const jetstream::StoredMessage& le
   Redrive redrive{next_handle_++, letter.seq, handler, std::nullopt};
   if (const auto found = router_.order_key(handler, key, made.bytes->headers()))
     redrive.order_key = std::string(*found);
-  stored_.add(redrive.message, HeldMessage{std::move(made.bytes), key, made.original_seq, 1, 0});
+  const HeldMessage& held =
+      stored_.add(redrive.message, HeldMessage{std::move(made.bytes), key, made.original_seq, 1, 0});
   if (!core_.redrive(redrive, time_.now())) {
     stored_.erase(redrive.message);
     return false;
   }
-  // on_batch_end applies what the core decided.
+  // on_batch_end applies what the core decided: its course is traced from here.
+  if (tracing_) tracing_->arrived(redrive.message, held, static_cast<std::uint64_t>(time_.wall_now_ns()), time_.now());
   return true;
 }
 
@@ -610,7 +629,11 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
       return;
   }
   if (tap_) tap_->answered(session.id(), command, known);
-  if (!known) log_.unknown_answer(session, command.verb, command.id);
+  if (!known) {
+    log_.unknown_answer(session, command.verb, command.id);
+  } else if (tracing_) {
+    tracing_->answered(session.id(), command, static_cast<std::uint64_t>(time_.wall_now_ns()), now);
+  }
 }
 
 void Dispatcher::on_input_consumed(HandlerSession&) {
@@ -702,6 +725,12 @@ void Dispatcher::fill_status(StatusSnapshot& snapshot, const RateWindow& rates, 
   if (pinned_) pinned_->fill(snapshot);
   reader_health_.fill(snapshot, time_.now());
   unreadable_.fill(snapshot);
+  if (tracing_) tracing_->fill(snapshot);
+}
+
+void Dispatcher::enable_tracing(SpanSink& sink, const SpanExporter* exporter, std::uint64_t seed) {
+  JETFAN_ON_IO_THREAD(thread_);
+  tracing_ = std::make_unique<DispatchTracing>(config_, config_.tracing.value().sample_ratio, seed, sink, exporter);
 }
 
 std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeSettings settings) {
@@ -716,6 +745,7 @@ std::vector<std::string> Dispatcher::apply_reload(const ReloadPlan& plan, ServeS
   settings_.core.handlers = settings.core.handlers;
   settings_.core.nak_delay = settings.core.nak_delay;
   settings_.core.nak_delay_max = settings.core.nak_delay_max;
+  if (tracing_ && config_.tracing) tracing_->set_sample_ratio(config_.tracing->sample_ratio);
   const ReindexOutcome outcome = core_.reconfigure(
       HandlerReindex{plan.old_to_new, settings.core.handlers, settings.core.nak_delay, settings.core.nak_delay_max},
       time_.now());

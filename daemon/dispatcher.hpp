@@ -16,6 +16,7 @@
 //   ReaderHealth (reader_health.hpp)    consuming as the only reader? (connection, other readers)
 //   PinnedReader (pinned_reader.hpp)    a pinned_client group: the pin, keep-alives, step-down
 //   UnreadableMessages (unreadable_messages.hpp) a message whose subject breaks the connection
+//   DispatchTracing (dispatch_tracing.hpp) spans of each message and handler delivery, when on
 // It exists only once the consumer is bound: everything it owns is whole from construction.
 //
 // Its seams, and nothing else, reach outside it:
@@ -54,6 +55,7 @@
 #include "dispatch_core.hpp"
 #include "dispatch_log.hpp"
 #include "dispatch_status.hpp"
+#include "dispatch_tracing.hpp"
 #include "dispatcher_tap.hpp"
 #include "full_watch.hpp"
 #include "handler_session.hpp"
@@ -177,6 +179,10 @@ class Dispatcher final : private SessionOwner,
   // The stream sequence of the last message that arrived; routing by a reload starts after it.
   std::uint64_t last_arrived_seq() const { return last_arrived_seq_; }
 
+  // Traces what it dispatches from now on (DispatchTracing), into `sink`; `exporter`, if not null,
+  // is asked for its figures. Precondition: config.tracing is set. Both must outlive the dispatcher.
+  void enable_tracing(SpanSink& sink, const SpanExporter* exporter, std::uint64_t seed);
+
   // For checkers (the session fuzzer, tests). The tap, if any, must outlive the dispatcher or be
   // unset first.
   void set_tap(DispatcherTap* tap) { tap_ = tap; }
@@ -285,6 +291,7 @@ class Dispatcher final : private SessionOwner,
   OtherReaderCheck::Own own_;
   std::optional<PinnedReader> pinned_;  // set for a pinned_client group (settings_.pin)
   UnreadableMessages unreadable_{config_, upstream_, arena_, static_cast<UnreadableHost&>(*this)};
+  std::unique_ptr<DispatchTracing> tracing_;  // set when tracing is on (enable_tracing)
 };
 
 }  // namespace jetfan

@@ -151,14 +151,14 @@ void HandlerSession::send_ready(std::uint32_t max_inflight, const std::vector<st
 
 void HandlerSession::send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
                               std::uint64_t server_deliveries, std::uint64_t published_ns,
-                              const MessageBytesPtr& message) {
+                              const MessageBytesPtr& message, std::string_view traceparent) {
   JETFAN_ON_IO_THREAD(thread_);
   const std::size_t header_bytes = message->headers().size();
   const std::size_t total_bytes = header_bytes + message->payload().size();
   // Only this line is the connection's own; the body after it is shared by every recipient.
   if (version_ >= proto::kVersion3) {
     proto::append_msg3_line(out_.owned(), id, key, stream_seq, deliveries, header_bytes, total_bytes, published_ns,
-                            message->subject(), server_deliveries, /*traceparent=*/{});
+                            message->subject(), server_deliveries, traceparent);
   } else if (version_ >= proto::kVersion2) {
     proto::append_msg2_line(out_.owned(), id, key, stream_seq, deliveries, header_bytes, total_bytes, published_ns,
                             message->subject(), server_deliveries);

@@ -98,10 +98,12 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   // announces the handler's max_inflight as its max-unconfirmed. A MSG is laid out in the
   // connection's version: version 2 adds `published_ns` (0: unknown), the message's subject and
   // `server_deliveries`. `deliveries` is the handler's own count (RetryBudget::deliveries_to),
-  // `server_deliveries` the server's.
+  // `server_deliveries` the server's. Version 3 adds `traceparent` (DispatchTracing's delivery span),
+  // sent as "-" when empty.
   void send_ready(std::uint32_t max_inflight, const std::vector<std::string>& patterns);
   void send_msg(DeliveryId id, std::string_view key, std::uint64_t stream_seq, std::uint64_t deliveries,
-                std::uint64_t server_deliveries, std::uint64_t published_ns, const MessageBytesPtr& message);
+                std::uint64_t server_deliveries, std::uint64_t published_ns, const MessageBytesPtr& message,
+                std::string_view traceparent = {});
   void send_pong();
   void flush();
   // Sends ERR with the reason, then closes, lingering so that the ERR reaches a peer that is still

@@ -61,6 +61,8 @@ struct LogField {
   LogField(std::string_view k, const std::string& v) : key(k), value(v) {}
   LogField(std::string_view k, const char* v) : key(k), value(std::string(v)) {}
   LogField(std::string_view k, bool v) : key(k), value(v) {}
+  // A double would become a bool: write it as a string, in the precision it deserves.
+  LogField(std::string_view k, double v) = delete;
   template <std::signed_integral T>
   LogField(std::string_view k, T v) : key(k), value(static_cast<std::int64_t>(v)) {}
   template <std::unsigned_integral T>

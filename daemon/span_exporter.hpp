@@ -45,6 +45,7 @@
 #include <variant>
 #include <vector>
 
+#include "delivery_tracer.hpp"
 #include "otlp_json.hpp"
 
 namespace jetfan {
@@ -136,6 +137,16 @@ class SpanExporter {
   boost::asio::io_context io_;     // the worker's; stop() only posts to it, to wake it
   std::vector<SpanRecord> spare_;  // the worker's: swapped with queue_, so both keep their capacity
   std::thread worker_;             // last: started once everything above exists
+};
+
+// The exporter as a DeliveryTracer's sink: what it refuses, it counts.
+class SpanExporterSink final : public SpanSink {
+ public:
+  explicit SpanExporterSink(SpanExporter& exporter) : exporter_(exporter) {}
+  void offer(SpanRecord&& span) override { exporter_.offer(std::move(span)); }
+
+ private:
+  SpanExporter& exporter_;
 };
 
 // Checks the settings and the endpoint (parse_http_endpoint) and starts an exporter; or says what

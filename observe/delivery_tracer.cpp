@@ -116,7 +116,9 @@ std::optional<std::string> DeliveryTracer::delivered(MessageHandle handle, Conne
   state.span_id = ids_.next_span_id();
   state.handler = std::string(handler);
   state.attempt = attempt;
-  state.ready = handler_entry(message, handler).ready;
+  HandlerEntry& entry = handler_entry(message, handler);
+  state.ready = entry.ready;
+  state.order_released = std::exchange(entry.order_released, std::nullopt);
   state.sent = at;
   ++message.deliveries;
   message.open.push_back(key);
@@ -155,10 +157,22 @@ void DeliveryTracer::disconnected(ConnectionId connection, std::uint64_t wall_ns
   }
 }
 
+void DeliveryTracer::order_released(MessageHandle handle, std::string_view handler, TimePoint now) {
+  const auto found = messages_.find(handle);
+  if (found == messages_.end()) return;
+  handler_entry(found->second, handler).order_released = now;
+}
+
 void DeliveryTracer::dead_lettered(MessageHandle handle, std::string_view handler, std::uint64_t /*wall_ns*/) {
   const auto found = messages_.find(handle);
   if (found == messages_.end()) return;
+  // A publish that failed is tried again with the same effect: the handler is named once.
   std::string& list = found->second.dead_lettered;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t end = std::min(list.find(',', at), list.size());
+    if (std::string_view(list).substr(at, end - at) == handler) return;
+    at = end + 1;
+  }
   if (!list.empty()) list += ',';
   list += handler;
 }
@@ -201,6 +215,9 @@ void DeliveryTracer::end_delivery(Deliveries::iterator it, std::string_view outc
     add(attributes, "jetfan.connection", as_int(it->first.first));
     add(attributes, "jetfan.delivery", as_int(it->first.second));
     add(attributes, "jetfan.queued_ms", elapsed_ms(delivery.ready.steady, delivery.sent.steady));
+    if (delivery.order_released) {
+      add(attributes, "jetfan.order_wait_ms", elapsed_ms(delivery.ready.steady, *delivery.order_released));
+    }
     add(attributes, "jetfan.in_handler_ms", elapsed_ms(delivery.sent.steady, end.steady));
     add(attributes, "jetfan.outcome", std::string(outcome));
     if (nak_delay_ms) add(attributes, "jetfan.nak_delay_ms", *nak_delay_ms);

@@ -43,11 +43,12 @@
 //   delivered() returns the traceparent naming it, for the MSG to carry, and an instrumented
 //   handler's own span becomes its child.
 //     jetfan.handler, jetfan.attempt (int), jetfan.connection (int), jetfan.delivery (int),
-//     jetfan.queued_ms (double: ready to MSG sent), jetfan.in_handler_ms (double: MSG sent to its
-//     end), jetfan.outcome ("ack", "nak", "term", "timeout", "disconnect", or "abandoned" when the
-//     message was settled or replaced while it was in flight), jetfan.nak_delay_ms (int, when a NAK
-//     gave one), jetfan.reason (when a NAK or TERM gave one). Status UNSET for ack, ERROR for every
-//     other outcome, its message the reason if one was given, else the outcome.
+//     jetfan.queued_ms (double: ready to MSG sent), jetfan.order_wait_ms (double: of that, the wait
+//     behind an older message of its order key; only when it waited so), jetfan.in_handler_ms
+//     (double: MSG sent to its end), jetfan.outcome ("ack", "nak", "term", "timeout", "disconnect", or "abandoned" when
+//     the message was settled or replaced while it was in flight), jetfan.nak_delay_ms (int, when a NAK gave one),
+//     jetfan.reason (when a NAK or TERM gave one). Status UNSET for ack, ERROR for every other outcome, its message the
+//     reason if one was given, else the outcome.
 //
 // Memory: state is kept only for traced messages whose course is open (arrived, not yet settled,
 // replaced or released) and traced deliveries in flight (delivered, not yet confirmed, abandoned or
@@ -118,6 +119,10 @@ class DeliveryTracer {
                                        std::string_view handler, std::uint64_t attempt, std::uint64_t wall_ns,
                                        TimePoint now);
 
+  // The message, which waited behind an older one of its order key for `handler`, may go to it
+  // now: that handler's next delivery of it says how long it waited so (jetfan.order_wait_ms).
+  void order_released(MessageHandle handle, std::string_view handler, TimePoint now);
+
   // The delivery ended: its span ends and is offered. A failure (anything but kAck) makes its end
   // the ready time of that handler's next delivery of the message. `nak_delay_ms` only with a NAK
   // that gave one; `reason` empty if none was given. Unknown pairs are ignored.
@@ -129,8 +134,8 @@ class DeliveryTracer {
   // need not list them).
   void disconnected(ConnectionId connection, std::uint64_t wall_ns, TimePoint now);
 
-  // The message was dead-lettered for `handler`: added to the message span's jetfan.dead_lettered.
-  // (`wall_ns` is not used: a span attribute carries no time.)
+  // The message was dead-lettered for `handler`: added to the message span's jetfan.dead_lettered,
+  // once however often it is told. (`wall_ns` is not used: a span attribute carries no time.)
   void dead_lettered(MessageHandle handle, std::string_view handler, std::uint64_t wall_ns);
 
   // The message is settled: its open deliveries end as "abandoned", then its span ends, all offered,
@@ -141,6 +146,10 @@ class DeliveryTracer {
   // anything, since there is no time to end it at (counted in dropped_open()); call settled() with
   // kNone first to have it reported.
   void released(MessageHandle handle);
+
+  // From the next arrival on (a reload of tracing.sample_ratio).
+  void set_sample_ratio(double ratio) { settings_.sample_ratio = ratio; }
+  double sample_ratio() const { return settings_.sample_ratio; }
 
   std::uint64_t traced_messages() const { return traced_messages_; }  // arrivals traced
   std::uint64_t spans_made() const { return spans_made_; }            // spans offered to the sink
@@ -160,6 +169,7 @@ class DeliveryTracer {
   struct HandlerEntry {
     std::string handler;
     Instant ready;  // when the message became ready for it: arrival, or its last failure's end
+    std::optional<TimePoint> order_released;  // since ready, when an older one of its key let it go
   };
 
   struct MessageState {
@@ -182,6 +192,7 @@ class DeliveryTracer {
     std::uint64_t attempt = 0;
     Instant ready;
     Instant sent;
+    std::optional<TimePoint> order_released;
   };
 
   using Messages = std::unordered_map<MessageHandle, MessageState>;

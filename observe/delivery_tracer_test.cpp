@@ -338,6 +338,7 @@ TEST_CASE("DeliveryTracer: settling ends the deliveries still open as abandoned"
   f.confirm(10, 1, Outcome::kAck, 3ms);
   f.tracer.dead_lettered(1, "c", wall(4ms));
   f.tracer.dead_lettered(1, "d", wall(4ms));
+  f.tracer.dead_lettered(1, "c", wall(5ms));  // a publish tried again names it once
   f.settle(1, SettleVerb::kNak, 50ms);
   CHECK(f.empty());
   REQUIRE(f.sink.spans.size() == 3);
@@ -473,4 +474,25 @@ TEST_CASE("DeliveryTracer: its spans make a valid OTLP/JSON export", "[unit][del
   CHECK(message.at("kind") == static_cast<int>(SpanKind::kConsumer));
   CHECK(message.at("startTimeUnixNano") == std::to_string(wall(0ms)));
   CHECK(message.at("endTimeUnixNano") == std::to_string(wall(3ms)));
+}
+
+TEST_CASE("DeliveryTracer: a wait behind an older message of the key is its own figure, within queued_ms",
+          "[unit][delivery_tracer]") {
+  Fixture f;
+  f.arrive(1, header_block("01"), 0ms);
+  f.tracer.order_released(1, "ordered", at(30ms));
+  f.deliver(1, 10, 100, "ordered", 1, 32ms);
+  f.deliver(1, 11, 200, "other", 1, 1ms);
+  f.confirm(10, 100, Outcome::kNak, 40ms);
+  f.deliver(1, 10, 101, "ordered", 2, 50ms);  // a retry without a new wait for order
+  f.confirm(10, 101, Outcome::kAck, 60ms);
+  f.confirm(11, 200, Outcome::kAck, 61ms);
+  f.settle(1, SettleVerb::kAck, 62ms);
+  const SpanRecord& waited = span_named(f.sink.spans, "deliver ordered", 0);
+  CHECK(double_attr(waited, "jetfan.order_wait_ms") == Approx(30.0));
+  CHECK(double_attr(waited, "jetfan.queued_ms") == Approx(32.0));
+  CHECK_FALSE(has_attr(span_named(f.sink.spans, "deliver ordered", 1), "jetfan.order_wait_ms"));
+  CHECK_FALSE(has_attr(span_named(f.sink.spans, "deliver other"), "jetfan.order_wait_ms"));
+  f.tracer.order_released(99, "ordered", at(70ms));  // unknown: nothing kept
+  CHECK(f.empty());
 }

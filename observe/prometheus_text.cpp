@@ -107,6 +107,21 @@ std::string render_prometheus(const StatusSnapshot& s) {
     w.sample("jetfan_pin_lost_total", "", s.pin_lost);
   }
 
+  if (s.tracing) {
+    const auto& tr = *s.tracing;
+    w.family("jetfan_traced_messages_total", "counter", "Message arrivals traced (tracing.sample_ratio, traceparent).");
+    w.sample("jetfan_traced_messages_total", "", tr.traced_messages);
+    w.family("jetfan_trace_spans_total", "counter",
+             "Spans finished, by what became of them: exported, or dropped (queue_full, export_failed).");
+    w.sample("jetfan_trace_spans_total", "outcome=\"exported\"", tr.exported);
+    w.sample("jetfan_trace_spans_total", "outcome=\"queue_full\"", tr.dropped_queue_full);
+    w.sample("jetfan_trace_spans_total", "outcome=\"export_failed\"", tr.dropped_export_failed);
+    w.family("jetfan_trace_export_requests_total", "counter", "OTLP export requests, by result.");
+    w.sample("jetfan_trace_export_requests_total", "result=\"ok\"",
+             tr.export_requests - std::min(tr.failed_requests, tr.export_requests));
+    w.sample("jetfan_trace_export_requests_total", "result=\"failed\"", tr.failed_requests);
+  }
+
   struct Counter {
     const char* name;
     const char* help;

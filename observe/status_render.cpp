@@ -140,6 +140,16 @@ std::string render_status_text(const StatusSnapshot& s) {
          "\" broke the NATS connection" + (u.times > 1 ? " (found " + std::to_string(u.times) + " times)" : "") + "; " +
          u.outcome + "; " + std::to_string(u.handed_back) + " delivery(ies) it took handed back");
   }
+  if (s.tracing) {
+    const auto& tr = *s.tracing;
+    const std::uint64_t dropped = tr.dropped_queue_full + tr.dropped_export_failed;
+    line("tracing: to " + tr.endpoint + ", new traces at a ratio of " + format::number(tr.sample_ratio) + "; " +
+         std::to_string(tr.traced_messages) + " message(s) traced, " + std::to_string(tr.spans) + " span(s), " +
+         std::to_string(tr.exported) + " exported, " + std::to_string(dropped) + " dropped (" +
+         std::to_string(tr.dropped_queue_full) + " queue full, " + std::to_string(tr.dropped_export_failed) +
+         " export failed); " + std::to_string(tr.failed_requests) + " of " + std::to_string(tr.export_requests) +
+         " export(s) failed" + (tr.last_error.empty() ? "" : ", the last: " + tr.last_error));
+  }
   for (const auto& h : s.handlers) {
     line("");
     line("handler " + h.name + ": patterns " + joined(h.patterns, " ") + "; max_inflight " +
@@ -277,6 +287,23 @@ std::string render_status_json(const StatusSnapshot& s) {
   }
   doc["messages"]["unreadable_subject"] = unreadable;
   doc["messages"]["unreadable_subject_total"] = s.unreadable_total;
+  if (s.tracing) {
+    const auto& tr = *s.tracing;
+    doc["tracing"] = {{"endpoint", tr.endpoint},
+                      {"sample_ratio", tr.sample_ratio},
+                      {"traced_messages", tr.traced_messages},
+                      {"spans", tr.spans},
+                      {"exported", tr.exported},
+                      {"dropped_queue_full", tr.dropped_queue_full},
+                      {"dropped_export_failed", tr.dropped_export_failed},
+                      {"export_requests", tr.export_requests},
+                      {"failed_requests", tr.failed_requests},
+                      {"open_messages", tr.open_messages},
+                      {"open_deliveries", tr.open_deliveries},
+                      {"last_error", tr.last_error.empty() ? json(nullptr) : json(tr.last_error)}};
+  } else {
+    doc["tracing"] = nullptr;
+  }
   doc["pulls"] = {{"outstanding", s.pulls_outstanding}, {"batch", s.pull_batch}, {"reconnects", s.reconnects}};
   doc["nats"] = {{"connected", s.nats_connected},
                  {"disconnected_seconds", optional_seconds(s.nats_disconnected_seconds)},

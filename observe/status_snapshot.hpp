@@ -152,6 +152,20 @@ struct StatusSnapshot {
   };
   std::vector<Unreadable> unreadable;
   std::uint64_t unreadable_total = 0;
+  // Tracing (config `tracing:`, daemon/DispatchTracing); absent when off.
+  struct Tracing {
+    std::string endpoint;
+    double sample_ratio = 0;            // of messages without a traceparent
+    std::uint64_t traced_messages = 0;  // arrivals traced
+    std::uint64_t spans = 0;            // spans finished and offered to the exporter
+    std::uint64_t exported = 0;         // in batches the collector took (2xx)
+    std::uint64_t dropped_queue_full = 0;
+    std::uint64_t dropped_export_failed = 0;  // in batches that failed, timed out, or were left at a stop
+    std::uint64_t export_requests = 0, failed_requests = 0;
+    std::size_t open_messages = 0, open_deliveries = 0;  // traced and not yet finished
+    std::string last_error;                              // of the last failed export; "" if none
+  };
+  std::optional<Tracing> tracing;
   LatencyHistogram publish_age;  // from publish (JetStream timestamp) to arrival
   std::vector<TailView> tails;
   std::uint64_t tail_dropped = 0;  // by every tail, ever

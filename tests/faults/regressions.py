@@ -97,6 +97,18 @@ def _stream_leader_off_consumer(run):
     return run.tool.leaders()
 
 
+def _replicas_current(run):
+    """True once the stream and the consumer each have a leader and every other replica is current."""
+    for info in (run.tool.stream_info(timeout_ms=500), run.tool.consumer_info(timeout_ms=500)):
+        cluster = (info or {}).get("cluster") or {}
+        replicas = cluster.get("replicas") or []
+        if not cluster.get("leader") or len(replicas) != len(run.servers.nodes) - 1:
+            return False
+        if not all(r.get("current") for r in replicas):
+            return False
+    return True
+
+
 def leader_resume(build):
     """known bug: after the consumer's leader is killed, jetfan resumes only when its heartbeat check fires.
 
@@ -250,6 +262,11 @@ def order_leader(build):
         tails = [records.Tail(run.record_path(h.name, 0, 1)) for h in run.handlers]
         wait_until(lambda: any(t.poll() for t in tails), 10)  # deliveries flow
         for _ in range(3):
+            # Each kill needs a whole cluster: a replica still catching up when the leader goes can
+            # leave none to elect a new one (CI once waited 30 s for it in vain, 3 s after a restart).
+            if not wait_until(lambda: _replicas_current(run), 60, poll=0.2):
+                findings.append("HARNESS: the stream and consumer replicas were not all current within 60 s")
+                break
             stream, consumer = _stream_leader_off_consumer(run)
             victim = run.servers.node(consumer)
             begin = time.monotonic_ns()
@@ -270,7 +287,6 @@ def order_leader(build):
             time.sleep(2)  # keys go on under the new leader
             victim.start()
             run.event("server_start", node=consumer)
-            time.sleep(3)
         run.stop_publisher()
     except Exception as e:
         findings.append(f"HARNESS: {type(e).__name__}: {e}")
