@@ -3,8 +3,9 @@
 //   test_handler SOCKET NAME SEEN_FILE [--default ACTION] [--only ACTION] [--details yes] [--workers N]
 //
 // For every message it appends "<stream-seq> <key> <deliveries> <payload>" to SEEN_FILE, then
-// answers. With --details, it also appends "<stream-seq> <deliveries> <server-deliveries> <headers>"
-// to SEEN_FILE.details, the header block in hex ("-" for none), byte for byte as it came. The payload may carry
+// answers. With --details, it also appends "<stream-seq> <deliveries> <server-deliveries> <headers> <traceparent>"
+// to SEEN_FILE.details, the header block in hex ("-" for none), byte for byte as it came, and the MSG's
+// traceparent (protocol version 3; "-" for none). The payload may carry
 // directives "<action>@<name>"; the one naming this handler wins, else --default (ack); --only ACTION answers every
 // message so, whatever it says. Actions:
 //   ack, term, nak          answer so
@@ -104,7 +105,8 @@ int main(int argc, char** argv) {
     while (auto message = client.next()) {
       if (details) {
         detail << message->stream_seq << ' ' << message->deliveries << ' ' << message->server_deliveries << ' '
-               << (message->headers.empty() ? "-" : hex(message->headers)) << '\n'
+               << (message->headers.empty() ? "-" : hex(message->headers)) << ' ' << message->traceparent.value_or("-")
+               << '\n'
                << std::flush;
       }
       seen << message->stream_seq << ' ' << message->key << ' ' << message->deliveries << ' ' << message->payload
