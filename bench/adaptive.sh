@@ -44,7 +44,7 @@ service_ms=5
 schedule="8:$phase,2:$phase,16:$phase"
 count=$((rate * 3 * phase))
 
-bin=$root/${JETFAN_BUILD_DIR:-build}
+bin=${JETFAN_BUILD_DIR:-build}; [[ $bin == /* ]] || bin=$root/$bin  # absolute, or under the tree
 tool=$bin/bench/jetfan-bench
 jetfan=${JETFAN_BIN:-$bin/daemon/jetfan}
 python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past any launcher shim: the sampler starts at once
@@ -54,18 +54,9 @@ for f in "$tool" "$jetfan"; do
 done
 command -v nats-server > /dev/null || { echo "bench: nats-server is not on PATH (scripts/deps.sh)" >&2; exit 1; }
 
-work=$(mktemp -d /tmp/jetfan-adaptive.XXXXXX)
-if [ $smoke = 1 ]; then out=$work/results; else out=$root/bench/results; fi
-mkdir -p "$out"
-pids=()
-cleanup() {  # also what a failed run left behind
-  for pid in "${pids[@]}" $(jobs -p); do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  # ADAPTIVE_KEEP=DIR keeps the run's files (samples, handler logs, status, jetfan logs) there.
-  if [ -n "${ADAPTIVE_KEEP:-}" ]; then mkdir -p "$ADAPTIVE_KEEP" && cp -r "$work"/. "$ADAPTIVE_KEEP"/ && rm -rf "$ADAPTIVE_KEEP/js"; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# ADAPTIVE_KEEP=DIR keeps the run's files (logs, configs, status) there.
+. "$root/bench/scratch.sh"
+bench_scratch adaptive ADAPTIVE_KEEP
 
 # As bench/run.sh: the server picks a free port and says which.
 nats-server -js -sd "$work/js" -a 127.0.0.1 -p -1 > "$work/nats.log" 2>&1 &

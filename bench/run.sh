@@ -38,6 +38,11 @@
 # BENCH_HANDLER_EXTRA='    key: value' (YAML lines, indented as a handler's keys), in any mode, is added
 # to every handler of every jetfan: `BENCH_HANDLER_EXTRA='    adaptive_inflight: true' bench/run.sh
 # --instructions` measures what a feature costs per message.
+# BENCH_CONFIG_EXTRA='tracing:\n  endpoint: ...' (top-level YAML lines), in any mode, is appended to every
+# jetfan's config: `BENCH_CONFIG_EXTRA=$'tracing:\n  endpoint: http://127.0.0.1:4318/v1/traces'
+# bench/run.sh --instructions` measures what a top-level section costs per message (bench/tracing.sh).
+# BENCH_STATUS_DIR=DIR, in any mode, saves `jetfan status --json` of every drained jetfan run (and
+# callgrind run) to DIR as it settles, before jetfan is stopped: status-<N>.json, N counting from 1.
 # BENCH_MAX_ACK_PENDING=N (default 20000), in the throughput, --ratios and --order runs, gives the
 # consumer that MaxAckPending, which is jetfan's max_held.
 #
@@ -91,7 +96,7 @@ if uses full smoke; then (cd bench/node && npm ci --no-audit --no-fund --silent)
 if uses full smoke clients delivery; then node20=$(clients/node/bench/build.sh); fi  # the TypeScript client's handler
 python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past any launcher shim
 
-bin=$root/${JETFAN_BUILD_DIR:-build}
+bin=${JETFAN_BUILD_DIR:-build}; [[ $bin == /* ]] || bin=$root/$bin  # an absolute path is taken as it is
 tool=$bin/bench/jetfan-bench
 work=$(mktemp -d /tmp/jetfan-bench.XXXXXX)
 if [ $smoke = 1 ]; then out=$work/results; else out=$root/bench/results; fi
@@ -171,12 +176,20 @@ jetfan_config() {
       [ -z "${BENCH_HANDLER_EXTRA:-}" ] || printf '%s\n' "$BENCH_HANDLER_EXTRA"
     done
     printf 'log:\n  level: warn\n'
+    [ -z "${BENCH_CONFIG_EXTRA:-}" ] || printf '%s\n' "$BENCH_CONFIG_EXTRA"
   } > "$work/jetfan.yaml"
 }
 
 stop_all() {
   for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
+}
+save_status() {  # BENCH_STATUS_DIR: the running jetfan's status, as JSON, to the next status-<N>.json
+  [ -n "${BENCH_STATUS_DIR:-}" ] || return 0
+  local n=1  # the files tell N: instructions() runs in a subshell, where a counter would not last
+  while [ -e "$BENCH_STATUS_DIR/status-$n.json" ]; do n=$((n + 1)); done
+  "${JETFAN_BIN:-$bin/daemon/jetfan}" status --json --config "$work/jetfan.yaml" > "$BENCH_STATUS_DIR/status-$n.json" ||
+    echo "bench: jetfan status failed (status-$n.json)" >&2
 }
 
 # The handler processes start_jetfan runs, each with SOCKET NAME LATENCY_FILE: one per client.
@@ -281,6 +294,7 @@ drain_jetfan() {  # SPEC NAMES: jetfan with the handlers SPEC (jetfan_config), N
   start_jetfan "$2"
   "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
   sec=$(elapsed "$t0" "$(value settled_ns "$work/watch.out")"); cpu=$(cpu_seconds $jetfan_pid); rss=$(peak_rss_mib $jetfan_pid)
+  save_status
   stop_all $jetfan_pid "${handler_pids[@]}"
 }
 
@@ -545,6 +559,7 @@ instructions() {  # spec N -> "total locking" instructions of the jetfan process
   jetfan_config "$spec"
   start_jetfan " h0" valgrind --tool=callgrind --callgrind-out-file="$work/cg.out"
   "$tool" watch "$url" BENCH bench_durable 600 > /dev/null
+  save_status
   stop_all $jetfan_pid "${handler_pids[@]}"
   # JETFAN_CALLGRIND_KEEP=DIR keeps each profile for callgrind_annotate (named commas-messages).
   [ -z "${JETFAN_CALLGRIND_KEEP:-}" ] || cp "$work/cg.out" "$JETFAN_CALLGRIND_KEEP/cg-$(echo "$spec" | tr -cd , | wc -c)-$n.out"

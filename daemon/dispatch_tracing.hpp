@@ -54,6 +54,9 @@ class DispatchTracing {
   // A handler's answer the core knew: ACK and TERM end their delivery span here (a NAK's ends with
   // the core's kFailed, which carries its delay).
   void answered(ConnectionId connection, const proto::Command& command, std::uint64_t wall_ns, TimePoint now);
+  // Nothing traced is open: no effect or answer can make a span, and the dispatcher need not tell
+  // them (nor read the clocks for them) until the next traced arrival.
+  bool idle() const { return tracer_.open_messages() == 0 && tracer_.open_deliveries() == 0; }
   // A reload's tracing.sample_ratio, from the next arrival on.
   void set_sample_ratio(double ratio) { tracer_.set_sample_ratio(ratio); }
 

@@ -312,8 +312,10 @@ std::optional<Dispatcher::StepDown> Dispatcher::step_down() {
 void Dispatcher::apply_effects() {
   auto& effects = core_.effects();
   if (tap_ && !effects.empty()) tap_->effects(effects, time_.now());
-  const TimePoint traced_at = tracing_ && !effects.empty() ? time_.now() : TimePoint{};
-  const std::uint64_t traced_wall = tracing_ && !effects.empty() ? time_.wall_now_ns() : 0;
+  // Effects are told to tracing only while something traced is open; only then are clocks read.
+  DispatchTracing* const tracing = tracing_ && !effects.empty() && !tracing_->idle() ? tracing_.get() : nullptr;
+  const TimePoint traced_at = tracing ? time_.now() : TimePoint{};
+  const std::uint64_t traced_wall = tracing ? static_cast<std::uint64_t>(time_.wall_now_ns()) : 0;
   std::size_t kept_alive = 0;
   for (const Effect& effect : effects) {
     auto stored = stored_.find(effect.message);
@@ -325,8 +327,8 @@ void Dispatcher::apply_effects() {
         if (session == nullptr) break;
         const auto& s = stored->second;
         std::optional<std::string> traceparent;
-        if (tracing_ && session->handler()) {
-          traceparent = tracing_->effect(effect, *session->handler(), {}, traced_wall, traced_at);
+        if (tracing && session->handler()) {
+          traceparent = tracing->effect(effect, *session->handler(), {}, traced_wall, traced_at);
         }
         // The handler's own count; the server's goes beside it in version 2.
         session->send_msg(effect.delivery, s.key, s.stream_seq, effect.deliveries, s.deliveries, s.published_ns,
@@ -336,22 +338,22 @@ void Dispatcher::apply_effects() {
       }
       case Effect::Kind::kAck:
         upstream_.ack(message);
-        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
+        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kNak:
         upstream_.nak(message, effect.delay);
-        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
+        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kTerm:
         upstream_.term(message);
-        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
+        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kWip:
         upstream_.wip(message);
         ++kept_alive;
         break;
       case Effect::Kind::kRelease:
-        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
+        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         stored_.erase(stored);
         break;
       case Effect::Kind::kFailed: {
@@ -367,12 +369,12 @@ void Dispatcher::apply_effects() {
           }
         }
         log_.failed(effect, stored->second, session, ordered, reason, time_.now());
-        if (tracing_) tracing_->effect(effect, 0, reason, traced_wall, traced_at);
+        if (tracing) tracing->effect(effect, 0, reason, traced_wall, traced_at);
         break;
       }
       case Effect::Kind::kDeadLetter:
         dead_letters_.publish(effect, stored->second, time_.now());
-        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
+        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kGaveUp:
         log_.gave_up(effect, stored->second, time_.now());
@@ -382,7 +384,7 @@ void Dispatcher::apply_effects() {
         jobs_.redrive_ended(effect);
         break;
       case Effect::Kind::kOrderReleased:
-        if (tracing_) tracing_->effect(effect, 0, {}, traced_wall, traced_at);
+        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kTrim: {
         stored_.trim(stored->second, arena_);
@@ -631,7 +633,7 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
   if (tap_) tap_->answered(session.id(), command, known);
   if (!known) {
     log_.unknown_answer(session, command.verb, command.id);
-  } else if (tracing_) {
+  } else if (tracing_ && !tracing_->idle()) {
     tracing_->answered(session.id(), command, static_cast<std::uint64_t>(time_.wall_now_ns()), now);
   }
 }

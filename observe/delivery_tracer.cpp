@@ -67,19 +67,22 @@ void DeliveryTracer::arrived(MessageHandle handle, std::uint64_t stream_seq, std
                              std::string_view header_block, std::uint64_t server_deliveries, std::uint64_t wall_ns,
                              TimePoint now) {
   const Instant at{now, wall_ns};
-  if (const auto old = messages_.find(handle); old != messages_.end()) {
-    end_message(old, kReplaced, false, at);
-  }
+  if (const auto old = find_message(handle); old != messages_.end()) end_message(old, kReplaced, false, at);
 
-  MessageState message;
+  // Decided before anything is made: most messages are not traced, and cost only this.
+  TraceId trace_id{};
+  std::optional<SpanId> parent_span;
   if (const auto parent = traceparent_from_headers(header_block)) {
     if (!parent->sampled()) return;
-    message.context.trace_id = parent->trace_id;
-    message.parent = parent->span_id;
+    trace_id = parent->trace_id;
+    parent_span = parent->span_id;
   } else {
-    message.context.trace_id = ids_.next_trace_id();
-    if (!sampled_by_ratio(message.context.trace_id, settings_.sample_ratio)) return;
+    trace_id = ids_.next_trace_id();
+    if (!sampled_by_ratio(trace_id, settings_.sample_ratio)) return;
   }
+  MessageState message;
+  message.context.trace_id = trace_id;
+  message.parent = parent_span;
   message.context.span_id = ids_.next_span_id();
   // Only the sampled flag: the others are not jetfan's to vouch for (W3C level 1).
   message.context.flags = kTraceFlagSampled;
@@ -87,8 +90,14 @@ void DeliveryTracer::arrived(MessageHandle handle, std::uint64_t stream_seq, std
   message.stream_seq = stream_seq;
   message.server_deliveries = server_deliveries;
   message.arrival = at;
-  messages_.insert_or_assign(handle, std::move(message));
+  messages_.emplace(handle, std::move(message));  // none is open under it: ended above
+  ++open_by_slot_[handle % kSlots];
   ++traced_messages_;
+}
+
+DeliveryTracer::Messages::iterator DeliveryTracer::find_message(MessageHandle handle) {
+  if (open_by_slot_[handle % kSlots] == 0) return messages_.end();
+  return messages_.find(handle);
 }
 
 DeliveryTracer::HandlerEntry& DeliveryTracer::handler_entry(MessageState& message, std::string_view handler) {
@@ -107,7 +116,7 @@ std::optional<std::string> DeliveryTracer::delivered(MessageHandle handle, Conne
   if (const auto old = deliveries_.find(key); old != deliveries_.end()) {
     end_delivery(old, kAbandoned, true, std::nullopt, {}, at);
   }
-  const auto found = messages_.find(handle);
+  const auto found = find_message(handle);
   if (found == messages_.end()) return std::nullopt;
   MessageState& message = found->second;
 
@@ -142,7 +151,7 @@ void DeliveryTracer::confirm(Deliveries::iterator it, Outcome outcome, std::opti
   const bool failed = outcome != Outcome::kAck;
   if (failed) {
     // The handler's next delivery of this message waits from here.
-    const auto message = messages_.find(it->second.handle);
+    const auto message = find_message(it->second.handle);
     if (message != messages_.end()) handler_entry(message->second, it->second.handler).ready = end;
   }
   end_delivery(it, outcome_name(outcome), failed, outcome == Outcome::kNak ? nak_delay_ms : std::nullopt, reason, end);
@@ -158,13 +167,13 @@ void DeliveryTracer::disconnected(ConnectionId connection, std::uint64_t wall_ns
 }
 
 void DeliveryTracer::order_released(MessageHandle handle, std::string_view handler, TimePoint now) {
-  const auto found = messages_.find(handle);
+  const auto found = find_message(handle);
   if (found == messages_.end()) return;
   handler_entry(found->second, handler).order_released = now;
 }
 
 void DeliveryTracer::dead_lettered(MessageHandle handle, std::string_view handler, std::uint64_t /*wall_ns*/) {
-  const auto found = messages_.find(handle);
+  const auto found = find_message(handle);
   if (found == messages_.end()) return;
   // A publish that failed is tried again with the same effect: the handler is named once.
   std::string& list = found->second.dead_lettered;
@@ -178,15 +187,16 @@ void DeliveryTracer::dead_lettered(MessageHandle handle, std::string_view handle
 }
 
 void DeliveryTracer::settled(MessageHandle handle, SettleVerb verb, std::uint64_t wall_ns, TimePoint now) {
-  const auto found = messages_.find(handle);
+  const auto found = find_message(handle);
   if (found == messages_.end()) return;
   end_message(found, verb_name(verb), verb == SettleVerb::kTerm, Instant{now, wall_ns});
 }
 
 void DeliveryTracer::released(MessageHandle handle) {
-  const auto found = messages_.find(handle);
+  const auto found = find_message(handle);
   if (found == messages_.end()) return;
   for (const DeliveryKey& key : found->second.open) deliveries_.erase(key);
+  --open_by_slot_[handle % kSlots];
   messages_.erase(found);
   ++dropped_open_;
 }
@@ -194,7 +204,7 @@ void DeliveryTracer::released(MessageHandle handle) {
 void DeliveryTracer::end_delivery(Deliveries::iterator it, std::string_view outcome, bool failed,
                                   std::optional<std::int64_t> nak_delay_ms, std::string_view reason, Instant end) {
   DeliveryState& delivery = it->second;
-  const auto message_it = messages_.find(delivery.handle);
+  const auto message_it = find_message(delivery.handle);
   if (message_it != messages_.end()) {
     MessageState& message = message_it->second;
     auto& open = message.open;
@@ -268,6 +278,7 @@ void DeliveryTracer::end_message(Messages::iterator it, std::string_view settle,
     span.status_code = SpanStatusCode::kError;
     span.status_message = std::string(settle);
   }
+  --open_by_slot_[it->first % kSlots];
   messages_.erase(it);
   offer(std::move(span));
 }

@@ -61,6 +61,7 @@
 // Thread: one owner (the daemon's io_context thread). Not thread-safe. The sink is called from
 // inside these methods and must not call back into the tracer.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -198,6 +199,9 @@ class DeliveryTracer {
   using Messages = std::unordered_map<MessageHandle, MessageState>;
   using Deliveries = std::map<DeliveryKey, DeliveryState>;
 
+  // The open message of `handle`, or messages_.end(): the slot's count answers most lookups
+  // without hashing (nearly every message, when few are sampled, is not open).
+  Messages::iterator find_message(MessageHandle handle);
   HandlerEntry& handler_entry(MessageState& message, std::string_view handler);
   // The delivery ended with `outcome`: a failure makes `end` its handler's next ready time.
   void confirm(Deliveries::iterator it, Outcome outcome, std::optional<std::int64_t> nak_delay_ms,
@@ -213,6 +217,9 @@ class DeliveryTracer {
   IdSource& ids_;
   SpanSink& sink_;
   Messages messages_;
+  // Open messages by handle % kSlots: a zero says a handle is not open, exactly.
+  static constexpr std::size_t kSlots = 1024;
+  std::array<std::uint32_t, kSlots> open_by_slot_{};
   Deliveries deliveries_;
   std::uint64_t traced_messages_ = 0;
   std::uint64_t spans_made_ = 0;

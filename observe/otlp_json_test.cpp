@@ -181,3 +181,29 @@ TEST_CASE("otlp_traces_json: no spans", "[otlp_json]") {
   const Json body = Json::parse(otlp_traces_json({}, example_resource()));
   CHECK(only_spans(body) == Json::array());
 }
+
+TEST_CASE("otlp_traces_json: what needs escaping is escaped, and every string and number reads back as it was",
+          "[otlp_json]") {
+  SpanRecord span = root_span();
+  span.name = "process \"quoted\" back\\slash tab\there";
+  span.status_code = SpanStatusCode::kError;
+  span.status_message = "line\r\nbreak, caf\xc3\xa9, \xe2\x82\xac, \x01";
+  const std::vector<double> doubles = {0.0, -0.0, 0.1, 1e-7, 123456.789, 1e300, -2.5, 5e-324};
+  for (std::size_t i = 0; i < doubles.size(); ++i) span.attributes.push_back({"d" + std::to_string(i), doubles[i]});
+  span.attributes.push_back({"key \"with\" quotes", std::string("value\\")});
+  span.attributes.push_back({"max", std::numeric_limits<std::int64_t>::max()});
+  span.attributes.push_back({"min", std::numeric_limits<std::int64_t>::min()});
+  span.attributes.push_back({"no", false});
+  const Json body = Json::parse(otlp_traces_json(std::vector<SpanRecord>{span}, example_resource()));
+  const Json& out = only_spans(body)[0];
+  CHECK(out.at("name") == span.name);
+  CHECK(out.at("status") == Json{{"code", 2}, {"message", span.status_message}});
+  const Json& attributes = out.at("attributes");
+  for (std::size_t i = 0; i < doubles.size(); ++i) {
+    CHECK(attribute(attributes, "d" + std::to_string(i)).at("doubleValue").get<double>() == doubles[i]);
+  }
+  CHECK(attribute(attributes, "key \"with\" quotes") == Json{{"stringValue", "value\\"}});
+  CHECK(attribute(attributes, "max") == Json{{"intValue", "9223372036854775807"}});
+  CHECK(attribute(attributes, "min") == Json{{"intValue", "-9223372036854775808"}});
+  CHECK(attribute(attributes, "no") == Json{{"boolValue", false}});
+}

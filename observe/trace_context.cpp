@@ -1,7 +1,10 @@
 #include "trace_context.hpp"
 
+#include <endian.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <span>
 
 #include "nats_header.hpp"
@@ -56,6 +59,18 @@ std::string_view trim_ows(std::string_view text) {
 template <std::size_t N>
 bool all_zero(const std::array<std::uint8_t, N>& bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 0; });
+}
+
+// `word` as 8 bytes, most significant first, at `out`; and back. Every id is made and every
+// sampling decision read this way, once per message: one store or load each, not a loop of bytes.
+void store_big_endian(std::uint64_t word, std::uint8_t* out) {
+  const std::uint64_t big = htobe64(word);
+  std::memcpy(out, &big, sizeof big);
+}
+std::uint64_t load_big_endian(const std::uint8_t* in) {
+  std::uint64_t big = 0;
+  std::memcpy(&big, in, sizeof big);
+  return be64toh(big);
 }
 
 }  // namespace
@@ -124,9 +139,9 @@ bool sampled_by_ratio(const TraceId& trace_id, double ratio) {
   if (ratio >= 1.0) return true;
   // The last 8 bytes, as OpenTelemetry's samplers read them: the part of the id W3C level 2 calls
   // random. One bit is shifted away so that ratio * 2^63 is exact in a double and fits a uint64_t.
-  std::uint64_t low = 0;
-  for (std::size_t i = 8; i < trace_id.size(); ++i) low = (low << 8) | trace_id[i];
-  const auto threshold = static_cast<std::uint64_t>(std::ldexp(ratio, 63));
+  const std::uint64_t low = load_big_endian(trace_id.data() + 8);
+  // ratio * 2^63, exact: a product with a power of two only moves the exponent.
+  const auto threshold = static_cast<std::uint64_t>(ratio * 9223372036854775808.0);
   return (low >> 1) < threshold;
 }
 
@@ -143,22 +158,25 @@ std::uint64_t IdSource::next_word() {
 
 TraceId IdSource::next_trace_id() {
   TraceId id{};
-  do {
-    for (std::size_t half = 0; half < 2; ++half) {
-      const std::uint64_t word = next_word();
-      for (std::size_t i = 0; i < 8; ++i) id[half * 8 + i] = static_cast<std::uint8_t>(word >> (56 - 8 * i));
-    }
-  } while (!is_valid(id));  // all-zero is invalid; so rare it is drawn again rather than patched
-  return id;
+  // All-zero is invalid; so rare that it is drawn again rather than patched.
+  for (;;) {
+    const std::uint64_t high = next_word();
+    const std::uint64_t low = next_word();
+    if ((high | low) == 0) continue;
+    store_big_endian(high, id.data());
+    store_big_endian(low, id.data() + 8);
+    return id;
+  }
 }
 
 SpanId IdSource::next_span_id() {
   SpanId id{};
-  do {
+  for (;;) {
     const std::uint64_t word = next_word();
-    for (std::size_t i = 0; i < 8; ++i) id[i] = static_cast<std::uint8_t>(word >> (56 - 8 * i));
-  } while (!is_valid(id));
-  return id;
+    if (word == 0) continue;
+    store_big_endian(word, id.data());
+    return id;
+  }
 }
 
 }  // namespace jetfan
