@@ -13,8 +13,6 @@
 #                   That build is unoptimised (-O0 -g): it takes half the time of -O2 under clang's
 #                   sanitizers, which matters more to the test command than the fuzzers' speed in a
 #                   25-second run. Without --with-tests the fuzzers get -O2.
-#     --build-only: configure and build as the other options say, then stop (scripts/test.sh builds
-#                   so at idle priority while its first tests run, and fuzzes later).
 #     TARGET: some of the targets above; all of them by default.
 #
 # The committed seeds are only read. What a run finds worth keeping goes to build-fuzz/corpus/<target>/
@@ -30,17 +28,15 @@ cd "$(dirname "$0")/.."
 seconds=${JETFAN_FUZZ_SECONDS:-600}
 short=
 with_tests=OFF
-build_only=
 targets=()
 for arg in "$@"; do
   case "$arg" in
     --short) seconds=25 short=1 ;;
     --with-tests) with_tests=ON ;;
-    --build-only) build_only=1 ;;
     [0-9]*) seconds=$arg ;;
     parser_fuzz | config_fuzz | session_fuzz) targets+=("$arg") ;;
     *)
-      echo "usage: scripts/fuzz.sh [--short] [--with-tests] [--build-only] [SECONDS] [parser_fuzz|config_fuzz|session_fuzz ...]" >&2
+      echo "usage: scripts/fuzz.sh [--short] [--with-tests] [SECONDS] [parser_fuzz|config_fuzz|session_fuzz ...]" >&2
       exit 2
       ;;
   esac
@@ -59,7 +55,6 @@ if [ "$with_tests" = ON ]; then
 else
   cmake --build "$build" -j "${JETFAN_JOBS:-$(nproc)}" --target "${targets[@]}"
 fi
-[ -z "$build_only" ] || exit 0
 
 # Undefined behaviour is a finding too, not a line in the log.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

@@ -30,13 +30,7 @@ idle=(chrt --idle 0)
 "${idle[@]}" true 2> /dev/null || idle=(nice -n 19)
 "${idle[@]}" scripts/lint.sh > "$tidy_log" 2>&1 &
 tidy=$!
-# The sanitizer build of the last stages starts now too, at idle priority, on what the tests and
-# clang-tidy leave of the cores: it is CPU work, the tests mostly wait. What it has not finished by
-# its stage is finished there (ninja picks up where it stopped).
-fuzz_build_log=$(mktemp)
-"${idle[@]}" scripts/fuzz.sh --short --with-tests --build-only > "$fuzz_build_log" 2>&1 &
-fuzz_build=$!
-trap 'kill "$tidy" "$fuzz_build" 2> /dev/null || true; rm -f "$tidy_log" "$fuzz_build_log"' EXIT
+trap 'kill "$tidy" 2> /dev/null || true; rm -f "$tidy_log"' EXIT
 ctest --test-dir build -j "$jobs" --output-on-failure
 
 stage "the C++ integration tests against the newest nats-server Debian ships (scripts/nats_servers.sh)"
@@ -64,9 +58,7 @@ bench/tracing.sh --smoke   # tracing at sample_ratio 1 to a null collector: ~5 s
 
 stage "one build (build-fuzz/: clang, ASan, UBSan, the debug checks) for the fuzz targets and the tests"
 # One instrumented build serves both: gcc's sanitizer build took three times as long as clang's.
-# Unoptimised (scripts/fuzz.sh says why). Begun beside the first tests; its failure is shown here,
-# and the build below would meet it again.
-wait "$fuzz_build" || { cat "$fuzz_build_log"; echo "the sanitizer build begun beside the tests failed" >&2; }
+# Unoptimised (scripts/fuzz.sh says why).
 scripts/fuzz.sh --short --with-tests
 stage "every test but the slow ones, with ASan and UBSan (build-fuzz/)"
 # A sanitizer finding stops the process, so the test that exercised it fails.

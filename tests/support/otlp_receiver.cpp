@@ -49,7 +49,11 @@ bool signed_decimal(const Json& value) {
 // Why `value` is not an OTLP AnyValue of the four kinds jetfan writes; "" when it is one.
 std::string any_value_problem(const Json& value) {
   if (!value.is_object() || value.size() != 1) return "not an object with one field: " + value.dump();
-  const auto& [kind, inner] = *value.items().begin();
+  // An iterator kept by name: a structured binding of *items().begin() would refer into a proxy
+  // that is gone by the next line (AddressSanitizer's stack-use-after-scope).
+  const auto field = value.begin();
+  const std::string kind = field.key();
+  const Json& inner = field.value();
   if (kind == "stringValue") return inner.is_string() ? "" : "stringValue not a string";
   if (kind == "intValue") return signed_decimal(inner) ? "" : "intValue not a decimal string: " + inner.dump();
   if (kind == "boolValue") return inner.is_boolean() ? "" : "boolValue not a boolean";
