@@ -338,22 +338,18 @@ void Dispatcher::apply_effects() {
       }
       case Effect::Kind::kAck:
         upstream_.ack(message);
-        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kNak:
         upstream_.nak(message, effect.delay);
-        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kTerm:
         upstream_.term(message);
-        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kWip:
         upstream_.wip(message);
         ++kept_alive;
         break;
       case Effect::Kind::kRelease:
-        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         stored_.erase(stored);
         break;
       case Effect::Kind::kFailed: {
@@ -374,7 +370,6 @@ void Dispatcher::apply_effects() {
       }
       case Effect::Kind::kDeadLetter:
         dead_letters_.publish(effect, stored->second, time_.now());
-        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
         break;
       case Effect::Kind::kGaveUp:
         log_.gave_up(effect, stored->second, time_.now());
@@ -384,12 +379,16 @@ void Dispatcher::apply_effects() {
         jobs_.redrive_ended(effect);
         break;
       case Effect::Kind::kOrderReleased:
-        if (tracing) tracing->effect(effect, 0, {}, traced_wall, traced_at);
-        break;
+        break;  // for tracing alone, below
       case Effect::Kind::kTrim: {
         stored_.trim(stored->second, arena_);
         break;
       }
+    }
+    // Every other effect tells tracing only what it says itself (the delivery and a failure's
+    // reason are told above). `stored` may be gone: tracing needs only the handle.
+    if (tracing && effect.kind != Effect::Kind::kDeliver && effect.kind != Effect::Kind::kFailed) {
+      tracing->effect(effect, 0, {}, traced_wall, traced_at);
     }
   }
   effects.clear();

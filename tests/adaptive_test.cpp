@@ -53,11 +53,13 @@ TEST_CASE("an adaptive limit grows to max_inflight for a handler that keeps up, 
   mesh.start_jetfan(
       mesh.config("  - name: db\n    patterns: [\"a.*\"]\n    max_inflight: 16\n    adaptive_inflight: true\n"));
   // Held for it before it comes: every ACK then comes back with the connection full, and the limit
-  // doubles per round from 1. It works on 16 at once, 20 ms each, so its latency holds at 20 ms
-  // (a slow machine's scheduling noise would have to pass 11 ms to count as a rise).
+  // doubles per round from 1. It works on 16 at once, 200 ms each, so its latency holds at 200 ms:
+  // a rise counts only past 301 ms, which no scheduling noise reaches (at 20 ms a delivery, the
+  // 11 ms margin was passed once under AddressSanitizer on a loaded machine, and the limit stopped
+  // at 9).
   for (int i = 0; i < 60; ++i) mesh.publish("a.x", std::to_string(i));
   REQUIRE(wait_until([&] { return status(mesh)["handlers"][0]["queued"] == 60; }, 20s));
-  mesh.start_handler("db", {"--default", "sleep20", "--workers", "16"});
+  mesh.start_handler("db", {"--default", "sleep200", "--workers", "16"});
   REQUIRE(mesh.wait_seen("db", 60));
   auto doc = status(mesh);
   INFO(doc["handlers"][0].dump());
