@@ -32,12 +32,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-smoke=0
-case ${1:-} in
-  --smoke) smoke=1 ;;
-  "") ;;
-  *) echo "usage: bench/adaptive.sh [--smoke]" >&2; exit 64 ;;
-esac
+. "$root/bench/scratch.sh"
+. "$root/bench/drain.sh"
+bench_smoke_arg adaptive "$@"
 if [ $smoke = 1 ]; then phase=2; else phase=10; fi
 rate=${ADAPTIVE_RATE:-4000}
 service_ms=5
@@ -52,23 +49,11 @@ helper=$root/bench/adaptive.py
 for f in "$tool" "$jetfan"; do
   [ -x "$f" ] || { echo "bench: $f is not built (cmake --build build --target jetfan jetfan-bench)" >&2; exit 1; }
 done
-command -v nats-server > /dev/null || { echo "bench: nats-server is not on PATH (scripts/deps.sh)" >&2; exit 1; }
 
 # ADAPTIVE_KEEP=DIR keeps the run's files (logs, configs, status) there.
-. "$root/bench/scratch.sh"
 bench_scratch adaptive ADAPTIVE_KEEP
 
-# As bench/run.sh: the server picks a free port and says which.
-nats-server -js -sd "$work/js" -a 127.0.0.1 -p -1 > "$work/nats.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do grep -q "Listening for client" "$work/nats.log" && break; sleep 0.05; done
-url="nats://127.0.0.1:$(sed -n 's/.*Listening for client connections on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/nats.log")"
-
-wait_file() { for _ in $(seq 1000); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done; echo "bench: timed out waiting for $2 in $1" >&2; return 1; }
-stop_all() {
-  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
-}
+bench_server
 
 jetfan_config() {  # adaptive|fixed
   {

@@ -38,12 +38,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-smoke=0
-case ${1:-} in
-  --smoke) smoke=1 ;;
-  "") ;;
-  *) echo "usage: bench/tracing.sh [--smoke]" >&2; exit 64 ;;
-esac
+. "$root/bench/scratch.sh"
+. "$root/bench/drain.sh"
+bench_smoke_arg tracing "$@"
 modes=(off 0.01 1)
 n=${TRACING_N:-200000}
 rounds=${TRACING_ROUNDS:-7}
@@ -51,36 +48,9 @@ rounds=${TRACING_ROUNDS:-7}
 [[ $n =~ ^[1-9][0-9]*$ && $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench: TRACING_N and TRACING_ROUNDS are counts" >&2; exit 64; }
 size=128
 
-build_dir=${JETFAN_BUILD_DIR:-build}
-bin=$build_dir; [[ $bin == /* ]] || bin=$root/$bin
-tool=$bin/bench/jetfan-bench
-python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past any launcher shim
-command -v nats-server > /dev/null || { echo "bench: nats-server is not on PATH (scripts/deps.sh)" >&2; exit 1; }
-
 # TRACING_KEEP=DIR keeps the run's files (logs, configs, status) there.
-. "$root/bench/scratch.sh"
 bench_scratch tracing TRACING_KEEP
-
-if [ $smoke = 0 ]; then
-  # One build, then a copy of the jetfan it made: bench/run.sh builds again (nothing to do, unless
-  # someone edits the tree meanwhile), and every mode measures the same binary.
-  JETFAN_BUILD_DIR=$build_dir JETFAN_BUILD_TARGETS=${JETFAN_BUILD_TARGETS:-jetfan jetfan-bench} scripts/build.sh > /dev/null
-  if [ -z "${JETFAN_BIN:-}" ]; then cp "$bin/daemon/jetfan" "$work/jetfan"; jetfan=$work/jetfan; else jetfan=$JETFAN_BIN; fi
-else
-  jetfan=${JETFAN_BIN:-$bin/daemon/jetfan}
-fi
-for f in "$tool" "$jetfan"; do
-  [ -x "$f" ] || { echo "bench: $f is not built (cmake --build $build_dir --target jetfan jetfan-bench)" >&2; exit 1; }
-done
-
-value() { sed -n "s/^$1=//p" "$2" | head -1; }
-wait_file() { for _ in $(seq 1000); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.01; done; echo "bench: timed out waiting for $2 in $1" >&2; return 1; }
-stop_all() {
-  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
-}
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.4f", (b - a) / 1e9}'; }
-cpu_seconds() { awk '{printf "%.3f", ($14 + $15) / 100}' "/proc/$1/stat"; }
+bench_binaries
 
 # The null collector, for the whole run: its counts file is rewritten after every request.
 "$python" bench/otlp_sink.py --port-file "$work/sink.port" --counts "$work/sink.counts" > "$work/sink.out" 2>&1 &
@@ -151,10 +121,8 @@ instructions_mode() {  # MODE
     read -r s t q f a < <(status_fields "$file")
     spans=$((spans + s)); traced=$((traced + t)); full=$((full + q)); failed=$((failed + f))
   done
-  local two hundred
-  two=$(sed -n 's/^  2 patterns: \([0-9-]*\) instructions\/message (\([0-9-]*\) without.*/\1,\2/p' "$log")
-  hundred=$(sed -n 's/^  100 patterns: \([0-9-]*\) instructions\/message (\([0-9-]*\) without.*/\1,\2/p' "$log")
-  if [ -z "$two" ] || [ -z "$hundred" ]; then tail -20 "$log" >&2; echo "bench: no instruction figure in $log" >&2; exit 1; fi
+  local figures
+  figures=$(instruction_figures "$log")
   # Where the 2-pattern runs' instructions went: the exporter's thread (SpanExporter::run, inclusive;
   # of it the OTLP JSON encoding, otlp_traces_json) against the spans each run exported (offered
   # less dropped, from the status at settling: status-1 and -2 are the 2-pattern runs, in
@@ -170,7 +138,7 @@ instructions_mode() {  # MODE
       -v j1="$(inclusive "${profiles[0]}" 'jetfan::otlp_traces_json[abi:cxx11](')" -v j2="$(inclusive "${profiles[1]}" 'jetfan::otlp_traces_json[abi:cxx11](')" \
       -v e1="$e1" -v e2="$e2" 'BEGIN {printf "%.0f %.0f %.4f\n", (r2 - r1) / d, (j2 - j1) / d, (e2 - e1) / d}')
   fi
-  line="$mode,$two,$hundred,$spans,$traced,$full,$failed,$(( $(sink_spans) - before )),$exporter_ipm,$encode_ipm,$exported_per_msg"
+  line="$mode,$figures,$spans,$traced,$full,$failed,$(( $(sink_spans) - before )),$exporter_ipm,$encode_ipm,$exported_per_msg"
   echo "$line" >> "$instructions_csv"
   grep '^  [0-9]* patterns:' "$log"
   [ "$mode" = off ] || echo "  spans: $spans offered ($traced messages traced), $((full + failed)) dropped ($full queue full), $(( $(sink_spans) - before )) received by the sink"
@@ -178,10 +146,7 @@ instructions_mode() {  # MODE
 }
 
 # --- the drains: a nats-server of our own, A and C1 ---------------------------------------------
-nats-server -js -sd "$work/js" -a 127.0.0.1 -p -1 > "$work/nats.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do grep -q "Listening for client" "$work/nats.log" && break; sleep 0.05; done
-url="nats://127.0.0.1:$(sed -n 's/.*Listening for client connections on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/nats.log")"
+bench_server
 
 jetfan_config() {  # MODE
   {
@@ -193,48 +158,18 @@ jetfan_config() {  # MODE
   } > "$work/jetfan.yaml"
 }
 
-# drain_c MODE: jetfan with tracing MODE and one handler drains the consumer; sets sec, cpu, and
-# spans traced full failed acked (status at settling), exported (the sink's, until jetfan stopped),
-# lines (messages the handler received).
+# drain_c MODE: jetfan with tracing MODE and one handler drains the consumer (drain_jetfan); sets
+# also spans traced full failed acked (status at settling) and exported (the sink's, until jetfan
+# stopped: its exporter sends what is queued as it stops).
 drain_c() {
-  local mode=$1 before t0 handler_pid jetfan_pid settle_timeout=300
-  [ $smoke = 0 ] || settle_timeout=60
-  jetfan_config "$mode"
-  rm -f "$work/jetfan.sock" "$work/h0.lat" "$work/h0.out"
+  local before
+  settle_timeout=300; [ $smoke = 0 ] || settle_timeout=60
+  jetfan_config "$1"
   before=$(sink_spans)
-  "$jetfan" serve --config "$work/jetfan.yaml" > "$work/jetfan-$mode.log" 2>&1 &
-  jetfan_pid=$!
-  for _ in $(seq 3000); do [ -S "$work/jetfan.sock" ] && break; kill -0 $jetfan_pid 2> /dev/null || break; sleep 0.005; done
-  if ! kill -0 $jetfan_pid 2> /dev/null; then
-    sed 's/^/  jetfan: /' "$work/jetfan-$mode.log" >&2; echo "bench: jetfan (tracing $mode) did not start" >&2; exit 1
-  fi
-  t0=$("$tool" now)
-  "$tool" handler "$work/jetfan.sock" h0 "$work/h0.lat" > "$work/h0.out" 2>> "$work/handlers.err" &
-  handler_pid=$!
-  settled=0
-  "$tool" watch "$url" BENCH bench_durable $settle_timeout > "$work/watch.out" || settled=$?
-  if [ $settled = 0 ]; then sec=$(elapsed "$t0" "$(value settled_ns "$work/watch.out")"); else sec=0; fi
-  if ! kill -0 $jetfan_pid 2> /dev/null; then
-    sed 's/^/  jetfan: /' "$work/jetfan-$mode.log" >&2; echo "bench: jetfan (tracing $mode) ended before the consumer settled" >&2; exit 1
-  fi
-  cpu=$(cpu_seconds $jetfan_pid)
-  "$jetfan" status --json --config "$work/jetfan.yaml" > "$work/status.json" || echo "bench: jetfan status failed" >&2
+  drain_jetfan "tracing $1"
   read -r spans traced full failed acked < <(status_fields "$work/status.json")
-  stop_all $jetfan_pid $handler_pid  # jetfan's exporter sends what is queued as it stops
   exported=$(( $(sink_spans) - before ))
-  lines=0; [ ! -f "$work/h0.lat" ] || lines=$(wc -l < "$work/h0.lat")
-  # Its log is at level warn: anything in it (a failed export, say) is worth a look.
-  if [ -s "$work/jetfan-$mode.log" ]; then sed 's/^/  jetfan: /' "$work/jetfan-$mode.log" | head -5; fi
 }
-drain_a() {  # the direct cnats reader drains the consumer; sets sec
-  "$tool" direct "$url" BENCH bench_durable "$n" "$work/direct.lat" "$size" > "$work/direct.out" 2>&1 &
-  local pid=$!
-  wait_file "$work/direct.out" ready_ns
-  "$tool" watch "$url" BENCH bench_durable 300 > "$work/watch.out"
-  sec=$(elapsed "$(value ready_ns "$work/direct.out")" "$(value settled_ns "$work/watch.out")")
-  stop_all $pid
-}
-rewind() { "$tool" rewind "$url" BENCH bench_durable 20000 > /dev/null; }
 
 # --- smoke ----------------------------------------------------------------------------------------
 if [ $smoke = 1 ]; then
