@@ -5,14 +5,17 @@
 #   session_fuzz  whole handler sessions against the real Dispatcher, checking the core's rules after
 #                 every input (fuzz/session_fuzz.cpp), seeds in fuzz/corpus/session_fuzz/
 #
-#   scripts/fuzz.sh [--short] [--with-tests] [SECONDS] [TARGET...]
+#   scripts/fuzz.sh [--short] [--with-tests] [--build-only] [SECONDS] [TARGET...]
 #     SECONDS per target: 600 by default (or $JETFAN_FUZZ_SECONDS); --short: 25, as scripts/test.sh runs it.
 #     --with-tests: build every test too, so that the same instrumented build (clang, AddressSanitizer,
 #                   UndefinedBehaviorSanitizer, the debug checks) runs the test suite after the fuzzers
 #                   (`ctest --test-dir build-fuzz`); scripts/test.sh does, and so builds once for both.
-#                   That build is unoptimised (-O0 -g): it takes half the time of -O2 under clang's
+#                   That build is unoptimised (-O0): it takes half the time of -O2 under clang's
 #                   sanitizers, which matters more to the test command than the fuzzers' speed in a
-#                   25-second run. Without --with-tests the fuzzers get -O2.
+#                   25-second run. Without --with-tests the fuzzers get -O2. Debug information is
+#                   line tables only (-gline-tables-only): what a sanitizer's report needs, its
+#                   functions, files and lines, and a faster build than full -g.
+#     --build-only: build, run nothing (scripts/test.sh builds beside the fault suite this way).
 #     TARGET: some of the targets above; all of them by default.
 #
 # The committed seeds are only read. What a run finds worth keeping goes to build-fuzz/corpus/<target>/
@@ -28,15 +31,17 @@ cd "$(dirname "$0")/.."
 seconds=${JETFAN_FUZZ_SECONDS:-600}
 short=
 with_tests=OFF
+build_only=
 targets=()
 for arg in "$@"; do
   case "$arg" in
     --short) seconds=25 short=1 ;;
     --with-tests) with_tests=ON ;;
+    --build-only) build_only=1 ;;
     [0-9]*) seconds=$arg ;;
     parser_fuzz | config_fuzz | session_fuzz) targets+=("$arg") ;;
     *)
-      echo "usage: scripts/fuzz.sh [--short] [--with-tests] [SECONDS] [parser_fuzz|config_fuzz|session_fuzz ...]" >&2
+      echo "usage: scripts/fuzz.sh [--short] [--with-tests] [--build-only] [SECONDS] [parser_fuzz|config_fuzz|session_fuzz ...]" >&2
       exit 2
       ;;
   esac
@@ -47,7 +52,7 @@ scripts/deps.sh
 build=build-fuzz
 optimise=-O2
 [ "$with_tests" = OFF ] || optimise=-O0
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimise -g -DNDEBUG" \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimise -gline-tables-only -DNDEBUG" \
       -DCMAKE_CXX_COMPILER="$(command -v clang++-14)" -DJETFAN_FUZZ=ON \
       -DBUILD_TESTING=$with_tests > /dev/null
 if [ "$with_tests" = ON ]; then
@@ -55,6 +60,7 @@ if [ "$with_tests" = ON ]; then
 else
   cmake --build "$build" -j "${JETFAN_JOBS:-$(nproc)}" --target "${targets[@]}"
 fi
+[ -z "$build_only" ] || exit 0
 
 # Undefined behaviour is a finding too, not a line in the log.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
