@@ -625,6 +625,9 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
       if (tap_) tap_->ponged(session.id());
       session.flush();
       return;
+    case proto::Verb::kPub:
+      on_publish(session, command);
+      return;
     case proto::Verb::kPong:
     case proto::Verb::kHello:
       return;
@@ -635,6 +638,33 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
   } else if (tracing_ && !tracing_->idle()) {
     tracing_->answered(session.id(), command, static_cast<std::uint64_t>(time_.wall_now_ns()), now);
   }
+}
+
+void Dispatcher::on_publish(HandlerSession& session, const proto::Command& pub) {
+  const auto refusal = [&]() -> std::pair<proto::PublishError, std::string> {
+    using proto::PublishError;
+    if (pub.dropped) {
+      return {PublishError::kTooLarge, fmt::format("{} bytes is more than the {} a publish may have", pub.body_bytes,
+                                                   HandlerSession::kMaxPublishBody)};
+    }
+    if (!proto::is_publish_subject(pub.subject)) {
+      return {PublishError::kBadSubject,
+              "not a subject to publish to (an empty token, a wildcard, a blank or a "
+              "control byte, or over 4096 bytes)"};
+    }
+    if (!proto::is_header_block(pub.headers)) {
+      return {PublishError::kBadHeaders, "the header block does not start with NATS/1.0 and end with a blank line"};
+    }
+    if (pub.tied_to && !core_.seq_in_flight(session.id(), *pub.tied_to)) {
+      return {PublishError::kNotInFlight, fmt::format("delivery {} is not in flight on this connection", *pub.tied_to)};
+    }
+    return {PublishError::kNotAllowed,
+            fmt::format("handler \"{}\" may not publish to \"{}\": this jetfan does not publish for handlers yet",
+                        session.handler_name(), pub.subject)};
+  }();
+  session.send_puberr(pub.id, refusal.first, refusal.second);
+  if (tap_) tap_->answered_publish(session.id(), pub.id, false);
+  session.flush();
 }
 
 void Dispatcher::on_input_consumed(HandlerSession&) {

@@ -195,6 +195,9 @@ class Dispatcher final : private SessionOwner,
 
   std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) override;
   void on_command(HandlerSession& session, const proto::Command& command) override;
+  // A PUB (protocol version 3): answered at once with PUBERR, since jetfan does not publish for
+  // handlers yet; what is wrong with the PUB itself is named first.
+  void on_publish(HandlerSession& session, const proto::Command& pub);
   void on_input_consumed(HandlerSession& session) override;
   void on_failing(HandlerSession& session, const std::string& why) override;
   bool busy(const HandlerSession& session) const override;

@@ -197,6 +197,7 @@ class Harness : private DispatcherTap {
     note(checker_.answered(connection, command.id, answer, known));
   }
   void ponged(ConnectionId) override {}
+  void answered_publish(ConnectionId, std::uint64_t, bool) override {}
   void began_drain(TimePoint now, Duration handback) override { checker_.began_drain(now, handback); }
   void stood_by(TimePoint now, bool standing, Duration handback_delay) override {
     checker_.stood_by(now, standing, handback_delay);

@@ -24,6 +24,8 @@ class DispatcherTap {
   // A confirmation (ACK, NAK, TERM, WIP) and whether the core knew the delivery.
   virtual void answered(ConnectionId connection, const proto::Command& command, bool known) = 0;
   virtual void ponged(ConnectionId connection) = 0;
+  // A PUB was answered: PUBOK when `stored`, else PUBERR, for request id `request`.
+  virtual void answered_publish(ConnectionId connection, std::uint64_t request, bool stored) = 0;
   virtual void began_drain(TimePoint now, Duration handback_delay) = 0;
   virtual void abandoned_all() = 0;
   // The core stood by (a lost pin, docs/dispatch-rules.md R46) or resumed.

@@ -47,6 +47,7 @@ void HandlerSession::admit(std::size_t handler, std::string name, std::uint32_t 
   handler_name_ = std::move(name);
   version_ = version;
   parser_.set_version(version);  // the lines after HELLO are in the version READY names
+  parser_.set_max_publish_body(kMaxPublishBody);
 }
 
 void HandlerSession::read() {
@@ -173,6 +174,12 @@ void HandlerSession::send_msg(DeliveryId id, std::string_view key, std::uint64_t
 void HandlerSession::send_pong() {
   JETFAN_ON_IO_THREAD(thread_);
   proto::append_pong(out_.owned());
+  out_.appended();
+}
+
+void HandlerSession::send_puberr(std::uint64_t request, proto::PublishError code, std::string_view reason) {
+  JETFAN_ON_IO_THREAD(thread_);
+  proto::append_puberr(out_.owned(), request, proto::to_string(code), reason);
   out_.appended();
 }
 

@@ -105,6 +105,11 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
                 std::uint64_t server_deliveries, std::uint64_t published_ns, const MessageBytesPtr& message,
                 std::string_view traceparent = {});
   void send_pong();
+  // The largest PUB body (headers and payload) a session keeps; a larger one is read and dropped,
+  // and answered too-large. The NATS server's default max_payload.
+  static constexpr std::size_t kMaxPublishBody = 1024 * 1024;
+  // Version 3 on: the answer to a PUB that was not stored (PROTOCOL.md, "Publishing").
+  void send_puberr(std::uint64_t request, proto::PublishError code, std::string_view reason);
   void flush();
   // Sends ERR with the reason, then closes, lingering so that the ERR reaches a peer that is still
   // writing: once ERR is written the writing side is shut down (the peer reads ERR, then the end),

@@ -138,6 +138,12 @@ void FuzzOwner::ponged(ConnectionId connection) {
   expected_[connection].push_back(Expected{proto::Frame::Kind::kPong});
 }
 
+void FuzzOwner::answered_publish(ConnectionId connection, std::uint64_t request, bool stored) {
+  require(admitted_.count(connection) == 1, "a PUB was answered on a connection that is not admitted");
+  expected_[connection].push_back(
+      Expected{stored ? proto::Frame::Kind::kPubOk : proto::Frame::Kind::kPubErr, 0, request});
+}
+
 void FuzzOwner::began_drain(TimePoint now, Duration handback_delay) { checker_.began_drain(now, handback_delay); }
 
 void FuzzOwner::abandoned_all() { checker_.abandoned_all(); }
@@ -182,6 +188,8 @@ void FuzzOwner::on_peer_frame(ConnectionId id, const proto::Frame& frame) {
                 frame.ready.max_unconfirmed == static_cast<std::uint32_t>(h.max_inflight) &&
                 frame.ready.patterns == h.patterns,
             "READY does not say what was declared");
+  } else if (frame.kind == proto::Frame::Kind::kPubOk || frame.kind == proto::Frame::Kind::kPubErr) {
+    require(frame.publish.id == e.id, "a PUB's answer names another request id");
   } else if (frame.kind == proto::Frame::Kind::kMsg) {
     const Published& p = published_.at(e.seq);
     const auto& d = frame.delivery;

@@ -92,7 +92,7 @@ class FuzzOwner final : private DispatcherTap {
   struct Expected {
     proto::Frame::Kind kind;
     std::size_t handler = 0;  // kReady
-    DeliveryId id = 0;        // kMsg
+    DeliveryId id = 0;        // kMsg; kPubOk and kPubErr: the PUB's request id
     std::uint64_t seq = 0;
     std::uint64_t deliveries = 0;         // to the handler: the core's count (Effect::deliveries)
     std::uint64_t server_deliveries = 0;  // the copy's, as the server counted it
@@ -104,6 +104,7 @@ class FuzzOwner final : private DispatcherTap {
   void disconnected(ConnectionId connection) override;
   void answered(ConnectionId connection, const proto::Command& command, bool known) override;
   void ponged(ConnectionId connection) override;
+  void answered_publish(ConnectionId connection, std::uint64_t request, bool stored) override;
   void began_drain(TimePoint now, Duration handback_delay) override;
   void stood_by(TimePoint now, bool standing, Duration handback_delay) override {
     checker_.stood_by(now, standing, handback_delay);

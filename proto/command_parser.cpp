@@ -53,7 +53,7 @@ bool parse_command_line(std::string_view line, std::uint32_t version, Command& o
       out.version = 0;
       out.delay_ms.reset();
       out.reason.clear();
-      return true;
+      return true;  // the PUB fields are left as they were: they mean nothing for an ACK
     }
   }
   split_words(line, words);
@@ -105,6 +105,36 @@ bool parse_command_line(std::string_view line, std::uint32_t version, Command& o
     out.version = static_cast<std::uint32_t>(*version);
     return true;
   }
+  if (version >= kVersion3 && equals_ignoring_case(verb, "PUB")) {
+    out.verb = Verb::kPub;
+    // PUB <request-id> <subject> <header-bytes> <total-bytes> [<delivery-id> <index>]
+    if (words.size() < 5 || words.size() == 6 || words.size() > 7) {
+      return fail(words.size() < 5 || words.size() == 6 ? ErrorCode::kMissingArgument : ErrorCode::kTooManyArguments,
+                  "PUB takes a request id, a subject, header bytes and total bytes, and perhaps a delivery id "
+                  "and an index; got " +
+                      std::to_string(words.size() - 1) + " argument(s)");
+    }
+    const auto id = parse_number(words[1]);
+    const auto header_bytes = parse_number(words[3]);
+    const auto total_bytes = parse_number(words[4]);
+    if (!id || !header_bytes || !total_bytes) return fail(ErrorCode::kBadNumber, "PUB: malformed number");
+    if (*header_bytes > *total_bytes)
+      return fail(ErrorCode::kHeaderExceedsTotal, "PUB: header bytes exceed total bytes");
+    if (*total_bytes > kMaxBody) {
+      return fail(ErrorCode::kBodyTooLarge, "PUB: body larger than " + std::to_string(kMaxBody) + " bytes");
+    }
+    if (words.size() == 7) {
+      out.tied_to = parse_number(words[5]);
+      const auto index = parse_number(words[6]);
+      if (!out.tied_to || !index) return fail(ErrorCode::kBadNumber, "PUB: malformed delivery id or index");
+      out.tie_index = *index;
+    }
+    out.id = *id;
+    out.subject = std::string(words[2]);
+    out.header_bytes = *header_bytes;
+    out.body_bytes = *total_bytes;
+    return true;
+  }
   if (equals_ignoring_case(verb, "PING")) {
     out.verb = Verb::kPing;
     return exact_words(words, 1, fail);
@@ -128,18 +158,34 @@ CommandParser::Result CommandParser::fail(ErrorCode code, std::string why) {
 
 CommandParser::Result CommandParser::parse(std::string_view& input, Command& out) {
   if (code_ != ErrorCode::kNone) return Result::kError;
-  std::string_view line;
-  do {  // blank lines are skipped, so a person typing into socat may press Enter freely
-    switch (lines_.next(input, line)) {
-      case LineReader::Result::kNeedMore:
-        return Result::kNeedMore;
-      case LineReader::Result::kTooLong:
-        return fail(ErrorCode::kLineTooLong, "control line longer than " + std::to_string(kMaxCommandLine) + " bytes");
-      case LineReader::Result::kLine:
-        break;
-    }
-  } while (line.find_first_not_of(" \t") == std::string_view::npos);
-  if (!parse_command_line(line, version_, out, code_, error_, words_)) return Result::kError;
+  if (!body_.active()) {
+    std::string_view line;
+    do {  // blank lines are skipped, so a person typing into socat may press Enter freely
+      switch (lines_.next(input, line)) {
+        case LineReader::Result::kNeedMore:
+          return Result::kNeedMore;
+        case LineReader::Result::kTooLong:
+          return fail(ErrorCode::kLineTooLong,
+                      "control line longer than " + std::to_string(kMaxCommandLine) + " bytes");
+        case LineReader::Result::kLine:
+          break;
+      }
+    } while (line.find_first_not_of(" \t") == std::string_view::npos);
+    if (!parse_command_line(line, version_, out, code_, error_, words_)) return Result::kError;
+    if (out.verb != Verb::kPub) return Result::kCommand;
+    pending_ = std::move(out);
+    pending_.dropped = pending_.body_bytes > max_publish_body_;
+    body_.start(pending_.header_bytes, pending_.body_bytes, pending_.headers, pending_.payload, !pending_.dropped);
+  }
+  switch (body_.read(input)) {
+    case BodyReader::Result::kNeedMore:
+      return Result::kNeedMore;
+    case BodyReader::Result::kBadEnd:
+      return fail(ErrorCode::kBadBodyEnd, "PUB body not followed by \\r\\n");
+    case BodyReader::Result::kDone:
+      break;
+  }
+  out = std::move(pending_);
   return Result::kCommand;
 }
 

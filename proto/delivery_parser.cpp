@@ -20,66 +20,92 @@ DeliveryParser::Result DeliveryParser::fail(ErrorCode code, std::string why) {
   return Result::kError;
 }
 
+DeliveryParser::Result DeliveryParser::parse_msg_line() {
+  const auto& words = words_;
+  const std::size_t expected = version_ >= kVersion3 ? 11 : version_ >= kVersion2 ? 10 : 7;
+  if (words.size() != expected) {
+    return fail(words.size() < expected ? ErrorCode::kMissingArgument : ErrorCode::kTooManyArguments,
+                "MSG needs " + std::to_string(expected - 1) + " arguments in protocol version " +
+                    std::to_string(version_) + ", got " + std::to_string(words.size() - 1));
+  }
+  std::optional<std::uint64_t> published = 0;
+  std::optional<std::uint64_t> server_deliveries = 0;
+  if (expected >= 10) {
+    published = parse_number(words[7]);
+    server_deliveries = parse_number(words[9]);
+  }
+  const auto id = parse_number(words[1]);
+  const auto seq = parse_number(words[3]);
+  const auto deliveries = parse_number(words[4]);
+  const auto header_bytes = parse_number(words[5]);
+  const auto total_bytes = parse_number(words[6]);
+  if (!id || !seq || !deliveries || !header_bytes || !total_bytes || !published || !server_deliveries)
+    return fail(ErrorCode::kBadNumber, "MSG: malformed number");
+  if (*header_bytes > *total_bytes) return fail(ErrorCode::kHeaderExceedsTotal, "MSG: header bytes exceed total bytes");
+  if (*total_bytes > kMaxBody) {
+    return fail(ErrorCode::kBodyTooLarge, "MSG: body larger than " + std::to_string(kMaxBody) + " bytes");
+  }
+  std::string_view traceparent;  // "-": none
+  if (expected == 11 && words[10] != "-") {
+    traceparent = words[10];
+    if (!is_traceparent(traceparent)) {
+      return fail(ErrorCode::kBadTraceparent,
+                  "MSG: traceparent \"" + shown(traceparent, 64) +
+                      "\" is neither - nor a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)");
+    }
+  }
+  body_frame_ = Frame{};
+  body_frame_.kind = Frame::Kind::kMsg;
+  auto& d = body_frame_.delivery;
+  d.id = *id;
+  d.key = std::string(words[2]);
+  d.stream_seq = *seq;
+  d.deliveries = *deliveries;
+  if (expected >= 10) {
+    d.published_ns = *published;
+    d.subject = std::string(words[8]);
+    d.server_deliveries = *server_deliveries;
+    d.traceparent = std::string(traceparent);
+  }
+  body_.start(*header_bytes, *total_bytes, d.headers, d.payload);
+  return Result::kNeedMore;
+}
+
+// "PUBOK <id> <stream> <seq> <duplicate>" (stored) or "PUBERR <id> <code> [<reason>]".
+DeliveryParser::Result DeliveryParser::parse_publish_answer(std::string_view line, bool stored, Frame& out) {
+  const auto& words = words_;
+  const char* verb = stored ? "PUBOK" : "PUBERR";
+  if (stored ? words.size() != 5 : words.size() < 3) {
+    return fail(
+        words.size() < 3 || (stored && words.size() < 5) ? ErrorCode::kMissingArgument : ErrorCode::kTooManyArguments,
+        std::string(verb) + (stored ? " takes a request id, a stream, a sequence and 0 or 1"
+                                    : " takes a request id, a code and perhaps a reason"));
+  }
+  const auto id = parse_number(words[1]);
+  if (!id) return fail(ErrorCode::kBadNumber, std::string(verb) + ": malformed request id");
+  out.publish.id = *id;
+  if (!stored) {
+    out.kind = Frame::Kind::kPubErr;
+    out.publish.code = std::string(words[2]);
+    if (words.size() > 3)
+      out.publish.reason = std::string(line.substr(static_cast<std::size_t>(words[3].data() - line.data())));
+    return Result::kFrame;
+  }
+  const auto seq = parse_number(words[3]);
+  if (!seq || (words[4] != "0" && words[4] != "1")) return fail(ErrorCode::kBadNumber, "PUBOK: malformed number");
+  out.kind = Frame::Kind::kPubOk;
+  out.publish.stream = std::string(words[2]);
+  out.publish.seq = *seq;
+  out.publish.duplicate = words[4] == "1";
+  return Result::kFrame;
+}
+
 DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& out) {
   auto& words = words_;
   split_words(line, words);
   if (words.empty()) return fail(ErrorCode::kEmptyLine, "empty line");
   const auto verb = words[0];
-  if (equals_ignoring_case(verb, "MSG")) {
-    const std::size_t expected = version_ >= kVersion3 ? 11 : version_ >= kVersion2 ? 10 : 7;
-    if (words.size() != expected) {
-      return fail(words.size() < expected ? ErrorCode::kMissingArgument : ErrorCode::kTooManyArguments,
-                  "MSG needs " + std::to_string(expected - 1) + " arguments in protocol version " +
-                      std::to_string(version_) + ", got " + std::to_string(words.size() - 1));
-    }
-    std::optional<std::uint64_t> published = 0;
-    std::optional<std::uint64_t> server_deliveries = 0;
-    if (expected >= 10) {
-      published = parse_number(words[7]);
-      server_deliveries = parse_number(words[9]);
-    }
-    const auto id = parse_number(words[1]);
-    const auto seq = parse_number(words[3]);
-    const auto deliveries = parse_number(words[4]);
-    const auto header_bytes = parse_number(words[5]);
-    const auto total_bytes = parse_number(words[6]);
-    if (!id || !seq || !deliveries || !header_bytes || !total_bytes || !published || !server_deliveries)
-      return fail(ErrorCode::kBadNumber, "MSG: malformed number");
-    if (*header_bytes > *total_bytes)
-      return fail(ErrorCode::kHeaderExceedsTotal, "MSG: header bytes exceed total bytes");
-    if (*total_bytes > kMaxBody) {
-      return fail(ErrorCode::kBodyTooLarge, "MSG: body larger than " + std::to_string(kMaxBody) + " bytes");
-    }
-    std::string_view traceparent;  // "-": none
-    if (expected == 11 && words[10] != "-") {
-      traceparent = words[10];
-      if (!is_traceparent(traceparent)) {
-        return fail(ErrorCode::kBadTraceparent,
-                    "MSG: traceparent \"" + shown(traceparent, 64) +
-                        "\" is neither - nor a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)");
-      }
-    }
-    body_frame_ = Frame{};
-    body_frame_.kind = Frame::Kind::kMsg;
-    auto& d = body_frame_.delivery;
-    d.id = *id;
-    d.key = std::string(words[2]);
-    d.stream_seq = *seq;
-    d.deliveries = *deliveries;
-    if (expected >= 10) {
-      d.published_ns = *published;
-      d.subject = std::string(words[8]);
-      d.server_deliveries = *server_deliveries;
-      d.traceparent = std::string(traceparent);
-    }
-    header_bytes_ = *header_bytes;
-    body_left_ = *total_bytes + 2;
-    d.headers.reserve(*header_bytes);
-    d.payload.reserve(*total_bytes - *header_bytes);
-    trailer_.clear();
-    in_body_ = true;
-    return Result::kNeedMore;
-  }
+  if (equals_ignoring_case(verb, "MSG")) return parse_msg_line();
   out = Frame{};
   if (equals_ignoring_case(verb, "READY")) {
     if (words.size() < 5) {
@@ -104,6 +130,10 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
     if (words.size() > 1) out.error = std::string(line.substr(static_cast<std::size_t>(words[1].data() - line.data())));
     return Result::kFrame;
   }
+  if (version_ >= kVersion3) {
+    const bool stored = equals_ignoring_case(verb, "PUBOK");
+    if (stored || equals_ignoring_case(verb, "PUBERR")) return parse_publish_answer(line, stored, out);
+  }
   const bool ping = equals_ignoring_case(verb, "PING");
   if (ping || equals_ignoring_case(verb, "PONG")) {
     if (words.size() > 1) {
@@ -118,24 +148,16 @@ DeliveryParser::Result DeliveryParser::parse_line(std::string_view line, Frame& 
 DeliveryParser::Result DeliveryParser::parse(std::string_view& input, Frame& out) {
   if (code_ != ErrorCode::kNone) return Result::kError;
   for (;;) {
-    if (in_body_) {
-      // Headers, then payload, then "\r\n", each copied once, straight where it belongs.
-      auto& d = body_frame_.delivery;
-      while (body_left_ > 0 && !input.empty()) {
-        std::string& into = d.headers.size() < header_bytes_ ? d.headers : body_left_ > 2 ? d.payload : trailer_;
-        const std::size_t room = &into == &d.headers   ? header_bytes_ - d.headers.size()
-                                 : &into == &d.payload ? body_left_ - 2
-                                                       : body_left_;
-        const std::size_t take = std::min(room, input.size());
-        into.append(input.substr(0, take));
-        input.remove_prefix(take);
-        body_left_ -= take;
+    if (body_.active()) {
+      switch (body_.read(input)) {
+        case BodyReader::Result::kNeedMore:
+          return Result::kNeedMore;
+        case BodyReader::Result::kBadEnd:
+          return fail(ErrorCode::kBadBodyEnd, "MSG body not followed by \\r\\n");
+        case BodyReader::Result::kDone:
+          out = std::move(body_frame_);
+          return Result::kFrame;
       }
-      if (body_left_ > 0) return Result::kNeedMore;
-      in_body_ = false;
-      if (trailer_ != "\r\n") return fail(ErrorCode::kBadBodyEnd, "MSG body not followed by \\r\\n");
-      out = std::move(body_frame_);
-      return Result::kFrame;
     }
     std::string_view line;
     switch (lines_.next(input, line)) {

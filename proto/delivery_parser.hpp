@@ -3,11 +3,13 @@
 // Used by client libraries. After kError the stream is unusable. Not thread-safe.
 // The MSG layout is that of the version the stream's READY announced (version 1 before a READY):
 // version 2's MSG has three more arguments (the publish time, the subject, the server's count), and
-// version 3's one more after those (the delivery's traceparent, or "-").
+// version 3's one more after those (the delivery's traceparent, or "-"). PUBOK and PUBERR, the
+// answers to a handler's PUB, are frames from version 3 on (unknown verbs before).
 
 #include <string>
 #include <string_view>
 
+#include "body_reader.hpp"
 #include "line_reader.hpp"
 #include "protocol.hpp"
 
@@ -28,19 +30,17 @@ class DeliveryParser {
  private:
   Result fail(ErrorCode code, std::string why);
   Result parse_line(std::string_view line, Frame& out);
+  Result parse_msg_line();
+  Result parse_publish_answer(std::string_view line, bool stored, Frame& out);
 
   LineReader lines_{kMaxDeliveryLine};
   std::string error_;
   ErrorCode code_ = ErrorCode::kNone;
   std::vector<std::string_view> words_;
   std::uint32_t version_ = kVersion1;
-  // While a MSG body is being read: the frame so far and how many body bytes (with the final
-  // "\r\n") are still to come.
-  bool in_body_ = false;
+  // While a MSG body is being read: the frame so far, its body going into it.
   Frame body_frame_;
-  std::size_t header_bytes_ = 0;
-  std::size_t body_left_ = 0;  // payload bytes and the final "\r\n" still to come
-  std::string trailer_;        // the "\r\n" after the body, as it arrives
+  BodyReader body_;
 };
 
 }  // namespace jetfan::proto

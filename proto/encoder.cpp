@@ -218,4 +218,42 @@ void append_wip(std::string& out, std::uint64_t id) {
   out.append("\r\n");
 }
 
+void append_pub(std::string& out, std::uint64_t id, std::string_view subject, std::string_view headers,
+                std::string_view payload, std::optional<std::uint64_t> tied_to, std::uint64_t tie_index) {
+  append_verb_id(out, "PUB", id);
+  out.push_back(' ');
+  out.append(subject);
+  out.push_back(' ');
+  append_number(out, headers.size());
+  out.push_back(' ');
+  append_number(out, headers.size() + payload.size());
+  if (tied_to) {
+    out.push_back(' ');
+    append_number(out, *tied_to);
+    out.push_back(' ');
+    append_number(out, tie_index);
+  }
+  out.append("\r\n");
+  out.append(headers);
+  out.append(payload);
+  out.append("\r\n");
+}
+
+void append_pubok(std::string& out, std::uint64_t id, std::string_view stream, std::uint64_t seq, bool duplicate) {
+  append_verb_id(out, "PUBOK", id);
+  out.push_back(' ');
+  out.append(stream);
+  out.push_back(' ');
+  append_number(out, seq);
+  out.append(duplicate ? " 1\r\n" : " 0\r\n");
+}
+
+void append_puberr(std::string& out, std::uint64_t id, std::string_view code, std::string_view reason) {
+  const std::size_t start = out.size();
+  append_verb_id(out, "PUBERR", id);
+  out.push_back(' ');
+  out.append(code);
+  append_reason_and_end(out, start, reason);
+}
+
 }  // namespace jetfan::proto

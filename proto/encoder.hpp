@@ -43,6 +43,11 @@ void append_msg3_line(std::string& out, std::uint64_t id, std::string_view key, 
                       std::uint64_t published_ns, std::string_view subject, std::uint64_t server_deliveries,
                       std::string_view traceparent);
 void append_err(std::string& out, std::string_view reason);
+// Version 3 on, the answers to a PUB: "PUBOK <id> <stream> <seq> <0|1>" (stored; 1: a duplicate of a
+// copy stored before, whose seq it is) and "PUBERR <id> <code>[ <reason>]", `code` one of
+// to_string(PublishError), the reason made one line and cut so that the line fits 1024 bytes.
+void append_pubok(std::string& out, std::uint64_t id, std::string_view stream, std::uint64_t seq, bool duplicate);
+void append_puberr(std::string& out, std::uint64_t id, std::string_view code, std::string_view reason = {});
 
 // either way
 void append_ping(std::string& out);
@@ -60,5 +65,12 @@ void append_nak(std::string& out, std::uint64_t id, std::optional<std::uint64_t>
                 std::string_view reason = {}, std::uint32_t version = kLatestVersion);
 void append_term(std::string& out, std::uint64_t id, std::string_view reason = {});
 void append_wip(std::string& out, std::uint64_t id);
+// Version 3 on: "PUB <id> <subject> <header-bytes> <total-bytes>[ <delivery-id> <index>]\r\n", the
+// header block (empty, or "NATS/1.0\r\n...\r\n\r\n") and the payload, then "\r\n". `subject` is
+// one word (the caller checks it: is_publish_subject). With `tied_to`, the publish is tied to that
+// delivery of the connection, as the handler's `tie_index`-th publish for it.
+void append_pub(std::string& out, std::uint64_t id, std::string_view subject, std::string_view headers,
+                std::string_view payload, std::optional<std::uint64_t> tied_to = std::nullopt,
+                std::uint64_t tie_index = 0);
 
 }  // namespace jetfan::proto

@@ -20,6 +20,34 @@ const char* to_string(Verb verb) {
       return "PING";
     case Verb::kPong:
       return "PONG";
+    case Verb::kPub:
+      return "PUB";
+  }
+  return "?";
+}
+
+const char* to_string(PublishError code) {
+  switch (code) {
+    case PublishError::kNotAllowed:
+      return "not-allowed";
+    case PublishError::kBadSubject:
+      return "bad-subject";
+    case PublishError::kBadHeaders:
+      return "bad-headers";
+    case PublishError::kTooLarge:
+      return "too-large";
+    case PublishError::kNotInFlight:
+      return "not-in-flight";
+    case PublishError::kBusyId:
+      return "busy-id";
+    case PublishError::kNoStream:
+      return "no-stream";
+    case PublishError::kRefused:
+      return "refused";
+    case PublishError::kTimeout:
+      return "timeout";
+    case PublishError::kServerDown:
+      return "server-down";
   }
   return "?";
 }
@@ -100,5 +128,30 @@ bool is_traceparent(std::string_view word) {
 }
 
 std::uint32_t negotiated_version(std::uint32_t asked) { return asked < kLatestVersion ? asked : kLatestVersion; }
+
+bool is_publish_subject(std::string_view subject) {
+  if (subject.empty() || subject.size() > kMaxSubject) return false;
+  std::size_t token_start = 0;
+  for (std::size_t i = 0; i <= subject.size(); ++i) {
+    if (i == subject.size() || subject[i] == '.') {
+      const auto token = subject.substr(token_start, i - token_start);
+      if (token.empty() || token == "*" || token == ">") return false;
+      token_start = i + 1;
+      continue;
+    }
+    const auto byte = static_cast<unsigned char>(subject[i]);
+    if (byte < 0x21 || byte == 0x7f) return false;
+  }
+  return true;
+}
+
+bool is_header_block(std::string_view headers) {
+  constexpr std::string_view kStart = "NATS/1.0";
+  constexpr std::string_view kEnd = "\r\n\r\n";
+  if (headers.empty()) return true;
+  return headers.size() >= kStart.size() + kEnd.size() && headers.substr(0, kStart.size()) == kStart &&
+         (headers[kStart.size()] == '\r' || headers[kStart.size()] == ' ') &&
+         headers.substr(headers.size() - kEnd.size()) == kEnd;
+}
 
 }  // namespace jetfan::proto

@@ -15,8 +15,9 @@ namespace jetfan::proto {
 inline constexpr std::uint32_t kVersion1 = 1;
 inline constexpr std::uint32_t kVersion2 = 2;  // MSG also carries the publish time, subject, server's count
 // A NAK may say why ("NAK <id> <delay-ms>|- <reason>"); MSG is version 2's with one more word at the
-// end, the delivery's traceparent or "-". Version 3 is not yet released: the other wire changes of
-// the next release join it (CHANGELOG.md, Unreleased).
+// end, the delivery's traceparent or "-"; a handler may publish (PUB, answered by PUBOK or PUBERR).
+// Version 3 is not yet released: the other wire changes of the next release join it (CHANGELOG.md,
+// Unreleased).
 inline constexpr std::uint32_t kVersion3 = 3;
 inline constexpr std::uint32_t kLatestVersion = kVersion3;
 inline constexpr std::size_t kMaxCommandLine = 1024;  // handler -> jetfan, with the line end
@@ -24,21 +25,34 @@ inline constexpr std::size_t kMaxCommandLine = 1024;  // handler -> jetfan, with
 // about twice (as the key and as the subject), for every subject a NATS server takes with its
 // default max_control_line of 4096 bytes: at most 2 * 4096 + 210 bytes in version 3.
 inline constexpr std::size_t kMaxDeliveryLine = 16 * 1024;
-inline constexpr std::size_t kMaxBody = 64 * 1024 * 1024;  // headers + payload of one MSG
+inline constexpr std::size_t kMaxBody = 64 * 1024 * 1024;  // headers + payload of one MSG or PUB
 // The largest protocol version (HELLO, READY) and READY max-unconfirmed a parser accepts.
 inline constexpr std::uint64_t kMaxSmallNumber = 1'000'000;
 
 // What a handler sends to jetfan.
-enum class Verb { kHello, kAck, kNak, kTerm, kWip, kPing, kPong };
+enum class Verb { kHello, kAck, kNak, kTerm, kWip, kPing, kPong, kPub };
 const char* to_string(Verb verb);
 
 struct Command {
   Verb verb = Verb::kPing;
   std::string handler;                    // HELLO
   std::uint32_t version = 0;              // HELLO
-  std::uint64_t id = 0;                   // ACK, NAK, TERM, WIP
+  std::uint64_t id = 0;                   // ACK, NAK, TERM, WIP; PUB: its request id
   std::optional<std::uint64_t> delay_ms;  // NAK
   std::string reason;                     // TERM; NAK from version 3 on
+  // PUB (version 3 on): where to, the header block ("NATS/1.0\r\n...\r\n\r\n" or empty) and the
+  // payload; for a publish tied to a delivery of the connection, that delivery's id and the
+  // handler's index of this publish among that delivery's. `dropped`: the body was larger than the
+  // parser was told to keep (CommandParser::set_max_publish_body), and was read and dropped: headers
+  // and payload are empty, `body_bytes` says how large it was.
+  std::string subject;
+  std::string headers;
+  std::string payload;
+  std::optional<std::uint64_t> tied_to;
+  std::uint64_t tie_index = 0;
+  std::uint64_t header_bytes = 0;  // the line's <header-bytes>
+  std::uint64_t body_bytes = 0;    // the line's <total-bytes>
+  bool dropped = false;
 };
 
 // What jetfan sends to a handler.
@@ -65,12 +79,39 @@ struct Delivery {
   std::string traceparent;
 };
 
+// The answer to a PUB (version 3 on): PUBOK when JetStream stored it, PUBERR when it did not.
+struct PublishAnswer {
+  std::uint64_t id = 0;    // the PUB's request id
+  std::string stream;      // PUBOK: the stream that stored it
+  std::uint64_t seq = 0;   // PUBOK: its sequence there
+  bool duplicate = false;  // PUBOK: already stored under its Nats-Msg-Id (seq is that copy's)
+  std::string code;        // PUBERR: why, as to_string(PublishError) spells it (a client keeps codes it does not know)
+  std::string reason;      // PUBERR: for people; may be empty
+};
+
+// Why jetfan did not store a PUB: PUBERR's codes (PROTOCOL.md, "Publishing"), stable as the error
+// codes are.
+enum class PublishError {
+  kNotAllowed,   // not-allowed: the handler may not publish to that subject (its publish.subjects)
+  kBadSubject,   // bad-subject: not a subject one can publish to (empty tokens, wildcards, control bytes)
+  kBadHeaders,   // bad-headers: the header block is not "NATS/1.0 ... \r\n\r\n"
+  kTooLarge,     // too-large: larger than the server's max_payload
+  kNotInFlight,  // not-in-flight: tied to a delivery that is not in flight on this connection
+  kBusyId,       // busy-id: the request id is that of an unanswered PUB of this connection
+  kNoStream,     // no-stream: no stream captures the subject
+  kRefused,      // refused: the stream refused it (its limits, an expectation in a header, ...)
+  kTimeout,      // timeout: no answer from the server in time
+  kServerDown,   // server-down: no connection to the server
+};
+const char* to_string(PublishError code);
+
 struct Frame {
-  enum class Kind { kReady, kMsg, kErr, kPing, kPong };
+  enum class Kind { kReady, kMsg, kErr, kPing, kPong, kPubOk, kPubErr };
   Kind kind = Kind::kPing;
-  Ready ready;        // kReady
-  Delivery delivery;  // kMsg
-  std::string error;  // kErr
+  Ready ready;            // kReady
+  Delivery delivery;      // kMsg
+  std::string error;      // kErr
+  PublishAnswer publish;  // kPubOk, kPubErr
 };
 
 // Why a parser rejected a stream. The codes are stable and the same in every client (PROTOCOL.md,
@@ -103,6 +144,13 @@ bool equals_ignoring_case(std::string_view a, std::string_view b);
 // not "ff", neither id all zeros. jetfan writes version 00.
 inline constexpr std::size_t kTraceparentSize = 55;
 bool is_traceparent(std::string_view word);
+// A PUB's <subject>: a NATS subject one can publish to: 1 to kMaxSubject bytes of tokens separated by
+// ".", none empty, none "*" or ">" (wildcards), no byte below 0x21 or 0x7f.
+inline constexpr std::size_t kMaxSubject = 4096;
+bool is_publish_subject(std::string_view subject);
+// A PUB's header block: empty, or "NATS/1.0" (then a status or the line end) and fields, ending with
+// "\r\n\r\n".
+bool is_header_block(std::string_view headers);
 // The version a connection speaks when the handler's HELLO names `asked`, the highest it speaks:
 // the highest both speak, or 0 when there is none (`asked` is 0).
 std::uint32_t negotiated_version(std::uint32_t asked);

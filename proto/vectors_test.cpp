@@ -102,6 +102,17 @@ Frame frame_from(const json& f) {
     out.error = bytes_of(f.at("reason"));
   } else if (type == "PING" || type == "PONG") {
     out.kind = type == "PING" ? Frame::Kind::kPing : Frame::Kind::kPong;
+  } else if (type == "PUBOK") {
+    out.kind = Frame::Kind::kPubOk;
+    out.publish.id = u64(f.at("id"));
+    out.publish.stream = bytes_of(f.at("stream"));
+    out.publish.seq = u64(f.at("seq"));
+    out.publish.duplicate = f.at("duplicate").get<bool>();
+  } else if (type == "PUBERR") {
+    out.kind = Frame::Kind::kPubErr;
+    out.publish.id = u64(f.at("id"));
+    out.publish.code = bytes_of(f.at("code"));
+    out.publish.reason = bytes_of(f.at("reason"));
   } else {
     FAIL("unknown frame type in a vector: " << type);
   }
@@ -113,7 +124,7 @@ Command command_from(const json& c) {
   const std::string type = c.at("type");
   const std::pair<const char*, Verb> verbs[] = {{"HELLO", Verb::kHello}, {"ACK", Verb::kAck}, {"NAK", Verb::kNak},
                                                 {"TERM", Verb::kTerm},   {"WIP", Verb::kWip}, {"PING", Verb::kPing},
-                                                {"PONG", Verb::kPong}};
+                                                {"PONG", Verb::kPong},   {"PUB", Verb::kPub}};
   bool known = false;
   for (const auto& [name, verb] : verbs) {
     if (type == name) {
@@ -129,6 +140,15 @@ Command command_from(const json& c) {
   if (c.contains("id")) out.id = u64(c.at("id"));
   if (c.contains("delay_ms") && !c.at("delay_ms").is_null()) out.delay_ms = u64(c.at("delay_ms"));
   if (c.contains("reason")) out.reason = bytes_of(c.at("reason"));
+  if (out.verb == Verb::kPub) {
+    out.subject = bytes_of(c.at("subject"));
+    out.headers = bytes_of(c.at("headers"));
+    out.payload = bytes_of(c.at("payload"));
+    if (!c.at("tied_to").is_null()) {
+      out.tied_to = u64(c.at("tied_to"));
+      out.tie_index = u64(c.at("index"));
+    }
+  }
   return out;
 }
 
@@ -170,6 +190,13 @@ std::string show(const Frame& f) {
     case Frame::Kind::kPong:
       s << "PONG";
       break;
+    case Frame::Kind::kPubOk:
+      s << "PUBOK " << f.publish.id << ' ' << show(f.publish.stream) << ' ' << f.publish.seq << ' '
+        << f.publish.duplicate;
+      break;
+    case Frame::Kind::kPubErr:
+      s << "PUBERR " << f.publish.id << ' ' << show(f.publish.code) << ' ' << show(f.publish.reason);
+      break;
   }
   return s.str();
 }
@@ -193,6 +220,10 @@ std::string show(const Command& c) {
       break;
     case Verb::kPing:
     case Verb::kPong:
+      break;
+    case Verb::kPub:
+      s << ' ' << c.id << ' ' << show(c.subject) << ' ' << show(c.headers) << ' ' << show(c.payload) << ' '
+        << (c.tied_to ? std::to_string(*c.tied_to) + ' ' + std::to_string(c.tie_index) : "-");
       break;
   }
   return s.str();
@@ -320,6 +351,9 @@ TEST_CASE("vectors: commands encode to the canonical bytes", "[unit]") {
         case Verb::kPong:
           append_pong(out);
           break;
+        case Verb::kPub:
+          append_pub(out, c.id, c.subject, c.headers, c.payload, c.tied_to, c.tie_index);
+          break;
       }
       CHECK(show(out) == show(bytes_of(v.at("bytes"))));
     }
@@ -349,6 +383,12 @@ TEST_CASE("vectors: frames encode to the canonical bytes", "[unit]") {
           break;
         case Frame::Kind::kPong:
           append_pong(out);
+          break;
+        case Frame::Kind::kPubOk:
+          append_pubok(out, f.publish.id, f.publish.stream, f.publish.seq, f.publish.duplicate);
+          break;
+        case Frame::Kind::kPubErr:
+          append_puberr(out, f.publish.id, f.publish.code, f.publish.reason);
           break;
       }
       CHECK(show(out) == show(bytes_of(v.at("bytes"))));

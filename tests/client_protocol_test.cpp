@@ -225,3 +225,22 @@ TEST_CASE("C++ client: ERR mid-connection and garbage from jetfan are ClientErro
   }
   again.join();
 }
+
+TEST_CASE("C++ client: an answer to a PUB it never sent is a protocol error", "[integration]") {
+  Mesh mesh({.start_server = false});
+  ScriptedJetfan jetfan(mesh.socket_path());
+  Background greeter([&] {
+    jetfan.accept();
+    check(jetfan.line() == "HELLO builder 3", "expected HELLO builder 3");
+    jetfan.send("READY 3 builder 4 #\r\nPUBOK 9 EVENTS 1 0\r\n");
+  });
+  HandlerClient client(mesh.socket_path(), "builder", {.reconnect = false, .log = kQuiet});
+  greeter.join();
+  try {
+    client.next();
+    FAIL("no error");
+  } catch (const ClientError& e) {
+    CHECK(e.kind() == ClientError::Kind::kProtocol);
+    CHECK_THAT(e.what(), Catch::Contains("answered a PUB (request 9)"));
+  }
+}

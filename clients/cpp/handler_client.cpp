@@ -166,8 +166,12 @@ HandlerClient::State::Attempt HandlerClient::State::try_connect(std::uint32_t ve
       case proto::Frame::Kind::kPong:
         break;
       case proto::Frame::Kind::kMsg:
+      case proto::Frame::Kind::kPubOk:
+      case proto::Frame::Kind::kPubErr:
         drop_connection("", false);
-        throw ClientError(ClientError::Kind::kProtocol, "jetfan at " + socket_path + " sent MSG before READY");
+        throw ClientError(ClientError::Kind::kProtocol,
+                          "jetfan at " + socket_path + " sent " +
+                              (frame.kind == proto::Frame::Kind::kMsg ? "MSG" : "a PUB's answer") + " before READY");
     }
   }
 }
@@ -278,6 +282,12 @@ std::optional<Delivery> HandlerClient::State::next() {
       case proto::Frame::Kind::kReady:
         drop_connection("", false);
         throw ClientError(ClientError::Kind::kProtocol, "jetfan at " + socket_path + " sent a second READY");
+      case proto::Frame::Kind::kPubOk:
+      case proto::Frame::Kind::kPubErr:  // this client sends no PUB
+        drop_connection("", false);
+        throw ClientError(ClientError::Kind::kProtocol, "jetfan at " + socket_path + " answered a PUB (request " +
+                                                            std::to_string(frame.publish.id) +
+                                                            ") this client never sent");
     }
   }
 }

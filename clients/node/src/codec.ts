@@ -5,13 +5,14 @@
 /**
  * The highest protocol version this client speaks (it speaks every one from 1 up). Version 2 adds
  * the publish time, subject and server's count to MSG; version 3 adds the delivery's traceparent to
- * MSG and lets a NAK carry a reason.
+ * MSG, lets a NAK carry a reason, and adds PUB (a handler's publish through jetfan) and its answers,
+ * PUBOK and PUBERR.
  */
 export const PROTOCOL_VERSION = 3;
 /** Limits of the protocol (PROTOCOL.md, "Limits"). */
 export const MAX_COMMAND_LINE = 1024; // handler -> jetfan, with the line end
 export const MAX_FRAME_LINE = 16384; // jetfan -> handler, with the line end
-export const MAX_BODY = 64 * 1024 * 1024; // headers + payload of one MSG
+export const MAX_BODY = 64 * 1024 * 1024; // headers + payload of one MSG or PUB
 const MAX_SMALL_NUMBER = 1_000_000; // READY's version and max-unconfirmed
 
 /** Why a stream was rejected: the same stable codes as every other jetfan codec (PROTOCOL.md). */
@@ -28,12 +29,20 @@ export const ERROR_CODES = [
   "bad-traceparent",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
+/**
+ * A ProtocolError's code: one of the parser's, or "unexpected-frame" for a well-formed frame that
+ * the client did not expect where it came (a PUBOK or PUBERR when it sent no PUB).
+ */
+export type ProtocolErrorCode = ErrorCode | "unexpected-frame";
 
-/** Bytes from jetfan that break the protocol. The stream cannot be used after it. */
+/**
+ * Bytes from jetfan that break the protocol, or a frame the client did not expect. The stream cannot
+ * be used after it.
+ */
 export class ProtocolError extends Error {
   override name = "ProtocolError";
   constructor(
-    readonly code: ErrorCode,
+    readonly code: ProtocolErrorCode,
     message: string,
   ) {
     super(`${message} (${code})`);
@@ -82,7 +91,31 @@ export interface ErrFrame {
   reason: string;
 }
 
-export type Frame = ReadyFrame | MsgFrame | ErrFrame | { type: "PING" } | { type: "PONG" };
+/**
+ * Version 3 on: JetStream stored the PUB with request id `id`, in `stream` at `seq`. `duplicate`: the
+ * stream already held a message with its Nats-Msg-Id, whose sequence `seq` then is.
+ */
+export interface PubOkFrame {
+  type: "PUBOK";
+  id: U64;
+  stream: string;
+  seq: U64;
+  duplicate: boolean;
+}
+
+/**
+ * Version 3 on: the PUB with request id `id` was not stored, or jetfan does not know that it was.
+ * `code` says why (PROTOCOL.md, "Publishing": not-allowed, bad-subject, ..., timeout, server-down),
+ * kept as it came when this client does not know it; `reason` says it for people ("" for none).
+ */
+export interface PubErrFrame {
+  type: "PUBERR";
+  id: U64;
+  code: string;
+  reason: string;
+}
+
+export type Frame = ReadyFrame | MsgFrame | ErrFrame | PubOkFrame | PubErrFrame | { type: "PING" } | { type: "PONG" };
 
 const NEWLINE = 0x0a;
 const CR = 0x0d;
@@ -102,13 +135,15 @@ function splitWords(line: string): string[] {
   return words;
 }
 
-// Where the second word of a line starts (the line has at least two words).
-function secondWordStart(line: string): number {
+// Where word `index` (0: the verb) of a line starts (the line has more than `index` words).
+function wordStart(line: string, index: number): number {
   let at = 0;
   const blank = (i: number) => line.charCodeAt(i) === 0x20 || line.charCodeAt(i) === 0x09;
   while (blank(at)) ++at;
-  while (!blank(at)) ++at;
-  while (blank(at)) ++at;
+  for (let word = 0; word < index; ++word) {
+    while (!blank(at)) ++at;
+    while (blank(at)) ++at;
+  }
   return at;
 }
 
@@ -162,7 +197,8 @@ function shown(word: string, limit = 32): string {
 /**
  * Parses what jetfan sends to a handler, incrementally: feed it whatever bytes arrived, in any
  * pieces. Not thread-safe (one per connection). After it throws, it throws the same error again.
- * MSG is read in the layout of the version the last READY announced (version 1 before any).
+ * MSG is read in the layout of the version the last READY announced (version 1 before any), and
+ * PUBOK and PUBERR are verbs from version 3 on.
  */
 export class FrameParser {
   #version = 1;
@@ -220,6 +256,11 @@ export class FrameParser {
   #fail(code: ErrorCode, message: string): never {
     this.#failed = new ProtocolError(code, message);
     throw this.#failed;
+  }
+
+  // PUBOK and PUBERR before a READY of version 3: unknown verbs, as in the C++ parser.
+  #notYet(verb: string): never {
+    this.#fail("unknown-verb", `unknown frame "${shown(verb)}" in protocol version ${this.#version} (PUBOK and PUBERR are version 3's)`);
   }
 
   #lineTooLong(): never {
@@ -403,7 +444,7 @@ export class FrameParser {
       }
       case "ERR": {
         // The reason is the rest of the line as written, from its first character.
-        const reason = words.length > 1 ? line.slice(secondWordStart(line)) : "";
+        const reason = words.length > 1 ? line.slice(wordStart(line, 1)) : "";
         out.push({ type: "ERR", reason: text(reason) });
         return;
       }
@@ -412,6 +453,34 @@ export class FrameParser {
         if (words.length > 1) this.#fail("too-many-arguments", `${verb} takes no arguments`);
         out.push({ type: verb });
         return;
+      case "PUBOK": {
+        if (this.#version < 3) this.#notYet(words[0]!);
+        if (words.length !== 5) {
+          this.#fail(
+            words.length < 5 ? "missing-argument" : "too-many-arguments",
+            "PUBOK takes a request id, a stream, a sequence and 0 or 1",
+          );
+        }
+        const id = parseU64(words[1]!);
+        if (id === undefined) this.#fail("bad-number", `PUBOK: malformed request id in "${shown(line)}"`);
+        const seq = parseU64(words[3]!);
+        const duplicate = words[4]!;
+        if (seq === undefined || (duplicate !== "0" && duplicate !== "1")) {
+          this.#fail("bad-number", `PUBOK: malformed sequence or duplicate flag in "${shown(line)}"`);
+        }
+        out.push({ type: "PUBOK", id, stream: text(words[2]!), seq, duplicate: duplicate === "1" });
+        return;
+      }
+      case "PUBERR": {
+        if (this.#version < 3) this.#notYet(words[0]!);
+        if (words.length < 3) this.#fail("missing-argument", "PUBERR takes a request id, a code and perhaps a reason");
+        const id = parseU64(words[1]!);
+        if (id === undefined) this.#fail("bad-number", `PUBERR: malformed request id in "${shown(line)}"`);
+        // The reason is the rest of the line as written, from its first character, as ERR's.
+        const reason = words.length > 3 ? line.slice(wordStart(line, 3)) : "";
+        out.push({ type: "PUBERR", id, code: text(words[2]!), reason: text(reason) });
+        return;
+      }
       default:
         this.#fail("unknown-verb", `unknown frame "${shown(words[0]!)}"`);
     }
@@ -420,7 +489,7 @@ export class FrameParser {
 
 const EMPTY = Buffer.alloc(0);
 
-// ---- What a handler sends. Each returns one complete line, "\r\n" included. ----
+// ---- What a handler sends. Each returns one complete line, "\r\n" included (encodePub: its line and body). ----
 
 /** A number as the protocol writes it; throws RangeError for what cannot be one. */
 function decimal(value: number | bigint, what: string): string {
@@ -484,6 +553,54 @@ function withReasonLine(head: string, reason: string): string {
 
 export function encodeWip(id: U64): string {
   return `WIP ${id}\r\n`;
+}
+
+/**
+ * Version 3 on: `PUB <id> <subject> <header-bytes> <total-bytes>[ <delivery-id> <index>]`, then the
+ * body (the header block, "" or a NATS/1.0 block ending in a blank line, then the payload) and
+ * "\r\n". The sizes count bytes; strings are written as UTF-8. With `tiedTo`, the publish is tied to
+ * that delivery of this connection, as its `index`-th publish. The only encoder that returns bytes,
+ * since the body may be any. Throws TypeError for a subject that is not one word, RangeError for a
+ * number that is not a 64-bit one, a line longer than jetfan takes (1024 bytes) or a body over
+ * MAX_BODY: jetfan would drop the connection. The subject itself is jetfan's to check.
+ */
+export function encodePub(
+  id: U64,
+  subject: string,
+  headers: Uint8Array | string,
+  payload: Uint8Array | string,
+  tiedTo?: U64,
+  index: U64 = 0,
+): Buffer {
+  if (!/^[^ \t\r\n]+$/.test(subject)) throw new TypeError(`PUB subject must be one word, got "${subject}"`);
+  const headerBytes = typeof headers === "string" ? Buffer.from(headers, "utf8") : headers;
+  const payloadBytes = typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
+  const total = headerBytes.length + payloadBytes.length;
+  if (total > MAX_BODY) throw new RangeError(`PUB body of ${total} bytes is over ${MAX_BODY} bytes`);
+  let line = `PUB ${u64(id, "PUB request id")} ${subject} ${headerBytes.length} ${total}`;
+  if (tiedTo !== undefined) line += ` ${u64(tiedTo, "PUB delivery id")} ${u64(index, "PUB index")}`;
+  line += "\r\n";
+  const lineBytes = Buffer.byteLength(line, "utf8");
+  if (lineBytes > MAX_COMMAND_LINE) {
+    throw new RangeError(`PUB line of ${lineBytes} bytes is longer than ${MAX_COMMAND_LINE} bytes (the subject is too long)`);
+  }
+  const out = Buffer.allocUnsafe(lineBytes + total + 2);
+  let at = out.write(line, 0, "utf8");
+  out.set(headerBytes, at);
+  at += headerBytes.length;
+  out.set(payloadBytes, at);
+  at += payloadBytes.length;
+  out[at] = CR;
+  out[at + 1] = NEWLINE;
+  return out;
+}
+
+// A request id, delivery id or index as the protocol writes it: an integer 0 to 2^64 - 1, else RangeError.
+function u64(value: U64, what: string): string {
+  if (typeof value === "bigint" ? value < 0n || value > U64_MAX : !Number.isSafeInteger(value) || value < 0) {
+    throw new RangeError(`${what} must be an integer from 0 to 2^64 - 1, got ${value}`);
+  }
+  return value.toString();
 }
 
 export const PING_LINE = "PING\r\n";

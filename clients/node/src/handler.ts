@@ -480,6 +480,17 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         conn.refusal = frame.reason;
         conn.socket.destroy();
         return;
+      case "PUBOK":
+      case "PUBERR":
+        // An answer to a PUB, and this client sends none: jetfan is confused, or something else
+        // speaks on the socket. The connection ends with ProtocolError, as when the bytes break.
+        if (!conn.alive || conn.broken) return;
+        conn.broken = new ProtocolError(
+          "unexpected-frame",
+          `jetfan at ${this.socketPath} sent ${frame.type} for request ${frame.id}, but this client sent no PUB`,
+        );
+        conn.socket.destroy();
+        return;
       case "PONG":
       case "READY":
         return;

@@ -3,4 +3,4 @@ export { connect, Handler, type ConnectOptions, type ProcessOptions, type Ready 
 export type { Message } from "./message.js";
 export { MsgHeaders } from "./headers.js";
 export { JetfanError, Nak, Term } from "./errors.js";
-export { ProtocolError, ERROR_CODES, type ErrorCode } from "./codec.js";
+export { ProtocolError, ERROR_CODES, type ErrorCode, type ProtocolErrorCode } from "./codec.js";

@@ -293,6 +293,27 @@ it("in version 3, a traceparent that is not one breaks the protocol (bad-tracepa
   await assert.rejects(loop, (error) => error instanceof ProtocolError && error.code === "bad-traceparent");
 });
 
+it("in version 3, a PUBOK or PUBERR, answers to a PUB this client never sends, end the loop with ProtocolError (unexpected-frame)", async (t) => {
+  for (const answer of ["PUBOK 1 ORDERS 42 0", "PUBERR 2 not-allowed no publish.subjects"]) {
+    const jetfan = await scriptedJetfan(t);
+    const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet, reconnectDelayMs: 10 });
+    const peer = await jetfan.helloed(0);
+    peer.socket.write("READY 3 h 8 #\r\n");
+    const handler = await connecting;
+    const loop = (async () => {
+      for await (const m of handler) m.ack();
+    })();
+    peer.socket.write(`${answer}\r\n`);
+    const verb = answer.split(" ")[0];
+    await assert.rejects(
+      loop,
+      (error) => error instanceof ProtocolError && error.code === "unexpected-frame" && error.message.includes(`sent ${verb} for request`),
+    );
+    assert.equal(handler.connected, false);
+    assert.equal(jetfan.connections.length, 1); // not reconnected
+  }
+});
+
 it("protocolVersion 1 asks for version 1 only", async (t) => {
   const jetfan = await scriptedJetfan(t);
   const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet, protocolVersion: 1 });

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 
 import {
   ERROR_CODES, FrameParser, ProtocolError, PING_LINE, PONG_LINE,
-  encodeAck, encodeHello, encodeNak, encodeTerm, encodeWip,
+  encodeAck, encodeHello, encodeNak, encodePub, encodeTerm, encodeWip,
 } from "../dist/codec.js";
 
 const dir = process.env.JETFAN_VECTORS_DIR ?? join(fileURLToPath(import.meta.url), "../../../../proto/vectors");
@@ -46,6 +46,10 @@ function expectedFrame(f) {
       };
     case "ERR":
       return { type: "ERR", reason: latin1(f.reason) };
+    case "PUBOK":
+      return { type: "PUBOK", id: f.id, stream: latin1(f.stream), seq: f.seq, duplicate: f.duplicate };
+    case "PUBERR":
+      return { type: "PUBERR", id: f.id, code: latin1(f.code), reason: latin1(f.reason) };
     default:
       return { type: f.type };
   }
@@ -65,6 +69,10 @@ function actualFrame(f) {
       };
     case "ERR":
       return { type: "ERR", reason: textBytes(f.reason) };
+    case "PUBOK":
+      return { type: "PUBOK", id: String(f.id), stream: textBytes(f.stream), seq: String(f.seq), duplicate: f.duplicate };
+    case "PUBERR":
+      return { type: "PUBERR", id: String(f.id), code: textBytes(f.code), reason: textBytes(f.reason) };
     default:
       return { type: f.type };
   }
@@ -108,7 +116,8 @@ test("vectors: the error codes are the ones the vectors use", () => {
 
 // This client has no parser of what handlers send (jetfan's is C++): of the parse-commands vectors it
 // uses only the error codes above. Each encode-commands vector is written as on a connection of its
-// "version" (1 when absent): a NAK's "reason" (absent: "") is written from version 3 on.
+// "version" (1 when absent): a NAK's "reason" (absent: "") is written from version 3 on. A PUB (version
+// 3) is the one command with a body: its encoder gives bytes, not a string.
 test("vectors: commands encode to the canonical bytes", () => {
   for (const v of filesOfKind("encode-commands")) {
     const f = v.frame;
@@ -123,16 +132,22 @@ test("vectors: commands encode to the canonical bytes", () => {
       case "WIP": line = encodeWip(id); break;
       case "PING": line = PING_LINE; break;
       case "PONG": line = PONG_LINE; break;
+      case "PUB":
+        line = encodePub(id, utf8Text(f.subject), bytes(f.headers), bytes(f.payload),
+          f.tied_to == null ? undefined : BigInt(f.tied_to), f.index == null ? undefined : BigInt(f.index));
+        break;
       default: assert.fail(`unknown command type ${f.type}`);
     }
-    assert.equal(Buffer.from(line, "utf8").toString("latin1"), latin1(v.bytes), v.name);
+    const written = typeof line === "string" ? Buffer.from(line, "utf8") : line;
+    assert.equal(written.toString("latin1"), latin1(v.bytes), v.name);
   }
 });
 
 test("vectors: what jetfan writes for each frame reads back as that frame", () => {
   for (const v of filesOfKind("encode-frames")) {
     const expected = expectedFrame(v.frame);
-    if (expected.type === "ERR") expected.reason = expected.reason.replace(/[\r\n]/g, " ");
+    // jetfan writes each \r or \n of a reason as a space.
+    if (expected.type === "ERR" || expected.type === "PUBERR") expected.reason = expected.reason.replace(/[\r\n]/g, " ");
     // Written on a connection of the vector's version: a READY of that version comes first.
     const version = v.version ?? 1;
     const ready = { type: "READY", version, handler: "h", max_unconfirmed: 1, patterns: ["#"] };

@@ -1,6 +1,7 @@
 """The handler protocol, versions 1 to 3 (proto/PROTOCOL.md): what jetfan sends parsed incrementally, and
 what a handler sends encoded. Pure: no I/O, no clock, no threads. Version 3's MSG is version 2's with the
-delivery's traceparent at the end; version 3 adds a reason to NAK."""
+delivery's traceparent at the end; version 3 adds a reason to NAK, and publishing: PUB, which jetfan answers
+with PUBOK or PUBERR."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from typing import Callable, NamedTuple, Optional, Union
 VERSION = 3  # the highest protocol version this client speaks (it speaks every one from 1 up)
 NAK_REASON_VERSION = 3  # the first protocol version in which a NAK may carry a reason
 TRACEPARENT_VERSION = 3  # the first protocol version whose MSG ends with the delivery's traceparent
+PUBLISH_VERSION = 3  # the first protocol version with PUB, and with PUBOK and PUBERR, jetfan's answers to it
 MAX_COMMAND_LINE = 1024  # handler -> jetfan, line end included
 MAX_DELIVERY_LINE = 16384  # jetfan -> handler, line end included
-MAX_BODY = 64 * 1024 * 1024  # headers and payload of one MSG
+MAX_BODY = 64 * 1024 * 1024  # headers and payload of one MSG or PUB
 MAX_SMALL_NUMBER = 1_000_000  # a protocol version, READY's max-unconfirmed
 _MAX_U64 = 2**64 - 1
 
@@ -66,6 +68,26 @@ class Err:
 
 
 @dataclass(frozen=True)
+class PubOk:
+    """Version 3 on: JetStream stored the PUB whose request id is `id`, in `stream` at `seq`."""
+
+    id: int  # the PUB's request id
+    stream: str
+    seq: int
+    duplicate: bool  # the stream already held a message with its Nats-Msg-Id: `seq` is that one's
+
+
+@dataclass(frozen=True)
+class PubErr:
+    """Version 3 on: the PUB whose request id is `id` was not stored, or jetfan does not know that it
+    was. `code` says why (PROTOCOL.md, "Publishing"), kept as it came when this client does not know it."""
+
+    id: int  # the PUB's request id
+    code: str  # e.g. "not-allowed", "timeout" (after which the message may have been stored)
+    reason: str = ""  # for people; "" when the line has none
+
+
+@dataclass(frozen=True)
 class Ping:
     pass
 
@@ -77,7 +99,7 @@ class Pong:
 
 _new_frame = tuple.__new__
 
-Frame = Union[Ready, MsgFrame, Err, Ping, Pong]
+Frame = Union[Ready, MsgFrame, Err, Ping, Pong, PubOk, PubErr]
 PING, PONG = Ping(), Pong()
 
 
@@ -112,6 +134,10 @@ def _traceparent(word: bytes) -> Optional[str]:
     return word.decode("ascii")
 
 
+# A line's first three words and the blanks after each: what comes before PUBERR's reason.
+_THREE_WORDS = re.compile(rb"[ \t]*[^ \t]+[ \t]+[^ \t]+[ \t]+[^ \t]+[ \t]+").match
+
+
 # MSG as jetfan writes it: upper case, single spaces, numbers of at most 20 digits.
 _CANONICAL_MSG = re.compile(rb"MSG (\d{1,20}) ([^ \t]+) (\d{1,20}) (\d{1,20}) (\d{1,20}) (\d{1,20})").fullmatch
 _CANONICAL_MSG2 = re.compile(
@@ -143,7 +169,8 @@ def _whole_msg(version: int) -> Optional[Callable[[bytes, int], Optional[re.Matc
 class FrameParser:
     """Cuts what jetfan sends into frames. Feed bytes with feed(), take frames with next(). After a
     ProtocolError the stream is unusable and every call raises it again. Not thread-safe. MSG is
-    read in the layout of the version the last READY named (version 1 before any)."""
+    read in the layout of the version the last READY named (version 1 before any); PUBOK and PUBERR
+    are frames once it names version 3 or later, unknown verbs before."""
 
     __slots__ = ("_buf", "_pos", "_msg", "_error", "_version")
 
@@ -358,12 +385,35 @@ class FrameParser:
             # The reason runs from its first character to the end of the line, blanks and all.
             rest = line.lstrip(b" \t")[len(words[0]) :].lstrip(b" \t")
             return Err(_text(rest))
+        if verb in (b"PUBOK", b"PUBERR") and self._version >= PUBLISH_VERSION:
+            return _publish_answer(line, words, verb == b"PUBOK")
         if verb in (b"PING", b"PONG"):
             if len(words) > 1:
                 raise ProtocolError("too-many-arguments", f"{verb.decode()} takes no arguments")
             return PING if verb == b"PING" else PONG
         shown = "".join(chr(c) if 0x20 <= c <= 0x7E else "?" for c in words[0][:32])
         raise ProtocolError("unknown-verb", f'unknown frame "{shown}"')
+
+
+def _publish_answer(line: bytes, words: list[bytes], stored: bool) -> Union[PubOk, PubErr]:
+    """`PUBOK <request-id> <stream> <seq> <0|1>` (`stored`) or `PUBERR <request-id> <code> [<reason>]`,
+    split into `words`."""
+    if stored:
+        if len(words) != 5:
+            raise ProtocolError(
+                "missing-argument" if len(words) < 5 else "too-many-arguments",
+                f"PUBOK takes a request id, a stream, a sequence and 0 or 1, got {len(words) - 1} arguments",
+            )
+        id_, seq = _number(words[1]), _number(words[3])
+        if words[4] not in (b"0", b"1"):
+            raise ProtocolError("bad-number", f"PUBOK: duplicate flag {words[4][:32]!r} is neither 0 nor 1")
+        return PubOk(id_, _text(words[2]), seq, words[4] == b"1")
+    if len(words) < 3:
+        raise ProtocolError("missing-argument", "PUBERR takes a request id, a code and perhaps a reason")
+    id_ = _number(words[1])
+    # The reason runs from its first character to the end of the line, blanks and all, as ERR's does.
+    match = _THREE_WORDS(line) if len(words) > 3 else None
+    return PubErr(id_, _text(words[2]), _text(line[match.end() :]) if match else "")
 
 
 # --- handler -> jetfan
@@ -440,6 +490,29 @@ def _with_reason(start: bytes, reason: str) -> bytes:
 
 def encode_wip(id_: int) -> bytes:
     return b"WIP %d\r\n" % id_
+
+
+def encode_pub(
+    id_: int, subject: str, headers: bytes, payload: bytes, tied_to: Optional[int] = None, index: int = 0
+) -> bytes:
+    """PUB, on a connection of protocol version 3 or later: publish `headers` (a NATS header block,
+    b"NATS/1.0\\r\\n...\\r\\n\\r\\n", or b"" for none) and `payload` to `subject` through jetfan, which
+    answers PUBOK or PUBERR with request id `id_`. With `tied_to`, the publish is tied to that delivery
+    of the connection, as the handler's `index`-th publish for it. `subject` must be one word (jetfan
+    judges the rest: PUBERR bad-subject); a line or body past the protocol's limits, which would make
+    jetfan close the connection, raises ValueError."""
+    name = subject.encode("utf-8", "surrogateescape")
+    if not name or any(c in b" \t\r\n" for c in name):
+        raise ValueError(f"a subject is one word, not {subject!r}")
+    total = len(headers) + len(payload)
+    if total > MAX_BODY:
+        raise ValueError(f"a PUB body is at most {MAX_BODY} bytes, not {total}")
+    line = b"PUB %d %s %d %d" % (id_, name, len(headers), total)
+    if tied_to is not None:
+        line += b" %d %d" % (tied_to, index)
+    if len(line) + 2 > MAX_COMMAND_LINE:
+        raise ValueError(f"a PUB line is at most {MAX_COMMAND_LINE} bytes: its subject ({len(name)} bytes) is too long")
+    return b"".join((line, b"\r\n", headers, payload, b"\r\n"))
 
 
 PING_LINE = b"PING\r\n"

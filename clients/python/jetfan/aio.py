@@ -18,7 +18,7 @@ import time
 from collections import deque
 from typing import Any, Awaitable, Callable, Optional, Union
 
-from ._codec import PONG_LINE, Err, FrameParser, MsgFrame, Ping, ProtocolError, Ready, encode_hello
+from ._codec import PONG_LINE, Err, FrameParser, MsgFrame, Ping, ProtocolError, PubErr, PubOk, Ready, encode_hello
 from ._errors import JetfanError
 from ._message import Message
 from ._options import Options, check_concurrency
@@ -199,6 +199,11 @@ class _Connection(asyncio.Protocol):
                         self.ready = frame
                         self.handshake.set_result(frame)
                         return  # the handler adopts the connection, then drains on
+                elif isinstance(frame, (PubOk, PubErr)):  # answers to a PUB, which this client never sends
+                    verb = "PUBOK" if isinstance(frame, PubOk) else "PUBERR"
+                    self.broken = ProtocolError("unexpected-frame", f"{verb} {frame.id}, but this client sent no PUB")
+                    self.transport.abort()
+                    return
                 # PONG: the answer to a PING we never send; nothing to do.
 
     # --- writing

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-from ._codec import PONG_LINE, Err, FrameParser, Frame, MsgFrame, Ping, ProtocolError, Ready, encode_hello
+from ._codec import PONG_LINE, Err, FrameParser, Frame, MsgFrame, Ping, ProtocolError, PubErr, PubOk, Ready, encode_hello
 from ._errors import JetfanError
 from ._message import Message
 from ._options import Options, check_concurrency
@@ -380,6 +380,11 @@ class BlockingHandler:
             elif isinstance(frame, Err):
                 self._failure = JetfanError(frame.reason, self.path)  # jetfan closes next
                 self._drop(frame.reason)
+                raise self._failure
+            elif isinstance(frame, (PubOk, PubErr)):  # answers to a PUB, which this client never sends
+                verb = "PUBOK" if isinstance(frame, PubOk) else "PUBERR"
+                self._failure = ProtocolError("unexpected-frame", f"{verb} {frame.id}, but this client sent no PUB")
+                self._drop(str(self._failure))
                 raise self._failure
 
     def _claim(self, consumer: str) -> None:

@@ -234,6 +234,17 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(broken.exception.code, "unknown-verb")
         await h.close()
 
+    async def test_an_answer_to_a_pub_it_never_sent_breaks_the_protocol(self) -> None:
+        for answer in (b"PUBOK 1 S 1 0\r\n", b"PUBERR 1 not-allowed\r\n"):
+            with self.subTest(answer=answer):
+                h = await self.connect(4, "greet_v3")
+                self.peer.send(answer)
+                with self.assertRaises(jetfan.ProtocolError) as broken, self.assertLogs("jetfan.aio", "ERROR") as logs:
+                    await asyncio.wait_for(h.__anext__(), 20)
+                self.assertEqual(broken.exception.code, "unexpected-frame")
+                self.assertIn("this client sent no PUB", logs.output[0])
+                await h.close()
+
     async def test_delays_in_seconds_reach_the_wire_as_milliseconds(self) -> None:
         h = await self.connect(8)
         self.peer.send(msg(1, "a") + msg(2, "b") + msg(3, "c") + msg(4, "d"))
@@ -403,6 +414,15 @@ class BlockingAgainstPeer(unittest.TestCase):
             with self.assertRaises(jetfan.ProtocolError) as broken, self.assertLogs("jetfan.blocking", "ERROR"):
                 next(iter(h))
             self.assertEqual(broken.exception.code, "unknown-verb")
+
+    def test_an_answer_to_a_pub_it_never_sent_breaks_the_protocol(self) -> None:
+        for answer in (b"PUBOK 1 S 1 0\r\n", b"PUBERR 1 not-allowed\r\n"):
+            with self.subTest(answer=answer), self.connect(4, "greet_v3") as h:
+                self.peer.send(answer)
+                with self.assertRaises(jetfan.ProtocolError) as broken, self.assertLogs("jetfan.blocking", "ERROR") as logs:
+                    next(iter(h))
+                self.assertEqual(broken.exception.code, "unexpected-frame")
+                self.assertIn("this client sent no PUB", logs.output[0])
 
     def test_delays_in_seconds_reach_the_wire_as_milliseconds(self) -> None:
         with self.connect(8) as h:
