@@ -18,6 +18,7 @@
 #include "accounts.hpp"
 #include "byte_size.hpp"
 #include "encoder.hpp"
+#include "nats_subject.hpp"
 #include "protocol.hpp"
 #include "topic_pattern.hpp"
 
@@ -728,6 +729,7 @@ class ConfigReader {
       }
       if (const auto retry = item["retry"]) read_retry(retry, path + ".retry", handler);
       if (const auto dead_letter = item["dead_letter"]) read_dead_letter(dead_letter, path + ".dead_letter", handler);
+      if (const auto publish = item["publish"]) read_publish(publish, path + ".publish", handler);
       read_bool(item, path, "paused", handler.paused);
       read_bool(item, path, "adaptive_inflight", handler.adaptive_inflight);
       read_int(item, path, "min_inflight", handler.min_inflight, 1, 65536);
@@ -769,6 +771,30 @@ class ConfigReader {
             "must not be less than " + path + ".backoff (" + std::to_string(retry.backoff->count()) + "ms)");
     }
     handler.retry = retry;
+  }
+
+  void read_publish(const YAML::Node& node, const std::string& path, HandlerSettings& handler) {
+    if (!check_map(node, path, config_keys::kPublish)) return;
+    PublishSettings publish;
+    if (const auto subjects = node["subjects"]) {
+      publish.subjects = read_string_list(subjects, path + ".subjects");
+      if (publish.subjects.empty()) error(subjects, path + ".subjects", "needs at least one subject pattern");
+      for (std::size_t i = 0; i < publish.subjects.size(); ++i) {
+        if (auto why = subject_pattern_error(publish.subjects[i])) {
+          const auto at = subjects.IsSequence() ? subjects[i] : subjects;
+          error(at, path + ".subjects[" + std::to_string(i) + "]",
+                "\"" + publish.subjects[i] + "\" " + *why +
+                    " (a NATS subject pattern: '.'-separated tokens, '*' for one token, '>' last for the rest)");
+        }
+      }
+    } else {
+      error(node, path + ".subjects", "is required: the subjects the handler may publish to");
+    }
+    read_int(node, path, "max_in_flight", publish.max_in_flight, 1, 1'000'000);
+    read_size(node, path, "max_bytes", publish.max_bytes, 1);
+    read_duration(node, path, "timeout", publish.timeout);
+    if (publish.timeout < Duration(1)) error(either(node, "timeout"), path + ".timeout", "must be more than 0");
+    handler.publish = std::move(publish);
   }
 
   void read_dead_letter(const YAML::Node& node, const std::string& path, HandlerSettings& handler) {

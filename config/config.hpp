@@ -146,6 +146,15 @@ struct RetrySettings {
   std::optional<Duration> backoff_max;  // ... with each one up to this (delivery.nak_delay_max)
 };
 
+// What a handler may publish through jetfan (protocol version 3's PUB), and how much of it may wait
+// for the server per connection.
+struct PublishSettings {
+  std::vector<std::string> subjects;  // NATS subject patterns (config/nats_subject.hpp); at least one
+  std::size_t max_in_flight = defaults::kPublishMaxInFlight;
+  std::uint64_t max_bytes = defaults::kPublishMaxBytes;
+  Duration timeout = defaults::kPublishTimeout;
+};
+
 struct HandlerSettings {
   std::string name;
   std::vector<std::string> patterns;
@@ -157,10 +166,11 @@ struct HandlerSettings {
   bool adaptive_inflight = false;   // each instance's in-flight limit adapts (core/AdaptiveLimit) ...
   int min_inflight = 1;             // ... between this and max_inflight
   WhenFull when_full = WhenFull::kHold;
-  OrderBy order_by;                    // absent: unordered
-  std::optional<RetrySettings> retry;  // none: for ever, with delivery.nak_delay and nak_delay_max
-  std::string dead_letter_subject;     // empty: no dead letters; a used-up budget is a TERM for it
-  bool paused = false;                 // gets nothing new; its messages are held for it
+  OrderBy order_by;                        // absent: unordered
+  std::optional<RetrySettings> retry;      // none: for ever, with delivery.nak_delay and nak_delay_max
+  std::string dead_letter_subject;         // empty: no dead letters; a used-up budget is a TERM for it
+  bool paused = false;                     // gets nothing new; its messages are held for it
+  std::optional<PublishSettings> publish;  // none: it may not publish
 };
 
 struct DeliverySettings {

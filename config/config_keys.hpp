@@ -30,11 +30,12 @@ inline constexpr std::array kControl = {"path", "mode", "allow", "allow_read"};
 inline constexpr std::array kMetrics = {"listen", "max_connections"};
 inline constexpr std::array kTracing = {"endpoint",  "sample_ratio", "service_name",   "max_queued",
                                         "max_batch", "interval",     "request_timeout"};
-inline constexpr std::array kHandler = {"name",          "patterns", "max_inflight",      "ack_timeout", "allow",
-                                        "max_instances", "max_rate", "when_full",         "order_by",    "retry",
-                                        "dead_letter",   "paused",   "adaptive_inflight", "min_inflight"};
+inline constexpr std::array kHandler = {"name",          "patterns", "max_inflight",      "ack_timeout",  "allow",
+                                        "max_instances", "max_rate", "when_full",         "order_by",     "retry",
+                                        "dead_letter",   "paused",   "adaptive_inflight", "min_inflight", "publish"};
 inline constexpr std::array kRetry = {"max_attempts", "backoff", "backoff_max"};
 inline constexpr std::array kDeadLetter = {"subject"};
+inline constexpr std::array kPublish = {"subjects", "max_in_flight", "max_bytes", "timeout"};
 inline constexpr std::array kAllow = {"users", "groups", "uids", "gids"};
 inline constexpr std::array kDelivery = {"nak_delay", "nak_delay_max", "remember", "drain_timeout"};
 inline constexpr std::array kLog = {"level", "format"};

@@ -398,6 +398,49 @@ TEST_CASE("a handler's retry budget, dead letter and pause are read and checked"
   CHECK(any_contains(with("    paused: maybe\n"), "handlers[0].paused: \"maybe\" must be true or false"));
 }
 
+TEST_CASE("a handler's publish: subjects it may publish to, and its bounds, are read and checked", "[unit]") {
+  std::string text = kGood;
+  text.insert(text.find("  - name: audit"),
+              "    publish:\n      subjects: [out.built, \"audit.*.>\"]\n      max_in_flight: 32\n"
+              "      max_bytes: 2MiB\n      timeout: 3s\n");
+  const auto result = load_config_text(text, "x.yaml");
+  REQUIRE(result.errors.empty());
+  const auto& builder = result.config->handlers[0];
+  REQUIRE(builder.publish);
+  CHECK(builder.publish->subjects == std::vector<std::string>{"out.built", "audit.*.>"});
+  CHECK(builder.publish->max_in_flight == 32);
+  CHECK(builder.publish->max_bytes == 2u << 20);
+  CHECK(builder.publish->timeout == std::chrono::milliseconds(3000));
+  CHECK_FALSE(result.config->handlers[1].publish);  // none: it may not publish
+
+  std::string minimal = kGood;
+  minimal.insert(minimal.find("  - name: audit"), "    publish: {subjects: [\">\"]}\n");
+  const auto defaults = load_config_text(minimal, "x.yaml");
+  REQUIRE(defaults.errors.empty());
+  CHECK(defaults.config->handlers[0].publish->max_in_flight == 256);
+  CHECK(defaults.config->handlers[0].publish->max_bytes == 8u << 20);
+  CHECK(defaults.config->handlers[0].publish->timeout == std::chrono::milliseconds(10000));
+
+  auto with = [&](const std::string& lines) {
+    std::string bad = kGood;
+    bad.insert(bad.find("  - name: audit"), lines);
+    return errors_of(bad);
+  };
+  CHECK(any_contains(with("    publish: {}\n"), "handlers[0].publish.subjects: is required"));
+  CHECK(any_contains(with("    publish: {subjects: []}\n"), "handlers[0].publish.subjects: needs at least one"));
+  CHECK(any_contains(with("    publish: {subjects: [\"a.>.b\"]}\n"),
+                     "handlers[0].publish.subjects[0]: \"a.>.b\" has '>' before its last token"));
+  CHECK(any_contains(with("    publish: {subjects: [a, \"b*\"]}\n"),
+                     "handlers[0].publish.subjects[1]: \"b*\" has '*' or '>' inside a token"));
+  CHECK(any_contains(with("    publish: {subjects: [a], max_in_flight: 0}\n"),
+                     "handlers[0].publish.max_in_flight: \"0\" must be a whole number from 1"));
+  CHECK(any_contains(with("    publish: {subjects: [a], timeout: 0s}\n"),
+                     "handlers[0].publish.timeout: must be more than 0"));
+  CHECK(any_contains(
+      with("    publish: {subjects: [a], to: [b]}\n"),
+      "handlers[0].publish.to: unknown key (expected one of: subjects, max_in_flight, max_bytes, timeout)"));
+}
+
 TEST_CASE(
     "control.allow and control.allow_read say who may change and who may only read and a mode others may "
     "write needs one of them",

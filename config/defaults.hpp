@@ -84,4 +84,9 @@ inline constexpr Duration kNakDelayMax{60000};    // the doubling stops here
 inline constexpr std::size_t kRemember = 100000;  // messages whose confirmations are remembered
 inline constexpr Duration kDrainTimeout{10000};   // what a stop may wait for deliveries in flight
 
+// A handler's publishes through jetfan (handlers[].publish), per connection.
+inline constexpr std::size_t kPublishMaxInFlight = 256;        // waiting for the server's answer
+inline constexpr std::uint64_t kPublishMaxBytes = 8ULL << 20;  // their bodies, together
+inline constexpr Duration kPublishTimeout{10000};              // for the server's answer, then PUBERR timeout
+
 }  // namespace jetfan::defaults

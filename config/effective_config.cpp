@@ -171,6 +171,14 @@ void handler_block(YAML::Emitter& out, const HandlerSettings& handler) {
         << handler.dead_letter_subject << YAML::EndMap;
   }
   out << YAML::Key << "paused" << YAML::Value << handler.paused;
+  if (handler.publish) {
+    out << YAML::Key << "publish" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "subjects" << YAML::Value << YAML::Flow << handler.publish->subjects;
+    out << YAML::Key << "max_in_flight" << YAML::Value << handler.publish->max_in_flight;
+    out << YAML::Key << "max_bytes" << YAML::Value << format_byte_size(handler.publish->max_bytes);
+    out << YAML::Key << "timeout" << YAML::Value << format_duration(handler.publish->timeout);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 

@@ -72,6 +72,7 @@ handlers:
     order_by: token:2
     retry: {max_attempts: 5, backoff: 100ms, backoff_max: 2s}
     dead_letter: {subject: dlq.builder}
+    publish: {subjects: [out.built, "audit.*.>"], max_in_flight: 32, max_bytes: 2MiB, timeout: 3s}
     paused: true
   - name: audit
     patterns: ["#"]
@@ -199,6 +200,7 @@ TEST_CASE("the effective config writes every key the loader accepts", "[unit]") 
       {"handlers", {k::kHandler.begin(), k::kHandler.end()}},
       {"retry", {k::kRetry.begin(), k::kRetry.end()}},
       {"dead_letter", {k::kDeadLetter.begin(), k::kDeadLetter.end()}},
+      {"publish", {k::kPublish.begin(), k::kPublish.end()}},
       {"allow", {k::kAllow.begin(), k::kAllow.end()}},
       {"delivery", {k::kDelivery.begin(), k::kDelivery.end()}},
       {"log", {k::kLog.begin(), k::kLog.end()}},

@@ -23,6 +23,14 @@ std::string retry_text(const std::optional<RetrySettings>& retry) {
          (retry->backoff_max ? ms(*retry->backoff_max) : "nak_delay_max");
 }
 
+std::string publish_text(const std::optional<PublishSettings>& publish) {
+  if (!publish) return "none";
+  std::string out = "subjects [";
+  for (std::size_t i = 0; i < publish->subjects.size(); ++i) out += (i ? ", " : "") + publish->subjects[i];
+  return out + "], max_in_flight " + std::to_string(publish->max_in_flight) + ", max_bytes " +
+         std::to_string(publish->max_bytes) + ", timeout " + ms(publish->timeout);
+}
+
 template <typename Id>
 std::string ids(const std::vector<Id>& uids, const std::vector<Id>& gids) {
   std::string out = "uids [";
@@ -171,6 +179,7 @@ const std::vector<std::string>& reloadable_keys() {
                                                 "handlers.paused",
                                                 "handlers.adaptive_inflight",
                                                 "handlers.min_inflight",
+                                                "handlers.publish",
                                                 "delivery.nak_delay",
                                                 "delivery.nak_delay_max",
                                                 "delivery.drain_timeout",
@@ -210,6 +219,7 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
       change(at + ".order_by", to_string(was.order_by), to_string(is.order_by));
       change(at + ".retry", retry_text(was.retry), retry_text(is.retry));
       change(at + ".dead_letter", was.dead_letter_subject, is.dead_letter_subject);
+      change(at + ".publish", publish_text(was.publish), publish_text(is.publish));
       change(at + ".paused", was.paused ? "true" : "false", is.paused ? "true" : "false");
       change(at + ".adaptive_inflight", was.adaptive_inflight ? "true" : "false",
              is.adaptive_inflight ? "true" : "false");

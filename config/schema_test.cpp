@@ -216,6 +216,7 @@ TEST_CASE("the config schema's properties are the keys the config loader accepts
       {"/$defs/allow", keys(k::kAllow)},  // handlers[].allow, control.allow and control.allow_read
       {"/properties/handlers/items/properties/retry", keys(k::kRetry)},
       {"/properties/handlers/items/properties/dead_letter", keys(k::kDeadLetter)},
+      {"/properties/handlers/items/properties/publish", keys(k::kPublish)},
       {"/properties/delivery", keys(k::kDelivery)},
       {"/properties/log", keys(k::kLog)},
   };

@@ -438,6 +438,8 @@ void Dispatcher::housekeeping() {
   const TimePoint now = time_.now();
   notice_stall(now);
   if (dead_letters_.fail_overdue(now)) arm_wakeup();
+  for (const PublishReply& reply : publisher_.time_out(now)) send_publish_reply(reply);
+  release_acks(now);
   jobs_.time_out(now);
   unreadable_.time_out(now);
   notifier_.status(status_line());
@@ -469,6 +471,11 @@ void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
   JETFAN_ON_IO_THREAD(thread_);
   if (UnreadableMessages::owns(id)) {
     unreadable_.on_published(id, result);
+    return;
+  }
+  if (HandlerPublisher::owns(id)) {
+    if (const auto reply = publisher_.on_published(id, result)) send_publish_reply(*reply);
+    release_acks(batch_now());  // applied with the rest of the batch (on_batch_end)
     return;
   }
   dead_letters_.on_published(id, result, batch_now());
@@ -566,7 +573,9 @@ void Dispatcher::on_failing(HandlerSession& session, const std::string& why) {
   log_.failing(session, why, time_.now());
 }
 
-bool Dispatcher::busy(const HandlerSession& session) const { return core_.in_flight(session.id()) > 0; }
+bool Dispatcher::busy(const HandlerSession& session) const {
+  return core_.in_flight(session.id()) > 0 || publisher_.waiting(session.id()) > 0;
+}
 
 std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const proto::Command& hello) {
   JETFAN_ON_IO_THREAD(thread_);
@@ -595,6 +604,11 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
   bool known = true;
   switch (command.verb) {
     case proto::Verb::kAck:
+      // An ACK whose tied publishes still wait counts once they are answered (release_acks).
+      if (publisher_.hold_ack(session.id(), command.id)) {
+        release_acks(now);
+        return;
+      }
       known = core_.ack(session.id(), command.id, now);
       break;
     case proto::Verb::kNak: {
@@ -607,6 +621,7 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
       }
       std::optional<Duration> delay;
       if (command.delay_ms) delay = Duration(static_cast<Duration::rep>(std::min(*command.delay_ms, kMaxNakDelayMs)));
+      publisher_.settled_otherwise(session.id(), command.id);
       known = core_.nak(session.id(), command.id, delay, now);
       break;
     }
@@ -614,6 +629,7 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
       if (const auto seq = core_.seq_in_flight(session.id(), command.id); seq && session.handler()) {
         dead_letters_.note_reason(*session.handler(), *seq, true, command.reason);
       }
+      publisher_.settled_otherwise(session.id(), command.id);
       known = core_.term(session.id(), command.id, now);
       if (known) log_.terminated(session, command.id, command.reason);
       break;
@@ -641,30 +657,53 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
 }
 
 void Dispatcher::on_publish(HandlerSession& session, const proto::Command& pub) {
-  const auto refusal = [&]() -> std::pair<proto::PublishError, std::string> {
-    using proto::PublishError;
-    if (pub.dropped) {
-      return {PublishError::kTooLarge, fmt::format("{} bytes is more than the {} a publish may have", pub.body_bytes,
-                                                   HandlerSession::kMaxPublishBody)};
+  const HandlerSettings& handler = config_.handlers[*session.handler()];
+  std::optional<std::uint64_t> tied_seq;
+  std::string msg_id;
+  if (pub.tied_to) {
+    tied_seq = core_.seq_in_flight(session.id(), *pub.tied_to);
+    if (tied_seq) {
+      msg_id = tied_msg_id(config_.consumer.stream, config_.consumer.durable, *tied_seq, handler.name, pub.tie_index);
     }
-    if (!proto::is_publish_subject(pub.subject)) {
-      return {PublishError::kBadSubject,
-              "not a subject to publish to (an empty token, a wildcard, a blank or a "
-              "control byte, or over 4096 bytes)"};
+  }
+  const auto reply =
+      publisher_.publish(session.id(), handler.name, handler.publish, pub, tied_seq, msg_id, time_.now());
+  if (reply) {
+    send_publish_reply(*reply);
+    return;
+  }
+  if (handler.publish && publisher_.full(session.id(), *handler.publish)) session.hold_input(true);
+}
+
+void Dispatcher::send_publish_reply(const PublishReply& reply) {
+  HandlerSession* session = table_.find(reply.connection);
+  if (session == nullptr || session->ending()) return;
+  if (reply.stored) {
+    session->send_pubok(reply.request, reply.stream, reply.seq, reply.duplicate);
+  } else {
+    session->send_puberr(reply.request, reply.code, reply.reason);
+  }
+  if (tap_) tap_->answered_publish(reply.connection, reply.request, reply.stored);
+  session->flush();
+  if (const auto handler = session->handler()) {
+    const auto& settings = config_.handlers[*handler].publish;
+    if (!settings || !publisher_.full(reply.connection, *settings)) session->hold_input(false);
+  }
+}
+
+void Dispatcher::release_acks(TimePoint now) {
+  for (const ReleasedAck& released : publisher_.released()) {
+    HandlerSession* session = table_.find(released.connection);
+    if (session == nullptr || session->ending()) continue;
+    bool known = false;
+    if (released.failed.empty()) {
+      known = core_.ack(released.connection, released.delivery, now);
+    } else {
+      log_.nakked(*session, released.delivery, released.failed);
+      known = core_.nak(released.connection, released.delivery, std::nullopt, now);
     }
-    if (!proto::is_header_block(pub.headers)) {
-      return {PublishError::kBadHeaders, "the header block does not start with NATS/1.0 and end with a blank line"};
-    }
-    if (pub.tied_to && !core_.seq_in_flight(session.id(), *pub.tied_to)) {
-      return {PublishError::kNotInFlight, fmt::format("delivery {} is not in flight on this connection", *pub.tied_to)};
-    }
-    return {PublishError::kNotAllowed,
-            fmt::format("handler \"{}\" may not publish to \"{}\": this jetfan does not publish for handlers yet",
-                        session.handler_name(), pub.subject)};
-  }();
-  session.send_puberr(pub.id, refusal.first, refusal.second);
-  if (tap_) tap_->answered_publish(session.id(), pub.id, false);
-  session.flush();
+    if (!known) log_.unknown_answer(*session, proto::Verb::kAck, released.delivery);
+  }
 }
 
 void Dispatcher::on_input_consumed(HandlerSession&) {
@@ -679,6 +718,7 @@ void Dispatcher::on_closed(HandlerSession& session) {
   if (table_.find(session.id()) == nullptr) return;
   // The session stays in the table until its failed deliveries have been reported by name.
   const std::shared_ptr<HandlerSession> alive = session.shared_from_this();
+  publisher_.forget(session.id());
   if (session.handler() && state_ != State::kDone) {
     log_.disconnected(session);
     core_.disconnect(session.id(), time_.now());

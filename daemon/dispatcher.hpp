@@ -58,6 +58,7 @@
 #include "dispatch_tracing.hpp"
 #include "dispatcher_tap.hpp"
 #include "full_watch.hpp"
+#include "handler_publisher.hpp"
 #include "handler_session.hpp"
 #include "handler_table.hpp"
 #include "held_messages.hpp"
@@ -195,9 +196,13 @@ class Dispatcher final : private SessionOwner,
 
   std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) override;
   void on_command(HandlerSession& session, const proto::Command& command) override;
-  // A PUB (protocol version 3): answered at once with PUBERR, since jetfan does not publish for
-  // handlers yet; what is wrong with the PUB itself is named first.
+  // A PUB (protocol version 3): to the HandlerPublisher, whose answer, when it has one at once, is
+  // sent; a connection with as much waiting as it may have is read no more until answers come.
   void on_publish(HandlerSession& session, const proto::Command& pub);
+  // Sends a PUB's answer to its connection, if it is still there, and reads it again if it was held.
+  void send_publish_reply(const PublishReply& reply);
+  // The held ACKs whose tied publishes are all answered: an ACK to the core, or a failure.
+  void release_acks(TimePoint now);
   void on_input_consumed(HandlerSession& session) override;
   void on_failing(HandlerSession& session, const std::string& why) override;
   bool busy(const HandlerSession& session) const override;
@@ -285,6 +290,7 @@ class Dispatcher final : private SessionOwner,
   std::int64_t wall_now_ns_ = 0;        // the wall clock at the current batch, for publish ages
   std::uint64_t last_arrived_seq_ = 0;
   DeadLetterPublisher dead_letters_{config_, upstream_, core_, warnings_};
+  HandlerPublisher publisher_{upstream_};
   DeadLetterJobs jobs_{config_, static_cast<DeadLetterJobHost&>(*this)};
   DispatchStatus status_{{config_, settings_, core_, pulls_.ledger(), table_, jobs_, full_, arena_}};
   ConsumerWatch watch_{config_, upstream_};

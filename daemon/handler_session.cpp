@@ -76,8 +76,10 @@ void HandlerSession::read() {
                               ++self->io_->reads;
                               self->io_->read_bytes += bytes;
                             }
+                            self->consuming_ = true;
                             self->consume(bytes);
-                            if (!self->closed_ && !self->failing_) self->read();
+                            self->consuming_ = false;
+                            if (!self->closed_ && !self->failing_ && !self->input_held_) self->read();
                           });
 }
 
@@ -175,6 +177,21 @@ void HandlerSession::send_pong() {
   JETFAN_ON_IO_THREAD(thread_);
   proto::append_pong(out_.owned());
   out_.appended();
+}
+
+void HandlerSession::send_pubok(std::uint64_t request, std::string_view stream, std::uint64_t seq, bool duplicate) {
+  JETFAN_ON_IO_THREAD(thread_);
+  proto::append_pubok(out_.owned(), request, stream, seq, duplicate);
+  out_.appended();
+}
+
+void HandlerSession::hold_input(bool hold) {
+  JETFAN_ON_IO_THREAD(thread_);
+  const bool was_held = input_held_;
+  input_held_ = hold;
+  // While a read's bytes are being consumed, the read after it is started when they are done: one
+  // started now would read into the buffer they are in.
+  if (was_held && !hold && !read_pending_ && !consuming_ && !closed_ && !failing_) read();
 }
 
 void HandlerSession::send_puberr(std::uint64_t request, proto::PublishError code, std::string_view reason) {

@@ -108,8 +108,12 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   // The largest PUB body (headers and payload) a session keeps; a larger one is read and dropped,
   // and answered too-large. The NATS server's default max_payload.
   static constexpr std::size_t kMaxPublishBody = 1024 * 1024;
-  // Version 3 on: the answer to a PUB that was not stored (PROTOCOL.md, "Publishing").
+  // Version 3 on: the answers to a PUB (PROTOCOL.md, "Publishing").
+  void send_pubok(std::uint64_t request, std::string_view stream, std::uint64_t seq, bool duplicate);
   void send_puberr(std::uint64_t request, proto::PublishError code, std::string_view reason);
+  // Stops reading the peer (`hold`: its publishes wait for the server as long as it may let them)
+  // or goes on; what one read brought is handled either way.
+  void hold_input(bool hold);
   void flush();
   // Sends ERR with the reason, then closes, lingering so that the ERR reaches a peer that is still
   // writing: once ERR is written the writing side is shut down (the peer reads ERR, then the end),
@@ -162,6 +166,8 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
   bool heard_ = false;   // input since the idle timer was last armed
   bool pinged_ = false;  // a PING is out and unanswered
   bool read_pending_ = false;
+  bool input_held_ = false;  // hold_input(true): no read is started
+  bool consuming_ = false;   // a read's bytes are being parsed and handled
   bool write_pending_ = false;
   bool lingering_ = false;   // ERR written; input is discarded until the peer closes
   bool owner_told_ = false;  // on_closed was called

@@ -37,6 +37,8 @@ struct JetStreamReader::CnatsCallbacks : std::enable_shared_from_this<CnatsCallb
     std::uint64_t stream_seq = 0;
     std::string stream;
     std::string error;
+    bool duplicate = false;
+    bool no_stream = false;
   };
 
   // A disconnect (with why) or a reconnect (why empty), in the order cnats reported them.
@@ -234,13 +236,17 @@ void on_publish_answer(natsConnection*, natsSubscription*, natsMsg* raw, void* c
     const char* description = nullptr;
     natsMsgHeader_Get(raw, "Description", &description);
     answer.error = std::string(code) + " " + (description ? description : "");
-    if (std::string_view(code) == "503") answer.error = "no stream captures the subject (503 No Responders)";
+    if (std::string_view(code) == "503") {
+      answer.error = "no stream captures the subject (503 No Responders)";
+      answer.no_stream = true;
+    }
   } else {
     auto ack = jetstream::parse_publish_ack(body);
     if (auto* stored = std::get_if<jetstream::PublishAck>(&ack)) {
       answer.stored = true;
       answer.stream_seq = stored->seq;
       answer.stream = std::move(stored->stream);
+      answer.duplicate = stored->duplicate;
     } else {
       answer.error = std::move(std::get<jetstream::ApiError>(ack).description);
     }
@@ -450,7 +456,8 @@ void JetStreamReader::on_callbacks() {
   }
   for (const auto& answer : published) {
     if (!listener_) return;
-    listener_->on_published(answer.id, PublishResult{answer.stored, answer.stream_seq, answer.stream, answer.error});
+    listener_->on_published(answer.id, PublishResult{answer.stored, answer.stream_seq, answer.stream, answer.error,
+                                                     answer.duplicate, answer.no_stream});
   }
   for (const auto& answer : api) {
     if (!listener_) return;

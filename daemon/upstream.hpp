@@ -47,6 +47,8 @@ struct PublishResult {
   std::uint64_t stream_seq = 0;  // where it was stored
   std::string_view stream;       // which stream took it
   std::string_view error;        // when not stored: the server's description, "no responders", ...
+  bool duplicate = false;        // stored: the stream had it already, under its Nats-Msg-Id (stream_seq is that copy's)
+  bool no_stream = false;        // not stored: no stream captures the subject (no responders)
 };
 
 // The answer to an api_request(): the JSON JetStream sent, or why there is none.

@@ -5,7 +5,7 @@
 #   session_fuzz  whole handler sessions against the real Dispatcher, checking the core's rules after
 #                 every input (fuzz/session_fuzz.cpp), seeds in fuzz/corpus/session_fuzz/
 #
-#   scripts/fuzz.sh [--short] [--with-tests] [--build-only] [SECONDS] [TARGET...]
+#   scripts/fuzz.sh [--short] [--with-tests] [SECONDS] [TARGET...]
 #     SECONDS per target: 600 by default (or $JETFAN_FUZZ_SECONDS); --short: 25, as scripts/test.sh runs it.
 #     --with-tests: build every test too, so that the same instrumented build (clang, AddressSanitizer,
 #                   UndefinedBehaviorSanitizer, the debug checks) runs the test suite after the fuzzers
@@ -15,7 +15,6 @@
 #                   25-second run. Without --with-tests the fuzzers get -O2. Debug information is
 #                   line tables only (-gline-tables-only): what a sanitizer's report needs, its
 #                   functions, files and lines, and a faster build than full -g.
-#     --build-only: build, run nothing (scripts/test.sh builds beside the fault suite this way).
 #     TARGET: some of the targets above; all of them by default.
 #
 # The committed seeds are only read. What a run finds worth keeping goes to build-fuzz/corpus/<target>/
@@ -31,17 +30,15 @@ cd "$(dirname "$0")/.."
 seconds=${JETFAN_FUZZ_SECONDS:-600}
 short=
 with_tests=OFF
-build_only=
 targets=()
 for arg in "$@"; do
   case "$arg" in
     --short) seconds=25 short=1 ;;
     --with-tests) with_tests=ON ;;
-    --build-only) build_only=1 ;;
     [0-9]*) seconds=$arg ;;
     parser_fuzz | config_fuzz | session_fuzz) targets+=("$arg") ;;
     *)
-      echo "usage: scripts/fuzz.sh [--short] [--with-tests] [--build-only] [SECONDS] [parser_fuzz|config_fuzz|session_fuzz ...]" >&2
+      echo "usage: scripts/fuzz.sh [--short] [--with-tests] [SECONDS] [parser_fuzz|config_fuzz|session_fuzz ...]" >&2
       exit 2
       ;;
   esac
@@ -60,7 +57,6 @@ if [ "$with_tests" = ON ]; then
 else
   cmake --build "$build" -j "${JETFAN_JOBS:-$(nproc)}" --target "${targets[@]}"
 fi
-[ -z "$build_only" ] || exit 0
 
 # Undefined behaviour is a finding too, not a line in the log.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, checks the code's format, builds, runs every
-# test against Debian 12's nats-server (the fault suite's short run and its regressions last, one at a
-# time) and the integration suite again against the newest one Debian ships; runs the benchmark
-# harness in smoke mode (it must work; no timing is asserted); builds once more, with clang,
-# AddressSanitizer, UndefinedBehaviorSanitizer, the debug checks and libFuzzer's coverage, runs each
-# fuzz target for a short while (any finding fails), and runs every test in that build but the slow
-# ones (the fault runs and the 100-stop loop, which exercise the same code for longer). clang-tidy,
-# and later the sanitizer build, run beside the tests at idle priority.
+# test (the fault suite's short run and its regressions among them) against Debian 12's nats-server,
+# and the integration suite again against the newest one Debian ships, with clang-tidy beside them at
+# idle priority; runs the benchmark harness in smoke mode (it must work; no timing is asserted); then
+# builds once more, with clang, AddressSanitizer, UndefinedBehaviorSanitizer, the debug checks and
+# libFuzzer's coverage, runs each fuzz target for a short while (any finding fails), and runs every
+# test in that build but the slow ones (the fault runs and the 100-stop loop, which exercise the same
+# code for longer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -30,18 +30,8 @@ idle=(chrt --idle 0)
 "${idle[@]}" true 2> /dev/null || idle=(nice -n 19)
 "${idle[@]}" scripts/lint.sh > "$tidy_log" 2>&1 &
 tidy=$!
-fuzz_build=""
-fuzz_build_log=$(mktemp)
-trap 'kill "$tidy" $fuzz_build 2> /dev/null || true; rm -f "$tidy_log" "$fuzz_build_log"' EXIT
-ctest --test-dir build -j "$jobs" --output-on-failure -LE faults
-
-stage "the fault suite (build/): its short run and regressions, one at a time, the sanitizer build beside them"
-# Each fault test runs alone (RUN_SERIAL: its kills and stalls are timed), which leaves a core to the
-# sanitizer build of the last stages (build-fuzz/, CPU work) at idle priority: it gets a core only
-# when no test wants it. What it has not finished by its stage is waited for there.
-"${idle[@]}" scripts/fuzz.sh --with-tests --build-only > "$fuzz_build_log" 2>&1 &
-fuzz_build=$!
-ctest --test-dir build --output-on-failure -L faults
+trap 'kill "$tidy" 2> /dev/null || true; rm -f "$tidy_log"' EXIT
+ctest --test-dir build -j "$jobs" --output-on-failure
 
 stage "the C++ integration tests against the newest nats-server Debian ships (scripts/nats_servers.sh)"
 # Beside Debian 12's 2.9.10 above; scripts/compat.sh runs the whole integration suite and the fault
@@ -69,13 +59,7 @@ bench/flow_control.sh --smoke  # off, max_rate and adaptive_inflight, a few thou
 
 stage "one build (build-fuzz/: clang, ASan, UBSan, the debug checks) for the fuzz targets and the tests"
 # One instrumented build serves both: gcc's sanitizer build took three times as long as clang's.
-# Unoptimised (scripts/fuzz.sh says why). Begun beside the fault suite; a failure shows here.
-if ! wait "$fuzz_build"; then
-  cat "$fuzz_build_log"
-  echo "the sanitizer build (scripts/fuzz.sh --with-tests --build-only) failed" >&2
-  exit 1
-fi
-fuzz_build=""
+# Unoptimised (scripts/fuzz.sh says why).
 scripts/fuzz.sh --short --with-tests
 stage "every test but the slow ones, with ASan and UBSan (build-fuzz/)"
 # A sanitizer finding stops the process, so the test that exercised it fails.

@@ -1,6 +1,7 @@
 // PUB, a handler's publish through jetfan (protocol version 3, PROTOCOL.md "Publishing"), against
-// the real daemon. jetfan does not publish for handlers yet: every PUB is answered PUBERR, what is
-// wrong with the PUB itself named first, nothing reaches the server, and the connection goes on.
+// the real daemon and a real nats-server: refusals (what is wrong with the PUB first), publishes
+// stored in a stream and answered PUBOK, tied publishes deduplicated across a redelivery, and a
+// tied publish that fails turning its delivery's ACK into a failure.
 
 #include <catch2/catch.hpp>
 
@@ -13,6 +14,8 @@ using jetfan::proto::Frame;
 namespace {
 
 const std::string kBuilder = "  - name: builder\n    patterns: [\"#\"]\n";
+const std::string kPublisher =
+    "  - name: builder\n    patterns: [\"#\"]\n    publish:\n      subjects: [\"out.>\", \"nowhere.*\"]\n";
 
 // The next frame that is not a MSG (a test may have one in flight), which must be a PUBERR.
 Frame next_puberr(RawPeer& peer) {
@@ -20,7 +23,28 @@ Frame next_puberr(RawPeer& peer) {
     auto frame = peer.next();
     REQUIRE(frame);
     if (frame->kind == Frame::Kind::kMsg) continue;
+    INFO("ERR " << frame->error);
     REQUIRE(frame->kind == Frame::Kind::kPubErr);
+    return *frame;
+  }
+}
+
+// The value of a stored message's header, "" if it has none.
+std::string header(const jetfan::example::MeshController::StoredMessage& message, const std::string& name) {
+  for (const auto& [key, value] : message.headers) {
+    if (key == name) return value;
+  }
+  return "";
+}
+
+// The next frame that is not a MSG, which must be a PUBOK.
+Frame next_pubok(RawPeer& peer) {
+  for (;;) {
+    auto frame = peer.next();
+    REQUIRE(frame);
+    if (frame->kind == Frame::Kind::kMsg) continue;
+    INFO("PUBERR " << frame->publish.code << " " << frame->publish.reason);
+    REQUIRE(frame->kind == Frame::Kind::kPubOk);
     return *frame;
   }
 }
@@ -36,7 +60,10 @@ void hello_v3(RawPeer& peer, const std::string& handler = "builder") {
 
 }  // namespace
 
-TEST_CASE("a PUB is answered PUBERR, naming what is wrong with it first, and the connection goes on", "[integration]") {
+TEST_CASE(
+    "a PUB of a handler without publish.subjects is answered PUBERR, what is wrong with it first, and the "
+    "connection goes on",
+    "[integration]") {
   Mesh mesh;
   mesh.start_jetfan(mesh.config(kBuilder));
   RawPeer peer(mesh.socket_path());
@@ -58,8 +85,8 @@ TEST_CASE("a PUB is answered PUBERR, naming what is wrong with it first, and the
       {"PUB 4 a.b 0 " + std::to_string(big.size()) + "\r\n" + big + "\r\n", 4, "too-large", "1048577 bytes"},
       {"PUB 5 a.b 0 1 999 0\r\nx\r\n", 5, "not-in-flight", "delivery 999"},
       {"PUB 6 out.made 0 2 " + std::to_string(msg.delivery.id) + " 0\r\nok\r\n", 6, "not-allowed",
-       "handler \"builder\" may not publish to \"out.made\""},
-      {"PUB 7 out.made 12 14\r\nNATS/1.0\r\n\r\nok\r\n", 7, "not-allowed", "does not publish for handlers yet"},
+       "handler \"builder\" may not publish: it has no publish.subjects"},
+      {"PUB 7 out.made 12 14\r\nNATS/1.0\r\n\r\nok\r\n", 7, "not-allowed", "no publish.subjects"},
   };
   for (const auto& c : cases) {
     INFO(c.code << ": " << c.bytes.substr(0, 40));
@@ -111,4 +138,82 @@ TEST_CASE("a PUB whose body breaks the framing is a protocol error: ERR, closed,
   CHECK(redelivered.delivery.stream_seq == first.delivery.stream_seq);
   again.send("ACK " + std::to_string(redelivered.delivery.id) + "\r\n");
   CHECK(mesh.wait_settled());
+}
+
+TEST_CASE("a PUB to a subject the handler may publish to is stored, and answered PUBOK with its stream and sequence",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("OUT", {"out.>"});
+  mesh.start_jetfan(mesh.config(kPublisher));
+  RawPeer peer(mesh.socket_path());
+  hello_v3(peer);
+  peer.send("PUB 1 out.made 22 27\r\nNATS/1.0\r\nTrace: 7\r\n\r\nhello\r\nPUB 2 out.made 0 5\r\nagain\r\n");
+  const auto first = next_pubok(peer);
+  const auto second = next_pubok(peer);
+  CHECK((first.publish.id == 1 && first.publish.stream == "OUT" && first.publish.seq == 1 && !first.publish.duplicate));
+  CHECK((second.publish.id == 2 && second.publish.seq == 2));
+  const auto stored = mesh.controller().get_message("OUT", 1);
+  CHECK(stored.subject == "out.made");
+  CHECK(stored.payload == "hello");
+  CHECK(header(stored, "Trace") == "7");
+
+  peer.send("PUB 3 other.x 0 1\r\nx\r\n");  // not in its publish.subjects
+  auto refused = next_puberr(peer);
+  CHECK(refused.publish.code == "not-allowed");
+  CHECK_THAT(refused.publish.reason, Catch::Contains("its publish.subjects are out.>, nowhere.*"));
+  peer.send("PUB 4 nowhere.x 0 1\r\nx\r\n");  // allowed, but no stream captures it
+  refused = next_puberr(peer);
+  CHECK((refused.publish.id == 4 && refused.publish.code == "no-stream"));
+  CHECK(mesh.controller().stream_messages("OUT") == 2);
+}
+
+TEST_CASE("a tied publish made again by a redelivery is stored once: the second is a duplicate of the first",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("OUT", {"out.>"});
+  mesh.start_jetfan(mesh.config(kPublisher, "delivery:\n  nak_delay: 50ms\n"));
+  RawPeer peer(mesh.socket_path());
+  hello_v3(peer);
+  const auto seq = mesh.publish("a.b", "in");
+  const auto first = next_msg(peer);
+  const std::string tie = " " + std::to_string(first.delivery.id) + " 0\r\nfollow-up\r\n";
+  peer.send("PUB 1 out.made 0 9" + tie);
+  const auto stored = next_pubok(peer);
+  CHECK(!stored.publish.duplicate);
+  peer.send("NAK " + std::to_string(first.delivery.id) + "\r\n");  // as if it failed after publishing
+  const auto again = next_msg(peer);
+  CHECK(again.delivery.stream_seq == seq);
+  CHECK(again.delivery.id != first.delivery.id);
+  peer.send("PUB 2 out.made 0 9 " + std::to_string(again.delivery.id) + " 0\r\nfollow-up\r\nACK " +
+            std::to_string(again.delivery.id) + "\r\n");
+  const auto duplicate = next_pubok(peer);
+  CHECK(duplicate.publish.duplicate);
+  CHECK(duplicate.publish.seq == stored.publish.seq);
+  CHECK(mesh.wait_settled());
+  CHECK(mesh.controller().stream_messages("OUT") == 1);
+  const auto copy = mesh.controller().get_message("OUT", stored.publish.seq);
+  CHECK(header(copy, "Nats-Msg-Id") == "jetfan:EVENTS:node1_builder:" + std::to_string(seq) + ":builder:0");
+}
+
+TEST_CASE("a tied publish that is not stored turns its delivery's ACK into a failure: the message comes again",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("OUT", {"out.>"}, 1);  // holds one message and refuses more
+  mesh.controller().publish("out.full", "the one it holds");
+  mesh.start_jetfan(mesh.config(kPublisher, "delivery:\n  nak_delay: 50ms\n"));
+  RawPeer peer(mesh.socket_path());
+  hello_v3(peer);
+  mesh.publish("a.b", "in");
+  const auto first = next_msg(peer);
+  // The ACK right behind the PUB: it must wait for the server's answer, which refuses the publish.
+  peer.send("PUB 1 out.made 0 1 " + std::to_string(first.delivery.id) + " 0\r\nx\r\nACK " +
+            std::to_string(first.delivery.id) + "\r\n");
+  const auto refused = next_puberr(peer);
+  CHECK(refused.publish.code == "refused");
+  const auto again = next_msg(peer);
+  CHECK(again.delivery.stream_seq == first.delivery.stream_seq);
+  CHECK(again.delivery.deliveries == first.delivery.deliveries + 1);
+  peer.send("ACK " + std::to_string(again.delivery.id) + "\r\n");  // nothing tied this time
+  CHECK(mesh.wait_settled());
+  CHECK(mesh.controller().stream_messages("OUT") == 1);
 }
