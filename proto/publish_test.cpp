@@ -61,7 +61,7 @@ TEST_CASE("publish: a PUB body over the parser's limit is read and dropped, and 
   }
 }
 
-TEST_CASE("publish: a dropped PUB body must still end with \\r\\n", "[unit]") {
+TEST_CASE("publish: a dropped PUB body must still end with CR LF", "[unit]") {
   CommandParser parser;
   parser.set_version(kVersion3);
   parser.set_max_publish_body(1);
