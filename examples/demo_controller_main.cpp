@@ -5,6 +5,8 @@
 //   jetfan-demo-controller URL publish SUBJECT PAYLOAD [NAME:VALUE...]   (headers)
 //   jetfan-demo-controller URL wait-settled STREAM DURABLE TIMEOUT_S
 //   jetfan-demo-controller URL state STREAM DURABLE
+//   jetfan-demo-controller URL stream STREAM SUBJECTS      (a stream only: where handlers publish)
+//   jetfan-demo-controller URL messages STREAM             (how many it holds)
 
 #include <chrono>
 #include <cstdio>
@@ -25,7 +27,9 @@ int main(int argc, char** argv) {
                  "usage: jetfan-demo-controller URL setup STREAM SUBJECTS DURABLE [ACK_WAIT_MS]\n"
                  "       jetfan-demo-controller URL publish SUBJECT PAYLOAD [NAME:VALUE...]\n"
                  "       jetfan-demo-controller URL wait-settled STREAM DURABLE TIMEOUT_S\n"
-                 "       jetfan-demo-controller URL state STREAM DURABLE\n");
+                 "       jetfan-demo-controller URL state STREAM DURABLE\n"
+                 "       jetfan-demo-controller URL stream STREAM SUBJECTS\n"
+                 "       jetfan-demo-controller URL messages STREAM\n");
     return 64;
   };
   if (args.size() < 2) return usage();
@@ -40,6 +44,15 @@ int main(int argc, char** argv) {
       controller.create_consumer(args[2], spec);
       std::printf("controller: created stream %s (%s) and durable pull consumer %s\n", args[2].c_str(), args[3].c_str(),
                   args[4].c_str());
+      return 0;
+    }
+    if (command == "stream" && args.size() == 4) {
+      controller.create_stream(args[2], {args[3]});
+      std::printf("controller: created stream %s (%s)\n", args[2].c_str(), args[3].c_str());
+      return 0;
+    }
+    if (command == "messages" && args.size() == 3) {
+      std::printf("%llu\n", static_cast<unsigned long long>(controller.stream_messages(args[2])));
       return 0;
     }
     if (command == "publish" && args.size() >= 4) {
