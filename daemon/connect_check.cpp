@@ -87,6 +87,10 @@ int run_connect_check(const Config& config, std::FILE* out, std::chrono::seconds
       status = kExitConfig;
     } else {
       for (const auto& warning : derived.settings->warnings) say(out, "warn", warning);
+      const PublishTargetReport targets =
+          admin.check_publish_subjects(derived.settings->ack_wait, derived.settings->core.max_deliver);
+      for (const auto& line : targets.ok) say(out, "ok", line);
+      for (const auto& line : targets.warnings) say(out, "warn", line);
       say(out, "ok",
           "serve would hold at most " + std::to_string(derived.settings->pull.max_held) + " messages" +
               (derived.settings->pin ? ", as the pinned client of its priority group (a standby may wait beside it)"

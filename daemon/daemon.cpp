@@ -57,6 +57,9 @@ int Daemon::run() {
   for (const auto& warning : derived.settings->warnings)
     log_warn("config.warning", {{"file", config_.file}}, "{}", warning);
   const ServeSettings& s = *derived.settings;
+  for (const auto& line : admin.check_publish_subjects(s.ack_wait, s.core.max_deliver).warnings) {
+    log_warn("publish.target", {{"file", config_.file}}, "{}", line);
+  }
   log_info("nats.bound",
            {{"stream", config_.consumer.stream},
             {"consumer", config_.consumer.durable},

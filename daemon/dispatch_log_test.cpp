@@ -37,7 +37,7 @@ struct World {
   }
   std::shared_ptr<HandlerSession> session(std::size_t handler) {
     auto made = sessions.make();
-    made->admit(handler, config.handlers[handler].name, 1);
+    made->admit(handler, config.handlers[handler].name, 1, HandlerSession::kDefaultMaxPublishBody);
     return made;
   }
 

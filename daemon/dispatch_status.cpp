@@ -20,7 +20,7 @@ std::vector<RateWindow::Named> DispatchStatus::named_stats() const {
 
 void DispatchStatus::fill(StatusSnapshot& s, std::string_view state, const RateWindow& rates, TimePoint now,
                           std::int64_t now_unix_ms) const {
-  const auto& [config_, settings_, core_, ledger_, table_, jobs_, full_, arena_] = parts_;
+  const auto& [config_, settings_, core_, ledger_, table_, jobs_, full_, arena_, publisher_] = parts_;
   s.state = std::string(state);
   s.ready = state == "serving";
   s.ack_policy = to_string(settings_.core.ack_policy);
@@ -81,6 +81,10 @@ void DispatchStatus::fill(StatusSnapshot& s, std::string_view state, const RateW
       view.redrive_again = redrives->second.again;
       view.redrive_kept = redrives->second.kept;
       view.redrive_refused = redrives->second.refused;
+    }
+    if (declared.publish) view.publish_subjects = declared.publish->subjects;
+    if (const auto published = publisher_.stats().find(view.name); published != publisher_.stats().end()) {
+      view.publishes = published->second;
     }
     if (const SocketIo* io = table_.socket_io(view.name)) {
       view.socket_writes = io->writes;

@@ -1,7 +1,7 @@
 #pragma once
 // DispatchStatus: what `jetfan status`, `STATUS JSON` and /metrics show of a serving jetfan, built
 // into a StatusSnapshot only when asked for (observe/ renders it). It reads the dispatcher's parts
-// (the core, the pull ledger, the handler table, the dead-letter jobs, the full watch) through const
+// (the core, the pull ledger, the handler table, the dead-letter jobs, the full watch, the publisher) through const
 // references, and keeps the few figures only the dispatcher sees as messages pass: reconnects, the
 // age of each message at arrival, and messages an ordered handler got without an order key.
 //
@@ -16,6 +16,7 @@
 #include "dead_letter_jobs.hpp"
 #include "dispatch_core.hpp"
 #include "full_watch.hpp"
+#include "handler_publisher.hpp"
 #include "handler_table.hpp"
 #include "histogram.hpp"
 #include "message_bytes.hpp"
@@ -37,6 +38,7 @@ class DispatchStatus {
     const DeadLetterJobs& jobs;
     const FullWatch& full;
     const MessageBytesArena& arena;
+    const HandlerPublisher& publisher;
   };
   explicit DispatchStatus(Parts parts) : parts_(parts), without_order_key_(parts.config.handlers.size(), 0) {}
 

@@ -48,7 +48,9 @@ struct Parts {
   RateLimitedLog warnings{5, milliseconds(10000)};
   FullWatch full{config, settings.pull, warnings};
   MessageBytesArena arena;
-  DispatchStatus status{{config, settings, core, ledger, table, jobs, full, arena}};
+  FakeUpstream upstream{arena, ""};
+  HandlerPublisher publisher{upstream};
+  DispatchStatus status{{config, settings, core, ledger, table, jobs, full, arena, publisher}};
 };
 
 }  // namespace
@@ -97,4 +99,24 @@ TEST_CASE("dispatch status: a reload moves a handler's counts with it, and a rem
   CHECK(s.handlers[0].name == "builder");
   CHECK(s.handlers[0].without_order_key == 2);
   CHECK(s.handlers[1].without_order_key == 0);
+}
+
+TEST_CASE("dispatch status: a handler's publish subjects and what its publishes came to", "[unit]") {
+  Parts p;
+  p.config.handlers[1].publish = PublishSettings{{"out.>"}};
+  proto::Command pub;
+  pub.verb = proto::Verb::kPub;
+  pub.id = 1;
+  pub.subject = "out.x";
+  REQUIRE_FALSE(p.publisher.publish(1, "builder", p.config.handlers[1].publish, pub, std::nullopt, "", TimePoint{}));
+  pub.id = 2;
+  REQUIRE(p.publisher.publish(1, "builder", std::nullopt, pub, std::nullopt, "", TimePoint{}));  // refused
+  StatusSnapshot s;
+  p.status.fill(s, "serving", RateWindow(milliseconds(60000)), TimePoint{}, 1000);
+  REQUIRE(s.handlers.size() == 2);
+  CHECK(s.handlers[0].publish_subjects.empty());
+  CHECK(s.handlers[0].publishes.refused == 0);
+  CHECK(s.handlers[1].publish_subjects == std::vector<std::string>{"out.>"});
+  CHECK(s.handlers[1].publishes.in_flight == 1);
+  CHECK(s.handlers[1].publishes.refused == 1);
 }

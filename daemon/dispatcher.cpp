@@ -474,7 +474,7 @@ void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
     return;
   }
   if (HandlerPublisher::owns(id)) {
-    if (const auto reply = publisher_.on_published(id, result)) send_publish_reply(*reply);
+    if (const auto reply = publisher_.on_published(id, result, batch_now())) send_publish_reply(*reply);
     release_acks(batch_now());  // applied with the rest of the batch (on_batch_end)
     return;
   }
@@ -587,7 +587,10 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
   }
   const std::size_t index = *admission.handler;
   const auto& handler = config_.handlers[index];
-  session.admit(index, handler.name, admission.version);
+  // The server's max_payload as the connection knows it now: a body over it could never be stored.
+  const std::size_t max_payload = upstream_.max_payload();
+  session.admit(index, handler.name, admission.version,
+                max_payload > 0 ? max_payload : HandlerSession::kDefaultMaxPublishBody);
   table_.admitted(session, index, wall_now_ms());
   session.send_ready(static_cast<std::uint32_t>(handler.max_inflight), handler.patterns);
   session.flush();
@@ -601,7 +604,6 @@ std::optional<std::string> Dispatcher::on_hello(HandlerSession& session, const p
 void Dispatcher::on_command(HandlerSession& session, const proto::Command& command) {
   JETFAN_ON_IO_THREAD(thread_);
   const TimePoint now = time_.now();
-  bool known = true;
   switch (command.verb) {
     case proto::Verb::kAck:
       // An ACK whose tied publishes still wait counts once they are answered (release_acks).
@@ -609,6 +611,30 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
         release_acks(now);
         return;
       }
+      break;
+    case proto::Verb::kPing:
+      session.send_pong();
+      if (tap_) tap_->ponged(session.id());
+      session.flush();
+      return;
+    case proto::Verb::kPub:
+      on_publish(session, command);
+      return;
+    case proto::Verb::kPong:
+    case proto::Verb::kHello:
+      return;
+    case proto::Verb::kNak:
+    case proto::Verb::kTerm:
+    case proto::Verb::kWip:
+      break;
+  }
+  confirm(session, command, now);
+}
+
+void Dispatcher::confirm(HandlerSession& session, const proto::Command& command, TimePoint now) {
+  bool known = true;
+  switch (command.verb) {
+    case proto::Verb::kAck:
       known = core_.ack(session.id(), command.id, now);
       break;
     case proto::Verb::kNak: {
@@ -636,16 +662,7 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
     case proto::Verb::kWip:
       known = core_.wip(session.id(), command.id, now);
       break;
-    case proto::Verb::kPing:
-      session.send_pong();
-      if (tap_) tap_->ponged(session.id());
-      session.flush();
-      return;
-    case proto::Verb::kPub:
-      on_publish(session, command);
-      return;
-    case proto::Verb::kPong:
-    case proto::Verb::kHello:
+    default:
       return;
   }
   if (tap_) tap_->answered(session.id(), command, known);
@@ -692,17 +709,16 @@ void Dispatcher::send_publish_reply(const PublishReply& reply) {
 }
 
 void Dispatcher::release_acks(TimePoint now) {
-  for (const ReleasedAck& released : publisher_.released()) {
+  for (ReleasedAck& released : publisher_.released()) {
     HandlerSession* session = table_.find(released.connection);
     if (session == nullptr || session->ending()) continue;
-    bool known = false;
-    if (released.failed.empty()) {
-      known = core_.ack(released.connection, released.delivery, now);
-    } else {
-      log_.nakked(*session, released.delivery, released.failed);
-      known = core_.nak(released.connection, released.delivery, std::nullopt, now);
-    }
-    if (!known) log_.unknown_answer(*session, proto::Verb::kAck, released.delivery);
+    // A failed tied publish makes the ACK a NAK with jetfan's reason: logged, kept for a dead
+    // letter, traced, as the handler's own NAK would be.
+    proto::Command command;
+    command.verb = released.failed.empty() ? proto::Verb::kAck : proto::Verb::kNak;
+    command.id = released.delivery;
+    command.reason = std::move(released.failed);
+    confirm(*session, command, now);
   }
 }
 

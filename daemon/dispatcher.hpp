@@ -196,6 +196,9 @@ class Dispatcher final : private SessionOwner,
 
   std::optional<std::string> on_hello(HandlerSession& session, const proto::Command& hello) override;
   void on_command(HandlerSession& session, const proto::Command& command) override;
+  // An ACK, NAK, TERM or WIP of `session`'s delivery, to the core (an ACK is no longer held): logged,
+  // and told to the tap and to tracing, whether it came from the handler or from release_acks.
+  void confirm(HandlerSession& session, const proto::Command& command, TimePoint now);
   // A PUB (protocol version 3): to the HandlerPublisher, whose answer, when it has one at once, is
   // sent; a connection with as much waiting as it may have is read no more until answers come.
   void on_publish(HandlerSession& session, const proto::Command& pub);
@@ -292,7 +295,7 @@ class Dispatcher final : private SessionOwner,
   DeadLetterPublisher dead_letters_{config_, upstream_, core_, warnings_};
   HandlerPublisher publisher_{upstream_};
   DeadLetterJobs jobs_{config_, static_cast<DeadLetterJobHost&>(*this)};
-  DispatchStatus status_{{config_, settings_, core_, pulls_.ledger(), table_, jobs_, full_, arena_}};
+  DispatchStatus status_{{config_, settings_, core_, pulls_.ledger(), table_, jobs_, full_, arena_, publisher_}};
   ConsumerWatch watch_{config_, upstream_};
   ReaderHealth reader_health_{config_, ConsumerWatch::kPollEvery, settings_.pin.has_value()};
   // jetfan's own figures for the check: arrivals, and (from pulls_ when an answer comes) the most

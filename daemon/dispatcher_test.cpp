@@ -758,3 +758,35 @@ TEST_CASE("dispatcher: a NAK with a reason is refused on a version 2 connection,
   CHECK(frames.back().kind == proto::Frame::Kind::kErr);
   CHECK(h.closed(builder));
 }
+
+TEST_CASE(
+    "dispatcher: an ACK held for a tied publish that fails becomes a NAK with jetfan's reason, down to the dead letter",
+    "[unit]") {
+  Config c = redrive_config();  // builder: 2 attempts, then the dead letter
+  c.handlers[0].publish = PublishSettings{{"out.>"}};
+  Harness h(c);
+  h.checking = false;  // the checker does not model an ACK that turns into a failure
+  const auto builder = h.hello("builder", 3);
+  h.deliver(7, "ev.a.x");
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    if (attempt == 2) {
+      h.advance(milliseconds(150));
+      h.deliver(7, "ev.a.x", 2);  // the server's redelivery
+    }
+    const auto sent = h.msgs(builder);
+    REQUIRE(sent.size() == 1);
+    const std::string id = std::to_string(sent[0].id);
+    h.send(builder, "PUB 1 out.made 0 1 " + id + " 0\r\nx\r\nACK " + id + "\r\n");
+    REQUIRE(h.upstream.published.size() == static_cast<std::size_t>(attempt));
+    PublishResult refused;
+    refused.error = "maximum messages exceeded";
+    h.upstream.publish_answer(h.upstream.published.back().id, refused);
+    h.pump();
+  }
+  // The second failure used up builder's attempts: its dead letter names the tied publish.
+  REQUIRE(h.upstream.published.size() == 3);
+  CHECK(h.upstream.published[2].subject == "dlq.builder");
+  CHECK(h.upstream.published[2].headers.find(
+            "last: nak: jetfan made its ACK a NAK: the tied publish of request 1 failed: refused") !=
+        std::string::npos);
+}

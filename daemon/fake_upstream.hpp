@@ -65,6 +65,8 @@ class FakeUpstream final : public Upstream {
   bool publish(std::uint64_t id, std::string_view subject, std::string_view headers, std::string_view payload) override;
   bool api_request(std::uint64_t id, std::string_view subject, std::string_view body) override;
   void close(Duration timeout) override;
+  std::size_t max_payload() const override { return max_payload_bytes; }
+  std::size_t max_payload_bytes = 1024 * 1024;  // what the fake server's INFO says
 
   // What a server sends, each as one batch (ended by on_batch_end). Nothing happens when nobody
   // listens.

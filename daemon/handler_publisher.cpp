@@ -40,9 +40,9 @@ std::string with_msg_id(std::string_view headers, std::string_view msg_id) {
   return out;
 }
 
-PublishReply HandlerPublisher::refuse(ConnectionId connection, std::uint64_t request, proto::PublishError code,
-                                      std::string reason) {
-  ++counts_.refused;
+PublishReply HandlerPublisher::refuse(PublishStats& stats, ConnectionId connection, std::uint64_t request,
+                                      proto::PublishError code, std::string reason) {
+  ++(code == proto::PublishError::kServerDown ? stats.failed : stats.refused);
   PublishReply reply;
   reply.connection = connection;
   reply.request = request;
@@ -56,53 +56,52 @@ std::optional<PublishReply> HandlerPublisher::publish(ConnectionId connection, s
                                                       const proto::Command& pub, std::optional<std::uint64_t> tied_seq,
                                                       std::string_view msg_id, TimePoint now) {
   using proto::PublishError;
+  auto found_stats = stats_.find(handler_name);
+  if (found_stats == stats_.end()) found_stats = stats_.emplace(std::string(handler_name), PublishStats{}).first;
+  PublishStats& stats = found_stats->second;
   // What is wrong with the PUB itself first, then whether this handler may send it anywhere.
   if (pub.dropped) {
-    return refuse(connection, pub.id, PublishError::kTooLarge,
-                  fmt::format("{} bytes is more than a publish may have", pub.body_bytes));
+    return refuse(stats, connection, pub.id, PublishError::kTooLarge,
+                  fmt::format("{} bytes is more than the NATS server takes (its max_payload)", pub.body_bytes));
   }
   if (!proto::is_publish_subject(pub.subject)) {
-    return refuse(connection, pub.id, PublishError::kBadSubject,
+    return refuse(stats, connection, pub.id, PublishError::kBadSubject,
                   "not a subject to publish to (an empty token, a wildcard, a blank or a control byte)");
   }
   if (!proto::is_header_block(pub.headers)) {
-    return refuse(connection, pub.id, PublishError::kBadHeaders,
+    return refuse(stats, connection, pub.id, PublishError::kBadHeaders,
                   "the header block does not start with NATS/1.0 and end with a blank line");
   }
   if (pub.tied_to && !tied_seq) {
-    return refuse(connection, pub.id, PublishError::kNotInFlight,
+    return refuse(stats, connection, pub.id, PublishError::kNotInFlight,
                   fmt::format("delivery {} is not in flight on this connection", *pub.tied_to));
   }
   Waiting& waiting = waiting_[connection];
   if (waiting.requests.count(pub.id) != 0) {
-    return refuse(connection, pub.id, PublishError::kBusyId,
+    return refuse(stats, connection, pub.id, PublishError::kBusyId,
                   fmt::format("request {} is still waiting for the server", pub.id));
   }
   if (!settings) {
     return refuse(
-        connection, pub.id, PublishError::kNotAllowed,
+        stats, connection, pub.id, PublishError::kNotAllowed,
         fmt::format("handler \"{}\" may not publish: it has no publish.subjects in jetfan's config", handler_name));
   }
   const bool allowed = std::any_of(settings->subjects.begin(), settings->subjects.end(),
                                    [&](const std::string& pattern) { return subject_matches(pattern, pub.subject); });
   if (!allowed) {
-    return refuse(connection, pub.id, PublishError::kNotAllowed,
+    return refuse(stats, connection, pub.id, PublishError::kNotAllowed,
                   fmt::format("handler \"{}\" may not publish to \"{}\": its publish.subjects are {}", handler_name,
                               pub.subject, fmt::join(settings->subjects, ", ")));
   }
   const std::uint64_t id = kIdBit | next_id_++;
   const std::string tied_headers = pub.tied_to ? with_msg_id(pub.headers, msg_id) : std::string();
   if (!upstream_.publish(id, pub.subject, pub.tied_to ? std::string_view(tied_headers) : pub.headers, pub.payload)) {
-    ++counts_.failed;
-    PublishReply reply;
-    reply.connection = connection;
-    reply.request = pub.id;
-    reply.code = PublishError::kServerDown;
-    reply.reason = "jetfan could not send it to the server (no connection)";
-    return reply;
+    return refuse(stats, connection, pub.id, PublishError::kServerDown,
+                  "jetfan could not send it to the server (no connection)");
   }
   const std::size_t bytes = pub.headers.size() + pub.payload.size();
-  pending_.emplace(id, Pending{connection, pub.id, bytes, now + settings->timeout, pub.tied_to});
+  pending_.emplace(id, Pending{connection, pub.id, bytes, now, now + settings->timeout, &stats, pub.tied_to});
+  ++stats.in_flight;
   ++waiting.publishes;
   waiting.bytes += bytes;
   waiting.requests.emplace(pub.id, id);
@@ -114,6 +113,7 @@ PublishReply HandlerPublisher::settle(std::map<std::uint64_t, Pending>::iterator
                                       PublishReply reply) {
   const Pending pending = found->second;
   pending_.erase(found);
+  --pending.stats->in_flight;
   reply.connection = pending.connection;
   reply.request = pending.request;
   reply.stored = stored;
@@ -128,8 +128,8 @@ PublishReply HandlerPublisher::settle(std::map<std::uint64_t, Pending>::iterator
       Tie& t = tie->second;
       --t.waiting;
       if (!stored && t.failed.empty()) {
-        t.failed = fmt::format("tied publish to request {} failed: {} {}", pending.request,
-                               proto::to_string(reply.code), reply.reason);
+        t.failed = fmt::format("jetfan made its ACK a NAK: the tied publish of request {} failed: {} {}",
+                               pending.request, proto::to_string(reply.code), reply.reason);
       }
       if (t.waiting == 0) {
         if (t.ack_held) released_.push_back(ReleasedAck{pending.connection, *pending.tied_to, t.failed});
@@ -141,18 +141,20 @@ PublishReply HandlerPublisher::settle(std::map<std::uint64_t, Pending>::iterator
   return reply;
 }
 
-std::optional<PublishReply> HandlerPublisher::on_published(std::uint64_t id, const PublishResult& result) {
+std::optional<PublishReply> HandlerPublisher::on_published(std::uint64_t id, const PublishResult& result,
+                                                           TimePoint now) {
   const auto found = pending_.find(id);
   if (found == pending_.end()) return std::nullopt;  // timed out, or its connection went
+  PublishStats& stats = *found->second.stats;
+  stats.latency.observe(now - found->second.sent);
   PublishReply reply;
   if (result.stored) {
-    ++counts_.stored;
-    if (result.duplicate) ++counts_.duplicates;
+    ++(result.duplicate ? stats.duplicates : stats.stored);
     reply.stream = std::string(result.stream);
     reply.seq = result.stream_seq;
     reply.duplicate = result.duplicate;
   } else {
-    ++counts_.failed;
+    ++stats.failed;
     reply.code = result.no_stream ? proto::PublishError::kNoStream : proto::PublishError::kRefused;
     reply.reason = std::string(result.error);
   }
@@ -164,7 +166,7 @@ std::vector<PublishReply> HandlerPublisher::time_out(TimePoint now) {
   for (auto it = pending_.begin(); it != pending_.end();) {
     const auto next = std::next(it);
     if (it->second.deadline <= now) {
-      ++counts_.timed_out;
+      ++it->second.stats->timed_out;
       PublishReply reply;
       reply.code = proto::PublishError::kTimeout;
       reply.reason = "no answer from the server in time; it may have been stored";
@@ -184,6 +186,7 @@ std::optional<TimePoint> HandlerPublisher::next_deadline() const {
 }
 
 bool HandlerPublisher::hold_ack(ConnectionId connection, DeliveryId delivery) {
+  if (ties_.empty()) return false;  // every ACK comes here: most find nothing tied
   const auto tie = ties_.find({connection, delivery});
   if (tie == ties_.end()) return false;
   if (tie->second.waiting == 0) {  // all answered before the ACK, one of them failed
@@ -198,13 +201,19 @@ bool HandlerPublisher::hold_ack(ConnectionId connection, DeliveryId delivery) {
 std::vector<ReleasedAck> HandlerPublisher::released() { return std::exchange(released_, {}); }
 
 void HandlerPublisher::settled_otherwise(ConnectionId connection, DeliveryId delivery) {
+  if (ties_.empty()) return;
   const auto tie = ties_.find({connection, delivery});
   if (tie != ties_.end() && tie->second.waiting == 0) ties_.erase(tie);
 }
 
 void HandlerPublisher::forget(ConnectionId connection) {
   for (auto it = pending_.begin(); it != pending_.end();) {
-    it = it->second.connection == connection ? pending_.erase(it) : std::next(it);
+    if (it->second.connection != connection) {
+      ++it;
+      continue;
+    }
+    --it->second.stats->in_flight;
+    it = pending_.erase(it);
   }
   waiting_.erase(connection);
   ties_.erase(ties_.lower_bound({connection, 0}), ties_.lower_bound({connection + 1, 0}));

@@ -26,6 +26,7 @@
 #include "config.hpp"
 #include "dispatch_core.hpp"
 #include "protocol.hpp"
+#include "publish_stats.hpp"
 #include "upstream.hpp"
 
 namespace jetfan {
@@ -48,15 +49,6 @@ struct ReleasedAck {
   ConnectionId connection = 0;
   DeliveryId delivery = 0;
   std::string failed;
-};
-
-// Counts for status and metrics, by outcome.
-struct PublishCounts {
-  std::uint64_t stored = 0;
-  std::uint64_t duplicates = 0;  // of stored: the stream had it already (a tied publish made again)
-  std::uint64_t refused = 0;     // PUBERR before anything went to the server
-  std::uint64_t failed = 0;      // PUBERR from the server's answer, or none: no-stream, refused, server-down
-  std::uint64_t timed_out = 0;   // PUBERR timeout: no answer in time (the message may be stored)
 };
 
 // Nats-Msg-Id of a publish tied to a delivery: the message's stream, jetfan's durable consumer, its
@@ -83,8 +75,8 @@ class HandlerPublisher {
   std::optional<PublishReply> publish(ConnectionId connection, std::string_view handler_name,
                                       const std::optional<PublishSettings>& settings, const proto::Command& pub,
                                       std::optional<std::uint64_t> tied_seq, std::string_view msg_id, TimePoint now);
-  // The server's answer to one of its publishes (owns(id)); nullopt when the connection is gone.
-  std::optional<PublishReply> on_published(std::uint64_t id, const PublishResult& result);
+  // The server's answer to one of its publishes (owns(id)), at `now`; nullopt when the connection is gone.
+  std::optional<PublishReply> on_published(std::uint64_t id, const PublishResult& result, TimePoint now);
   // The publishes unanswered past their deadline, failed as timeout.
   std::vector<PublishReply> time_out(TimePoint now);
   std::optional<TimePoint> next_deadline() const;
@@ -105,14 +97,17 @@ class HandlerPublisher {
   // Publishes of `connection` waiting for the server.
   std::size_t waiting(ConnectionId connection) const;
   std::size_t waiting() const { return pending_.size(); }
-  const PublishCounts& counts() const { return counts_; }
+  // Each handler's publishes since start, by name (a handler that never sent a PUB has none).
+  const std::map<std::string, PublishStats, std::less<>>& stats() const { return stats_; }
 
  private:
   struct Pending {
     ConnectionId connection = 0;
     std::uint64_t request = 0;
     std::size_t bytes = 0;
+    TimePoint sent{};
     TimePoint deadline{};
+    PublishStats* stats = nullptr;  // its handler's, in stats_ (a map: the node stays put)
     std::optional<DeliveryId> tied_to;
   };
   struct Waiting {
@@ -126,7 +121,9 @@ class HandlerPublisher {
     std::string failed;  // why the first failed one was not stored
   };
 
-  PublishReply refuse(ConnectionId connection, std::uint64_t request, proto::PublishError code, std::string reason);
+  // A PUBERR known at once: counted refused, or failed for server-down (it was allowed).
+  PublishReply refuse(PublishStats& stats, ConnectionId connection, std::uint64_t request, proto::PublishError code,
+                      std::string reason);
   // Takes `id` out of what waits and settles its tie; the reply to send.
   PublishReply settle(std::map<std::uint64_t, Pending>::iterator found, bool stored, PublishReply reply);
 
@@ -136,7 +133,7 @@ class HandlerPublisher {
   std::map<ConnectionId, Waiting> waiting_;
   std::map<std::pair<ConnectionId, DeliveryId>, Tie> ties_;
   std::vector<ReleasedAck> released_;
-  PublishCounts counts_;
+  std::map<std::string, PublishStats, std::less<>> stats_;
 };
 
 }  // namespace jetfan

@@ -56,7 +56,7 @@ TEST_CASE("handler publisher: what is wrong with a PUB comes first, then whether
   CHECK(b.pub(1, 1, "out.x")->reason ==
         "handler \"builder\" may not publish: it has no publish.subjects in jetfan's config");
   CHECK(b.upstream.published.empty());
-  CHECK(b.publisher.counts().refused == 5);
+  CHECK(b.publisher.stats().at("builder").refused == 5);
 }
 
 TEST_CASE("handler publisher: the server's answers become PUBOK or PUBERR, no answer in time a timeout", "[unit]") {
@@ -70,25 +70,28 @@ TEST_CASE("handler publisher: the server's answers become PUBOK or PUBERR, no an
   CHECK(HandlerPublisher::owns(b.upstream.published[0].id));
   CHECK(b.pub(1, 10, "out.b")->code == PublishError::kBusyId);  // request 10 still waits
 
-  const auto ok = b.publisher.on_published(b.upstream.published[0].id, b.stored(42, true));
+  const auto ok = b.publisher.on_published(b.upstream.published[0].id, b.stored(42, true), b.now);
   REQUIRE(ok);
   CHECK((ok->stored && ok->request == 10 && ok->stream == "OUT" && ok->seq == 42 && ok->duplicate));
   PublishResult none;
   none.no_stream = true;
   none.error = "no stream captures the subject";
-  const auto missing = b.publisher.on_published(b.upstream.published[1].id, none);
+  const auto missing = b.publisher.on_published(b.upstream.published[1].id, none, b.now);
   CHECK((!missing->stored && missing->code == PublishError::kNoStream && missing->request == 11));
-  CHECK_FALSE(b.publisher.on_published(b.upstream.published[1].id, b.stored(1)));  // answered already
+  CHECK_FALSE(b.publisher.on_published(b.upstream.published[1].id, b.stored(1), b.now));  // answered already
 
   REQUIRE_FALSE(b.pub(1, 12, "out.c"));
+  CHECK(b.publisher.stats().at("builder").in_flight == 1);
   CHECK(b.publisher.next_deadline() == b.now + Duration(1000));
   CHECK(b.publisher.time_out(b.now + Duration(999)).empty());
   const auto late = b.publisher.time_out(b.now + Duration(1000));
   REQUIRE(late.size() == 1);
   CHECK((late[0].request == 12 && late[0].code == PublishError::kTimeout));
-  CHECK_FALSE(b.publisher.on_published(b.upstream.published[2].id, b.stored(43)));  // too late: already answered
-  const auto& counts = b.publisher.counts();
-  CHECK((counts.stored == 1 && counts.duplicates == 1 && counts.failed == 1 && counts.timed_out == 1));
+  CHECK_FALSE(b.publisher.on_published(b.upstream.published[2].id, b.stored(43), b.now));  // too late: already answered
+  const PublishStats& stats = b.publisher.stats().at("builder");
+  CHECK((stats.stored == 0 && stats.duplicates == 1 && stats.failed == 1 && stats.timed_out == 1));
+  CHECK(stats.in_flight == 0);
+  CHECK(stats.latency.count() == 2);  // the two the server answered
 }
 
 TEST_CASE("handler publisher: a connection is full at max_in_flight publishes or max_bytes waiting", "[unit]") {
@@ -98,14 +101,14 @@ TEST_CASE("handler publisher: a connection is full at max_in_flight publishes or
   REQUIRE_FALSE(b.pub(1, 2, "out.a", std::string(10, 'x')));
   CHECK(b.publisher.full(1, *b.settings));  // 2 publishes
   CHECK_FALSE(b.publisher.full(2, *b.settings));
-  b.publisher.on_published(b.upstream.published[0].id, b.stored(1));
+  b.publisher.on_published(b.upstream.published[0].id, b.stored(1), b.now);
   CHECK_FALSE(b.publisher.full(1, *b.settings));
   REQUIRE_FALSE(b.pub(2, 1, "out.a", std::string(100, 'x')));
   CHECK(b.publisher.full(2, *b.settings));  // 100 bytes
   CHECK(b.publisher.waiting() == 2);
   b.publisher.forget(2);
   CHECK(b.publisher.waiting(2) == 0);
-  CHECK_FALSE(b.publisher.on_published(b.upstream.published[2].id, b.stored(2)));  // its connection went
+  CHECK_FALSE(b.publisher.on_published(b.upstream.published[2].id, b.stored(2), b.now));  // its connection went
 }
 
 TEST_CASE("handler publisher: a tied publish carries jetfan's Nats-Msg-Id, and its delivery's ACK waits for it",
@@ -118,9 +121,9 @@ TEST_CASE("handler publisher: a tied publish carries jetfan's Nats-Msg-Id, and i
 
   CHECK_FALSE(b.publisher.hold_ack(1, 6));  // nothing tied to delivery 6: it counts at once
   CHECK(b.publisher.hold_ack(1, 5));
-  b.publisher.on_published(b.upstream.published[0].id, b.stored(1));
+  b.publisher.on_published(b.upstream.published[0].id, b.stored(1), b.now);
   CHECK(b.publisher.released().empty());  // one still waits
-  b.publisher.on_published(b.upstream.published[1].id, b.stored(2));
+  b.publisher.on_published(b.upstream.published[1].id, b.stored(2), b.now);
   const auto released = b.publisher.released();
   REQUIRE(released.size() == 1);
   CHECK((released[0].connection == 1 && released[0].delivery == 5 && released[0].failed.empty()));
@@ -132,13 +135,13 @@ TEST_CASE("handler publisher: a tied publish carries jetfan's Nats-Msg-Id, and i
     CHECK(b.publisher.time_out(b.now + Duration(1000)).size() == 1);
     const auto failed = b.publisher.released();
     REQUIRE(failed.size() == 1);
-    CHECK_THAT(failed[0].failed, Catch::Contains("request 3 failed: timeout"));
+    CHECK_THAT(failed[0].failed, Catch::Contains("of request 3 failed: timeout"));
   }
   SECTION("a tied publish that failed before the ACK came fails the ACK when it comes") {
     REQUIRE_FALSE(b.pub(1, 3, "out.c", "z", 8, 9));
     PublishResult refused;
     refused.error = "maximum messages exceeded";
-    b.publisher.on_published(b.upstream.published[2].id, refused);
+    b.publisher.on_published(b.upstream.published[2].id, refused, b.now);
     CHECK(b.publisher.released().empty());
     CHECK(b.publisher.hold_ack(1, 8));
     const auto failed = b.publisher.released();

@@ -41,13 +41,13 @@ void HandlerSession::start() {
   read();
 }
 
-void HandlerSession::admit(std::size_t handler, std::string name, std::uint32_t version) {
+void HandlerSession::admit(std::size_t handler, std::string name, std::uint32_t version, std::size_t max_publish_body) {
   JETFAN_ON_IO_THREAD(thread_);
   handler_ = handler;
   handler_name_ = std::move(name);
   version_ = version;
   parser_.set_version(version);  // the lines after HELLO are in the version READY names
-  parser_.set_max_publish_body(kMaxPublishBody);
+  parser_.set_max_publish_body(max_publish_body);
 }
 
 void HandlerSession::read() {

@@ -85,7 +85,9 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
 
   // The declared handler this connection is an instance of, once admitted, and the protocol
   // version it speaks (proto::negotiated_version). Set once.
-  void admit(std::size_t handler, std::string name, std::uint32_t version);
+  // `max_publish_body`: the largest PUB body it keeps (the server's max_payload); a larger one is
+  // read and dropped, and answered too-large.
+  void admit(std::size_t handler, std::string name, std::uint32_t version, std::size_t max_publish_body);
   // From now on its reads and writes count into `io` (shared; it may outlive the session).
   void count_io_into(std::shared_ptr<SocketIo> io) { io_ = std::move(io); }
   std::uint32_t version() const { return version_; }
@@ -105,9 +107,9 @@ class HandlerSession : public std::enable_shared_from_this<HandlerSession> {
                 std::uint64_t server_deliveries, std::uint64_t published_ns, const MessageBytesPtr& message,
                 std::string_view traceparent = {});
   void send_pong();
-  // The largest PUB body (headers and payload) a session keeps; a larger one is read and dropped,
-  // and answered too-large. The NATS server's default max_payload.
-  static constexpr std::size_t kMaxPublishBody = 1024 * 1024;
+  // The largest PUB body a session keeps while jetfan does not know the server's max_payload: the
+  // server's default.
+  static constexpr std::size_t kDefaultMaxPublishBody = 1024 * 1024;
   // Version 3 on: the answers to a PUB (PROTOCOL.md, "Publishing").
   void send_pubok(std::uint64_t request, std::string_view stream, std::uint64_t seq, bool duplicate);
   void send_puberr(std::uint64_t request, proto::PublishError code, std::string_view reason);

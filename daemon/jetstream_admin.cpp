@@ -4,10 +4,13 @@
 
 #include "consumer_binding.hpp"
 #include "consumer_info.hpp"
+#include "duplicate_window.hpp"
+#include "effective_config.hpp"
 #include "logging.hpp"
 #include "nats_handles.hpp"
 #include "server_info.hpp"
 #include "startup_error.hpp"
+#include "stream_info.hpp"
 #include "stream_names.hpp"
 
 namespace jetfan {
@@ -73,40 +76,57 @@ ConsumerFacts JetStreamAdmin::bind_consumer() {
   return std::move(verdict.facts);
 }
 
+std::variant<std::string, std::string> JetStreamAdmin::request(const std::string& subject, const std::string& body) {
+  natsMsg* raw_reply = nullptr;
+  natsStatus status = NATS_OK;
+  std::string why;  // cnats's error text is per thread: taken where the call ran
+  nats_.wait_off_thread(
+      [&] {
+        status = natsConnection_Request(&raw_reply, nats_.connection(), subject.c_str(), body.data(),
+                                        static_cast<int>(body.size()), config_.nats.connect_timeout.count());
+        if (status != NATS_OK) why = nats_last_error(status);
+      },
+      Duration(0));
+  NatsMsgPtr reply(raw_reply);
+  if (status != NATS_OK) return std::variant<std::string, std::string>(std::in_place_index<1>, why);
+  return std::variant<std::string, std::string>(std::in_place_index<0>, body_of(reply.get()));
+}
+
+std::variant<std::vector<std::string>, std::string> JetStreamAdmin::streams_capturing(const std::string& subject) {
+  using Result = std::variant<std::vector<std::string>, std::string>;
+  const auto answer = request(std::string(jetstream::kStreamNamesSubject), jetstream::stream_names_request(subject));
+  if (answer.index() == 1) return Result(std::in_place_index<1>, std::get<1>(answer));
+  const std::string& body = std::get<0>(answer);
+  auto names = jetstream::parse_stream_names(body);
+  if (std::holds_alternative<jetstream::ApiError>(names)) {
+    return Result(std::in_place_index<1>, "the server did not say: " + body.substr(0, 200));
+  }
+  return Result(std::in_place_index<0>, std::move(std::get<jetstream::StreamNames>(names).streams));
+}
+
+std::variant<Duration, std::string> JetStreamAdmin::duplicate_window_of(const std::string& stream) {
+  using Result = std::variant<Duration, std::string>;
+  const auto answer = request(jetstream::stream_info_subject(stream), "");
+  if (answer.index() == 1) return Result(std::in_place_index<1>, std::get<1>(answer));
+  const auto info = jetstream::parse_stream_info(std::get<0>(answer));
+  if (const auto* error = std::get_if<jetstream::ApiError>(&info)) return Result(error->describe());
+  return Result(std::chrono::duration_cast<Duration>(std::get<jetstream::StreamInfo>(info).duplicate_window));
+}
+
 void JetStreamAdmin::check_dead_letter_subjects() {
   for (const auto& handler : config_.handlers) {
     const std::string& subject = handler.dead_letter_subject;
     if (subject.empty()) continue;
-    const std::string request = jetstream::stream_names_request(subject);
-    natsMsg* raw_reply = nullptr;
-    natsStatus status = NATS_OK;
-    std::string why;
-    nats_.wait_off_thread(
-        [&] {
-          status = natsConnection_RequestString(&raw_reply, nats_.connection(), jetstream::kStreamNamesSubject.data(),
-                                                request.c_str(), config_.nats.connect_timeout.count());
-          if (status != NATS_OK) why = nats_last_error(status);
-        },
-        Duration(0));
-    NatsMsgPtr reply(raw_reply);
     const std::string where = config_.file + ": handlers." + handler.name + ".dead_letter.subject";
-    if (status != NATS_OK) {
-      log_warn("dead_letter.stream_unknown", {{"handler", handler.name}, {"subject", subject}, {"reason", why}},
-               "{}: cannot ask the server which stream captures \"{}\" ({}); dead letters that no stream takes "
-               "are held and tried again",
-               where, subject, why);
+    const auto capturing = streams_capturing(subject);
+    if (const auto* why = std::get_if<std::string>(&capturing)) {
+      log_warn("dead_letter.stream_unknown", {{"handler", handler.name}, {"subject", subject}, {"reason", *why}},
+               "{}: cannot tell which stream captures \"{}\" ({}); dead letters that no stream takes are held and "
+               "tried again",
+               where, subject, *why);
       continue;
     }
-    const std::string_view body = body_of(reply.get());
-    const auto names = jetstream::parse_stream_names(body);
-    if (std::holds_alternative<jetstream::ApiError>(names)) {
-      log_warn("dead_letter.stream_unknown",
-               {{"handler", handler.name}, {"subject", subject}, {"reason", std::string(body.substr(0, 200))}},
-               "{}: the server did not say which stream captures \"{}\": {}", where, subject,
-               std::string(body.substr(0, 200)));
-      continue;
-    }
-    const std::vector<std::string>& streams = std::get<jetstream::StreamNames>(names).streams;
+    const std::vector<std::string>& streams = std::get<std::vector<std::string>>(capturing);
     if (streams.empty()) {
       throw StartupError(kExitConfig, where + ": no stream captures \"" + subject +
                                           "\", so the dead letters of handler " + handler.name +
@@ -124,6 +144,49 @@ void JetStreamAdmin::check_dead_letter_subjects() {
              "handler \"{}\": dead letters go to \"{}\", stored by stream \"{}\"", handler.name, subject,
              streams.front());
   }
+}
+
+PublishTargetReport JetStreamAdmin::check_publish_subjects(Duration ack_wait, std::int64_t max_deliver) {
+  PublishTargetReport report;
+  for (const auto& handler : config_.handlers) {
+    if (!handler.publish) continue;
+    const std::string where = config_.file + ": handlers." + handler.name + ".publish.subjects";
+    std::vector<std::string> checked;  // streams whose window was judged for this handler
+    for (const std::string& pattern : handler.publish->subjects) {
+      const auto capturing = streams_capturing(pattern);
+      if (const auto* why = std::get_if<std::string>(&capturing)) {
+        report.warnings.push_back(where + ": cannot tell which stream captures \"" + pattern + "\" (" + *why + ")");
+        continue;
+      }
+      const auto& streams = std::get<std::vector<std::string>>(capturing);
+      if (streams.empty()) {
+        report.warnings.push_back(where + ": no stream captures \"" + pattern + "\": handler \"" + handler.name +
+                                  "\"'s publishes there will be answered PUBERR no-stream until one does");
+        continue;
+      }
+      for (const std::string& stream : streams) {
+        if (std::find(checked.begin(), checked.end(), stream) != checked.end()) continue;
+        checked.push_back(stream);
+        const auto window = duplicate_window_of(stream);
+        if (const auto* why = std::get_if<std::string>(&window)) {
+          report.warnings.push_back(where + ": cannot read the duplicate window of stream \"" + stream + "\" (" + *why +
+                                    ")");
+          continue;
+        }
+        const DuplicateWindowFacts facts{
+            handler.name, stream,      std::get<Duration>(window),
+            ack_wait,     max_deliver, handler.retry ? handler.retry->max_attempts : std::uint32_t{0}};
+        if (auto problem = duplicate_window_problem(facts)) {
+          report.warnings.push_back(where + ": " + *problem);
+        } else {
+          report.ok.push_back("handler \"" + handler.name + "\" publishes to stream \"" + stream +
+                              "\", whose duplicate_window " + format_duration(facts.duplicate_window) +
+                              " outlasts its redeliveries (" + format_duration(*redelivery_span(facts)) + ")");
+        }
+      }
+    }
+  }
+  return report;
 }
 
 }  // namespace jetfan

@@ -1,6 +1,7 @@
 #pragma once
 // JetStreamAdmin: what jetfan asks of JetStream before it serves, waiting for each answer: the
-// consumer's info (to bind it) and which streams capture the handlers' dead-letter subjects. It
+// consumer's info (to bind it), which streams capture the handlers' dead-letter subjects, and the
+// streams the handlers publish to (config/duplicate_window.hpp). It
 // asks; what the answers mean is decided by pure code (config/consumer_binding.hpp,
 // jetstream/stream_names.hpp).
 //
@@ -9,7 +10,12 @@
 //
 // Thread: the io_context thread, before the Dispatcher starts. `config` and `nats` must outlive it.
 
+#include <cstdint>
 #include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
 #include "config.hpp"
 
 #include "consumer_binding.hpp"
@@ -17,6 +23,13 @@
 #include "nats_blocking.hpp"
 
 namespace jetfan {
+
+// What check_publish_subjects found: a line per stream whose duplicate window is long enough, and
+// one per problem (no stream, a window too short, a question the server did not answer).
+struct PublishTargetReport {
+  std::vector<std::string> ok;
+  std::vector<std::string> warnings;
+};
 
 class JetStreamAdmin {
  public:
@@ -37,8 +50,20 @@ class JetStreamAdmin {
   // asked (no permission, no answer), or when the consumer's own stream captures it.
   void check_dead_letter_subjects();
 
+  // For each handler's publish.subjects: which streams capture them ($JS.API.STREAM.NAMES), and
+  // whether each one's duplicate_window ($JS.API.STREAM.INFO) outlasts a message's redeliveries
+  // (`ack_wait`, the consumer's `max_deliver`, the handler's retry.max_attempts). Never throws: a
+  // publish to a subject no stream captures is answered PUBERR no-stream, not fatal to jetfan.
+  PublishTargetReport check_publish_subjects(Duration ack_wait, std::int64_t max_deliver);
+
  private:
   BindingVerdict ask_consumer_info();
+  // A request's answer body (index 0), or why there is none (index 1).
+  std::variant<std::string, std::string> request(const std::string& subject, const std::string& body);
+  // The streams capturing `subject` (maybe none), or why the server could not say.
+  std::variant<std::vector<std::string>, std::string> streams_capturing(const std::string& subject);
+  // The stream's duplicate_window, or why the server could not say.
+  std::variant<Duration, std::string> duplicate_window_of(const std::string& stream);
 
   const Config& config_;
   NatsBlocking& nats_;

@@ -709,6 +709,12 @@ bool JetStreamReader::answer_subscription() {
   return true;
 }
 
+std::size_t JetStreamReader::max_payload() const {
+  // cnats keeps the server's INFO under the connection's lock: safe from any thread.
+  const std::int64_t bytes = connection_ ? natsConnection_GetMaxPayload(connection_.get()) : 0;
+  return bytes > 0 ? static_cast<std::size_t>(bytes) : 0;
+}
+
 bool JetStreamReader::api_request(std::uint64_t id, std::string_view subject, std::string_view body) {
   JETFAN_ON_IO_THREAD(thread_);
   if (!answer_subscription()) return false;

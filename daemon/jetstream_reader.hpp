@@ -88,6 +88,7 @@ class JetStreamReader final : public Upstream, public NatsBlocking {
 
   // NatsBlocking, for JetStreamAdmin and StreamReader before serving.
   natsConnection* connection() const override { return connection_.get(); }
+  std::size_t max_payload() const override;
   void wait_off_thread(const std::function<void()>& call, Duration timeout) override;
 
   struct CnatsCallbacks;  // what cnats threads hand over; defined in the .cpp

@@ -55,7 +55,7 @@ class Sessions {
   }
   void admit(HandlerTable& table, HandlerSession& session, std::size_t handler, const std::string& name,
              std::int64_t unix_ms) {
-    session.admit(handler, name, 1);
+    session.admit(handler, name, 1, HandlerSession::kDefaultMaxPublishBody);
     table.admitted(session, handler, unix_ms);
   }
   CountingOwner owner;

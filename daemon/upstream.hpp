@@ -105,6 +105,9 @@ class Upstream {
   virtual bool api_request(std::uint64_t id, std::string_view subject, std::string_view body) = 0;
   // Sends whatever is buffered, waiting at most `timeout`, then closes. Nothing comes in after.
   virtual void close(Duration timeout) = 0;
+  // The largest message (headers and payload) the server takes, as its INFO said on the current or
+  // last connection; 0 before the first.
+  virtual std::size_t max_payload() const = 0;
 
  protected:
   ~Upstream() = default;

@@ -43,7 +43,7 @@ MeshController::MeshController(const std::string& url, const ControllerAuth& aut
 }
 
 void MeshController::create_stream(const std::string& stream, const std::vector<std::string>& subjects,
-                                   std::int64_t max_msgs) {
+                                   std::int64_t max_msgs, std::chrono::milliseconds duplicate_window) {
   jsStreamConfig config;
   jsStreamConfig_Init(&config);
   config.Name = stream.c_str();
@@ -57,6 +57,7 @@ void MeshController::create_stream(const std::string& stream, const std::vector<
     config.MaxMsgs = max_msgs;
     config.Discard = js_DiscardNew;
   }
+  config.Duplicates = std::chrono::duration_cast<std::chrono::nanoseconds>(duplicate_window).count();
   jsStreamInfo* info = nullptr;
   jsErrCode code;
   const natsStatus status = js_AddStream(&info, js_.get(), &config, nullptr, &code);

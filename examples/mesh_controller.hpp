@@ -48,7 +48,9 @@ class MeshController {
 
   // max_msgs > 0: the stream keeps at most that many and refuses more (discard new), as a
   // dead-letter stream with a quota might.
-  void create_stream(const std::string& stream, const std::vector<std::string>& subjects, std::int64_t max_msgs = 0);
+  // max_msgs > 0: it refuses more (DiscardNew). duplicate_window 0: the server's default (2 minutes).
+  void create_stream(const std::string& stream, const std::vector<std::string>& subjects, std::int64_t max_msgs = 0,
+                     std::chrono::milliseconds duplicate_window = std::chrono::milliseconds(0));
   void delete_stream(const std::string& stream);  // no error if there is none
   void create_consumer(const std::string& stream, const ConsumerSpec& spec);
   // Publishes to JetStream and waits for the stream's ack. Returns the stream sequence.

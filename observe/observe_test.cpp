@@ -341,6 +341,34 @@ TEST_CASE("redrive progress is shown in status, status json and metrics", "[unit
   CHECK_THAT(render_status_text(s), Catch::Contains("redrive: RUNNING; 4 confirmed and deleted, 1 failed again"));
 }
 
+TEST_CASE("a handler's publishes are shown in status, status json and metrics", "[unit]") {
+  StatusSnapshot s = example();
+  HandlerView& builder = s.handlers.at(0);
+  builder.publish_subjects = {"out.>", "audit.*"};
+  builder.publishes.stored = 5;
+  builder.publishes.duplicates = 1;
+  builder.publishes.refused = 2;
+  builder.publishes.in_flight = 3;
+  builder.publishes.latency.observe(std::chrono::milliseconds(2));
+  const std::string text = render_prometheus(s);
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_publishes_total{handler=\"builder\",outcome=\"stored\"} 5\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_publishes_total{handler=\"builder\",outcome=\"duplicate\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_publishes_total{handler=\"builder\",outcome=\"refused\"} 2\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_publishes_total{handler=\"audit\",outcome=\"timeout\"} 0\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_publishes_in_flight{handler=\"builder\"} 3\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_handler_publish_latency_seconds_count{handler=\"builder\"} 1\n"));
+  const auto doc = nlohmann::json::parse(render_status_json(s));
+  CHECK(doc["handlers"][0]["publish"]["subjects"] == nlohmann::json::array({"out.>", "audit.*"}));
+  CHECK(doc["handlers"][0]["publish"]["stored"] == 5);
+  CHECK(doc["handlers"][0]["publish"]["in_flight"] == 3);
+  CHECK(doc["handlers"][1]["publish"]["subjects"].empty());
+  const std::string status = render_status_text(s);
+  CHECK_THAT(status,
+             Catch::Contains("  publish: to out.>, audit.*; 5 stored, 1 duplicate, 2 refused, 0 failed, 0 timed "
+                             "out; 3 waiting for the server"));
+  CHECK(status.find("publish: to") == status.rfind("publish: to"));  // audit may not publish and did not try
+}
+
 TEST_CASE("messages with an unreadable subject are shown in status, status json and metrics", "[unit]") {
   StatusSnapshot s = example();
   s.unreadable.push_back({4, "events.a\\rb", 1'700'000'000'000, 3, 2, "dead-lettered for builder; terminated"});

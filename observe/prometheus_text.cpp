@@ -304,6 +304,26 @@ std::string render_prometheus(const StatusSnapshot& s) {
   each_handler({"jetfan_handler_dead_letter_publish_failures_total", "counter",
                 "Dead-letter publishes of the handler's messages that failed; each is tried again."},
                [](const HandlerView& h) { return h.stats.dead_letter_failures; });
+  w.family("jetfan_handler_publishes_total", "counter",
+           "The handler's publishes through jetfan (PUB), by outcome: stored, duplicate (the stream had it: a tied "
+           "publish made again), refused (by jetfan: not allowed, malformed, too large, ...), failed (no stream, "
+           "refused by the stream, server down), timeout (no answer in time: it may be stored).");
+  for (const auto& h : s.handlers) {
+    const PublishStats& p = h.publishes;
+    w.sample("jetfan_handler_publishes_total", handler_label(h) + ",outcome=\"stored\"", p.stored);
+    w.sample("jetfan_handler_publishes_total", handler_label(h) + ",outcome=\"duplicate\"", p.duplicates);
+    w.sample("jetfan_handler_publishes_total", handler_label(h) + ",outcome=\"refused\"", p.refused);
+    w.sample("jetfan_handler_publishes_total", handler_label(h) + ",outcome=\"failed\"", p.failed);
+    w.sample("jetfan_handler_publishes_total", handler_label(h) + ",outcome=\"timeout\"", p.timed_out);
+  }
+  each_handler({"jetfan_handler_publishes_in_flight", "gauge",
+                "The handler's publishes sent to the server and waiting for its answer."},
+               [](const HandlerView& h) { return h.publishes.in_flight; });
+  w.family("jetfan_handler_publish_latency_seconds", "histogram",
+           "Time from sending a handler's publish to the server's answer (stored or not; timeouts not included).");
+  for (const auto& h : s.handlers) {
+    w.histogram("jetfan_handler_publish_latency_seconds", handler_label(h), h.publishes.latency);
+  }
   w.family("jetfan_message_publish_age_seconds", "histogram",
            "Time from a message's publication (its JetStream timestamp) to its arrival at jetfan.");
   w.histogram("jetfan_message_publish_age_seconds", "", s.publish_age);

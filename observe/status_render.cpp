@@ -208,6 +208,17 @@ std::string render_status_text(const StatusSnapshot& s) {
            " failed again (dead-lettered anew), " + std::to_string(h.redrive_kept) + " kept" +
            (h.redrive_refused > 0 ? ", " + std::to_string(h.redrive_refused) + " not redrivable" : ""));
     }
+    const PublishStats& p = h.publishes;
+    if (!h.publish_subjects.empty() || p.refused > 0) {
+      std::string subjects;
+      for (const auto& subject : h.publish_subjects) subjects += (subjects.empty() ? "" : ", ") + subject;
+      line("  publish: to " + (subjects.empty() ? std::string("nowhere (no publish.subjects)") : subjects) + "; " +
+           std::to_string(p.stored) + " stored, " + std::to_string(p.duplicates) + " duplicate, " +
+           std::to_string(p.refused) + " refused, " + std::to_string(p.failed) + " failed, " +
+           std::to_string(p.timed_out) + " timed out; " + std::to_string(p.in_flight) +
+           " waiting for the server; to the server's answer p50 " + quantile(p.latency, 0.5) + ", p99 " +
+           quantile(p.latency, 0.99));
+    }
   }
   line("");
   line("publish to arrival: p50 " + quantile(s.publish_age, 0.5) + ", p99 " + quantile(s.publish_age, 0.99));
@@ -378,7 +389,17 @@ std::string render_status_json(const StatusSnapshot& s) {
            {"confirmed", h.redrive_confirmed},
            {"again", h.redrive_again},
            {"kept", h.redrive_kept},
-           {"refused", h.redrive_refused}}}});
+           {"refused", h.redrive_refused}}},
+         {"publish",
+          {{"subjects", h.publish_subjects},
+           {"stored", h.publishes.stored},
+           {"duplicates", h.publishes.duplicates},
+           {"refused", h.publishes.refused},
+           {"failed", h.publishes.failed},
+           {"timed_out", h.publishes.timed_out},
+           {"in_flight", h.publishes.in_flight},
+           {"latency",
+            {{"count", h.publishes.latency.count()}, {"sum_seconds", h.publishes.latency.sum_seconds()}}}}}});
   }
   doc["handlers"] = handlers;
   json tails = json::array();

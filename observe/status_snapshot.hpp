@@ -10,6 +10,7 @@
 
 #include "dispatch_core.hpp"
 #include "histogram.hpp"
+#include "publish_stats.hpp"
 
 namespace jetfan {
 
@@ -78,6 +79,10 @@ struct HandlerView {
   // What its instances' sockets did since jetfan started, after HELLO: system calls that moved
   // something, and the bytes, each way.
   std::uint64_t socket_writes = 0, socket_written_bytes = 0, socket_reads = 0, socket_read_bytes = 0;
+  // Where it may publish through jetfan (handlers[].publish.subjects; empty: nowhere), and what its
+  // publishes came to since jetfan started.
+  std::vector<std::string> publish_subjects;
+  PublishStats publishes;
   HandlerStats stats;
   HandlerRates rates;
 };

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
 #include "mesh.hpp"
 #include "raw_peer.hpp"
 
@@ -215,5 +217,53 @@ TEST_CASE("a tied publish that is not stored turns its delivery's ACK into a fai
   CHECK(again.delivery.deliveries == first.delivery.deliveries + 1);
   peer.send("ACK " + std::to_string(again.delivery.id) + "\r\n");  // nothing tied this time
   CHECK(mesh.wait_settled());
+  CHECK(mesh.controller().stream_messages("OUT") == 1);
+}
+
+TEST_CASE(
+    "at start jetfan warns of a stream a handler publishes to whose duplicate window its redeliveries outlast, "
+    "and of a publish subject no stream captures. check --connect says the same",
+    "[integration]") {
+  Mesh mesh;
+  using std::chrono::milliseconds;
+  mesh.controller().create_stream("OUT", {"out.>"}, 0, milliseconds(10000));  // 10s
+  mesh.controller().create_stream("FINE", {"fine.>"});                        // the default: 2m
+  // The consumer: AckWait 30s, MaxDeliver unlimited; the handler gives up after 3 deliveries: 1m30s.
+  const std::string config = mesh.config(
+      "  - name: builder\n    patterns: [\"#\"]\n    retry: {max_attempts: 3}\n    publish:\n"
+      "      subjects: [\"out.>\", \"fine.>\", \"nowhere.*\"]\n");
+  mesh.start_jetfan(config);
+  const std::string log = mesh.jetfan_log();
+  CHECK_THAT(log, Catch::Contains("handler \"builder\" publishes to stream \"OUT\", whose duplicate_window 10s is "
+                                  "shorter than AckWait 30s x 3 deliveries = 1m30s"));
+  CHECK_THAT(log, Catch::Contains("no stream captures \"nowhere.*\""));
+  CHECK(log.find("stream \"FINE\", whose") == std::string::npos);  // 2m is enough: nothing said
+
+  std::ofstream(mesh.dir() + "/check.yaml") << config;
+  std::string output;
+  CHECK(run_jetfan({"check", "--connect", "-c", mesh.dir() + "/check.yaml"}, mesh.dir(), output) == 0);
+  CHECK_THAT(output, Catch::Contains("warn") && Catch::Contains("stream \"OUT\", whose duplicate_window 10s"));
+  CHECK_THAT(output, Catch::Contains("ok   handler \"builder\" publishes to stream \"FINE\", whose duplicate_window 2m "
+                                     "outlasts its redeliveries (1m30s)"));
+  CHECK_THAT(output, Catch::Contains("no stream captures \"nowhere.*\""));
+}
+
+TEST_CASE("a PUB body over the server's own max_payload is answered too-large, one within it is stored",
+          "[integration]") {
+  MeshOptions options;
+  options.server_conf = "max_payload: 4096\n";
+  Mesh mesh(options);
+  mesh.controller().create_stream("OUT", {"out.>"});
+  mesh.start_jetfan(mesh.config(kPublisher));
+  RawPeer peer(mesh.socket_path());
+  hello_v3(peer);
+  const std::string over(4097, 'x');
+  peer.send("PUB 1 out.big 0 4097\r\n" + over + "\r\n");
+  const auto refused = next_puberr(peer);
+  CHECK(refused.publish.code == "too-large");
+  CHECK_THAT(refused.publish.reason, Catch::Contains("4097 bytes") && Catch::Contains("max_payload"));
+  peer.send("PUB 2 out.fits 0 4000\r\n" + std::string(4000, 'y') + "\r\n");
+  const auto stored = next_pubok(peer);
+  CHECK(stored.publish.id == 2);
   CHECK(mesh.controller().stream_messages("OUT") == 1);
 }
