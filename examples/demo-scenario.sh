@@ -2,7 +2,10 @@
 # The demo scenario, run against a build directory (scripts/demo.sh builds and calls this; a test
 # runs it too). It publishes events, shows each handler receiving exactly its own, and checks that
 # the consumer ends with nothing pending. Of its two handlers, builder is the TypeScript example
-# (examples/handler.ts, on Node) and audit the C++ one (examples/handler.cpp).
+# (examples/handler.ts, on Node) and audit the C++ one (examples/handler.cpp). builder publishes a
+# follow-up event through jetfan for each message it gets, tied to it (events.built.<key>: in
+# EVENTS, outside builder's patterns, so that only audit gets it); the demo checks that each is
+# stored and delivered exactly once.
 #   examples/demo-scenario.sh BUILD_DIR [--no-wait]
 # The TypeScript handler needs node and npm (scripts/deps.sh installs them); clients/node/env.sh
 # brings Node 20 if the machine's is older, and installs the client's devDependencies (tsc).
@@ -87,6 +90,7 @@ handlers:
     patterns: ["mesh-build-machine.built", "mesh-controller.built-before"]
     max_inflight: 64
     ack_timeout: 30s
+    publish: {subjects: ["events.built.>"]}  # its follow-ups: keys built.*, which only audit's # matches
   - name: audit
     patterns: ["#"]
 YAML
@@ -95,10 +99,10 @@ say "jetfan serve (config: $dir/jetfan.yaml)"
 pids+=($!) names+=(jetfan)
 wait_for "jetfan's socket" 10 test -S "$dir/builder.sock"
 
-say "two handler processes: builder (two patterns; TypeScript, on Node) and audit (#; C++)"
+say "two handler processes: builder (two patterns, publishes follow-ups; TypeScript, on Node) and audit (#; C++)"
 for handler in builder audit; do
   if [ $handler = builder ]; then
-    command=(env JETFAN_SOCKET="$dir/builder.sock" JETFAN_HANDLER=builder node "$ts/handler.js")
+    command=(env JETFAN_SOCKET="$dir/builder.sock" JETFAN_HANDLER=builder FOLLOW_UPS=events.built node "$ts/handler.js")
   else
     command=("$bin/examples/jetfan-example-handler" "$dir/builder.sock" $handler)
   fi
@@ -117,9 +121,26 @@ done
 say "the consumer at the server"
 "$bin/examples/jetfan-demo-controller" "$url" wait-settled EVENTS node1_builder 10
 got() { grep -c " got " "$dir/$1.out" || true; }
-wait_for "the handlers' output" 10 test "$(got audit)" -ge 4
-if [ "$(got builder)" != 3 ] || [ "$(got audit)" != 4 ] || grep -q "got mesh-catalog" "$dir/builder.out"; then
-  echo "demo: FAILED: builder got $(got builder) (expected 3), audit got $(got audit) (expected 4)" >&2
+# The consumer settles only after builder's follow-ups: jetfan holds the ACK of each of its messages
+# until the follow-up tied to it is stored, and a stored one is pending until audit confirms it.
+wait_for "the handlers' output" 10 test "$(got audit)" -ge 7
+if [ "$(got builder)" != 3 ] || [ "$(got audit)" != 7 ] || grep -q "got mesh-catalog\|got built\." "$dir/builder.out"; then
+  echo "demo: FAILED: builder got $(got builder) (expected 3, none of its own follow-ups), audit got $(got audit) (expected 4 and 3 follow-ups)" >&2
+  exit 1
+fi
+# Each of builder's three messages made one follow-up, with its payload, stored once and delivered
+# to audit once.
+for input in mesh-build-machine.built:'{"machine":3}' mesh-controller.built-before:'{"controller":1}' \
+             mesh-build-machine.built:'{"machine":4}'; do
+  if [ "$(grep -F -- "got built.${input%%:*} (seq " "$dir/audit.out" | grep -c -F -- "): ${input#*:}" || true)" != 1 ]; then
+    echo "demo: FAILED: audit did not get exactly one follow-up of ${input%%:*} ${input#*:}:" >&2
+    grep -F "got built." "$dir/audit.out" >&2 || true
+    exit 1
+  fi
+done
+stored=$("$bin/examples/jetfan-demo-controller" "$url" messages EVENTS)
+if [ "$stored" != 7 ]; then
+  echo "demo: FAILED: stream EVENTS holds $stored messages, not the 4 events and 3 follow-ups" >&2
   exit 1
 fi
 # Which processes jetfan served, by the pids it read from the kernel (jetfan status --json).
@@ -145,9 +166,11 @@ echo "builder: ${builder_command% }"
 echo "audit:   ${audit_command% }"
 cat <<TEXT
 
-demo: OK. builder (TypeScript) received the three events its patterns match; audit (#, C++)
-received all four; mesh-catalog.upgraded went to audit only. Each message was acked to JetStream
-only after every handler it was for had confirmed it, and nothing is left pending.
+demo: OK. builder (TypeScript) received the three events its patterns match, and published a
+follow-up of each through jetfan (events.built.<key>), tied to it; audit (#, C++) received all four
+and the three follow-ups, each once; mesh-catalog.upgraded went to audit only. Each message was
+acked to JetStream only after every handler it was for had confirmed it (builder's, after its
+follow-up was stored), and nothing is left pending.
 TEXT
 if [ "$wait_at_end" = 1 ]; then
   say "running; press Ctrl-C to stop and clean up"

@@ -31,7 +31,7 @@ export const ERROR_CODES = [
 export type ErrorCode = (typeof ERROR_CODES)[number];
 /**
  * A ProtocolError's code: one of the parser's, or "unexpected-frame" for a well-formed frame that
- * the client did not expect where it came (a PUBOK or PUBERR when it sent no PUB).
+ * the client did not expect where it came (a PUBOK or PUBERR answering no PUB that waits).
  */
 export type ProtocolErrorCode = ErrorCode | "unexpected-frame";
 

@@ -5,9 +5,22 @@
 import { EventEmitter } from "node:events";
 import { connect as netConnect, type Socket } from "node:net";
 
-import { FrameParser, ProtocolError, PROTOCOL_VERSION, encodeHello, PONG_LINE, type Frame, type ReadyFrame } from "./codec.js";
-import { JetfanError, Nak, Term } from "./errors.js";
-import { Delivery, type Link, type Message } from "./message.js";
+import {
+  FrameParser,
+  ProtocolError,
+  PROTOCOL_VERSION,
+  encodeHello,
+  encodePub,
+  PONG_LINE,
+  type Frame,
+  type PubErrFrame,
+  type PubOkFrame,
+  type ReadyFrame,
+  type U64,
+} from "./codec.js";
+import { JetfanError, Nak, PublishError, Term } from "./errors.js";
+import { headerBlock, type PublishHeaders } from "./headers.js";
+import { Delivery, type Link, type Message, type PublishData, type PublishOptions, type Published } from "./message.js";
 
 /** What jetfan announced in READY. */
 export interface Ready {
@@ -55,10 +68,22 @@ export interface ProcessOptions {
 
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 
+// A PUB sent and not yet answered.
+interface Waiting {
+  resolve: (published: Published) => void;
+  reject: (error: PublishError) => void;
+  subject: string;
+}
+
 // One socket, from HELLO to close. Deliveries keep a reference to the connection they came on, so
-// a confirmation can never reach a later connection.
+// a confirmation can never reach a later connection, nor a tied publish.
 class Connection implements Link {
   alive = true;
+  ending = false; // close() has ended the socket: nothing more is written
+  // PUBs sent and not yet answered, by request id. Ids count up from 1 per connection: one is never
+  // reused while its PUB waits (jetfan would answer busy-id).
+  readonly publishes = new Map<number, Waiting>();
+  #nextRequest = 1;
   ready: Ready | undefined;
   handedOut = 0; // handed to the app and not yet confirmed
   paused = false;
@@ -75,7 +100,10 @@ class Connection implements Link {
   #flushQueued = false;
   #markClosed!: () => void;
 
-  constructor(readonly socket: Socket) {
+  constructor(
+    readonly socket: Socket,
+    readonly socketPath: string,
+  ) {
     this.closed = new Promise((resolve) => (this.#markClosed = resolve));
   }
 
@@ -86,13 +114,7 @@ class Connection implements Link {
 
   send(line: string): void {
     if (!this.alive) return;
-    const room = line.length * 3; // the most UTF-8 bytes it can take
-    if (!this.#out || this.#outLength + room > this.#out.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(4096, 2 * (this.#outLength + room)));
-      this.#out?.copy(bigger, 0, 0, this.#outLength);
-      this.#out = bigger;
-    }
-    const out = this.#out;
+    const out = this.#room(line.length * 3); // the most UTF-8 bytes it can take
     let at = this.#outLength;
     for (let i = 0; i < line.length; ++i) {
       const c = line.charCodeAt(i);
@@ -103,9 +125,83 @@ class Connection implements Link {
       out[at++] = c;
     }
     this.#outLength = at;
+    this.#queueFlush();
+  }
+
+  /**
+   * Sends a PUB (tied to delivery `tiedTo` as its `index`-th publish, if given) with this turn's
+   * other lines; resolves with its PUBOK, rejects with PublishError for its PUBERR or when the
+   * connection closes first ("connection-lost"). Refused without sending: a closed connection
+   * ("not-connected", or "not-in-flight" for a tied publish: its message is stale), one before
+   * protocol version 3 ("unsupported"), and what encodePub and headerBlock throw for.
+   */
+  publish(subject: string, data: PublishData, headers: PublishHeaders | undefined, tiedTo?: U64, index?: number): Promise<Published> {
+    let pub: Buffer;
+    try {
+      if (!this.alive || this.ending) {
+        const error =
+          tiedTo === undefined
+            ? new PublishError("not-connected", "no connection to jetfan is open", subject, this.socketPath)
+            : new PublishError("not-in-flight", "the message is stale: its connection has closed, and jetfan redelivers it", subject, this.socketPath);
+        const refused = Promise.reject(error);
+        if (tiedTo !== undefined) refused.catch(() => {}); // the redelivery publishes again (Message.publish)
+        return refused;
+      }
+      if (this.version < 3) {
+        throw new PublishError(
+          "unsupported",
+          `this connection speaks protocol version ${this.version}, and publishing needs version 3 (a newer jetfan, and protocolVersion 3)`,
+          subject,
+          this.socketPath,
+        );
+      }
+      pub = encodePub(this.#nextRequest, subject, headers === undefined ? "" : headerBlock(headers), data, tiedTo, index);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const id = this.#nextRequest++;
+    const answer = new Promise<Published>((resolve, reject) => this.publishes.set(id, { resolve, reject, subject }));
+    // jetfan acts on a tied publish's failure itself (Message.publish): one nobody awaits is no
+    // unhandled rejection.
+    if (tiedTo !== undefined) answer.catch(() => {});
+    this.#room(pub.length).set(pub, this.#outLength);
+    this.#outLength += pub.length;
+    this.#queueFlush();
+    if (this.paused) {
+      // Its answer may come after MSGs the app has not taken: read on. jetfan sends no more MSGs
+      // than maxUnconfirmed, so the queue stays bounded all the same.
+      this.paused = false;
+      this.socket.resume();
+    }
+    return answer;
+  }
+
+  /** Settles the PUB `frame` answers; false if no PUB of this connection waits for it. */
+  answer(frame: PubOkFrame | PubErrFrame): boolean {
+    const id = typeof frame.id === "number" ? frame.id : -1; // a bigint is past every id this client gives
+    const waiting = this.publishes.get(id);
+    if (!waiting) return false;
+    this.publishes.delete(id);
+    if (frame.type === "PUBOK") waiting.resolve({ stream: frame.stream, seq: Number(frame.seq), duplicate: frame.duplicate });
+    else waiting.reject(new PublishError(frame.code, frame.reason, waiting.subject, this.socketPath));
+    this.onSettled?.();
+    return true;
+  }
+
+  // The write buffer with room for `bytes` more.
+  #room(bytes: number): Buffer {
+    if (!this.#out || this.#outLength + bytes > this.#out.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(4096, 2 * (this.#outLength + bytes)));
+      this.#out?.copy(bigger, 0, 0, this.#outLength);
+      this.#out = bigger;
+    }
+    return this.#out;
+  }
+
+  #queueFlush(): void {
     if (!this.#flushQueued) {
       this.#flushQueued = true;
-      setImmediate(() => this.flush()); // every confirmation of this turn goes out in one write
+      setImmediate(() => this.flush()); // every line of this turn goes out in one write
     }
   }
 
@@ -120,13 +216,20 @@ class Connection implements Link {
 
   flush(): void {
     this.#flushQueued = false;
-    if (this.#out && this.#outLength > 0 && this.alive) this.socket.write(this.#out.subarray(0, this.#outLength));
+    if (this.#out && this.#outLength > 0 && this.alive && !this.ending) this.socket.write(this.#out.subarray(0, this.#outLength));
     this.#out = undefined;
     this.#outLength = 0;
   }
 
   markClosed(): void {
     this.alive = false;
+    // What was sent may have been stored, or not: jetfan's answer is lost with the connection.
+    for (const waiting of this.publishes.values()) {
+      waiting.reject(
+        new PublishError("connection-lost", "the connection to jetfan closed before its answer: it may or may not be stored", waiting.subject, this.socketPath),
+      );
+    }
+    this.publishes.clear();
     this.#markClosed();
   }
 }
@@ -147,6 +250,7 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
   #wake: (() => void) | undefined;
   #consumer: "iterator" | "process" | undefined;
   #closing = false;
+  #loopLeft = false; // a for-await loop ended: what it has handed out is not waited for
   #failure: Error | undefined; // ERR or a broken stream: ends everything
   #reconnectTimer: NodeJS.Timeout | undefined;
   #closeDone: Promise<void> | undefined;
@@ -220,10 +324,11 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         return ready ? Promise.resolve(handOut(ready)) : this.#take().then(handOut);
       },
       // The loop is over (break, return or a throw in its body): nothing in it will confirm anything
-      // more, so the connection closes at once.
+      // more, so the connection closes at once, or once the publishes sent have their answers.
       return: async () => {
+        this.#loopLeft = true;
         const closed = this.close();
-        this.#finishClose?.();
+        if (this.#idle()) this.#finishClose?.();
         await closed;
         return { value: undefined, done: true };
       },
@@ -277,10 +382,32 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
   }
 
   /**
+   * Publishes a message through jetfan (protocol version 3; PROTOCOL.md "Publishing"), over jetfan's
+   * own connection to NATS, on the connection open now: to a subject a JetStream stream captures and
+   * the handler's `publish.subjects` in jetfan's config allow. Written with the same turn's other
+   * lines. Resolves once JetStream has stored it; publishes are answered in any order.
+   *
+   * Rejects with PublishError when it was not stored, or may not have been: jetfan's PUBERR code
+   * (not-allowed, no-stream, refused, timeout, ...), or "connection-lost" (sent, and the connection
+   * closed before the answer: the outcome is unknown), "not-connected" (no connection is open: jetfan
+   * is restarting, or the handler closed; not sent), "unsupported" (protocol version 1 or 2; not
+   * sent). Rejects with TypeError or RangeError, without sending, for a subject that is not one word,
+   * a header that cannot be written, a line over 1024 bytes or a body over 64 MiB. To publish in
+   * reaction to a message, use msg.publish(): tied to it, it is made once however often the message
+   * comes.
+   */
+  publish(subject: string, data: PublishData, options: PublishOptions = {}): Promise<Published> {
+    const conn = this.#conn;
+    if (!conn) return Promise.reject(new PublishError("not-connected", "no connection to jetfan is open", subject, this.socketPath));
+    return conn.publish(subject, data, options.headers);
+  }
+
+  /**
    * Stops handing out messages, waits (up to closeTimeoutMs) until every message already handed out
-   * is confirmed (a process() callback confirms its message when it returns), writes the
-   * confirmations and closes the connection. Messages received but not handed out are left
-   * unconfirmed: jetfan redelivers them. Idempotent. Leaving a for-await loop closes at once.
+   * is confirmed (a process() callback confirms its message when it returns) and every publish sent
+   * is answered, writes the confirmations and closes the connection. Messages received but not
+   * handed out are left unconfirmed: jetfan redelivers them. Idempotent. Leaving a for-await loop
+   * closes at once, or as soon as every publish sent is answered (within closeTimeoutMs).
    */
   close(): Promise<void> {
     if (this.#closeDone) return this.#closeDone;
@@ -295,6 +422,7 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         const conn = this.#conn;
         if (!conn || !conn.alive) return resolve();
         conn.flush();
+        conn.ending = true;
         conn.socket.end();
         const force = setTimeout(() => conn.socket.destroy(), 2000);
         void conn.closed.then(() => {
@@ -309,10 +437,11 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
     return this.#closeDone;
   }
 
-  // Nothing handed out is waiting for a confirmation on a live connection.
+  // Nothing handed out is waiting for a confirmation, nor a publish for its answer, on a live
+  // connection.
   #idle(): boolean {
     const conn = this.#conn;
-    return !conn || !conn.alive || conn.handedOut === 0;
+    return !conn || !conn.alive || ((conn.handedOut === 0 || this.#loopLeft) && conn.publishes.size === 0);
   }
 
   #claim(consumer: "iterator" | "process"): void {
@@ -392,7 +521,7 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
   #dial(signal?: AbortSignal, version = this.#options.protocolVersion): Promise<Connection> {
     return new Promise((resolve, reject) => {
       const socket = netConnect(this.socketPath);
-      const conn = new Connection(socket);
+      const conn = new Connection(socket, this.socketPath);
       const timer = setTimeout(() => {
         conn.lastError = new Error(`no READY within ${HANDSHAKE_TIMEOUT_MS} ms`);
         socket.destroy();
@@ -466,8 +595,8 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         if (!conn.alive) return;
         this.#queue.push(new Delivery(frame, conn));
         const limit = conn.ready?.maxUnconfirmed ?? 1;
-        if (!conn.paused && this.#queue.length - this.#head >= limit) {
-          conn.paused = true; // the app is behind: leave the rest in the socket
+        if (!conn.paused && this.#queue.length - this.#head >= limit && conn.publishes.size === 0) {
+          conn.paused = true; // the app is behind: leave the rest in the socket (no answer is awaited)
           conn.socket.pause();
         }
         this.#notify();
@@ -482,12 +611,12 @@ export class Handler extends EventEmitter implements AsyncIterable<Message> {
         return;
       case "PUBOK":
       case "PUBERR":
-        // An answer to a PUB, and this client sends none: jetfan is confused, or something else
+        if (!conn.alive || conn.broken || conn.answer(frame)) return;
+        // An answer to no PUB of this connection that waits: jetfan is confused, or something else
         // speaks on the socket. The connection ends with ProtocolError, as when the bytes break.
-        if (!conn.alive || conn.broken) return;
         conn.broken = new ProtocolError(
           "unexpected-frame",
-          `jetfan at ${this.socketPath} sent ${frame.type} for request ${frame.id}, but this client sent no PUB`,
+          `jetfan at ${this.socketPath} sent ${frame.type} for request ${frame.id}, but no PUB of this connection waits for it`,
         );
         conn.socket.destroy();
         return;

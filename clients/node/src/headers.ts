@@ -52,3 +52,27 @@ export class MsgHeaders implements Iterable<[string, string]> {
     return this.#entries;
   }
 }
+
+/**
+ * Headers to publish with: names and values, as an object or as pairs (a Map, an array of pairs, or
+ * a message's MsgHeaders to pass them on). A name may come more than once as pairs.
+ */
+export type PublishHeaders = Readonly<Record<string, string>> | Iterable<readonly [string, string]>;
+
+/**
+ * The NATS header block of `headers` ("NATS/1.0\r\nName: value\r\n...\r\n"), or "" when there are
+ * none. Throws TypeError for a name that is not one (empty, or with a byte outside 0x21-0x7e, or a
+ * colon) and for a value with \r or \n: either would break the block, and jetfan would refuse it
+ * (PUBERR bad-headers) or read other headers than were meant.
+ */
+export function headerBlock(headers: PublishHeaders): string {
+  const pairs: Iterable<readonly [string, string]> =
+    Symbol.iterator in headers ? (headers as Iterable<readonly [string, string]>) : Object.entries(headers);
+  let block = "";
+  for (const [name, value] of pairs) {
+    if (!/^[!-9;-~]+$/.test(name)) throw new TypeError(`header name must be printable ASCII without ':' or spaces, got "${name}"`);
+    if (/[\r\n]/.test(value)) throw new TypeError(`header ${name}: a value may not hold \\r or \\n`);
+    block += `${name}: ${value}\r\n`;
+  }
+  return block === "" ? "" : `NATS/1.0\r\n${block}\r\n`;
+}

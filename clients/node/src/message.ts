@@ -1,7 +1,37 @@
 // One delivery as a handler sees it, and how it is confirmed.
 
 import { encodeAck, encodeNak, encodeTerm, encodeWip, type MsgFrame, type U64 } from "./codec.js";
-import { MsgHeaders } from "./headers.js";
+import { PublishError } from "./errors.js";
+import { MsgHeaders, type PublishHeaders } from "./headers.js";
+
+/** What JetStream said of a stored publish (PUBOK). */
+export interface Published {
+  /** The stream that stored it. */
+  stream: string;
+  /** Its sequence in that stream (exact up to 2^53 - 1). */
+  seq: number;
+  /**
+   * The stream already held a message with its Nats-Msg-Id (a tied publish made again by a
+   * redelivery, say) and dropped this copy: `seq` is the one it holds.
+   */
+  duplicate: boolean;
+}
+
+/** A publish's payload: bytes as they are, or a string as UTF-8. */
+export type PublishData = Uint8Array | string;
+
+export interface PublishOptions {
+  /** NATS headers to publish with (none by default). */
+  headers?: PublishHeaders;
+}
+
+export interface TiedPublishOptions extends PublishOptions {
+  /**
+   * This publish's index among the message's publishes, which names it in its Nats-Msg-Id. Default:
+   * how many publish() calls this delivery of the message had before this one (0, 1, 2, ...).
+   */
+  index?: number;
+}
 
 /**
  * One delivery of a message. Confirm it exactly once with ack(), nak() or term(); working() keeps it
@@ -67,6 +97,25 @@ export interface Message {
   term(reason?: string): boolean;
   /** Still working on it: restarts its ack_timeout. May be sent any number of times. */
   working(): boolean;
+  /**
+   * Publishes a message through jetfan (as Handler.publish() does), tied to this delivery: jetfan
+   * gives it a Nats-Msg-Id made from this message and `index`, so that the copy a redelivery
+   * publishes again is dropped by the stream (within its duplicate window) and resolves with
+   * `duplicate` true; and it holds this message's ACK until the publish is stored, turning it into
+   * a NAK if it is not. So ack() may follow at once, without waiting for the promise.
+   *
+   * `index` defaults to a counter of this message's publish() calls, 0, 1, 2, ... in call order:
+   * publish in the same order each time the message is handled (a redelivery is a new Message, whose
+   * counter starts at 0 again), or give each publish its own fixed index. Dedup depends on it.
+   *
+   * Rejects with PublishError "not-in-flight" without sending when the message is already
+   * confirmed or is stale, and otherwise as Handler.publish() does. The rejection of a publish that
+   * was sent, or made for a stale message, is left handled, so that one nobody awaits does not end
+   * the process: jetfan acts on the failure itself (the ACK becomes a NAK, and jetfan logs why), or
+   * redelivers the stale message. Any other rejection (a bad argument, a message confirmed before
+   * the publish, a connection before protocol version 3) is the app's to handle.
+   */
+  publish(subject: string, data: PublishData, options?: TiedPublishOptions): Promise<Published>;
   /** ack(), nak() or term() has been called and queued. */
   readonly confirmed: boolean;
   /** The connection that delivered it has closed: confirming it does nothing. */
@@ -83,6 +132,10 @@ export interface Link {
   taken(): void;
   /** Told once when the delivery is confirmed. */
   settled(): void;
+  /** Sends a PUB, tied to delivery `tiedTo` as its `index`-th publish if given; resolves at its answer. */
+  publish(subject: string, data: PublishData, headers: PublishHeaders | undefined, tiedTo?: U64, index?: number): Promise<Published>;
+  /** The socket's path, for errors. */
+  readonly socketPath: string;
 }
 
 export class Delivery implements Message {
@@ -99,6 +152,7 @@ export class Delivery implements Message {
   #headers: MsgHeaders | undefined;
   readonly #link: Link;
   #confirmed = false;
+  #publishes = 0; // publish() calls so far: the next default index
 
   constructor(frame: MsgFrame, link: Link) {
     this.key = frame.key;
@@ -155,6 +209,16 @@ export class Delivery implements Message {
     if (this.#confirmed || !this.#link.alive) return false;
     this.#link.send(encodeWip(this.#id));
     return true;
+  }
+
+  publish(subject: string, data: PublishData, options: TiedPublishOptions = {}): Promise<Published> {
+    const index = options.index ?? this.#publishes;
+    ++this.#publishes;
+    if (this.#confirmed) {
+      const reason = `message ${this.key} #${this.seq} is already confirmed: publish before ack()`;
+      return Promise.reject(new PublishError("not-in-flight", reason, subject, this.#link.socketPath));
+    }
+    return this.#link.publish(subject, data, options.headers, this.#id, index); // stale: the link refuses it
   }
 
   #confirm(line: string): boolean {

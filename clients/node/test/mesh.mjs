@@ -1,6 +1,7 @@
 // Test support: a whole mesh for one test, made of real parts. A temp dir; a real nats-server with
 // JetStream in it on a free port; stream EVENTS on events.> and a durable pull consumer made the way
-// a controller makes them (with the nats package); the real jetfan binary on a socket in the dir.
+// a controller makes them (with the nats package), and perhaps more streams for handlers to publish
+// to (addStream); the real jetfan binary on a socket in the dir.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -83,6 +84,24 @@ export class Mesh {
     return ack.seq;
   }
 
+  /** Makes a stream only, as `jetfan-demo-controller URL stream NAME SUBJECT` does: where handlers publish. */
+  async addStream(name, subjects) {
+    await this.jsm.streams.add({ name, subjects });
+  }
+
+  /** How many messages stream `name` holds. */
+  async messages(name) {
+    return (await this.jsm.streams.info(name)).state.messages;
+  }
+
+  /** Message `seq` of stream `name`: { subject, data (a string), headers (an object) }. */
+  async message(name, seq) {
+    const m = await this.jsm.streams.getMessage(name, { seq });
+    const headers = {};
+    for (const [key, values] of m.header ?? []) headers[key] = values.join(",");
+    return { subject: m.subject, data: new TextDecoder().decode(m.data), headers };
+  }
+
   async state() {
     const info = await this.jsm.consumers.info("EVENTS", "node1_builder");
     return { pending: info.num_pending, ackPending: info.num_ack_pending, redelivered: info.num_redelivered };
@@ -130,9 +149,16 @@ export class Mesh {
   }
 }
 
-/** `name` on `patterns`, as a handlers-list YAML entry. */
-export function handlerYaml(name, patterns, { maxInflight = 64, ackTimeout = "30s" } = {}) {
-  return `  - name: ${name}\n    patterns: [${patterns.map((p) => `"${p}"`).join(", ")}]\n    max_inflight: ${maxInflight}\n    ack_timeout: ${ackTimeout}\n`;
+/**
+ * `name` on `patterns`, as a handlers-list YAML entry; with `publish`, the subjects it may publish to
+ * (its `publish.subjects`).
+ */
+export function handlerYaml(name, patterns, { maxInflight = 64, ackTimeout = "30s", publish } = {}) {
+  const quoted = (list) => `[${list.map((p) => `"${p}"`).join(", ")}]`;
+  return (
+    `  - name: ${name}\n    patterns: ${quoted(patterns)}\n    max_inflight: ${maxInflight}\n    ack_timeout: ${ackTimeout}\n` +
+    (publish ? `    publish:\n      subjects: ${quoted(publish)}\n` : "")
+  );
 }
 
 export { Child };

@@ -9,7 +9,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { connect, JetfanError, Nak, ProtocolError, Term } from "../dist/index.js";
+import { connect, JetfanError, Nak, ProtocolError, PublishError, Term } from "../dist/index.js";
 import { waitFor } from "./mesh.mjs";
 
 const quiet = () => {};
@@ -42,6 +42,14 @@ async function scriptedJetfan(t) {
 function msg(id, payload = "x") {
   return `MSG ${id} k ${id} 1 0 ${payload.length}\r\n${payload}\r\n`;
 }
+
+// A MSG in protocol version 3's layout.
+function msg3(id, payload = "x") {
+  return `MSG ${id} k ${id} 1 0 ${payload.length} 0 events.k 1 -\r\n${payload}\r\n`;
+}
+
+// A PublishError with `code`, as assert.rejects checks it.
+const publishError = (code) => (error) => error instanceof PublishError && error.code === code;
 
 it("PING is answered with PONG while the app is busy with a message", async (t) => {
   const jetfan = await scriptedJetfan(t);
@@ -293,7 +301,7 @@ it("in version 3, a traceparent that is not one breaks the protocol (bad-tracepa
   await assert.rejects(loop, (error) => error instanceof ProtocolError && error.code === "bad-traceparent");
 });
 
-it("in version 3, a PUBOK or PUBERR, answers to a PUB this client never sends, end the loop with ProtocolError (unexpected-frame)", async (t) => {
+it("in version 3, a PUBOK or PUBERR answering no PUB that waits ends the loop with ProtocolError (unexpected-frame)", async (t) => {
   for (const answer of ["PUBOK 1 ORDERS 42 0", "PUBERR 2 not-allowed no publish.subjects"]) {
     const jetfan = await scriptedJetfan(t);
     const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet, reconnectDelayMs: 10 });
@@ -409,4 +417,136 @@ it("a protocolVersion this client does not speak (1 to 3) is a RangeError", asyn
   for (const protocolVersion of [0, 4, 2.5]) {
     await assert.rejects(connect({ socket: "/nonexistent", handler: "h", protocolVersion }), RangeError);
   }
+});
+
+it("PUB on the wire: request ids count up, a tied one names its delivery and index (call order, or given), a turn's lines go in one write", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 3 h 8 #\r\n" + msg3(7));
+  const handler = await connecting;
+  const iterator = handler[Symbol.asyncIterator]();
+  const m = (await iterator.next()).value;
+  const untied = handler.publish("out.a", "hi", { headers: { "X-A": "1" } });
+  const tied = [m.publish("out.b", Buffer.from([0, 13, 10])), m.publish("out.c", new Uint8Array()), m.publish("out.d", "x", { index: 7 })];
+  assert.equal(m.ack(), true);
+  await waitFor(() => peer.text().includes("ACK 7"), "the ACK");
+  const written = peer.chunks.slice(1).map((c) => c.toString("latin1"));
+  assert.deepEqual(written, [
+    "PUB 1 out.a 20 22\r\nNATS/1.0\r\nX-A: 1\r\n\r\nhi\r\n" +
+      "PUB 2 out.b 0 3 7 0\r\n\x00\r\n\r\n" +
+      "PUB 3 out.c 0 0 7 1\r\n\r\n" +
+      "PUB 4 out.d 0 1 7 7\r\nx\r\n" +
+      "ACK 7\r\n",
+  ]);
+  // Answers in any order, a MSG among them.
+  peer.socket.write("PUBOK 3 OUT 12 0\r\n" + msg3(8) + "PUBERR 1 refused maximum messages exceeded\r\nPUBOK 2 OUT 11 1\r\nPUBOK 4 OUT 13 0\r\n");
+  await assert.rejects(untied, (e) => publishError("refused")(e) && e.reason === "maximum messages exceeded" && e.subject === "out.a");
+  assert.deepEqual(await Promise.all(tied), [
+    { stream: "OUT", seq: 11, duplicate: true },
+    { stream: "OUT", seq: 12, duplicate: false },
+    { stream: "OUT", seq: 13, duplicate: false },
+  ]);
+  const next = (await iterator.next()).value;
+  assert.equal(next.seq, 8);
+  next.ack();
+  await iterator.return();
+});
+
+it("the connection ends with publishes waiting: each rejects connection-lost; a stale message's publish is not sent, nor one after close()", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet, reconnectDelayMs: 10 });
+  const first = await jetfan.helloed(0);
+  first.socket.write("READY 3 h 8 #\r\n" + msg3(1));
+  const handler = await connecting;
+  const iterator = handler[Symbol.asyncIterator]();
+  const m = (await iterator.next()).value;
+  const waiting = [handler.publish("out.a", "x"), m.publish("out.b", "y")];
+  await waitFor(() => first.text().includes("PUB 2"), "the PUBs");
+  first.socket.destroy();
+  for (const p of waiting) await assert.rejects(p, publishError("connection-lost"));
+  const second = await jetfan.helloed(1);
+  second.socket.write("READY 3 h 8 #\r\n");
+  await waitFor(() => handler.connected, "the reconnect");
+  assert.equal(m.stale, true);
+  await assert.rejects(m.publish("out.c", "z"), publishError("not-in-flight"));
+  // A new connection counts its request ids from 1 again.
+  const fresh = handler.publish("out.d", "w");
+  await waitFor(() => second.text().includes("\r\nw\r\n"), "the PUB");
+  second.socket.write("PUBOK 1 OUT 5 0\r\n");
+  assert.deepEqual(await fresh, { stream: "OUT", seq: 5, duplicate: false });
+  assert.equal(second.text(), "HELLO h 3\r\nPUB 1 out.d 0 1\r\nw\r\n"); // nothing of the stale message
+  await iterator.return();
+  await assert.rejects(handler.publish("out.e", "v"), publishError("not-connected"));
+});
+
+it("refused without sending: a message confirmed before its publish, a bad subject or header, and any publish on a version 2 connection", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 3 h 8 #\r\n" + msg3(1));
+  const handler = await connecting;
+  const iterator = handler[Symbol.asyncIterator]();
+  const m = (await iterator.next()).value;
+  await assert.rejects(handler.publish("out a", "x"), TypeError);
+  await assert.rejects(handler.publish("out.a", "x", { headers: { "X-A": "1\r\nX-B: 2" } }), TypeError);
+  await assert.rejects(handler.publish("out.a", "x", { headers: { "X A": "1" } }), TypeError);
+  await assert.rejects(handler.publish(`out.${"a".repeat(1100)}`, "x"), RangeError);
+  m.ack();
+  await assert.rejects(m.publish("out.a", "x"), publishError("not-in-flight"));
+  await waitFor(() => peer.text().includes("ACK 1"), "the ACK");
+  assert.equal(peer.text(), "HELLO h 3\r\nACK 1\r\n");
+  await iterator.return();
+
+  const older = await scriptedJetfan(t);
+  const connectingOld = connect({ socket: older.path, handler: "h", log: quiet });
+  const oldPeer = await older.helloed(0);
+  oldPeer.socket.write("READY 2 h 8 #\r\nMSG 1 k 1 1 0 1 0 events.k 1\r\nx\r\n");
+  const oldHandler = await connectingOld;
+  const oldIterator = oldHandler[Symbol.asyncIterator]();
+  const oldMsg = (await oldIterator.next()).value;
+  await assert.rejects(oldHandler.publish("out.a", "x"), (e) => publishError("unsupported")(e) && /protocol version 2/.test(e.message));
+  await assert.rejects(oldMsg.publish("out.a", "x"), publishError("unsupported"));
+  oldMsg.ack();
+  await waitFor(() => oldPeer.text().includes("ACK 1"), "the ACK");
+  assert.equal(oldPeer.text(), "HELLO h 3\r\nACK 1\r\n");
+  await oldIterator.return();
+});
+
+it("an answer behind MSGs the app has not taken still arrives: the socket is read while a publish waits", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 3 h 1 #\r\n" + msg3(1)); // max-unconfirmed 1: one MSG fills the queue
+  const handler = await connecting;
+  const iterator = handler[Symbol.asyncIterator]();
+  const m = (await iterator.next()).value;
+  m.ack();
+  const published = handler.publish("out.a", "x"); // the app waits for it before taking more
+  await waitFor(() => peer.text().includes("PUB 1"), "the PUB");
+  peer.socket.write(msg3(2));
+  await waitFor(() => handler.buffered === 1, "MSG 2 in the queue");
+  peer.socket.write("PUBOK 1 OUT 1 0\r\n");
+  assert.deepEqual(await published, { stream: "OUT", seq: 1, duplicate: false });
+  await iterator.return();
+});
+
+it("close() waits for the publishes sent to be answered, then closes", async (t) => {
+  const jetfan = await scriptedJetfan(t);
+  const connecting = connect({ socket: jetfan.path, handler: "h", log: quiet });
+  const peer = await jetfan.helloed(0);
+  peer.socket.write("READY 3 h 8 #\r\n");
+  const handler = await connecting;
+  let ended = false;
+  peer.socket.on("end", () => (ended = true));
+  const published = handler.publish("out.a", "x");
+  await waitFor(() => peer.text().includes("PUB 1"), "the PUB");
+  const closing = handler.close();
+  peer.socket.write("PING\r\n"); // answered: the connection is still open
+  await waitFor(() => peer.text().endsWith("PONG\r\n"), "PONG");
+  assert.equal(ended, false);
+  peer.socket.write("PUBOK 1 OUT 1 0\r\n");
+  assert.deepEqual(await published, { stream: "OUT", seq: 1, duplicate: false });
+  await closing;
+  await waitFor(() => ended, "the end of the connection");
 });
