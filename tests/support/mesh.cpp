@@ -107,6 +107,13 @@ void Mesh::stop_server() {
   server_.reset();
 }
 
+void Mesh::kill_server() {
+  controller_.reset();
+  if (!server_) return;
+  server_->kill_now();
+  server_.reset();
+}
+
 example::MeshController& Mesh::controller() {
   if (!controller_) {
     std::string where = url();

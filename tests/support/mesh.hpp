@@ -77,8 +77,11 @@ class Mesh {
 
   void start_server();
   void stop_server();  // SIGTERM, waits for it to exit
+  void kill_server();  // SIGKILL, as a crash: waits for it to die
 
   example::MeshController& controller();
+  // The next controller() connects anew (after a server restart broke the last one's connection).
+  void controller_reset() { controller_.reset(); }
   std::uint64_t publish(const std::string& key, const std::string& payload = "x");
   example::ConsumerState state();
 
