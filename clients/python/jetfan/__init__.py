@@ -11,6 +11,9 @@ confirm each one. Standard library only.
     await h.process(fn, concurrency=8)   # returning ACKs; raising jetfan.Term TERMs, anything else NAKs
                                          # (with the exception's text as the reason)
 
+    msg.publish("out.built", data)       # tied to the delivery: ACK at once; a redelivery's copy is a duplicate
+    await h.publish("audit.x", data)     # -> jetfan.Published(stream, seq, duplicate); raises jetfan.PublishError
+
     with jetfan.BlockingHandler(path="/run/jetfan/builder.sock", handler="builder") as h:
         for msg in h:
             msg.ack()
@@ -23,10 +26,11 @@ The protocol: proto/PROTOCOL.md in the jetfan repository. The client asks for ve
 what jetfan answers (2 from jetfan 0.1.0, 1 from a jetfan that speaks only that)."""
 
 from ._codec import ProtocolError, Ready
-from ._errors import JetfanError, Nak, Term
+from ._errors import JetfanError, Nak, PublishError, Term
 from ._headers import Headers
 from ._message import Message
 from ._options import Options
+from ._publish import Published
 from .aio import Handler, connect
 from .blocking import BlockingHandler
 
@@ -38,7 +42,9 @@ __all__ = [
     "Message",
     "Headers",
     "Ready",
+    "Published",
     "JetfanError",
+    "PublishError",
     "ProtocolError",
     "Term",
     "Nak",

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import json as _json
 from datetime import datetime, timedelta, timezone
-from typing import Any, Optional, Protocol
+from typing import Any, Generic, Optional, Protocol, TypeVar
 
 from ._codec import MsgFrame, encode_nak, encode_term, encode_wip
 from ._headers import Headers
+from ._publish import HeadersArg, Payload, check_index, encode_headers, encode_payload
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-class Link(Protocol):
+# What a tied publish returns: the future its connection makes (asyncio.Future[Published] in
+# jetfan.aio, a concurrent.futures.Future[Published] in jetfan.blocking).
+R = TypeVar("R", covariant=True)
+
+
+class Link(Protocol[R]):
     """Where a delivery's confirmations go: the connection it came on, which keeps which of its
     deliveries are still unconfirmed."""
 
@@ -38,8 +44,17 @@ class Link(Protocol):
         """Delivery `id_` has not been confirmed (ACK, NAK or TERM) on this connection."""
         ...
 
+    def publish(self, subject: str, headers: bytes, payload: bytes, tied_to: Optional[int], index: int) -> R:
+        """Queues a PUB of `headers` (a NATS header block, or b"") and `payload` to `subject`, tied
+        to delivery `tied_to` as its `index`-th publish (None: not tied), and returns the future
+        of its answer. Raises PublishError without sending when the connection has closed
+        ("not-connected", or "not-in-flight" for a tied one), speaks a version before 3
+        ("unsupported"), or delivery `tied_to` is confirmed ("not-in-flight"); ValueError for what
+        cannot be sent (encode_pub)."""
+        ...
 
-class Message:
+
+class Message(Generic[R]):
     """One delivery of a message. Confirm it exactly once with ack(), nak() or term(); working()
     keeps it alive past its ack_timeout. Each returns True if the line was queued for jetfan, and
     False if not: the message was already confirmed, or it is stale (the connection that delivered
@@ -59,9 +74,10 @@ class Message:
         "_published",
         "_subject",
         "_server_deliveries",
+        "_publishes",
     )
 
-    def __init__(self, frame: MsgFrame, link: Link) -> None:
+    def __init__(self, frame: MsgFrame, link: Link[R]) -> None:
         id_, key, seq, deliveries, headers, payload, published, subject, server, traceparent = frame  # at once: the fastest way
         self.key: str = key  # the subject less jetfan's configured prefix
         self.seq: int = seq  # JetStream stream sequence: the same on a redelivery
@@ -82,6 +98,7 @@ class Message:
         self._published = published
         self._subject = subject
         self._server_deliveries = server
+        self._publishes = 0  # publish() calls so far: the index of the next one, unless it is given
 
     @property
     def published(self) -> Optional[datetime]:
@@ -159,6 +176,40 @@ class Message:
     def working(self) -> bool:
         """Still working on it: restarts its ack_timeout. May be sent any number of times."""
         return self._link.wip(self._id, encode_wip(self._id))
+
+    def publish(
+        self, subject: str, payload: Payload, *, headers: Optional[HeadersArg] = None, index: Optional[int] = None
+    ) -> R:
+        """Publishes `payload` (bytes, or a str sent as UTF-8) to `subject` through jetfan, tied to
+        this delivery (PROTOCOL.md, "Publishing"): jetfan gives it a Nats-Msg-Id made of the message
+        and `index`, so that a redelivery that publishes it again is dropped by the stream as a
+        duplicate (Published.duplicate), and it holds this delivery's ACK until every publish tied
+        to it is stored; if one fails, the ACK counts as a NAK and the message comes again. So ACK
+        at once: there is no need to wait for the answer first. Publish before confirming the
+        message: after its ACK, NAK or TERM this raises PublishError "not-in-flight".
+
+        `index` tells this delivery's publishes apart: by default how many publish() calls this
+        delivery had before this one (0, 1, 2, ... in call order; a redelivery is a new Message,
+        counting from 0 again). Dedup works only if each publish gets the same index every time
+        the message is handled: make the same publishes in the same order on every redelivery, or,
+        when the order may differ, give each its own fixed `index` (then to all of them).
+        `headers`: a Headers or a mapping (name: value, or name: [values]); jetfan replaces any
+        Nats-Msg-Id in them with its own.
+
+        Returns the future of the answer, sent at once: in jetfan.aio an asyncio.Future (`await
+        msg.publish(...)` for the Published), in jetfan.blocking a concurrent.futures.Future
+        (`.result()`). It fails with PublishError when jetfan answers PUBERR or the connection
+        ends first ("connection-lost": it may or may not have been stored; the delivery is
+        redelivered anyway). Raises PublishError without sending when the message is confirmed
+        already or stale ("not-in-flight": jetfan would answer that; a stale message comes again),
+        or the connection speaks a protocol version before 3 ("unsupported"); ValueError or
+        TypeError for arguments that cannot be sent (a subject that is not one word, a body over
+        64 MiB, a header name with a colon, ...)."""
+        chosen = self._publishes if index is None else index
+        self._publishes += 1  # every call counts, so that the defaults follow the calls' order
+        raw_headers = encode_headers(headers)
+        body = encode_payload(payload)
+        return self._link.publish(subject, raw_headers, body, self._id, check_index(chosen))
 
     def __repr__(self) -> str:
         return f"<jetfan.Message key={self.key!r} seq={self.seq} deliveries={self.deliveries} {len(self.data)} bytes>"

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import Any, Optional
 
 from ._errors import Nak, Term
 from ._message import Message
 
 
-def settle(message: Message, error: Optional[Exception], log: logging.Logger, handler: str) -> None:
+def settle(message: Message[Any], error: Optional[Exception], log: logging.Logger, handler: str) -> None:
     """Confirms `message` as process() promises, once its callback has returned (`error` None) or
     raised `error`: ACK; Term: TERM with its reason; Nak: NAK with its delay (seconds) and its
     message as the reason; anything else: NAK with the error's text as the reason (its type's name

@@ -6,8 +6,8 @@ confirmations, answers PING, and reconnects when jetfan restarts.
             msg.ack()
 
 Everything here runs on one event loop: call a Handler's methods, and its messages' ack(), nak(),
-term() and working(), from that loop's thread only (jetfan.blocking is the one for threads).
-Reports go to the logger "jetfan.aio"."""
+term(), working() and publish(), from that loop's thread only (jetfan.blocking is the one for
+threads). Reports go to the logger "jetfan.aio"."""
 
 from __future__ import annotations
 
@@ -18,18 +18,34 @@ import time
 from collections import deque
 from typing import Any, Awaitable, Callable, Optional, Union
 
-from ._codec import PONG_LINE, Err, FrameParser, MsgFrame, Ping, ProtocolError, PubErr, PubOk, Ready, encode_hello
+from ._codec import (
+    PONG_LINE,
+    PUBLISH_VERSION,
+    Err,
+    FrameParser,
+    MsgFrame,
+    Ping,
+    ProtocolError,
+    PubErr,
+    PubOk,
+    Ready,
+    encode_hello,
+    encode_pub,
+)
 from ._errors import JetfanError
 from ._message import Message
 from ._options import Options, check_concurrency
 from ._outcome import settle
+from ._publish import HeadersArg, Payload, Published, Waiting, encode_headers, encode_payload, refusal
 
 __all__ = ["Handler", "connect", "Callback"]
 
 log = logging.getLogger(__name__)
 
-Callback = Callable[[Message], Union[Awaitable[Any], Any]]
+Callback = Callable[[Message[Any]], Union[Awaitable[Any], Any]]
 """A process() callback: a coroutine function or a plain one, given each message."""
+
+AioMessage = Message["asyncio.Future[Published]"]  # a message whose publish() gives an asyncio.Future
 
 _RETRIED = (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, BlockingIOError, EOFError)
 _FIRST_RETRY, _MAX_FIRST_RETRY = 0.05, 1.0  # seconds between attempts of the first connect
@@ -41,10 +57,12 @@ class _Connection(asyncio.Protocol):
     reference to the connection they came on, so a confirmation can never reach a later one.
 
     It reads frames into `received`, at most READY's max_unconfirmed of them: while it holds that
-    many, reading pauses, and take() resumes it. What is queued to send goes out in one write per
-    turn of the event loop. It tells its handler of two things only, through the callables it is
-    given: `on_message()` when a message has arrived, `on_lost(connection)` when a connection the
-    handler adopted has ended."""
+    many, reading pauses, and take() resumes it, unless PUBs wait for their answers (which may be
+    behind more messages): then it reads on. What is queued to send goes out in one write per turn
+    of the event loop. It tells its handler of two things only, through the callables it is given:
+    `on_message()` when a message has arrived, `on_lost(connection)` when a connection the handler
+    adopted has ended. PUBs it sends wait in `_waiting` for their answers, which settle their
+    futures; when the connection ends, those still waiting fail with "connection-lost"."""
 
     def __init__(
         self,
@@ -63,7 +81,7 @@ class _Connection(asyncio.Protocol):
         self.refusal: Optional[str] = None  # the reason of an ERR
         self.broken: Optional[ProtocolError] = None
         self.last_error: Optional[BaseException] = None
-        self.received: deque[Message] = deque()  # not handed out yet
+        self.received: deque[AioMessage] = deque()  # not handed out yet
         self._hello = hello
         self._on_message = on_message
         self._on_lost = on_lost
@@ -74,6 +92,8 @@ class _Connection(asyncio.Protocol):
         self._unconfirmed: set[int] = set()  # delivery ids received and not yet confirmed
         self._out = bytearray()
         self._flush_scheduled = False
+        self._waiting: Waiting[asyncio.Future[Published]] = Waiting(path)
+        self._answered: Optional[asyncio.Future[None]] = None  # set when none waits any more
 
     @property
     def transport(self) -> asyncio.Transport:
@@ -97,7 +117,7 @@ class _Connection(asyncio.Protocol):
         else:  # it ended between READY and now, unseen
             self._on_lost(self)
 
-    def take(self) -> Optional[Message]:
+    def take(self) -> Optional[AioMessage]:
         """The next message received and not handed out yet, or None."""
         if not self.received or not self.alive:
             return None
@@ -110,6 +130,19 @@ class _Connection(asyncio.Protocol):
         """Writes what is queued and closes."""
         self.flush()
         self.transport.close()
+
+    @property
+    def publishes_waiting(self) -> int:
+        """PUBs sent and not yet answered."""
+        return len(self._waiting)
+
+    async def all_answered(self) -> None:
+        """Returns once no PUB waits for its answer (at once if none does), or the connection has
+        ended (which fails those still waiting)."""
+        while self._waiting and self.alive:
+            if self._answered is None or self._answered.done():
+                self._answered = self.loop.create_future()
+            await asyncio.shield(self._answered)
 
     def abort(self) -> None:
         self.transport.abort()
@@ -134,6 +167,10 @@ class _Connection(asyncio.Protocol):
             self.last_error = exc
         if not self.closed.done():
             self.closed.set_result(None)
+        for future, lost in self._waiting.lost():
+            if not future.done():  # its awaiting task may have been cancelled
+                future.set_exception(lost)
+        self._wake_answered()
         if not self.handshake.done():
             if self.refusal is not None:
                 error: BaseException = JetfanError(self.refusal, self.path)
@@ -166,6 +203,10 @@ class _Connection(asyncio.Protocol):
         limit = self.ready.max_unconfirmed if self.ready is not None else 0
         while self.alive:
             room = limit - len(received) if limit else 1  # before READY: one frame at a time
+            if room <= 0 and self._waiting:
+                # A PUB's answer may be behind messages: read on (jetfan sends messages within its own
+                # limit on unconfirmed deliveries), or a callback awaiting it would wait for good.
+                room = 1
             if room <= 0:
                 if not self._paused:
                     self._paused = True
@@ -199,11 +240,20 @@ class _Connection(asyncio.Protocol):
                         self.ready = frame
                         self.handshake.set_result(frame)
                         return  # the handler adopts the connection, then drains on
-                elif isinstance(frame, (PubOk, PubErr)):  # answers to a PUB, which this client never sends
-                    verb = "PUBOK" if isinstance(frame, PubOk) else "PUBERR"
-                    self.broken = ProtocolError("unexpected-frame", f"{verb} {frame.id}, but this client sent no PUB")
-                    self.transport.abort()
-                    return
+                elif isinstance(frame, (PubOk, PubErr)):
+                    try:
+                        future, outcome = self._waiting.answer(frame)
+                    except ProtocolError as error:  # an answer to no PUB that waits
+                        self.broken = error
+                        self.transport.abort()
+                        return
+                    if not future.done():  # its awaiting task may have been cancelled
+                        if isinstance(outcome, Published):
+                            future.set_result(outcome)
+                        else:
+                            future.set_exception(outcome)
+                    if not self._waiting:
+                        self._wake_answered()
                 # PONG: the answer to a PING we never send; nothing to do.
 
     # --- writing
@@ -243,6 +293,37 @@ class _Connection(asyncio.Protocol):
 
     def unconfirmed(self, id_: int) -> bool:
         return id_ in self._unconfirmed
+
+    def publish(
+        self, subject: str, headers: bytes, payload: bytes, tied_to: Optional[int], index: int
+    ) -> asyncio.Future[Published]:
+        if not self.alive:
+            raise refusal("not-connected" if tied_to is None else "stale", subject, self.path)
+        if self.version < PUBLISH_VERSION:
+            raise refusal("unsupported", subject, self.path, self.version)
+        if tied_to is not None and tied_to not in self._unconfirmed:
+            raise refusal("confirmed", subject, self.path)
+        id_ = self._waiting.next_id()
+        line = encode_pub(id_, subject, headers, payload, tied_to, index)
+        future: asyncio.Future[Published] = self.loop.create_future()
+        if tied_to is not None:
+            # Its failure is jetfan's to act on (the delivery's ACK becomes a NAK, and jetfan logs
+            # why): a tied publish nobody awaits is no "exception was never retrieved".
+            future.add_done_callback(_retrieved)
+        self._waiting.add(id_, subject, future)
+        self._send(line)
+        if self._paused:
+            self._drain()  # reading paused on a full buffer: read on, for the answer
+        return future
+
+    def _wake_answered(self) -> None:
+        if self._answered is not None and not self._answered.done():
+            self._answered.set_result(None)
+
+
+def _retrieved(future: "asyncio.Future[Published]") -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 class Handler:
@@ -291,7 +372,8 @@ class Handler:
 
     @property
     def buffered(self) -> int:
-        """Messages received and not yet handed out: never more than READY's max_unconfirmed."""
+        """Messages received and not yet handed out: never more than READY's max_unconfirmed, but
+        while PUBs wait for their answers (which may come behind more messages)."""
         conn = self._conn
         return len(conn.received) if conn is not None and conn.alive else 0
 
@@ -402,11 +484,11 @@ class Handler:
             if not waiter.done():
                 waiter.set_result(None)
 
-    def _shift(self) -> Optional[Message]:
+    def _shift(self) -> Optional[AioMessage]:
         conn = self._conn
         return conn.take() if conn is not None else None
 
-    async def _take(self) -> Optional[Message]:
+    async def _take(self) -> Optional[AioMessage]:
         """The next message to hand out; None once closing or ended. Raises what ended the handler."""
         while True:
             if self._failure is not None:
@@ -433,7 +515,7 @@ class Handler:
         self._claim("an async for loop")
         return self
 
-    async def __anext__(self) -> Message:
+    async def __anext__(self) -> AioMessage:
         if self._in_body:  # the loop body is done with the last one
             self._in_body = False
             if self._closing:
@@ -502,7 +584,7 @@ class Handler:
         if self._close_done is not None:
             await self._close_done
 
-    async def _call(self, fn: Callback, message: Message) -> None:
+    async def _call(self, fn: Callback, message: AioMessage) -> None:
         try:
             result = fn(message)
             if inspect.isawaitable(result):
@@ -512,13 +594,38 @@ class Handler:
         else:
             settle(message, None, log, self.name)
 
+    # --- publishing
+
+    async def publish(self, subject: str, payload: Payload, *, headers: Optional[HeadersArg] = None) -> Published:
+        """Publishes `payload` (bytes, or a str sent as UTF-8) to `subject` through jetfan, over this
+        handler's connection (PROTOCOL.md, "Publishing"), and returns once JetStream has stored it:
+        where (Published.stream, .seq). Not tied to any delivery: from inside a handler,
+        msg.publish() is the one that makes a redelivery's publish a duplicate. `headers`: a
+        Headers or a mapping (name: value, or name: [values]); a Nats-Msg-Id in them makes the
+        stream drop a copy within its duplicate window (Published.duplicate).
+
+        Raises PublishError: jetfan's PUBERR (its `code`: "not-allowed" when jetfan's config gives
+        this handler no such publish.subjects, "no-stream", "timeout", ...), "connection-lost" when
+        the connection ends before the answer (it may or may not have been stored), and without
+        sending, "not-connected" while the handler has no connection (reconnecting, or closed),
+        "unsupported" on a connection of protocol version 1 or 2. ValueError or TypeError for
+        arguments that cannot be sent. Cancelling it does not take the PUB back."""
+        raw_headers = encode_headers(headers)
+        body = encode_payload(payload)
+        conn = self._conn
+        if conn is None:
+            raise refusal("not-connected", subject, self.path)
+        return await conn.publish(subject, raw_headers, body, None, 0)
+
     # --- closing
 
     async def close(self) -> None:
         """Stops handing out messages, waits (up to the close_timeout option, in seconds) until
         those handed out are finished (callbacks returned, or the async for loop asked for the
-        next), writes the confirmations and closes the connection. Messages received but not handed
-        out are left unconfirmed: jetfan redelivers them. Idempotent."""
+        next), writes the confirmations, waits (up to close_timeout again) for the answers to the
+        PUBs still waiting (tied publishes sent without waiting for their answers, say), and closes
+        the connection; a PUB still unanswered then fails with "connection-lost". Messages received
+        but not handed out are left unconfirmed: jetfan redelivers them. Idempotent."""
         if self._close_done is None:
             self._closing = True
             if self._reconnect_task is not None:
@@ -542,6 +649,12 @@ class Handler:
             return
         conn = self._conn
         if conn is not None and conn.alive:
+            if conn.publishes_waiting:
+                conn.flush()  # the PUBs, and the confirmations behind them
+                try:
+                    await asyncio.wait_for(conn.all_answered(), self.options.close_timeout)
+                except asyncio.TimeoutError:
+                    pass
             conn.close()
             try:
                 await asyncio.wait_for(asyncio.shield(conn.closed), _CLOSE_WAIT)

@@ -5,26 +5,48 @@
         for msg in h:
             msg.ack()
 
-Threads: iterate (or call process()) from one thread. Messages may be confirmed from any thread;
-close() may be called from any thread. Confirmations made on the iterating thread are written
-together just before it waits for input; those made on other threads, and every WIP, at once.
-Reports go to the logger "jetfan.blocking"."""
+Threads: iterate (or call process()) from one thread. Messages may be confirmed, and publishes made
+and waited for, from any thread; close() may be called from any thread. Confirmations made on the
+iterating thread are written together just before it waits for input (its own PUBs too, so that a
+tied PUB and the ACK behind it go out in one write); those made on other threads, and every WIP, at
+once. The socket is read by the iterating thread, or, while that one is busy, by a thread waiting
+for a publish's answer: whichever thread waits for input reads, one at a time, and what it reads
+that is another's (a message, an answer) it hands over. Reports go to the logger
+"jetfan.blocking"."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import queue
 import selectors
 import socket
 import threading
 import time
+from collections import deque
 from typing import Any, Callable, Optional
 
-from ._codec import PONG_LINE, Err, FrameParser, Frame, MsgFrame, Ping, ProtocolError, PubErr, PubOk, Ready, encode_hello
-from ._errors import JetfanError
+from ._codec import (
+    PONG_LINE,
+    PUBLISH_VERSION,
+    Err,
+    Frame,
+    FrameParser,
+    MsgFrame,
+    Ping,
+    Pong,
+    ProtocolError,
+    PubErr,
+    PubOk,
+    Ready,
+    encode_hello,
+    encode_pub,
+)
+from ._errors import JetfanError, PublishError
 from ._message import Message
 from ._options import Options, check_concurrency
 from ._outcome import settle
+from ._publish import HeadersArg, Payload, Published, Waiting, encode_headers, encode_payload, refusal
 
 __all__ = ["BlockingHandler"]
 
@@ -37,8 +59,9 @@ _WAKE, _SOCKET = 0, 1
 
 class _Reading:
     """What a BlockingHandler and its connections share: the lock that confirmations, the output
-    buffer and the reading state are under; `settled`, notified when a message is confirmed or a
-    connection is dropped; the iterating thread, and whether it is waiting for input."""
+    buffer and the reading state are under; `settled`, notified when a message is confirmed, a
+    connection is dropped, a publish is answered, a frame is handed over or a thread stops reading;
+    the iterating thread, and whether it is waiting for input."""
 
     __slots__ = ("lock", "settled", "thread", "waiting")
 
@@ -58,18 +81,66 @@ class _Reading:
         return self.waiting or threading.get_ident() != self.thread
 
 
-class _Connection:
-    """One socket, from HELLO to close; the Link its messages confirm through. Thread-safe: it
-    works under the shared `_Reading` lock."""
+BlockingMessage = Message["concurrent.futures.Future[Published]"]  # its publish() gives a Future
 
-    def __init__(self, sock: socket.socket, ready: Ready, parser: FrameParser, reading: _Reading) -> None:
+
+class _Publishing(concurrent.futures.Future[Published]):
+    """The future of one PUB's answer. result() and exception() read jetfan's answers themselves
+    while no other thread reads them, so that waiting works on any thread, the iterating one
+    included (concurrent.futures.wait() and as_completed() do not read: on the iterating thread,
+    call result()). It cannot be cancelled: a PUB sent is not taken back."""
+
+    def __init__(self, conn: "_Connection") -> None:
+        super().__init__()
+        self._conn = conn
+
+    def result(self, timeout: Optional[float] = None) -> Published:
+        """The Published, once jetfan has answered; raises PublishError when the publish failed,
+        concurrent.futures.TimeoutError after `timeout` seconds (None: no limit) without an
+        answer."""
+        self._conn.wait_for(self, timeout)
+        outcome: Published = super().result(0)
+        return outcome
+
+    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        self._conn.wait_for(self, timeout)
+        return super().exception(0)
+
+    def cancel(self) -> bool:
+        return False
+
+
+class _Connection:
+    """One socket, from HELLO to close; the Link its messages confirm and publish through.
+    Thread-safe: it works under the shared `_Reading` lock, and one thread at a time reads the
+    socket and the parser (`_reader`, under the lock): the iterating thread in next_frame(), or a
+    thread waiting for a PUB's answer in wait_for(). A reader settles the answers it reads and
+    answers PING; the other frames are the iterating thread's, which a thread waiting for an answer
+    puts `_aside` for it."""
+
+    def __init__(self, sock: socket.socket, ready: Ready, parser: FrameParser, reading: _Reading, path: str) -> None:
         self.sock = sock
         self.ready = ready
         self.parser = parser
+        self.path = path
         self.alive = True
+        # Why the stream ended, when a thread waiting for an answer found it (EOFError, OSError,
+        # ProtocolError): the iterating thread drops the connection for it. Under the lock.
+        self.ended: Optional[BaseException] = None
         self._reading = reading
         self._unconfirmed: set[int] = set()  # under the lock
         self._out = bytearray()  # under the lock
+        self._waiting: Waiting[_Publishing] = Waiting(path)  # under the lock
+        self._aside: deque[Frame] = deque()  # under the lock: read by another thread for the iterating one
+        self._reader: Optional[int] = None  # under the lock: the thread reading the socket and the parser
+        self._want_read = 0  # under the lock: threads waiting for the reader to stop
+        self._closed = False  # under the lock: the socket is closed
+        # A waiting thread's own selector (the iterating thread has the handler's), and one for
+        # waiting until the socket takes more.
+        self._readable = selectors.DefaultSelector()
+        self._readable.register(sock, selectors.EVENT_READ)
+        self._writable = selectors.DefaultSelector()  # under the lock
+        self._writable.register(sock, selectors.EVENT_WRITE)
 
     @classmethod
     def open(cls, path: str, hello: bytes, timeout: float, reading: _Reading) -> "_Connection":
@@ -82,22 +153,22 @@ class _Connection:
             sock.sendall(hello)
             parser = FrameParser()
             ready: Optional[Ready] = None
-            refusal: Optional[str] = None
+            refusal_: Optional[str] = None
             while ready is None:
                 try:
                     data = sock.recv(65536)
                 except socket.timeout:
                     raise EOFError(f"no READY within {timeout:g} s") from None
                 if not data:
-                    if refusal is not None:
-                        raise JetfanError(refusal, path)
+                    if refusal_ is not None:
+                        raise JetfanError(refusal_, path)
                     raise EOFError("jetfan closed the connection before READY")
                 parser.feed(data)
                 while ready is None and (frame := parser.next()) is not None:
                     if isinstance(frame, Ready):
                         ready = frame
                     elif isinstance(frame, Err):
-                        refusal = frame.reason
+                        refusal_ = frame.reason
                     elif isinstance(frame, Ping):
                         sock.sendall(PONG_LINE)
                     elif isinstance(frame, MsgFrame):
@@ -107,7 +178,7 @@ class _Connection:
             sock.close()
             raise
         assert ready is not None
-        return cls(sock, ready, parser, reading)
+        return cls(sock, ready, parser, reading, path)
 
     @property
     def unconfirmed_count(self) -> int:
@@ -118,7 +189,7 @@ class _Connection:
         """The protocol version this connection speaks: its READY's."""
         return self.ready.version
 
-    def received(self, frame: MsgFrame) -> Message:
+    def received(self, frame: MsgFrame) -> BlockingMessage:
         with self._reading.lock:
             self._unconfirmed.add(frame.id)
         return Message(frame, self)
@@ -141,27 +212,240 @@ class _Connection:
             self._write_locked()
             self._reading.waiting = True
 
-    def shut(self) -> None:
-        """Marks it closed (its messages are stale from now on), drops what is queued, closes the
-        socket. Idempotent."""
+    # --- reading
+
+    def next_frame(self, selector: selectors.BaseSelector) -> Optional[Frame]:
+        """For the iterating thread, which waits in `selector` (this socket's and the wake-up's):
+        the next frame that is its to handle (MSG, ERR, ...: answers to PUBs and PING are handled
+        here), or None when it is to look again (woken up, bytes read, another thread reading).
+        Writes what is queued before it waits. Raises ProtocolError when the stream broke, EOFError
+        or OSError when it ended."""
+        reading = self._reading
+        me = threading.get_ident()
+        with reading.lock:
+            if self._aside:
+                return self._aside.popleft()
+            if self.ended is not None:
+                raise self.ended
+            if self._reader is not None:  # a thread waiting for an answer reads: it hands over ours
+                self._write_locked()
+                reading.waiting = True
+                self._want_read += 1
+                reading.settled.wait()
+                self._want_read -= 1
+                reading.waiting = False
+                return None
+            self._reader = me
+        try:
+            while True:
+                frame = self.parser.next()
+                if frame is None:
+                    break
+                if not self._dispatch(frame):
+                    return frame
+            self.write_and_wait()
+            try:
+                events = selector.select()
+            finally:
+                reading.done_waiting()
+            if any(key.data == _WAKE for key, _ in events):
+                return None
+            try:
+                data = self.sock.recv(262144)
+            except BlockingIOError:
+                return None
+            if not data:
+                raise EOFError("jetfan closed it")
+            self.parser.feed(data)
+            return None
+        finally:
+            with reading.lock:
+                self._reader = None
+                if self._want_read:
+                    reading.settled.notify_all()
+
+    def wait_for(self, future: _Publishing, timeout: Optional[float]) -> None:
+        """Returns once `future` is done, or after `timeout` seconds (None: no limit). Reads the
+        socket itself while no other thread does (settling answers, handing the iterating thread
+        its frames), else waits for the thread that reads. Any thread."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        reading = self._reading
+        me = threading.get_ident()
+        while True:
+            with reading.lock:
+                if future.done():
+                    return
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return
+                if self._closed:  # shut: which failed it (it cannot be waiting for an answer)
+                    return
+                # This thread reads already when a done-callback, run as it settles an answer,
+                # waits for another: it reads on, as the reader it is.
+                nested = self._reader == me
+                if self._reader is not None and not nested:
+                    self._want_read += 1
+                    reading.settled.wait(remaining)
+                    self._want_read -= 1
+                    continue
+                self._reader = me
+            try:
+                self._read_for(future, remaining)
+            finally:
+                if not nested:
+                    with reading.lock:
+                        self._reader = None
+                        reading.settled.notify_all()
+
+    def _read_for(self, future: _Publishing, timeout: Optional[float]) -> None:
+        """One read by a thread waiting for `future`, which is the reader: what the parser holds,
+        then (unless that settled it) one read of the socket, waiting up to `timeout` seconds."""
+        reading = self._reading
+        try:
+            while True:
+                frame = self.parser.next()
+                if frame is None:
+                    break
+                if not self._dispatch(frame):
+                    with reading.lock:
+                        self._aside.append(frame)
+                        reading.settled.notify_all()
+            with reading.lock:
+                if not self.alive or self.ended is not None:
+                    return
+                self._write_locked()  # its PUB if it is still queued, a PONG, whatever else is
+            if future.done():
+                return
+            if not self._readable.select(timeout):
+                return
+            data = self.sock.recv(262144)
+        except BlockingIOError:
+            return
+        except (ProtocolError, OSError, ValueError) as error:  # ValueError: the socket was closed
+            self._end(error if not isinstance(error, ValueError) else EOFError(str(error)))
+            return
+        if not data:
+            self._end(EOFError("jetfan closed it"))
+            return
+        self.parser.feed(data)
+
+    def _dispatch(self, frame: Frame) -> bool:
+        """Handles `frame` if it is the reader's to handle: an answer to a PUB (settles its future)
+        or PING (queues PONG); True if it did. Raises ProtocolError for an answer to no PUB that
+        waits."""
+        if type(frame) is MsgFrame:
+            return False
+        if isinstance(frame, (PubOk, PubErr)):
+            reading = self._reading
+            with reading.lock:
+                future, outcome = self._waiting.answer(frame)
+            # Outside the lock: a done-callback may confirm a message.
+            if isinstance(outcome, Published):
+                future.set_result(outcome)
+            else:
+                future.set_exception(outcome)
+            with reading.lock:
+                reading.settled.notify_all()
+            return True
+        if isinstance(frame, Ping):
+            self.queue(PONG_LINE)
+            return True
+        return isinstance(frame, Pong)  # the answer to a PING we never send: nothing to do
+
+    def _end(self, error: BaseException) -> None:
+        """A thread waiting for an answer found the stream ended (or broken): the PUBs waiting fail
+        ("connection-lost"), and the iterating thread is told."""
+        reading = self._reading
+        with reading.lock:
+            if self.ended is None:
+                self.ended = error
+            lost = self._waiting.lost()
+        _fail(lost)
+        with reading.lock:
+            reading.settled.notify_all()
+
+    # --- publishing
+
+    @property
+    def publishes_waiting(self) -> int:
         with self._reading.lock:
+            return len(self._waiting)
+
+    def settle(self, timeout: float) -> None:
+        """Waits (up to `timeout` seconds) until no PUB waits for its answer, or the stream has
+        ended."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._reading.lock:
+                future = self._waiting.oldest() if self.alive and self.ended is None else None
+            remaining = deadline - time.monotonic()
+            if future is None or remaining <= 0:
+                return
+            self.wait_for(future, remaining)
+
+    # --- closing
+
+    def shut(self) -> None:
+        """Marks it closed (its messages are stale from now on), fails the PUBs still waiting
+        ("connection-lost"), drops what is queued, closes the socket (once the thread reading it,
+        if another, has stopped). Idempotent."""
+        reading = self._reading
+        with reading.lock:
             self.alive = False
             self._out.clear()
-            self._reading.settled.notify_all()
+            lost = self._waiting.lost()
+            reading.settled.notify_all()
+        _fail(lost)
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes a thread waiting to read it
+        except OSError:
+            pass
+        me = threading.get_ident()
+        with reading.lock:
+            # Not while another thread reads it (a done-callback on the reading thread itself may
+            # close the handler: that thread finds the socket closed when it reads on).
+            while self._reader is not None and self._reader != me:
+                self._want_read += 1
+                reading.settled.wait()
+                self._want_read -= 1
+            if self._closed:
+                return
+            self._closed = True
+            reading.settled.notify_all()
         try:
             self.sock.close()
         except OSError:
             pass
+        self._readable.close()
+        self._writable.close()
 
     def _write_locked(self) -> None:
-        if not self._out:
+        out = self._out
+        if not out:
             return
         if self.alive:
             try:
-                self.sock.sendall(self._out)
+                self._send_all(out)
             except OSError:
                 pass  # the connection is going; the reader finds out when it reads
-        self._out.clear()
+        out.clear()
+
+    def _send_all(self, data: bytearray) -> None:
+        """Writes `data` whole, though the socket does not block: waits while it takes no more
+        (jetfan stops reading a connection with as many publishes waiting as it allows, until
+        answers come). Under the lock."""
+        try:
+            sent = self.sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        if sent == len(data):
+            return
+        rest = memoryview(bytes(data[sent:]))  # a copy: `data` is cleared afterwards
+        while rest:
+            try:
+                rest = rest[self.sock.send(rest) :]
+            except BlockingIOError:
+                self._writable.select()
 
     # --- Link (_message.py)
 
@@ -188,6 +472,31 @@ class _Connection:
     def unconfirmed(self, id_: int) -> bool:
         return id_ in self._unconfirmed
 
+    def publish(self, subject: str, headers: bytes, payload: bytes, tied_to: Optional[int], index: int) -> _Publishing:
+        reading = self._reading
+        with reading.lock:
+            if not self.alive or self.ended is not None:
+                raise refusal("not-connected" if tied_to is None else "stale", subject, self.path)
+            if self.version < PUBLISH_VERSION:
+                raise refusal("unsupported", subject, self.path, self.version)
+            if tied_to is not None and tied_to not in self._unconfirmed:
+                raise refusal("confirmed", subject, self.path)
+            id_ = self._waiting.next_id()
+            line = encode_pub(id_, subject, headers, payload, tied_to, index)
+            future = _Publishing(self)
+            self._waiting.add(id_, subject, future)
+            # As a confirmation is: on the iterating thread, written when it next waits for input
+            # (waiting for this answer is one), so that an ACK behind it goes in the same write.
+            self._out += line
+            if reading.writes_at_once():
+                self._write_locked()
+        return future
+
+
+def _fail(lost: list[tuple[_Publishing, PublishError]]) -> None:
+    for future, error in lost:
+        future.set_exception(error)
+
 
 class BlockingHandler:
     """A handler's connection to jetfan, blocking. Connects in the constructor, which takes what
@@ -201,6 +510,7 @@ class BlockingHandler:
         self._hello = encode_hello(self.options.handler, self.options.protocol_version)
         self._reading = _Reading()
         self._closing = False
+        self._shutting = False
         self._shut_done = threading.Event()
         self._ended = False
         self._failure: Optional[BaseException] = None
@@ -326,9 +636,8 @@ class BlockingHandler:
     # --- reading
 
     def _next_frame(self) -> Optional[Frame]:
-        """The next frame on a live connection (reconnecting as needed); None once closing or
-        ended. Raises JetfanError or ProtocolError."""
-        reading = self._reading
+        """The next frame on a live connection (reconnecting as needed) that is the iterating
+        thread's to handle; None once closing or ended. Raises JetfanError or ProtocolError."""
         while True:
             if self._failure is not None:
                 raise self._failure
@@ -340,33 +649,19 @@ class BlockingHandler:
                     return None
                 continue
             try:
-                frame = conn.parser.next()
+                # Confirmations go out before it waits; others write their own meanwhile.
+                frame = conn.next_frame(self._selector)
             except ProtocolError as error:
                 self._failure = error
                 self._drop(str(error))
                 raise
-            if frame is not None:
-                return frame
-            conn.write_and_wait()  # confirmations out before we wait; others write their own meanwhile
-            try:
-                events = self._selector.select()
-            finally:
-                reading.done_waiting()
-            if any(key.data == _WAKE for key, _ in events):
-                continue
-            try:
-                data = conn.sock.recv(262144)
-            except BlockingIOError:
-                continue
-            except OSError as error:
+            except (OSError, EOFError) as error:
                 self._drop(str(error))
                 continue
-            if not data:
-                self._drop("jetfan closed it")
-                continue
-            conn.parser.feed(data)
+            if frame is not None:
+                return frame
 
-    def _next_message(self) -> Optional[Message]:
+    def _next_message(self) -> Optional[BlockingMessage]:
         while True:
             frame = self._next_frame()
             if frame is None:
@@ -375,17 +670,11 @@ class BlockingHandler:
             assert conn is not None
             if type(frame) is MsgFrame:  # the common case first, by exact type: the cheapest test
                 return conn.received(frame)
-            if isinstance(frame, Ping):
-                conn.queue(PONG_LINE)
-            elif isinstance(frame, Err):
+            if isinstance(frame, Err):
                 self._failure = JetfanError(frame.reason, self.path)  # jetfan closes next
                 self._drop(frame.reason)
                 raise self._failure
-            elif isinstance(frame, (PubOk, PubErr)):  # answers to a PUB, which this client never sends
-                verb = "PUBOK" if isinstance(frame, PubOk) else "PUBERR"
-                self._failure = ProtocolError("unexpected-frame", f"{verb} {frame.id}, but this client sent no PUB")
-                self._drop(str(self._failure))
-                raise self._failure
+            # PING, PONG and answers to PUBs are the connection's (next_frame); a second READY: nothing.
 
     def _claim(self, consumer: str) -> None:
         if self._consumer is not None:
@@ -397,7 +686,7 @@ class BlockingHandler:
         self._claim("a for loop")
         return self
 
-    def __next__(self) -> Message:
+    def __next__(self) -> BlockingMessage:
         message = self._next_message()
         if message is None:
             if self._closing:
@@ -405,7 +694,7 @@ class BlockingHandler:
             raise StopIteration
         return message
 
-    def process(self, fn: Callable[[Message], Any], *, concurrency: Optional[int] = None) -> None:
+    def process(self, fn: Callable[[Message[Any]], Any], *, concurrency: Optional[int] = None) -> None:
         """Calls `fn` for each message on `concurrency` threads (default: the handler's
         `concurrency` option, 1; 1 is this thread) until close(); the outcome of each call as in
         the asyncio process() (an exception's text the NAK's reason), failures logged to
@@ -422,7 +711,7 @@ class BlockingHandler:
                 self._shut()
             return
         reading = self._reading
-        work: queue.SimpleQueue[Optional[Message]] = queue.SimpleQueue()
+        work: queue.SimpleQueue[Optional[BlockingMessage]] = queue.SimpleQueue()
         held = [0]  # read and not yet done with: queued, or in a callback (under the lock)
 
         def worker() -> None:
@@ -460,13 +749,39 @@ class BlockingHandler:
             if self._closing:
                 self._shut()
 
-    def _call(self, fn: Callable[[Message], Any], message: Message) -> None:
+    def _call(self, fn: Callable[[Message[Any]], Any], message: BlockingMessage) -> None:
         try:
             fn(message)
         except Exception as error:
             settle(message, error, log, self.name)
         else:
             settle(message, None, log, self.name)
+
+    # --- publishing
+
+    def publish(self, subject: str, payload: Payload, *, headers: Optional[HeadersArg] = None) -> Published:
+        """Publishes `payload` (bytes, or a str sent as UTF-8) to `subject` through jetfan, over this
+        handler's connection (PROTOCOL.md, "Publishing"), and returns once JetStream has stored it:
+        where (Published.stream, .seq). Any thread, the iterating one too (while it waits, it
+        reads jetfan's answers itself, and keeps the messages it reads for the loop). Not tied to
+        any delivery: from inside a handler, msg.publish() is the one that makes a redelivery's
+        publish a duplicate. `headers`: a Headers or a mapping (name: value, or name: [values]); a
+        Nats-Msg-Id in them makes the stream drop a copy within its duplicate window
+        (Published.duplicate).
+
+        Raises PublishError: jetfan's PUBERR (its `code`: "not-allowed" when jetfan's config gives
+        this handler no such publish.subjects, "no-stream", "timeout", ...), "connection-lost" when
+        the connection ends before the answer (it may or may not have been stored), and without
+        sending, "not-connected" while the handler has no connection (reconnecting, or closed),
+        "unsupported" on a connection of protocol version 1 or 2. ValueError or TypeError for
+        arguments that cannot be sent."""
+        raw_headers = encode_headers(headers)
+        body = encode_payload(payload)
+        with self._reading.lock:
+            conn = self._conn
+        if conn is None:
+            raise refusal("not-connected", subject, self.path)
+        return conn.publish(subject, raw_headers, body, None, 0).result()
 
     # --- closing
 
@@ -478,10 +793,12 @@ class BlockingHandler:
             conn.write()
 
     def close(self) -> None:
-        """Stops handing out messages, writes the confirmations made so far and closes the
-        connection; from another thread, the iterating thread returns at its next wait (close()
-        waits for that up to the close_timeout option, in seconds). Messages not confirmed are
-        redelivered by jetfan. Idempotent."""
+        """Stops handing out messages, writes the confirmations made so far, waits (up to the
+        close_timeout option, in seconds) for the answers to the PUBs still waiting (tied
+        publishes sent without waiting for their answers, say) and closes the connection; a PUB
+        still unanswered then fails with "connection-lost". From another thread, the iterating
+        thread returns at its next wait (close() waits for that up to close_timeout). Messages not
+        confirmed are redelivered by jetfan. Idempotent."""
         if self._closing:
             return
         self._closing = True
@@ -489,22 +806,27 @@ class BlockingHandler:
             self._wake_w.send(b"x")
         except OSError:
             pass
+        with self._reading.lock:
+            self._reading.settled.notify_all()  # the iterating thread may wait for another's read
         if threading.get_ident() == self._reading.thread or self._consumer is None:
             self._shut()
         else:  # the iterating thread shuts the connection once its callbacks are done
             self._shut_done.wait(self.options.close_timeout)
 
     def _shut(self) -> None:
-        if self._shut_done.is_set():
+        if self._shutting:
             return
-        self._shut_done.set()
+        self._shutting = True
         self.flush()
         conn = self._conn
         if conn is not None:
+            if conn.alive:
+                conn.settle(self.options.close_timeout)
             conn.shut()
         self._selector.close()
         self._wake_r.close()
         self._wake_w.close()
+        self._shut_done.set()
 
     def __enter__(self) -> "BlockingHandler":
         return self

@@ -1,7 +1,7 @@
 """Test support: a whole mesh for one test, made of real parts (as tests/support/mesh.hpp makes it
 for the C++ tests): a temp dir; a real nats-server with JetStream on a free port; stream EVENTS on
 events.> and durable pull consumer node1_builder, made by the demo controller as a controller
-would; the real jetfan. Binaries come from the build directory $JETFAN_BUILD_DIR (default: build/
+would (and, for publishing handlers, stream OUT on out.>: stream()); the real jetfan. Binaries come from the build directory $JETFAN_BUILD_DIR (default: build/
 at the top of the repository)."""
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ JETFAN = BUILD / "daemon" / "jetfan"
 CONTROLLER = BUILD / "examples" / "jetfan-demo-controller"
 
 BUILDER = '  - name: builder\n    patterns: ["#"]\n'
+# A builder that may publish to out.> (stream OUT, made by Mesh.stream()) and nowhere.* (which no
+# stream captures).
+PUBLISHER = BUILDER + '    publish:\n      subjects: ["out.>", "nowhere.*"]\n'
 FAST_RETRY = "delivery:\n  nak_delay: 50ms\n  nak_delay_max: 200ms\n  drain_timeout: 200ms\n"
 
 
@@ -87,6 +90,14 @@ class Mesh:
         match = re.search(r"stream seq (\d+)", out)
         assert match, out
         return int(match.group(1))
+
+    def stream(self, name: str = "OUT", subjects: str = "out.>") -> None:
+        """Makes a stream for handlers to publish to (no consumer)."""
+        self.control("stream", name, subjects)
+
+    def messages(self, stream: str = "OUT") -> int:
+        """How many messages `stream` holds."""
+        return int(self.control("messages", stream).strip())
 
     def state(self) -> dict[str, int]:
         return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", self.control("state", "EVENTS", "node1_builder"))}

@@ -143,7 +143,7 @@ class Modules(unittest.TestCase):
         self.assertIs(jetfan.BlockingHandler, jetfan.blocking.BlockingHandler)
         self.assertEqual(sorted(p.name for p in PACKAGE.glob("*.py")), [
             "__init__.py", "_codec.py", "_errors.py", "_headers.py", "_message.py", "_options.py", "_outcome.py",
-            "aio.py", "blocking.py",
+            "_publish.py", "aio.py", "blocking.py",
         ])
         for module, other in (("aio", "blocking"), ("blocking", "aio")):
             tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
@@ -167,7 +167,8 @@ class Modules(unittest.TestCase):
 
     def test_the_package_is_typed(self) -> None:
         self.assertTrue((PACKAGE / "py.typed").exists())
-        for fn in (jetfan.connect, jetfan.Message.nak, jetfan.Handler.process, jetfan.BlockingHandler.process):
+        for fn in (jetfan.connect, jetfan.Message.nak, jetfan.Handler.process, jetfan.BlockingHandler.process,
+                   jetfan.Message.publish, jetfan.Handler.publish, jetfan.BlockingHandler.publish):
             self.assertIn("return", fn.__annotations__, fn.__qualname__)
 
 

@@ -1,7 +1,9 @@
 """Both clients against a scripted peer on a real Unix socket, for what the real jetfan cannot be
 made to do on cue, or show: send PING, send more than max-unconfirmed (as it does after ack
 timeouts), reuse a delivery id on a new connection, send garbage, answer as an older jetfan does;
-the exact bytes of a NAK whose delay is given in seconds, and of its reason in each version."""
+the exact bytes of a NAK whose delay is given in seconds, and of its reason in each version; PUB's
+bytes, answers in any order and between messages, a connection that ends with publishes waiting, a
+stale message's publish, and an older jetfan without PUB."""
 
 from __future__ import annotations
 
@@ -90,6 +92,20 @@ class ScriptedJetfan:
             self.buffer += data
         line, self.buffer = self.buffer.split(b"\r\n", 1)
         return line.decode()
+
+    def pub(self) -> tuple[str, bytes]:
+        """The next line, a PUB, and its body (headers and payload)."""
+        line = self.line()
+        assert line.startswith("PUB "), line
+        total = int(line.split()[4])
+        assert self.peer
+        while len(self.buffer) < total + 2:
+            data = self.peer.recv(65536)
+            assert data, "the client closed inside a PUB body"
+            self.buffer += data
+        body, end, self.buffer = self.buffer[:total], self.buffer[total : total + 2], self.buffer[total + 2 :]
+        assert end == b"\r\n", end
+        return line, body
 
     def send(self, data: bytes) -> None:
         assert self.peer
@@ -242,8 +258,101 @@ class AsyncAgainstPeer(unittest.IsolatedAsyncioTestCase):
                 with self.assertRaises(jetfan.ProtocolError) as broken, self.assertLogs("jetfan.aio", "ERROR") as logs:
                     await asyncio.wait_for(h.__anext__(), 20)
                 self.assertEqual(broken.exception.code, "unexpected-frame")
-                self.assertIn("this client sent no PUB", logs.output[0])
+                self.assertIn("but no PUB 1 of this connection waits for an answer", logs.output[0])
                 await h.close()
+
+    async def test_publishes_on_the_wire_and_answers_in_any_order_between_messages(self) -> None:
+        h = await self.connect(4, "greet_v3")
+        self.peer.send(msg_in(3, 7, "in"))
+        m = await asyncio.wait_for(h.__anext__(), 20)
+        t0 = m.publish("out.t", "t0")  # tied: delivery 7, index 0, 1, ... in call order
+        t1 = m.publish("out.t", b"t1", headers={"A": "1"})
+        self.assertTrue(m.ack())  # at once: jetfan holds it until the tied publishes are stored
+        untied = asyncio.create_task(h.publish("out.u", "u"))
+        pubs = [await asyncio.to_thread(self.peer.pub) for _ in range(2)]
+        self.assertEqual(pubs, [("PUB 1 out.t 0 2 7 0", b"t0"), ("PUB 2 out.t 18 20 7 1", b"NATS/1.0\r\nA: 1\r\n\r\nt1")])
+        self.assertEqual(await asyncio.to_thread(self.peer.line), "ACK 7")  # behind the PUBs it waits for
+        self.assertEqual(await asyncio.to_thread(self.peer.pub), ("PUB 3 out.u 0 1", b"u"))
+        self.peer.send(b"PUBERR 2 refused stream full: max msgs\r\n" + msg_in(3, 8, "between")
+                       + b"PUBOK 3 OUT 5 0\r\nPUBOK 1 OUT 4 1\r\n")
+        self.assertEqual(await asyncio.wait_for(untied, 20), jetfan.Published("OUT", 5, False))
+        self.assertEqual(await t0, jetfan.Published("OUT", 4, True))
+        with self.assertRaises(jetfan.PublishError) as caught:
+            await t1
+        self.assertEqual((caught.exception.code, caught.exception.reason), ("refused", "stream full: max msgs"))
+        between = await asyncio.wait_for(h.__anext__(), 20)
+        self.assertEqual(between.data, b"between")
+        between.ack()
+        self.assertEqual(await asyncio.to_thread(self.peer.line), "ACK 8")
+        await h.close()
+
+    async def test_publishes_waiting_when_the_connection_ends_fail_and_a_stale_message_publishes_nothing(self) -> None:
+        h = await self.connect(4, "greet_v3", reconnect_delay=0.01)
+        self.peer.send(msg_in(3, 1, "in"))
+        old = await asyncio.wait_for(h.__anext__(), 20)
+        tied = old.publish("out.t", "t")
+        untied = asyncio.create_task(h.publish("out.u", "u"))
+        self.assertEqual([(await asyncio.to_thread(self.peer.pub))[0] for _ in range(2)], ["PUB 1 out.t 0 1 1 0", "PUB 2 out.u 0 1"])
+        with self.assertLogs("jetfan.aio", "WARNING"):
+            self.peer.hang_up()  # no answers: the outcome is unknown
+            for waiting in (tied, untied):
+                with self.assertRaises(jetfan.PublishError) as caught:
+                    await asyncio.wait_for(waiting, 20)
+                self.assertEqual(caught.exception.code, "connection-lost")
+                self.assertTrue(caught.exception.maybe_stored)
+        with self.assertRaises(jetfan.PublishError) as stale:
+            old.publish("out.t", "again")  # its connection is gone: refused, never sent on a new one
+        self.assertEqual(stale.exception.code, "not-in-flight")
+        with self.assertLogs("jetfan.aio", "INFO"):
+            await asyncio.to_thread(self.peer.greet_v3, 4)
+            self.peer.send(msg_in(3, 1, "new"))
+            new = await asyncio.wait_for(h.__anext__(), 20)
+        self.assertTrue(new.ack())
+        self.assertEqual(await asyncio.to_thread(self.peer.line), "ACK 1")  # the first line: no PUB before it
+        await h.close()
+
+    async def test_an_answer_behind_more_messages_than_it_buffers_is_read(self) -> None:
+        h = await self.connect(1, "greet_v3")
+        self.peer.send(msg_in(3, 1, "in"))
+        m = await asyncio.wait_for(h.__anext__(), 20)
+        tied = m.publish("out.t", "t")
+        self.assertEqual((await asyncio.to_thread(self.peer.pub))[0], "PUB 1 out.t 0 1 1 0")
+        # Two more messages (as after ack timeouts), then the answer: holding one message, the
+        # client would stop reading before the answer, and the handler awaiting it would wait for good.
+        self.peer.send(msg_in(3, 2, "b") + msg_in(3, 3, "c") + b"PUBOK 1 OUT 1 0\r\n")
+        self.assertEqual(await asyncio.wait_for(tied, 20), jetfan.Published("OUT", 1, False))
+        m.ack()
+        for expected in (b"b", b"c"):
+            nxt = await asyncio.wait_for(h.__anext__(), 20)
+            self.assertEqual(nxt.data, expected)
+            nxt.ack()
+        self.assertEqual([await asyncio.to_thread(self.peer.line) for _ in range(3)], ["ACK 1", "ACK 2", "ACK 3"])
+        await h.close()
+
+    async def test_a_publish_made_while_the_buffer_is_full_gets_its_answer(self) -> None:
+        h = await self.connect(1, "greet_v3")
+        self.peer.send(msg_in(3, 1, "a") + msg_in(3, 2, "b"))  # one more than it may hold (ack timeouts)
+        m = await asyncio.wait_for(h.__anext__(), 20)
+        self.assertTrue(await asyncio.to_thread(wait_until, lambda: h.buffered == 1))  # "b": full, reading paused
+        tied = m.publish("out.t", "t")
+        self.assertEqual((await asyncio.to_thread(self.peer.pub))[0], "PUB 1 out.t 0 1 1 0")
+        self.peer.send(b"PUBOK 1 OUT 1 0\r\n")
+        self.assertEqual(await asyncio.wait_for(tied, 20), jetfan.Published("OUT", 1, False))
+        await h.close()
+
+    async def test_without_version_3_nothing_is_published(self) -> None:
+        h = await self.connect(4, "greet_v2")
+        self.peer.send(msg_in(2, 1, "in"))
+        m = await asyncio.wait_for(h.__anext__(), 20)
+        with self.assertRaises(jetfan.PublishError) as tied:
+            m.publish("out.t", "t")
+        with self.assertRaises(jetfan.PublishError) as untied:
+            await h.publish("out.u", "u")
+        self.assertEqual((tied.exception.code, untied.exception.code), ("unsupported", "unsupported"))
+        self.assertIn("protocol version 2", tied.exception.reason)
+        m.ack()
+        self.assertEqual(await asyncio.to_thread(self.peer.line), "ACK 1")
+        await h.close()
 
     async def test_delays_in_seconds_reach_the_wire_as_milliseconds(self) -> None:
         h = await self.connect(8)
@@ -422,7 +531,77 @@ class BlockingAgainstPeer(unittest.TestCase):
                 with self.assertRaises(jetfan.ProtocolError) as broken, self.assertLogs("jetfan.blocking", "ERROR") as logs:
                     next(iter(h))
                 self.assertEqual(broken.exception.code, "unexpected-frame")
-                self.assertIn("this client sent no PUB", logs.output[0])
+                self.assertIn("but no PUB 1 of this connection waits for an answer", logs.output[0])
+
+    def test_publishes_on_the_wire_and_answers_in_any_order_between_messages(self) -> None:
+        with self.connect(4, "greet_v3") as h:
+            messages = iter(h)
+            self.peer.send(msg_in(3, 7, "in"))
+            m = next(messages)
+            t0 = m.publish("out.t", "t0")
+            t1 = m.publish("out.t", b"t1", headers={"A": "1"})
+            self.assertTrue(m.ack())
+            got: list[object] = []
+            # Another thread waits while the iterating one does not read: it reads for itself, and
+            # keeps the message it reads for the loop.
+            other = threading.Thread(target=lambda: got.append(h.publish("out.u", "u")))
+            other.start()
+            pubs = [self.peer.pub() for _ in range(2)]
+            self.assertEqual(pubs, [("PUB 1 out.t 0 2 7 0", b"t0"), ("PUB 2 out.t 18 20 7 1", b"NATS/1.0\r\nA: 1\r\n\r\nt1")])
+            self.assertEqual(self.peer.line(), "ACK 7")  # written with the other thread's PUB, behind the tied ones
+            self.assertEqual(self.peer.pub(), ("PUB 3 out.u 0 1", b"u"))
+            self.peer.send(b"PUBERR 2 refused stream full: max msgs\r\n" + msg_in(3, 8, "between") + b"PUBOK 3 OUT 5 0\r\n")
+            other.join(20)
+            self.assertEqual(got, [jetfan.Published("OUT", 5, False)])
+            self.peer.send(b"PUBOK 1 OUT 4 1\r\n")
+            self.assertEqual(t0.result(20), jetfan.Published("OUT", 4, True))  # read by the iterating thread
+            error = t1.exception(20)
+            assert isinstance(error, jetfan.PublishError)
+            self.assertEqual((error.code, error.reason), ("refused", "stream full: max msgs"))
+            self.assertFalse(t1.cancel())  # a PUB sent is not taken back
+            between = next(messages)
+            self.assertEqual(between.data, b"between")
+            between.ack()
+            h.flush()
+            self.assertEqual(self.peer.line(), "ACK 8")
+
+    def test_publishes_waiting_when_the_connection_ends_fail_and_a_stale_message_publishes_nothing(self) -> None:
+        with self.connect(4, "greet_v3", reconnect_delay=0.01) as h:
+            messages = iter(h)
+            self.peer.send(msg_in(3, 1, "in"))
+            old = next(messages)
+            tied = old.publish("out.t", "t")
+            h.flush()
+            self.assertEqual(self.peer.pub()[0], "PUB 1 out.t 0 1 1 0")
+            self.peer.hang_up()  # no answer: the outcome is unknown
+            error = tied.exception(20)  # the iterating thread reads, and finds the end
+            assert isinstance(error, jetfan.PublishError)
+            self.assertEqual(error.code, "connection-lost")
+            self.assertTrue(error.maybe_stored)
+            with self.assertRaises(jetfan.PublishError) as stale:
+                old.publish("out.t", "again")
+            self.assertEqual(stale.exception.code, "not-in-flight")
+            greeter = threading.Thread(target=lambda: (self.peer.greet_v3(4), self.peer.send(msg_in(3, 1, "new"))))
+            greeter.start()
+            with self.assertLogs("jetfan.blocking", "INFO"):
+                new = next(messages)
+            greeter.join()
+            self.assertTrue(new.ack())
+            h.flush()
+            self.assertEqual(self.peer.line(), "ACK 1")  # the first line: no PUB before it
+
+    def test_without_version_3_nothing_is_published(self) -> None:
+        with self.connect(4, "greet_v2") as h:
+            self.peer.send(msg_in(2, 1, "in"))
+            m = next(iter(h))
+            with self.assertRaises(jetfan.PublishError) as tied:
+                m.publish("out.t", "t")
+            with self.assertRaises(jetfan.PublishError) as untied:
+                h.publish("out.u", "u")
+            self.assertEqual((tied.exception.code, untied.exception.code), ("unsupported", "unsupported"))
+            m.ack()
+            h.flush()
+            self.assertEqual(self.peer.line(), "ACK 1")
 
     def test_delays_in_seconds_reach_the_wire_as_milliseconds(self) -> None:
         with self.connect(8) as h:
