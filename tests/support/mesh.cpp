@@ -114,6 +114,10 @@ void Mesh::kill_server() {
   server_.reset();
 }
 
+void Mesh::signal_server(int signal) {
+  if (server_) server_->signal(signal);
+}
+
 example::MeshController& Mesh::controller() {
   if (!controller_) {
     std::string where = url();

@@ -76,8 +76,9 @@ class Mesh {
   std::string control_path() const { return dir_ + "/jetfan.ctl"; }
 
   void start_server();
-  void stop_server();  // SIGTERM, waits for it to exit
-  void kill_server();  // SIGKILL, as a crash: waits for it to die
+  void stop_server();              // SIGTERM, waits for it to exit
+  void kill_server();              // SIGKILL, as a crash: waits for it to die
+  void signal_server(int signal);  // e.g. SIGSTOP: a server that takes messages and answers nothing
 
   example::MeshController& controller();
   // The next controller() connects anew (after a server restart broke the last one's connection).
