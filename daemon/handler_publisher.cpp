@@ -51,10 +51,34 @@ PublishReply HandlerPublisher::refuse(PublishStats& stats, ConnectionId connecti
   return reply;
 }
 
+namespace {
+
+std::string tie_failure(std::uint64_t request, const PublishReply& reply) {
+  return fmt::format("jetfan made its ACK a NAK: the tied publish of request {} failed: {} {}", request,
+                     proto::to_string(reply.code), reply.reason);
+}
+
+}  // namespace
+
 std::optional<PublishReply> HandlerPublisher::publish(ConnectionId connection, std::string_view handler_name,
                                                       const std::optional<PublishSettings>& settings,
                                                       const proto::Command& pub, std::optional<std::uint64_t> tied_seq,
                                                       std::string_view msg_id, TimePoint now) {
+  auto reply = judge_and_send(connection, handler_name, settings, pub, tied_seq, msg_id, now);
+  // A tied publish refused before it reached the server fails its delivery's ACK as one the server
+  // refused would: the handler meant the delivery to count only with it stored.
+  if (reply && pub.tied_to && tied_seq) {
+    Tie& tie = ties_[{connection, *pub.tied_to}];
+    if (tie.failed.empty()) tie.failed = tie_failure(pub.id, *reply);
+  }
+  return reply;
+}
+
+std::optional<PublishReply> HandlerPublisher::judge_and_send(ConnectionId connection, std::string_view handler_name,
+                                                             const std::optional<PublishSettings>& settings,
+                                                             const proto::Command& pub,
+                                                             std::optional<std::uint64_t> tied_seq,
+                                                             std::string_view msg_id, TimePoint now) {
   using proto::PublishError;
   auto found_stats = stats_.find(handler_name);
   if (found_stats == stats_.end()) found_stats = stats_.emplace(std::string(handler_name), PublishStats{}).first;
@@ -128,8 +152,7 @@ PublishReply HandlerPublisher::settle(std::map<std::uint64_t, Pending>::iterator
       Tie& t = tie->second;
       --t.waiting;
       if (!stored && t.failed.empty()) {
-        t.failed = fmt::format("jetfan made its ACK a NAK: the tied publish of request {} failed: {} {}",
-                               pending.request, proto::to_string(reply.code), reply.reason);
+        t.failed = tie_failure(pending.request, reply);
       }
       if (t.waiting == 0) {
         if (t.ack_held) released_.push_back(ReleasedAck{pending.connection, *pending.tied_to, t.failed});

@@ -71,7 +71,8 @@ class HandlerPublisher {
   // (none: it may not publish). For a tied PUB, `tied_seq` is the stream sequence of the delivery it
   // names (nullopt: that delivery is not in flight on the connection) and `msg_id` its Nats-Msg-Id.
   // The reply when it is known at once (refused, or it could not go out); nullopt when it went to the
-  // server and the reply comes from on_published or time_out.
+  // server and the reply comes from on_published or time_out. A tied PUB refused at once (its
+  // delivery in flight) makes that delivery's ACK a failure, as one the server refused does.
   std::optional<PublishReply> publish(ConnectionId connection, std::string_view handler_name,
                                       const std::optional<PublishSettings>& settings, const proto::Command& pub,
                                       std::optional<std::uint64_t> tied_seq, std::string_view msg_id, TimePoint now);
@@ -122,6 +123,11 @@ class HandlerPublisher {
   };
 
   // A PUBERR known at once: counted refused, or failed for server-down (it was allowed).
+  // publish() but for a refused tied publish's failure.
+  std::optional<PublishReply> judge_and_send(ConnectionId connection, std::string_view handler_name,
+                                             const std::optional<PublishSettings>& settings, const proto::Command& pub,
+                                             std::optional<std::uint64_t> tied_seq, std::string_view msg_id,
+                                             TimePoint now);
   PublishReply refuse(PublishStats& stats, ConnectionId connection, std::uint64_t request, proto::PublishError code,
                       std::string reason);
   // Takes `id` out of what waits and settles its tie; the reply to send.

@@ -148,6 +148,20 @@ TEST_CASE("handler publisher: a tied publish carries jetfan's Nats-Msg-Id, and i
     REQUIRE(failed.size() == 1);
     CHECK_THAT(failed[0].failed, Catch::Contains("refused maximum messages exceeded"));
   }
+  SECTION("a tied publish jetfan refuses at once fails the ACK as one the server refused") {
+    const auto refused = b.pub(1, 3, "other.x", "z", 8, 9);  // not in its publish.subjects
+    REQUIRE(refused);
+    CHECK(refused->code == PublishError::kNotAllowed);
+    CHECK(b.publisher.hold_ack(1, 8));
+    const auto failed = b.publisher.released();
+    REQUIRE(failed.size() == 1);
+    CHECK_THAT(failed[0].failed, Catch::Contains("request 3 failed: not-allowed"));
+    CHECK_FALSE(b.publisher.hold_ack(1, 8));  // settled: a second ACK is the core's to judge
+  }
+  SECTION("a tied PUB naming a delivery not in flight leaves nothing behind") {
+    REQUIRE(b.pub(1, 3, "out.c", "z", 8, std::nullopt)->code == PublishError::kNotInFlight);
+    CHECK_FALSE(b.publisher.hold_ack(1, 8));
+  }
   SECTION("a held ACK goes with its connection") {
     REQUIRE_FALSE(b.pub(1, 3, "out.c", "z", 8, 9));
     CHECK(b.publisher.hold_ack(1, 8));

@@ -67,7 +67,7 @@ TEST_CASE(
     "connection goes on",
     "[integration]") {
   Mesh mesh;
-  mesh.start_jetfan(mesh.config(kBuilder));
+  mesh.start_jetfan(mesh.config(kBuilder, "delivery:\n  nak_delay: 50ms\n"));
   RawPeer peer(mesh.socket_path());
   hello_v3(peer);
   mesh.publish("a.b", "in");
@@ -98,8 +98,12 @@ TEST_CASE(
     CHECK(answer.publish.code == c.code);
     CHECK_THAT(answer.publish.reason, Catch::Contains(c.reason_has));
   }
-  // The connection goes on: the delivery the tied PUB named is still there to confirm.
+  // The connection goes on: the delivery the tied PUB named is still there to confirm, but its ACK
+  // counts as a failure (its tied publish was refused), and the message comes again.
   peer.send("ACK " + std::to_string(msg.delivery.id) + "\r\n");
+  const auto again = next_msg(peer);
+  CHECK(again.delivery.stream_seq == msg.delivery.stream_seq);
+  peer.send("ACK " + std::to_string(again.delivery.id) + "\r\n");
   CHECK(mesh.wait_settled());
   CHECK(mesh.controller().stream_messages("EVENTS") == 1);  // nothing was published
 }
