@@ -52,6 +52,7 @@ cnats_files=(
   examples/mesh_controller.cpp    #   its implementation
   examples/demo_controller_main.cpp  # its command line
   bench/jetfan_bench.cpp          # the benchmark's publisher and direct reader (A)
+  bench/publish_bench.cpp         # bench/publish.sh: the direct cnats publisher (P-A) and its stream set-up
   tests/                          # integration and fault tests drive a real nats-server
 )
 
