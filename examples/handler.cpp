@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
     std::printf("[%s] got %s (seq %llu): %s\n", argv[2], msg.key.c_str(), (unsigned long long)msg.stream_seq,
                 msg.payload.c_str()),
         std::fflush(stdout);
+    // To publish in reply (publish.subjects in the handler's config), tie it to msg: the ACK then
+    // counts once it is stored. client.publish(msg, "builds.started", msg.payload);
     return jetfan::Outcome::ack();
   });
 }

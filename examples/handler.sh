@@ -4,6 +4,8 @@
 # The payload is on stdin; JETFAN_KEY, JETFAN_SUBJECT, JETFAN_SEQ, JETFAN_DELIVERIES, JETFAN_PUBLISHED
 # and JETFAN_HEADERS describe it (jetfan exec --help lists them all).
 # Exit 0 acks; exit 100 terms (the last stderr line is the reason); any other exit naks.
+# To publish in reply (publish.subjects in the handler's config), write "<subject> <payload>" lines
+# to $JETFAN_PUBLISH_FD: echo "builds.started $JETFAN_SEQ" >&"$JETFAN_PUBLISH_FD"
 payload=$(cat)
 case $payload in
   *'"bad"'*) echo "cannot handle $payload" >&2; exit 100 ;;

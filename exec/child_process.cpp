@@ -47,10 +47,22 @@ struct SpawnSetup {
 
 }  // namespace
 
-ChildProcess::Spawned ChildProcess::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+ChildProcess::Spawned ChildProcess::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                                          int extra_fd) {
   if (argv.empty()) return {std::nullopt, "no command"};
   auto in = make_pipe(), out = make_pipe(), err = make_pipe();
   if (!in || !out || !err) return {std::nullopt, std::string("pipe2(): ") + std::strerror(errno)};
+  std::optional<Pipe> extra;
+  if (extra_fd >= 3) {
+    extra = make_pipe();
+    if (!extra) return {std::nullopt, std::string("pipe2(): ") + std::strerror(errno)};
+    // dup2 onto itself would leave close-on-exec set: our end must not already be `extra_fd`.
+    if (extra->write.get() == extra_fd) {
+      UniqueFd moved(::fcntl(extra->write.get(), F_DUPFD_CLOEXEC, extra_fd + 1));
+      if (!moved) return {std::nullopt, std::string("fcntl(F_DUPFD_CLOEXEC): ") + std::strerror(errno)};
+      extra->write = std::move(moved);
+    }
+  }
 
   SpawnSetup setup;
   // Its own process group, so a timeout can kill everything it started; default signal handling
@@ -67,6 +79,7 @@ ChildProcess::Spawned ChildProcess::spawn(const std::vector<std::string>& argv, 
   posix_spawn_file_actions_adddup2(&setup.actions, in->read.get(), 0);
   posix_spawn_file_actions_adddup2(&setup.actions, out->write.get(), 1);
   posix_spawn_file_actions_adddup2(&setup.actions, err->write.get(), 2);
+  if (extra) posix_spawn_file_actions_adddup2(&setup.actions, extra->write.get(), extra_fd);
 
   std::vector<char*> args, envp;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -83,12 +96,14 @@ ChildProcess::Spawned ChildProcess::spawn(const std::vector<std::string>& argv, 
   child.stdin_ = std::move(in->write);
   child.stdout_ = std::move(out->read);
   child.stderr_ = std::move(err->read);
+  if (extra) child.extra_out_ = std::move(extra->read);
   // Unreaped, the pid cannot be reused yet, so the pidfd names our child.
   // (The syscall itself: glibc 2.36's <sys/pidfd.h> declares pidfd_open without C linkage.)
   child.exit_ = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, child.pid_, 0)));
   set_nonblocking(child.stdin_.get());
   set_nonblocking(child.stdout_.get());
   set_nonblocking(child.stderr_.get());
+  if (child.extra_out_) set_nonblocking(child.extra_out_.get());
   return {std::move(child), {}};
 }
 
@@ -97,6 +112,7 @@ ChildProcess::ChildProcess(ChildProcess&& other) noexcept
       stdin_(std::move(other.stdin_)),
       stdout_(std::move(other.stdout_)),
       stderr_(std::move(other.stderr_)),
+      extra_out_(std::move(other.extra_out_)),
       exit_(std::move(other.exit_)),
       exit_status_(other.exit_status_) {}
 

@@ -1,6 +1,7 @@
 #pragma once
 // One command started with posix_spawn in a process group of its own, with pipes to its stdin,
-// stdout and stderr, and a pidfd that becomes readable when it exits. No shell. The destructor
+// stdout and stderr (and perhaps one more descriptor it writes to), and a pidfd that becomes
+// readable when it exits. No shell. The destructor
 // kills what is left of the group (SIGKILL) and reaps the command, whatever happened before.
 // Move-only; use one from one thread.
 
@@ -17,10 +18,11 @@ namespace jetfan {
 class ChildProcess {
  public:
   struct Spawned;
-  // Starts argv[0] (looked up in PATH if it has no "/") with exactly `env`. Our ends of the pipes
-  // are non-blocking and close-on-exec; the command gets default signal handling and an empty
-  // signal mask whatever this process has.
-  static Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+  // Starts argv[0] (looked up in PATH if it has no "/") with exactly `env`. With `extra_fd` (3 or
+  // more), the command also gets the writing end of a pipe as that descriptor, whose reading end is
+  // extra_out_fd(). Our ends of the pipes are non-blocking and close-on-exec; the command gets
+  // default signal handling and an empty signal mask whatever this process has.
+  static Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int extra_fd = -1);
 
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&&) = delete;
@@ -30,11 +32,13 @@ class ChildProcess {
   int stdin_fd() const { return stdin_.get(); }
   int stdout_fd() const { return stdout_.get(); }
   int stderr_fd() const { return stderr_.get(); }
+  int extra_out_fd() const { return extra_out_.get(); }  // -1 without spawn()'s extra_fd
   // Readable once the command has exited; -1 if the kernel has no pidfds (then poll try_reap()).
   int exit_fd() const { return exit_.get(); }
   void close_stdin() { stdin_.reset(); }
   void close_stdout() { stdout_.reset(); }
   void close_stderr() { stderr_.reset(); }
+  void close_extra_out() { extra_out_.reset(); }
 
   // Sends `signal` to every process in the command's group (while the command is unreaped its
   // group id cannot be reused, so this never hits a stranger).
@@ -54,7 +58,7 @@ class ChildProcess {
   ChildProcess() = default;
 
   pid_t pid_ = -1;
-  UniqueFd stdin_, stdout_, stderr_, exit_;
+  UniqueFd stdin_, stdout_, stderr_, extra_out_, exit_;
   std::optional<Exit> exit_status_;
 };
 

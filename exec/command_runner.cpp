@@ -14,8 +14,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Reads what `fd` has now into `lines`. false: the stream ended (or failed) and `fd` is closed.
-bool read_available(ChildProcess& child, int fd, OutputLines& lines) {
+// Reads what `fd` has now into `lines` (OutputLines, WholeLines). false: the stream ended (or
+// failed) and `fd` is closed.
+template <typename Lines>
+bool read_available(ChildProcess& child, int fd, Lines& lines) {
   char buffer[16 * 1024];
   for (;;) {
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
@@ -26,7 +28,13 @@ bool read_available(ChildProcess& child, int fd, OutputLines& lines) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     lines.finish();
-    fd == child.stdout_fd() ? child.close_stdout() : child.close_stderr();
+    if (fd == child.stdout_fd()) {
+      child.close_stdout();
+    } else if (fd == child.stderr_fd()) {
+      child.close_stderr();
+    } else {
+      child.close_extra_out();
+    }
     return false;
   }
 }
@@ -41,13 +49,14 @@ int millis_until(Clock::time_point when, Clock::time_point now) {
 CommandResult run_command(const CommandSpec& spec, const CommandCallbacks& callbacks) {
   const auto started = Clock::now();
   CommandResult result;
-  auto spawned = ChildProcess::spawn(spec.argv, spec.env);
+  auto spawned = ChildProcess::spawn(spec.argv, spec.env, spec.publish_fd);
   if (!spawned.child) {
     result.error = spawned.error;
     return result;
   }
   ChildProcess& child = *spawned.child;
   OutputLines out(callbacks.stdout_line), err(callbacks.stderr_line);
+  WholeLines publishes(callbacks.publish_line, spec.max_publish_line);
   std::string_view input = spec.input;
   if (input.empty()) child.close_stdin();
 
@@ -59,7 +68,7 @@ CommandResult run_command(const CommandSpec& spec, const CommandCallbacks& callb
   std::optional<ChildProcess::Exit> exit;
 
   while (!exit) {
-    pollfd fds[5];
+    pollfd fds[6];
     nfds_t count = 0;
     auto watch = [&](int fd, short events) {
       if (fd >= 0) fds[count++] = {fd, events, 0};
@@ -67,6 +76,7 @@ CommandResult run_command(const CommandSpec& spec, const CommandCallbacks& callb
     watch(child.stdin_fd(), POLLOUT);
     watch(child.stdout_fd(), POLLIN);
     watch(child.stderr_fd(), POLLIN);
+    watch(child.extra_out_fd(), POLLIN);
     watch(child.exit_fd(), POLLIN);
     if (!kill_at) watch(spec.cancel_fd, POLLIN);
 
@@ -90,6 +100,8 @@ CommandResult run_command(const CommandSpec& spec, const CommandCallbacks& callb
         read_available(child, fd, out);
       } else if (fd == child.stderr_fd()) {
         read_available(child, fd, err);
+      } else if (fd == child.extra_out_fd()) {
+        read_available(child, fd, publishes);
       } else if (fd == spec.cancel_fd && !kill_at) {
         cancelled = true;
         child.signal_group(SIGTERM);
@@ -121,8 +133,10 @@ CommandResult run_command(const CommandSpec& spec, const CommandCallbacks& callb
   // the end of the streams, which something it left running may hold open.
   if (child.stdout_fd() >= 0) read_available(child, child.stdout_fd(), out);
   if (child.stderr_fd() >= 0) read_available(child, child.stderr_fd(), err);
+  if (child.extra_out_fd() >= 0) read_available(child, child.extra_out_fd(), publishes);
   out.finish();
   err.finish();
+  publishes.finish();
 
   result.took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
   result.last_stderr_line = err.last_line();

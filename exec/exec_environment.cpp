@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <map>
 
+#include "publish_line.hpp"
+
 namespace jetfan {
 namespace {
 
@@ -13,7 +15,7 @@ bool is_ours(std::string_view entry) {
   const auto name = entry.substr(0, entry.find('='));
   return name == "JETFAN_HANDLER" || name == "JETFAN_KEY" || name == "JETFAN_SEQ" || name == "JETFAN_DELIVERIES" ||
          name == "JETFAN_SUBJECT" || name == "JETFAN_PUBLISHED" || name == "JETFAN_TRACEPARENT" ||
-         name == "JETFAN_HEADERS" || name.rfind("JETFAN_HEADER_", 0) == 0;
+         name == "JETFAN_HEADERS" || name == "JETFAN_PUBLISH_FD" || name.rfind("JETFAN_HEADER_", 0) == 0;
 }
 
 // RFC 3339 in UTC with nanoseconds, which date(1) and every language's parser read.
@@ -54,6 +56,7 @@ std::vector<std::string> delivery_environment(const Delivery& delivery, std::str
   env.push_back("JETFAN_KEY=" + delivery.key);
   env.push_back("JETFAN_SEQ=" + std::to_string(delivery.stream_seq));
   env.push_back("JETFAN_DELIVERIES=" + std::to_string(delivery.deliveries));
+  env.push_back("JETFAN_PUBLISH_FD=" + std::to_string(kPublishFd));
   // Known from protocol version 2 on (a jetfan of version 1 leaves them out).
   if (!delivery.subject.empty()) env.push_back("JETFAN_SUBJECT=" + delivery.subject);
   if (delivery.published) env.push_back("JETFAN_PUBLISHED=" + rfc3339(*delivery.published));

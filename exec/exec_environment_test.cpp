@@ -16,7 +16,8 @@ TEST_CASE("exec environment: the delivery's variables, inherited ones kept, stal
   msg.published = std::chrono::system_clock::time_point(std::chrono::nanoseconds(1'764'617'017'000'000'042));
   msg.headers = "NATS/1.0\r\nTrace-Id: abc\r\nX-Many: 1\r\nX-Many: 2\r\nx.many: 3\r\n\r\n";
   msg.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-  const char* inherited[] = {"PATH=/bin", "JETFAN_KEY=stale", "JETFAN_HEADER_OLD=stale", "JETFAN_OTHER=kept", nullptr};
+  const char* inherited[] = {"PATH=/bin",           "JETFAN_KEY=stale",  "JETFAN_HEADER_OLD=stale",
+                             "JETFAN_PUBLISH_FD=9", "JETFAN_OTHER=kept", nullptr};
   const auto env = delivery_environment(msg, "builder", inherited);
   auto has = [&](const std::string& entry) { return std::find(env.begin(), env.end(), entry) != env.end(); };
   CHECK(has("PATH=/bin"));
@@ -27,6 +28,8 @@ TEST_CASE("exec environment: the delivery's variables, inherited ones kept, stal
   CHECK(has("JETFAN_KEY=a.b"));
   CHECK(has("JETFAN_SEQ=42"));
   CHECK(has("JETFAN_DELIVERIES=2"));
+  CHECK(has("JETFAN_PUBLISH_FD=3"));
+  CHECK_FALSE(has("JETFAN_PUBLISH_FD=9"));
   CHECK(has("JETFAN_SUBJECT=module.a.b"));
   CHECK(has("JETFAN_PUBLISHED=2025-12-01T19:23:37.000000042Z"));
   CHECK(has("JETFAN_TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));

@@ -17,6 +17,7 @@
 #include "exec_environment.hpp"
 #include "exec_options.hpp"
 #include "handler_client.hpp"
+#include "publish_line.hpp"
 #include "unique_fd.hpp"
 
 extern char** environ;
@@ -117,6 +118,22 @@ void notify(int eventfd) {
   const std::uint64_t one = 1;
   [[maybe_unused]] const auto ignored = ::write(eventfd, &one, sizeof one);
 }
+
+// A line of a command's for a log line: at most 200 bytes, control bytes made "?".
+std::string quoted(std::string_view line) {
+  std::string text(line.substr(0, 200));
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return "\"" + text + (line.size() > 200 ? "...\"" : "\"");
+}
+
+// A publish a command asked for, tied to its delivery as the line's index.
+struct LinePublish {
+  std::size_t line = 0;  // 1 for the first line
+  std::string subject;
+  std::future<Published> answer;
+};
 
 std::string describe(const CommandResult& result, const std::string& timeout) {
   const std::string took = " after " + std::to_string(result.took.count()) + " ms";
@@ -221,14 +238,57 @@ int run_exec(std::span<const std::string> args) {
     CommandSpec spec{options.command, delivery_environment(msg, options.handler, environ),
                      msg.payload,     options.timeout,
                      wip_every,       std::chrono::seconds(2),
-                     cancel.get()};
+                     cancel.get(),    kPublishFd,
+                     kMaxPublishLine};
+    // Each line on the publish descriptor is published as it comes, tied to the delivery as the
+    // line's index (its number less one), so that a redelivery's lines are duplicates the stream
+    // drops. After a line that is not a publish, nothing more is published: the delivery is NAK'd.
+    std::vector<LinePublish> publishes;
+    std::size_t lines = 0;
+    std::string bad_line;
+    auto publish_line = [&](std::string_view line, bool too_long) {
+      const std::size_t number = ++lines;
+      if (!bad_line.empty()) return;
+      const PublishLine parsed = parse_publish_line(line);
+      const std::string why = too_long ? "is longer than " + std::to_string(kMaxPublishLine) + " bytes" : parsed.error;
+      if (!why.empty()) {
+        bad_line = "publish line " + std::to_string(number) + " " + why;
+        err.write(prefix, bad_line + ": " + quoted(line) + "; nothing after it is published, and the message is NAK'd");
+        return;
+      }
+      publishes.push_back(
+          {number, std::string(parsed.subject),
+           client->publish(msg, parsed.subject, parsed.payload, {}, static_cast<std::uint32_t>(number - 1))});
+    };
     const CommandCallbacks callbacks{[&] { client->wip(msg); }, [&](std::string_view line) { out.write(prefix, line); },
-                                     [&](std::string_view line) { err.write(prefix, line); }};
+                                     [&](std::string_view line) { err.write(prefix, line); }, publish_line};
     const CommandResult result = run_command(spec, callbacks);
     const std::string what = "seq " + std::to_string(msg.stream_seq) + " (key " + msg.key + ", delivery " +
                              std::to_string(msg.deliveries) + "): " + describe(result, timeout_text);
+    if (result.kind == CommandResult::Kind::kExited && result.code == 0 && !bad_line.empty()) {
+      err.write(me, what + "; NAK: " + bad_line);
+      return Outcome::nak(std::nullopt, bad_line);
+    }
     if (result.kind == CommandResult::Kind::kExited && result.code == 0) {
-      err.write(me, what + "; ACK");
+      // The answers before the ACK (jetfan would hold it until then anyway): a publish that failed
+      // is logged with its line, and NAKs the message saying so. WIP meanwhile, as while it ran.
+      std::string failed;
+      for (auto& publish : publishes) {
+        while (publish.answer.wait_for(wip_every) != std::future_status::ready) client->wip(msg);
+        try {
+          publish.answer.get();
+        } catch (const PublishError& e) {
+          const std::string why = "publish line " + std::to_string(publish.line) + " to " + publish.subject +
+                                  " failed: " + e.code() + (e.reason().empty() ? "" : " " + e.reason());
+          err.write(prefix, why);
+          if (failed.empty()) failed = why;
+        }
+      }
+      if (!failed.empty()) {
+        err.write(me, what + "; NAK: " + failed);
+        return Outcome::nak(std::nullopt, failed);
+      }
+      err.write(me, what + (publishes.empty() ? "" : "; " + std::to_string(publishes.size()) + " published") + "; ACK");
       return Outcome::ack();
     }
     if (result.kind == CommandResult::Kind::kExited && result.code == kTermStatus) {

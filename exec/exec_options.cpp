@@ -26,6 +26,7 @@ payload is CMD's stdin; the rest of the message is in its environment:
   JETFAN_HEADERS       its NATS headers, one "Name: value" per line (empty: none)
   JETFAN_HEADER_<NAME> each header's value(s), one per line; <NAME> is the header's name in upper
                        case with each character other than A-Z and 0-9 made "_"
+  JETFAN_PUBLISH_FD    3: the descriptor CMD writes publishes to, one a line (below)
 CMD's exit status decides: 0 ACK; 100 TERM (poison), with the last line of its stderr as the
 reason; anything else, or death by a signal, NAK (redelivered later), with the exit and the last
 line of its stderr as the reason a dead letter gives. A command running longer
@@ -34,6 +35,16 @@ has exited or 2 s later) and NAK'd. While a command runs, its delivery gets WIP 
 handler's ack_timeout (from --config, else --ack-timeout; neither: every second), so jetfan does
 not time it out. CMD's stdout and stderr go to jetfan exec's stdout and stderr, each line prefixed
 "[seq N] ".
+
+Publishing (the handler's publish.subjects in jetfan's config, protocol version 3): each line CMD
+writes to descriptor 3 ($JETFAN_PUBLISH_FD; stdout is its log), "<subject> <payload>", publishes
+the payload (every byte after the first space, to the line end; "<subject>" alone: empty) to the
+subject through jetfan, as it is written: echo "builds.done $id" >&"$JETFAN_PUBLISH_FD". Each is
+tied to the message, as the line's number less one, so a redelivery's lines are duplicates the
+stream drops. After exit 0 jetfan exec waits for them to be stored, then ACKs; one that is not
+(logged with its line) NAKs the message. A line that is not a publish (empty, no subject, longer
+than 1 MiB + 4 KiB) is logged and NAKs the message, and nothing after it is published. A payload
+is one line of text: for headers or binary payloads, use a client library.
 
 --socket PATH is jetfan's socket; --config FILE is jetfan's config, for its socket and the
 handler's ack_timeout. SIGTERM or SIGINT: no new messages; running commands finish (a second

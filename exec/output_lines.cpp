@@ -38,3 +38,41 @@ void OutputLines::finish() {
 }
 
 }  // namespace jetfan
+
+namespace jetfan {
+
+WholeLines::WholeLines(Sink sink, std::size_t max_line) : sink_(std::move(sink)), max_line_(max_line) {}
+
+void WholeLines::append(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const auto end = bytes.find('\n');
+    const std::string_view piece = bytes.substr(0, end);
+    if (!dropping_) {
+      if (partial_.size() + piece.size() > max_line_) {
+        partial_.append(piece.substr(0, max_line_ - partial_.size()));
+        sink_(partial_, true);
+        partial_.clear();
+        dropping_ = true;
+      } else if (end != std::string_view::npos && partial_.empty()) {
+        sink_(piece, false);  // the whole line is here: no copy
+      } else {
+        partial_.append(piece);
+        if (end != std::string_view::npos) {
+          sink_(partial_, false);
+          partial_.clear();
+        }
+      }
+    }
+    if (end == std::string_view::npos) return;
+    dropping_ = false;
+    bytes.remove_prefix(end + 1);
+  }
+}
+
+void WholeLines::finish() {
+  if (!partial_.empty()) sink_(partial_, false);
+  partial_.clear();
+  dropping_ = false;
+}
+
+}  // namespace jetfan

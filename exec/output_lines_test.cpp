@@ -27,3 +27,21 @@ TEST_CASE("output lines: a line longer than the limit is passed on in pieces", "
   out.append("\n");
   CHECK(lines.back() == "ij");
 }
+
+TEST_CASE("whole lines: exact bytes wherever they arrive, a line too long passed on once, flagged", "[unit]") {
+  std::vector<std::string> lines;
+  jetfan::WholeLines in(
+      [&](std::string_view line, bool too_long) { lines.push_back((too_long ? "!" : "") + std::string(line)); }, 5);
+  in.append("a b\r\nc");
+  in.append("d\n\nabcde\nabcdefgh");
+  in.append("ij\nxy");
+  CHECK(lines == std::vector<std::string>{"a b\r", "cd", "", "abcde", "!abcde"});
+  in.finish();
+  CHECK(lines.back() == "xy");
+  lines.clear();
+  in.append("toolong");  // too long before its line end comes: passed on at once, the rest dropped
+  CHECK(lines == std::vector<std::string>{"!toolo"});
+  in.append("still\nok\n");
+  in.finish();
+  CHECK(lines == std::vector<std::string>{"!toolo", "ok"});
+}

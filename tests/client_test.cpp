@@ -282,3 +282,131 @@ TEST_CASE("C++ client: a version 1 and a version 2 client at once, each gets wha
   new_client.flush();
   CHECK(mesh.wait_settled());
 }
+
+// --- Publishing through jetfan (protocol version 3): publish(), wait(), tied publishes.
+
+namespace {
+
+const std::string kPublisher =
+    "  - name: builder\n    patterns: [\"#\"]\n    max_inflight: 2\n    publish:\n      subjects: [\"out.>\"]\n";
+
+std::string stored_header(const jetfan::example::MeshController::StoredMessage& message, const std::string& name) {
+  for (const auto& [key, value] : message.headers) {
+    if (key == name) return value;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("C++ client: publish() is stored where the handler may publish, with its headers, elsewhere not-allowed",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("OUT", {"out.>"});
+  mesh.start_jetfan(mesh.config(kPublisher));
+  HandlerClient client(mesh.socket_path(), "builder");
+  const jetfan::Published stored = client.wait(client.publish("out.made", "hello", {{"Trace", "7"}}));
+  CHECK((stored.stream == "OUT" && stored.seq == 1 && !stored.duplicate));
+  const auto message = mesh.controller().get_message("OUT", 1);
+  CHECK(message.subject == "out.made");
+  CHECK(message.payload == "hello");
+  CHECK(stored_header(message, "Trace") == "7");
+  try {
+    client.wait(client.publish("elsewhere.x", "no"));
+    FAIL("no PublishError");
+  } catch (const jetfan::PublishError& e) {
+    CHECK(e.code() == "not-allowed");
+    CHECK_THAT(e.reason(), Catch::Contains("its publish.subjects are out.>"));
+  }
+  CHECK(mesh.controller().stream_messages("OUT") == 1);
+}
+
+TEST_CASE("C++ client: a tied publish acked at once is stored once, across a redelivery, and the input settles",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("OUT", {"out.>"});
+  mesh.start_jetfan(mesh.config(kPublisher, kFastRetry));
+  HandlerClient client(mesh.socket_path(), "builder");
+  const auto seq = mesh.publish("a.b", "in");
+  const auto first = client.next();
+  REQUIRE(first);
+  auto made = client.publish(*first, "out.made", "follow-up");
+  client.nak(*first, 0);  // as if it failed after publishing
+  const auto again = client.next();
+  REQUIRE(again);
+  CHECK(again->stream_seq == seq);
+  // A pull loop acks right behind its tied publish: jetfan holds the ACK until the publish is stored.
+  auto made_again = client.publish(*again, "out.made", "follow-up");
+  client.ack(*again);
+  client.flush();
+  REQUIRE(mesh.wait_settled());
+  const jetfan::Published original = client.wait(std::move(made));
+  const jetfan::Published duplicate = client.wait(std::move(made_again));
+  CHECK_FALSE(original.duplicate);
+  CHECK(duplicate.duplicate);
+  CHECK(duplicate.seq == original.seq);
+  CHECK(mesh.controller().stream_messages("OUT") == 1);
+  CHECK(stored_header(mesh.controller().get_message("OUT", original.seq), "Nats-Msg-Id") ==
+        "jetfan:EVENTS:node1_builder:" + std::to_string(seq) + ":builder:0");
+}
+
+TEST_CASE("C++ client: run()'s workers publish and block on the futures, at max_inflight, and every one is stored",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("OUT", {"out.>"});
+  mesh.start_jetfan(mesh.config(kPublisher));
+  HandlerClient client(mesh.socket_path(), "builder");
+  for (int i = 0; i < 8; ++i) mesh.publish("a.b", std::to_string(i));
+  std::mutex mutex;
+  std::vector<std::uint64_t> seqs;
+  Background runner(
+      [&] {
+        client.run(
+            [&](const Delivery& msg) {
+              // Two of them each: a handler's publishes for one message, in order.
+              const auto one = client.publish(msg, "out.one", msg.payload).get();
+              const auto two = client.publish(msg, "out.two", msg.payload).get();
+              std::lock_guard lock(mutex);
+              seqs.insert(seqs.end(), {one.seq, two.seq});
+              return Outcome::ack();
+            },
+            {.workers = 4});
+      },
+      [&] { client.stop(); });
+  CHECK(mesh.wait_settled());
+  CHECK(wait_until([&] {
+    std::lock_guard lock(mutex);
+    return seqs.size() == 16;
+  }));
+  client.stop();
+  runner.join();
+  std::sort(seqs.begin(), seqs.end());
+  CHECK(std::adjacent_find(seqs.begin(), seqs.end()) == seqs.end());  // 16 messages, none stored twice
+  CHECK(mesh.controller().stream_messages("OUT") == 16);
+}
+
+TEST_CASE("C++ client: a publish unanswered when jetfan dies fails \"connection-lost\": it may have been stored",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("OUT", {"out.>"});
+  mesh.start_jetfan(mesh.config(kPublisher));
+  Log log;
+  HandlerClient client(mesh.socket_path(), "builder", {.reconnect = false, .log = log.sink()});
+  mesh.jetfan().signal(SIGSTOP);  // reads nothing, answers nothing
+  auto lost = client.publish("out.made", "x");
+  mesh.jetfan().signal(SIGKILL);
+  try {
+    client.wait(std::move(lost));
+    FAIL("no PublishError");
+  } catch (const jetfan::PublishError& e) {
+    CHECK(e.code() == "connection-lost");
+    CHECK(e.maybe_stored());
+  }
+  CHECK_THAT(log.get(), Catch::Contains("1 publishes unanswered failed as connection-lost"));
+  try {
+    client.wait(client.publish("out.made", "y"));
+    FAIL("no PublishError");
+  } catch (const jetfan::PublishError& e) {
+    CHECK(e.code() == "not-connected");
+  }
+}

@@ -172,7 +172,7 @@ TEST_CASE("exec: --concurrency N runs N commands at once", "[integration]") {
   };
   CHECK(wait_until([&] { return started() == 3; }));
   CHECK(started() == 3);  // the fourth waits for a free slot
-  std::ofstream(dir + "/go");
+  std::ofstream(dir + "/go").close();  // the commands wait for this file
   REQUIRE(mesh.wait_settled());
   CHECK(started() == 4);
 }
@@ -190,7 +190,7 @@ TEST_CASE("exec: SIGTERM lets running commands finish and confirms them, then ex
   REQUIRE(wait_until([&] { return std::filesystem::exists(dir + "/started"); }));
   exec.process.signal(SIGTERM);
   REQUIRE(exec.wait_err("taking no new messages"));
-  std::ofstream(dir + "/go");
+  std::ofstream(dir + "/go").close();
   CHECK(exec.process.wait(20s) == 0);
   CHECK_THAT(exec.err(), Catch::Contains("exited 0") && Catch::Contains("; ACK") && Catch::Contains("stopped"));
   CHECK(mesh.wait_settled());
@@ -221,4 +221,62 @@ TEST_CASE("exec: a bad command line, a missing or unrunnable command, an undecla
                  Catch::Contains("unknown handler \"nobody\"") && Catch::Contains("declares no handler \"nobody\""));
   // A usage error is its line and where the help is, not the whole help.
   CHECK_THAT(out, Catch::Contains("jetfan exec --help says how to use it.") && !Catch::Contains("usage: jetfan exec"));
+}
+
+TEST_CASE("exec: each line on $JETFAN_PUBLISH_FD is published, tied to the message as its index, then it is ACKed",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("OUT", {"out.>"});
+  mesh.start_jetfan(mesh.config(builder("    publish:\n      subjects: [\"out.>\"]\n")));
+  auto exec = start_exec(mesh, {},
+                         sh("echo \"out.x hello\" >&$JETFAN_PUBLISH_FD; echo log line; "
+                            "printf 'out.y second  one' >&$JETFAN_PUBLISH_FD"));
+  const auto seq = mesh.publish("a.b", "in");
+  REQUIRE(mesh.wait_settled());
+  REQUIRE(exec.wait_err("; ACK"));
+  CHECK_THAT(exec.err(), Catch::Contains("exited 0 after") && Catch::Contains("; 2 published; ACK"));
+  CHECK_THAT(exec.out(), Catch::Contains("log line"));
+  REQUIRE(mesh.controller().stream_messages("OUT") == 2);
+  const auto first = mesh.controller().get_message("OUT", 1), second = mesh.controller().get_message("OUT", 2);
+  CHECK((first.subject == "out.x" && first.payload == "hello"));
+  CHECK((second.subject == "out.y" && second.payload == "second  one"));  // a last line without "\n" too
+  const std::string msg_id = "jetfan:EVENTS:node1_builder:" + std::to_string(seq) + ":builder:";
+  auto id_of = [](const auto& message) {
+    for (const auto& [name, value] : message.headers) {
+      if (name == "Nats-Msg-Id") return value;
+    }
+    return std::string();
+  };
+  CHECK(id_of(first) == msg_id + "0");
+  CHECK(id_of(second) == msg_id + "1");
+}
+
+TEST_CASE("exec: a line that is not a publish NAKs the message, and so does a publish jetfan refuses, logged with it",
+          "[integration]") {
+  Mesh mesh;
+  mesh.controller().create_stream("OUT", {"out.>"});
+  mesh.start_jetfan(mesh.config(builder("    publish:\n      subjects: [\"out.>\"]\n"), kFastRetry));
+  // The first delivery writes a line without a subject, the second one a subject it may not publish
+  // to, the third does it right.
+  auto exec =
+      start_exec(mesh, {},
+                 sh("case $JETFAN_DELIVERIES in "
+                    "1) echo ' no subject' >&$JETFAN_PUBLISH_FD; echo 'out.never after it' >&$JETFAN_PUBLISH_FD ;; "
+                    "2) echo 'elsewhere.x hi' >&$JETFAN_PUBLISH_FD ;; "
+                    "*) echo 'out.x at last' >&$JETFAN_PUBLISH_FD ;; esac"));
+  mesh.publish("a.b", "in");
+  REQUIRE(mesh.wait_settled());
+  REQUIRE(exec.wait_err("; ACK"));
+  const auto err = exec.err();
+  CHECK_THAT(err, Catch::Contains("[seq 1] publish line 1 starts with a space, not with a subject: \" no subject\"; "
+                                  "nothing after it is published, and the message is NAK'd"));
+  CHECK_THAT(err, Catch::Contains("(key a.b, delivery 1): exited 0 after") &&
+                      Catch::Contains("; NAK: publish line 1 starts with a space"));
+  CHECK_THAT(err, Catch::Contains("[seq 1] publish line 1 to elsewhere.x failed: not-allowed handler \"builder\" may "
+                                  "not publish to \"elsewhere.x\""));
+  CHECK_THAT(err, Catch::Contains("(key a.b, delivery 2): exited 0") &&
+                      Catch::Contains("; NAK: publish line 1 to elsewhere.x failed: not-allowed"));
+  CHECK_THAT(err, Catch::Contains("(key a.b, delivery 3): exited 0") && Catch::Contains("; 1 published; ACK"));
+  REQUIRE(mesh.controller().stream_messages("OUT") == 1);
+  CHECK(mesh.controller().get_message("OUT", 1).payload == "at last");
 }

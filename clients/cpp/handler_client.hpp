@@ -31,7 +31,7 @@
 //   newer delivery.
 // - Backpressure. jetfan sends at most READY's max-unconfirmed deliveries at a time (the handler's
 //   max_inflight in jetfan's config); run() holds (queued plus in its workers) no more than that,
-//   and stops reading while it holds that many.
+//   and stops reading while it holds that many, unless a publish waits for its answer.
 // - Ordered handlers (order_by in jetfan's config) need nothing more: jetfan never sends two
 //   deliveries of one order key at once, so run()'s workers are always busy with different keys.
 // - Protocol version. The client asks for ClientOptions::protocol_version (3 by default) and
@@ -44,15 +44,49 @@
 // - Confirmations made on the thread that calls next() are buffered and written together just
 //   before next() waits for input (or by flush()); confirmations made on any other thread, and
 //   every WIP, are written at once.
+// - Publishing (protocol version 3; PROTOCOL.md "Publishing"): publish() sends a message through
+//   jetfan's own connection to NATS, to a subject the handler's publish.subjects in jetfan's config
+//   allow, and returns a std::future that holds where JetStream stored it (Published) or a
+//   PublishError saying why it was not, or may not have been. The tied form, publish(delivery, ...),
+//   ties the publish to a delivery: jetfan gives it a Nats-Msg-Id of its making (a redelivery that
+//   publishes again with the same index is dropped by the stream as a duplicate) and holds the
+//   delivery's ACK until every publish tied to it is stored, a failed one turning the ACK into a
+//   NAK (an ack() after the client has read the PUBERR sends that NAK itself, saying why). So a
+//   handler may publish tied and ack at once, without waiting:
+//
+//     client.publish(*msg, "builds.started", body);  // index 0: its first publish for *msg
+//     client.ack(*msg);                              // counts once the publish is stored
+//
+//   The answers come on the connection, and are read by whoever reads it: the thread in next() or
+//   run(), or a wait(). In run(), the reading thread reads for as long as a callback runs, stop()
+//   or not, so a callback may block on its future (future.get()). In a pull loop, nothing reads
+//   between two calls of next(): the thread that calls next() waits for an answer with
+//   client.wait(future), which reads the connection itself while no one else does (answering
+//   PING, keeping the MSGs it meets for the next next()); future.get() there would wait forever.
+//   wait() is right on any thread, and the one way to wait that is right everywhere.
+//   A publish that cannot go out fails at once, and is never sent: "unsupported" on a connection
+//   that speaks version 1 or 2, "not-connected" while the client has no connection, and what
+//   jetfan would answer for a subject, header or body it refuses from the bytes alone, or for a tied
+//   publish whose delivery is not unconfirmed on the current connection ("not-in-flight"). A tied
+//   publish that fails before it is sent makes the delivery's ack() send a NAK instead (with why),
+//   as jetfan would for one it could not store. A connection that ends with publishes unanswered
+//   fails each with "connection-lost": they may have been stored. Nothing is resent by itself.
+//   Bounds: jetfan's (publish.max_in_flight, max_bytes). Past them jetfan reads the connection no
+//   more until the server answers, and a publish() (or confirmation) then blocks in its write, as
+//   does the reader when it handles what it read; the server's answers (or publish.timeout) end
+//   that, whether or not anyone reads them, so it cannot deadlock. stop() ends such a write; nothing
+//   more is written on that connection then.
 //
 // Threads: next() and run() are for one thread at a time, and not both at once. ack(), nak(),
-// term(), wip(), flush(), ready() and stop() may be called from any thread; stop() also from a
-// signal handler. The client must outlive every call into it.
+// term(), wip(), publish(), wait(), flush(), ready() and stop() may be called from any thread;
+// stop() also from a signal handler. The client must outlive every call into it; a future still
+// unanswered when the client is destroyed holds "connection-lost".
 
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -87,6 +121,9 @@ class ClientError : public std::runtime_error {
   proto::ErrorCode code_;
 };
 
+// NATS headers as (name, value), in order; a name may come more than once.
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
 // One delivery of a message to this handler.
 struct Delivery {
   std::uint64_t id = 0;          // this client's name for the delivery; never reused
@@ -110,7 +147,7 @@ struct Delivery {
   std::optional<std::string> traceparent;
 
   // Every header as (name, value), in order; a repeated name once per value.
-  std::vector<std::pair<std::string, std::string>> header_list() const;
+  Headers header_list() const;
   // The first value of header `name` (names match case-insensitively).
   std::optional<std::string> header(std::string_view name) const;
 };
@@ -148,6 +185,44 @@ class Nak : public std::runtime_error {
 
  private:
   std::optional<std::uint64_t> delay_ms_;
+};
+
+// Where JetStream stored a publish (jetfan's PUBOK).
+struct Published {
+  std::string stream;     // the stream that captured the subject
+  std::uint64_t seq = 0;  // its sequence there
+  // The stream held it already under its Nats-Msg-Id (within its duplicate window): a tied publish
+  // made again by a redelivery, or a Nats-Msg-Id of the handler's. `seq` is that earlier copy's.
+  bool duplicate = false;
+};
+
+// Why a publish was not stored, or may not have been: what a publish()'s future holds instead of a
+// Published. code() is jetfan's PUBERR code as sent (PROTOCOL.md "Publishing": not-allowed,
+// bad-subject, bad-headers, too-large, not-in-flight, busy-id, no-stream, refused, timeout,
+// server-down; one a later jetfan adds is kept as it comes), or one of the client's own:
+//   "connection-lost"  the connection ended before the answer came: it may have been stored
+//   "not-connected"    the client had no connection (it was reconnecting): not sent
+//   "unsupported"      the connection speaks protocol version 1 or 2, which cannot publish: not sent
+// The client also fails with jetfan's code, without sending, what jetfan would refuse from the bytes
+// alone: a subject that is not one to publish to, or too long for the line (bad-subject), a header
+// name or value that cannot be written (bad-headers), a body over the protocol's 64 MiB
+// (too-large), a tied publish whose delivery is not unconfirmed on this connection (not-in-flight).
+// Programs compare codes; what() and reason() are for people.
+class PublishError : public std::runtime_error {
+ public:
+  PublishError(std::string code, std::string reason)
+      : std::runtime_error("publish failed: " + code + (reason.empty() ? "" : ": " + reason)),
+        code_(std::move(code)),
+        reason_(std::move(reason)) {}
+  const std::string& code() const { return code_; }
+  const std::string& reason() const { return reason_; }
+  // It may have been stored all the same ("timeout", "connection-lost"): publishing it again may
+  // make a second copy, unless it carries a Nats-Msg-Id (a tied publish does).
+  bool maybe_stored() const { return code_ == "timeout" || code_ == "connection-lost"; }
+
+ private:
+  std::string code_;
+  std::string reason_;
 };
 
 struct ClientOptions {
@@ -207,7 +282,28 @@ class HandlerClient {
   bool term(std::uint64_t id, std::string_view reason = {});
   bool wip(std::uint64_t id);
 
-  // Writes the confirmations buffered so far.
+  // Publishes `payload` to `subject` with `headers` (none: no header block) through jetfan (see
+  // "Publishing" above). The future holds a Published once JetStream has stored it, else a
+  // PublishError; publish() itself throws nothing but std::bad_alloc. Made on the thread that calls
+  // next(), the PUB is buffered as a confirmation is, and written before next() or wait() waits.
+  std::future<Published> publish(std::string_view subject, std::string_view payload, const Headers& headers = {});
+  // The same, tied to `delivery` as its `index`-th publish (PROTOCOL.md "Publishing"): by default one
+  // more than the highest index of a publish sent tied to it so far, 0 for the first, so 0, 1, 2, ...
+  // in the order they are made. Give each publish of a delivery its own index, the same one each time
+  // the message is handled: that is what makes a redelivery's publish a duplicate JetStream drops.
+  // Make them before the delivery's ack(), which jetfan then holds until they are stored.
+  std::future<Published> publish(const Delivery& delivery, std::string_view subject, std::string_view payload,
+                                 const Headers& headers = {}, std::optional<std::uint32_t> index = std::nullopt);
+
+  // The result of a publish(): its Published, or throws its PublishError. Whenever no other thread
+  // is reading the connection (in next(), run() or a wait()), it reads it itself until the answer
+  // comes: the way for the thread that calls next() to wait for a publish. stop() does
+  // not cut it short: jetfan answers every PUB within the handler's publish.timeout, or the
+  // connection ends ("connection-lost"). What it reads besides is kept: MSGs for the next next()
+  // (NAK'd at once after stop()), an ERR or broken framing for next() or run() to throw.
+  Published wait(std::future<Published> published);
+
+  // Writes the confirmations (and publishes) buffered so far.
   void flush();
 
   // Ends next() and run() (see there) and any wait for a reconnect. Final; async-signal-safe.

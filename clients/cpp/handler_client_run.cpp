@@ -1,7 +1,11 @@
 // HandlerClient::run(): the callback API. The calling thread reads and queues deliveries; worker
 // threads call the callback and confirm.
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -10,6 +14,7 @@
 
 #include "handler_client.hpp"
 #include "handler_client_state.hpp"
+#include "unique_fd.hpp"
 
 namespace jetfan {
 namespace {
@@ -96,6 +101,9 @@ void HandlerClient::run(const Callback& callback, RunOptions options) {
   };
   std::vector<std::thread> workers;
   const unsigned count = std::max(1u, options.workers);
+  // Readable once every worker has returned.
+  const UniqueFd workers_done(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  std::atomic<unsigned> running{count};
   for (unsigned i = 0; i < count; ++i) {
     workers.emplace_back([&] {
       while (auto delivery = queue.pop()) {
@@ -106,13 +114,45 @@ void HandlerClient::run(const Callback& callback, RunOptions options) {
         }
         confirm(*delivery, call(*delivery));
       }
+      if (running.fetch_sub(1) == 1) {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const auto ignored = ::write(workers_done.get(), &one, sizeof one);
+      }
     });
   }
-  // Whatever ends the loop: the callbacks in progress finish and their confirmations go out.
+  // Whatever ends the loop: the callbacks in progress finish and their confirmations go out. A
+  // callback may be waiting for a publish's answer, which only reading brings: this thread reads
+  // on until the last has returned, NAK'ing what arrives meanwhile (it will not be started).
   auto finish = [&] {
     for (const auto& never_started : queue.close()) nak(never_started);
+    std::exception_ptr failed;
+    {
+      State::ReadTurn turn(state);
+      bool reading = static_cast<bool>(workers_done);
+      while (reading && state.connected) {
+        std::optional<Delivery> delivery;
+        try {
+          switch (state.step(workers_done.get(), delivery)) {
+            case State::Step::kDelivery:
+              state.nak_unstarted(*delivery);
+              break;
+            case State::Step::kWoken:
+            case State::Step::kLost:
+              reading = false;
+              break;
+            case State::Step::kHandled:
+              break;
+          }
+        } catch (const ClientError&) {
+          failed = std::current_exception();  // the connection is dropped: the callbacks' publishes fail
+        }
+      }
+      for (const auto& unstarted : state.early) state.nak_unstarted(unstarted);  // a callback's wait() read them
+      state.early.clear();
+    }
     for (auto& worker : workers) worker.join();
     flush();
+    return failed;
   };
   try {
     std::uint64_t connection = connections();
@@ -131,7 +171,7 @@ void HandlerClient::run(const Callback& callback, RunOptions options) {
     finish();
     throw;
   }
-  finish();
+  if (const auto failed = finish()) std::rethrow_exception(failed);
 }
 
 }  // namespace jetfan
