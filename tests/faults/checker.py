@@ -35,6 +35,7 @@ import os
 from collections import defaultdict
 
 import dead_letter_rule
+import follow_up_rule
 import records
 from progress import load_full_consumer, load_monitor, progress_figures
 
@@ -551,6 +552,16 @@ def check(workdir):
     acked_twice = [seq for seq, rs in acks_by_seq.items()
                    if any(a.aux == b.aux and not server_restarted_between(a.t, b.t) for a, b in zip(rs, rs[1:]))]
     acked_again = sum(1 for rs in acks_by_seq.values() if len(rs) > 1)
+    # --- follow-ups published through jetfan, tied to their message: follow_up_rule.py ---
+    follow_ups = follow_up_rule.load_follow_ups(os.path.join(workdir, "follow_ups.txt"))
+    settled_ids = {seq_to_id[seq] for seq in settled_at_server if seq in seq_to_id}
+    for h in handlers:
+        if not h.get("follow_up"):
+            continue
+        wants = {i for i in stored if matches_any(h["patterns"], _key_of(keys, i))}
+        rule = follow_up_rule.check_follow_ups(wants, settled_ids, follow_ups.get(h["name"], {}))
+        result_handlers[h["name"]]["follow_up_rule"] = rule
+        findings += [f"FOLLOW-UPS: handler {h['name']}: {w}" for w in follow_up_rule.broken(rule)]
     if premature:
         findings.append(f"ACKED BEFORE ALL CONFIRMED: jetfan acked {len(premature)} message(s) at the server before "
                         f"every handler it is for had confirmed, e.g. {premature[:2]}")

@@ -1,7 +1,7 @@
 // faults-handler: a recording jetfan handler on the C++ client (clients/cpp/handler_client.hpp).
 //
 //   faults-handler SOCKET NAME RECORD_FILE [--poison MOD:REM] [--slow-us US] [--reconnect-every N]
-//                  [--never-confirm 1] [--batch 1] [--nak-first 1]
+//                  [--never-confirm 1] [--batch 1] [--nak-first 1] [--follow-up PREFIX]
 //
 // Records every delivery it gets and every answer it gives (record_log.hpp), kind:
 //   1 delivered   stream_seq, id (the payload's number), aux = the server's delivery count
@@ -21,7 +21,9 @@
 // time it comes (the server's delivery count 1, as aux), ACK it later. Each answer is written to the socket at
 // once and recorded after that, so "acked" on record means jetfan can read the ACK; --batch 1
 // leaves answers to the client's batching (one write per burst) for the soak, where nothing is
-// killed. Whenever jetfan is away it
+// killed. --follow-up PREFIX: before each ACK, publish the message's payload to PREFIX<id> through
+// jetfan, tied to the delivery (index 0), without waiting for the answer: jetfan holds the ACK
+// until the follow-up is stored (and makes it a NAK if it is not). Whenever jetfan is away it
 // keeps trying to connect, so it rides out jetfan being killed and restarted. The harness ends it
 // with a signal: its records are safe whatever ends it.
 //
@@ -50,6 +52,7 @@ struct Options {
   bool never_confirm = false;
   bool batch = false;
   bool nak_first = false;
+  std::string follow_up;  // PREFIX of a tied publish before each ACK; empty: none
 };
 
 std::uint64_t payload_id(const std::string& payload, std::string_view& key_in_payload) {
@@ -94,6 +97,10 @@ void serve(jetfan::HandlerClient& client, const Options& options, RecordLog& log
     const bool poison = (options.poison_mod && record.id % options.poison_mod == options.poison_rem) ||
                         (options.nak_first && server_deliveries == 1);
     record.kind = poison ? kNaked : kAcked;
+    if (!poison && !options.follow_up.empty()) {
+      // Its answer is jetfan's business: the ACK below counts only once the follow-up is stored.
+      (void)client.publish(*message, options.follow_up + std::to_string(record.id), message->payload);
+    }
     poison ? client.nak(message->id) : client.ack(message->id);
     if (options.batch) {
       log.append(record);  // the answer goes out with the next read, perhaps after this process dies
@@ -140,7 +147,7 @@ int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: faults-handler SOCKET NAME RECORD_FILE [--poison MOD:REM] [--slow-us US] [--reconnect-every "
-                 "N] [--never-confirm 1] [--batch 1] [--nak-first 1]\n");
+                 "N] [--never-confirm 1] [--batch 1] [--nak-first 1] [--follow-up PREFIX]\n");
     return 64;
   }
   Options options{argv[1], argv[2], argv[3]};
@@ -158,6 +165,8 @@ int main(int argc, char** argv) {
       options.nak_first = value == "1";
     } else if (flag == "--batch") {
       options.batch = value == "1";
+    } else if (flag == "--follow-up") {
+      options.follow_up = value;
     } else if (flag == "--never-confirm") {
       options.never_confirm = value == "1";
     } else {

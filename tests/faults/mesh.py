@@ -35,7 +35,7 @@ class HandlerSpec:
     """A declared handler: its patterns, and its instances (each a list of faults-handler flags)."""
 
     def __init__(self, name, patterns, instances=(), poison=None, ghost=False, ack_timeout="5s", order_by=None,
-                 max_attempts=None, dead_letter=None):
+                 max_attempts=None, dead_letter=None, follow_up=None):
         self.name = name
         self.order_by = order_by  # handlers[].order_by, or None: unordered
         self.patterns = list(patterns)
@@ -45,6 +45,11 @@ class HandlerSpec:
         self.ack_timeout = ack_timeout
         self.max_attempts = max_attempts  # handlers[].retry.max_attempts, or None: unlimited
         self.dead_letter = dead_letter    # handlers[].dead_letter.subject (in DEAD_LETTER_STREAM), or None
+        # The prefix of the follow-up it publishes through jetfan for each message, tied to it
+        # (faults-handler --follow-up; <prefix>.<id> in FOLLOW_UP_STREAM), or None
+        self.follow_up = follow_up
+        if follow_up:
+            self.instances = [flags + ["--follow-up", follow_up + "."] for flags in self.instances]
 
     def wants(self, ident):
         return matches_any(self.patterns, key_of(ident))
@@ -66,6 +71,9 @@ def standard_handlers(reconnect_loop=False, ghost_instance=False):
         # publishes each to the dead-letter stream, under the same faults, and only then settles it.
         HandlerSpec("L", ["b.*", "c.x", "a.z"], [["--poison", "23:4"]], poison=(23, 4), max_attempts=3,
                     dead_letter="dlq.faults.L"),
+        # Publishes a follow-up of each message through jetfan, tied to it, and ACKs at once: jetfan
+        # holds the ACK until the follow-up is stored. Two instances.
+        HandlerSpec("F", ["a.y", "b.c.d"], [[], []], follow_up="follow.F"),
     ]
 
 
@@ -198,6 +206,8 @@ class Run:
                 lines.append(f"    retry: {{max_attempts: {h.max_attempts}, backoff: 100ms, backoff_max: 400ms}}")
             if h.dead_letter:
                 lines.append(f"    dead_letter: {{subject: {h.dead_letter}}}")
+            if h.follow_up:
+                lines.append(f"    publish: {{subjects: [\"{h.follow_up}.>\"]}}")
         lines += ["delivery:", "  nak_delay: 200ms", f"  nak_delay_max: {int(s.nak_delay_max_s * 1000)}ms",
                   f"  drain_timeout: {int(s.drain_timeout_s * 1000)}ms"]
         self.config_path = os.path.join(self.dir, "jetfan.yaml")

@@ -18,7 +18,7 @@ import faults_lib as F
 import records
 from mesh import KEYS, Run, Settings, key_of, payload_of, standard_handlers
 from proc import die_with_parent, free_port, read_text, wait_until
-from servers import DEAD_LETTER_STREAM, DURABLE, STREAM
+from servers import DEAD_LETTER_STREAM, DURABLE, FOLLOW_UP_STREAM, STREAM
 
 
 class Scenario:
@@ -208,6 +208,7 @@ def finish(run, info, settle_timeout, heal=heal_all, stop=None):
                            os.path.join(run.dir, "audit.log"))
     info["audited"] = audit == 0
     info["dead_letters"] = dump_dead_letters(run)
+    info["follow_ups"] = dump_follow_ups(run)
 
 
 def dump_dead_letters(run):
@@ -240,6 +241,33 @@ def dump_dead_letters(run):
     return len(letters)
 
 
+def dump_follow_ups(run):
+    """Reads the follow-up stream, once the audit is done, into follow_ups.txt ("<handler> <id>" a
+    follow-up) for the checker's follow-up rule. A follow-up that is not its message's (subject,
+    payload) or whose Nats-Msg-Id is not jetfan's for that message is a finding. Returns how many."""
+    specs = {h.follow_up: h for h in run.handlers if h.follow_up}
+    if not specs:
+        return 0
+    follow_ups = run.tool.stream_messages(FOLLOW_UP_STREAM)
+    with open(os.path.join(run.dir, "follow_ups.txt"), "w") as out:
+        for m in follow_ups:
+            prefix, _, digits = m["subject"].rpartition(".")
+            spec = specs.get(prefix)
+            ident = int(digits) if digits.isdigit() else -1
+            wrong = []
+            if spec is None:
+                wrong.append(f"subject {m['subject']} is no handler's")
+            if m["data"] != payload_of(ident, run.settings.size):
+                wrong.append(f"payload {m['data'][:40]!r} is not message {ident}'s")
+            msg_id = m["headers"].get("Nats-Msg-Id", "")
+            if not (msg_id.startswith(f"jetfan:{STREAM}:{DURABLE}:") and spec and msg_id.endswith(f":{spec.name}:0")):
+                wrong.append(f"Nats-Msg-Id {msg_id!r} is not jetfan's")
+            if wrong:
+                run.event("finding", what=f"follow-up {m['seq']} of {FOLLOW_UP_STREAM}: " + "; ".join(wrong))
+            out.write(f"{spec.name if spec else '?'} {ident}\n")
+    return len(follow_ups)
+
+
 def subprocess_run(argv, log):
     with open(log, "ab") as out:
         return subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=120,
@@ -253,6 +281,7 @@ def write_info(run, info):
                 cluster_size=run.cluster_size,
                 handlers=[{"name": h.name, "patterns": h.patterns, "poison": h.poison, "ghost": h.ghost,
                            "order_by": h.order_by, "max_attempts": h.max_attempts, "dead_letter": h.dead_letter,
+                           "follow_up": h.follow_up,
                            "ack_timeout_s": float(h.ack_timeout.rstrip("s")),
                            "record_files": [os.path.basename(p) for p in run.handler_record_files(h.name)]}
                           for h in run.handlers])

@@ -15,6 +15,7 @@ from proc import Proc, die_with_parent, free_port, read_text, wait_until
 STREAM = "EVENTS"
 DURABLE = "faults"
 DEAD_LETTER_STREAM = "FAULTS_DLQ"  # captures dlq.>: the handlers' dead-letter subjects
+FOLLOW_UP_STREAM = "FAULTS_FOLLOW"  # captures follow.>: what handlers publish through jetfan (tied)
 
 
 def nats_server_binary():
@@ -197,10 +198,15 @@ class NatsTool:
         consumer["config"].update(consumer_extra or {})
         dead_letters = {"name": DEAD_LETTER_STREAM, "subjects": ["dlq.>"], "storage": "file",
                         "num_replicas": replicas, "retention": "limits", "discard": "old"}
+        # The default duplicate window (2 minutes) outlasts any run: a follow-up a redelivery publishes
+        # again is always dropped.
+        follow_ups = {"name": FOLLOW_UP_STREAM, "subjects": ["follow.>"], "storage": "file",
+                      "num_replicas": replicas, "retention": "limits", "discard": "old"}
         deadline = time.monotonic() + timeout
         last = None
         for subject, body in ((f"$JS.API.STREAM.CREATE.{STREAM}", stream),
                               (f"$JS.API.STREAM.CREATE.{DEAD_LETTER_STREAM}", dead_letters),
+                              (f"$JS.API.STREAM.CREATE.{FOLLOW_UP_STREAM}", follow_ups),
                               (f"$JS.API.CONSUMER.DURABLE.CREATE.{STREAM}.{DURABLE}", consumer)):
             while True:
                 try:

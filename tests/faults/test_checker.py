@@ -726,5 +726,47 @@ class DeadLetteredSeqsTest(unittest.TestCase):
             self.assertIn('"handler \\"{}\\": stream seq {} dead-lettered ({}): stored in stream', f.read())
 
 
+
+class FollowUpRuleTest(unittest.TestCase):
+    """The follow-up rule (follow_up_rule.py): every message acknowledged at the server has its
+    follow-up stored, none more than once, none for a message the handler does not match."""
+
+    @staticmethod
+    def verdict(wants, settled, copies):
+        import follow_up_rule
+        result = follow_up_rule.check_follow_ups(set(wants), set(settled), copies)
+        return result, follow_up_rule.broken(result)
+
+    def test_one_follow_up_of_each_settled_message_passes(self):
+        result, broken = self.verdict({1, 2, 3}, {1, 2}, {1: 1, 2: 1, 3: 1})
+        self.assertEqual(broken, [])
+        self.assertEqual(result["stored"], 3)
+
+    def test_a_message_settled_without_its_follow_up_fails(self):
+        result, broken = self.verdict({1, 2}, {1, 2}, {1: 1})
+        self.assertEqual(result["missing_sample"], [2])
+        self.assertIn("without their follow-up stored", broken[0])
+
+    def test_an_unsettled_message_may_lack_its_follow_up(self):
+        self.assertEqual(self.verdict({1, 2}, {1}, {1: 1})[1], [])
+
+    def test_a_follow_up_stored_twice_fails(self):
+        result, broken = self.verdict({1}, {1}, {1: 2})
+        self.assertEqual(result["doubled_sample"], [1])
+        self.assertIn("more than once", broken[0])
+
+    def test_a_follow_up_of_a_message_not_matched_fails(self):
+        self.assertEqual(self.verdict({1}, {1}, {1: 1, 9: 1})[0]["unexpected_sample"], [9])
+
+    def test_follow_ups_txt_is_read_per_handler(self):
+        import follow_up_rule
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("F 3\nF 3\nF 4\nG 1\n")
+        loaded = follow_up_rule.load_follow_ups(f.name)
+        os.unlink(f.name)
+        self.assertEqual(dict(loaded["F"]), {3: 2, 4: 1})
+        self.assertEqual(dict(loaded["G"]), {1: 1})
+        self.assertEqual(dict(follow_up_rule.load_follow_ups(f.name)), {})
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,60 @@
+"""The follow-up rule of the checker, for handlers that publish a follow-up of each message through
+jetfan, tied to it (faults-handler --follow-up; PROTOCOL.md "Publishing"). Pure.
+
+For every handler h with a follow-up, and every stored message it matches:
+  - if the server took jetfan's +ACK of the message, h's follow-up of it is stored: jetfan holds an
+    ACK until the publishes tied to it are stored, under every fault;
+  - h's follow-up of it is stored at most once: a redelivery's publish carries the same Nats-Msg-Id,
+    which the stream drops within its duplicate window (longer than a run);
+and no follow-up is stored for a message h does not match.
+"""
+
+from collections import defaultdict
+
+
+def load_follow_ups(path):
+    """follow_ups.txt, one stored follow-up a line, "<handler> <id>" (as the harness reads them from
+    the follow-up stream after the audit): {handler: {id: copies}}. Missing file: none."""
+    out = defaultdict(lambda: defaultdict(int))
+    try:
+        with open(path) as f:
+            for line in f:
+                name, _, ident = line.strip().partition(" ")
+                if ident.lstrip("-").isdigit():
+                    out[name][int(ident)] += 1
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def check_follow_ups(wants, settled, copies):
+    """wants: the stored ids h matches; settled: the ids whose +ACK the server took; copies: {id:
+    follow-ups stored}. The figures, and samples of what breaks the rule."""
+    missing = sorted(i for i in wants & settled if copies.get(i, 0) == 0)
+    doubled = sorted(i for i, n in copies.items() if n > 1)
+    unexpected = sorted(i for i in copies if i not in wants)
+    return {
+        "stored": sum(copies.values()),
+        "settled": len(wants & settled),
+        "missing": len(missing),
+        "missing_sample": missing[:10],
+        "doubled": len(doubled),
+        "doubled_sample": doubled[:10],
+        "unexpected": len(unexpected),
+        "unexpected_sample": unexpected[:10],
+    }
+
+
+def broken(result):
+    """What the figures of check_follow_ups break, one line each."""
+    out = []
+    if result["missing"]:
+        out.append(f"{result['missing']} message(s) acknowledged at the server without their follow-up stored, "
+                   f"e.g. ids {result['missing_sample'][:5]}")
+    if result["doubled"]:
+        out.append(f"{result['doubled']} message(s) with their follow-up stored more than once, e.g. ids "
+                   f"{result['doubled_sample'][:5]}")
+    if result["unexpected"]:
+        out.append(f"{result['unexpected']} follow-up(s) of messages the handler does not match, e.g. ids "
+                   f"{result['unexpected_sample'][:5]}")
+    return out
