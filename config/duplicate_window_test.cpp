@@ -6,7 +6,7 @@ using namespace jetfan;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-TEST_CASE("duplicate window: AckWait x the fewer of MaxDeliver and max_attempts; none: unbounded", "[unit]") {
+TEST_CASE("duplicate window: AckWait x the fewer of MaxDeliver and max_attempts, none: unbounded", "[unit]") {
   DuplicateWindowFacts facts{"builder", "OUT", minutes(2), seconds(30), 5, 0};
   CHECK(redelivery_span(facts) == seconds(150));
   facts.max_attempts = 3;
@@ -17,7 +17,7 @@ TEST_CASE("duplicate window: AckWait x the fewer of MaxDeliver and max_attempts;
   CHECK_FALSE(redelivery_span(facts));
 }
 
-TEST_CASE("duplicate window: long enough is quiet; short or unbounded is a warning saying what to set", "[unit]") {
+TEST_CASE("duplicate window: long enough is quiet, short or unbounded is a warning saying what to set", "[unit]") {
   DuplicateWindowFacts facts{"builder", "OUT", minutes(2), seconds(30), 4, 0};
   CHECK_FALSE(duplicate_window_problem(facts));  // 2m = 30s x 4
   facts.max_deliver = 5;

@@ -171,7 +171,7 @@ TEST_CASE("exec: --concurrency N runs N commands at once", "[integration]") {
     return n;
   };
   CHECK(wait_until([&] { return started() == 3; }));
-  CHECK(started() == 3);  // the fourth waits for a free slot
+  CHECK(started() == 3);               // the fourth waits for a free slot
   std::ofstream(dir + "/go").close();  // the commands wait for this file
   REQUIRE(mesh.wait_settled());
   CHECK(started() == 4);

@@ -73,7 +73,7 @@ TEST_CASE("a connection with max_in_flight publishes waiting is read no more unt
   CHECK(mesh.controller().stream_messages("OUT") == 3);
 }
 
-TEST_CASE("a PUB tied to a delivery of another connection is answered not-in-flight; that delivery goes on",
+TEST_CASE("a PUB tied to a delivery of another connection is answered not-in-flight, and that delivery goes on",
           "[integration]") {
   Mesh mesh;
   mesh.controller().create_stream("OUT", {"out.>"});
