@@ -9,7 +9,29 @@ For every handler h with a follow-up, and every stored message it matches:
 and no follow-up is stored for a message h does not match.
 """
 
+import re
 from collections import defaultdict
+
+# jetfan's warning when it turns a handler's ACK into a NAK because a publish tied to the delivery
+# was not stored (daemon/HandlerPublisher): the handler's ACK on record did not count.
+_TURNED = re.compile(r'handler "([^"]+)" \(connection [^)]*\): delivery \d+ of stream seq (\d+) .*'
+                     r'jetfan made its ACK a NAK')
+
+
+def acks_turned_into_naks(jetfan_log_text):
+    """{handler: {stream seq}} of the ACKs jetfan turned into NAKs (a tied publish not stored)."""
+    out = defaultdict(set)
+    for m in _TURNED.finditer(jetfan_log_text):
+        out[m.group(1)].add(int(m.group(2)))
+    return out
+
+
+def held_ack_redelivery(sub, seq, turned):
+    """Whether a follow-up handler's message given again after its ACK is the ACK's due: that ACK
+    counts only once the tied follow-up is stored, so the message comes again when jetfan turned it
+    into a NAK (`turned`: the seqs it did for this handler), or when a restarted nats-server
+    redelivered it before jetfan's +ACK reached it (`sub` "server_restarted")."""
+    return seq in turned or sub == "server_restarted"
 
 
 def load_follow_ups(path):

@@ -758,6 +758,19 @@ class FollowUpRuleTest(unittest.TestCase):
     def test_a_follow_up_of_a_message_not_matched_fails(self):
         self.assertEqual(self.verdict({1}, {1}, {1: 1, 9: 1})[0]["unexpected_sample"], [9])
 
+    def test_acks_jetfan_turned_into_naks_are_read_from_its_log(self):
+        import follow_up_rule
+        log = ('[2026-12-07 11:16:03.678] [warning] handler "F" (connection 3, pid 19882, uid 0): delivery 2 of '
+               'stream seq 7 (subject "events.a.y") failed: the handler sent NAK: "jetfan made its ACK a NAK: the '
+               'tied publish of request 4 failed: timeout no answer"\n'
+               '[2026-12-07 11:16:03.679] [warning] handler "F" (connection 3, pid 19882, uid 0): delivery 3 of '
+               'stream seq 8 (subject "events.a.y") failed: the handler sent NAK: "database down"\n')
+        turned = follow_up_rule.acks_turned_into_naks(log)
+        self.assertEqual(dict(turned), {"F": {7}})
+        self.assertTrue(follow_up_rule.held_ack_redelivery("jetfan_resent", 7, turned["F"]))
+        self.assertTrue(follow_up_rule.held_ack_redelivery("server_restarted", 9, turned["F"]))
+        self.assertFalse(follow_up_rule.held_ack_redelivery("jetfan_resent", 8, turned["F"]))
+
     def test_follow_ups_txt_is_read_per_handler(self):
         import follow_up_rule
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
