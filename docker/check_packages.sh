@@ -57,6 +57,9 @@ runtime)
     if [ ! -f "$binary" ]; then failed "a stage copies $file from the build stage: no $binary"; continue; fi
     resolved=$(ldd "$binary")
     for soname in $(readelf -d "$binary" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+      # The dynamic loader itself (named when code calls into it, as libstdc++'s inline std::call_once
+      # does for __tls_get_addr): ldd shows it without "=>", and libc6 holds it.
+      [[ $soname == ld-linux* ]] && continue
       path=$(awk -v l="$soname" '$1 == l && $2 == "=>" { print $3 }' <<< "$resolved")
       if [ -z "$path" ] || [ "$path" = not ]; then failed "$(basename "$binary"): ldd does not find $soname"; continue; fi
       package=""  # dpkg registers some libraries under /lib, some under /usr/lib
