@@ -438,7 +438,9 @@ def check(workdir):
                         sub = "server_reoffered"
                     else:
                         sub = "jetfan_resent"
-                    if h.get("follow_up") and follow_up_rule.held_ack_redelivery(sub, cur["seq"], turned[name]):
+                    if h.get("follow_up") and follow_up_rule.held_ack_redelivery(
+                            sub, cur["seq"], turned[name],
+                            jetfan_acked_between(cur["seq"], prev["answer_t"], cur["t"])):
                         cause = "after_held_ack"  # its ACK had not counted yet (follow_up_rule.py)
                     else:
                         causes["after_ack_" + sub] += 1

@@ -26,12 +26,14 @@ def acks_turned_into_naks(jetfan_log_text):
     return out
 
 
-def held_ack_redelivery(sub, seq, turned):
+def held_ack_redelivery(sub, seq, turned, jetfan_acked):
     """Whether a follow-up handler's message given again after its ACK is the ACK's due: that ACK
     counts only once the tied follow-up is stored, so the message comes again when jetfan turned it
-    into a NAK (`turned`: the seqs it did for this handler), or when a restarted nats-server
-    redelivered it before jetfan's +ACK reached it (`sub` "server_restarted")."""
-    return seq in turned or sub == "server_restarted"
+    into a NAK (`turned`: the seqs it did for this handler), when a restarted nats-server redelivered
+    it (`sub` "server_restarted"), or when the server redelivered it (a consumer leader that took
+    over counts AckWait anew) before jetfan had sent its +ACK (`jetfan_acked` false: jetfan held the
+    ACK while the follow-up was not stored)."""
+    return seq in turned or sub == "server_restarted" or (sub == "server_redelivered" and not jetfan_acked)
 
 
 def load_follow_ups(path):

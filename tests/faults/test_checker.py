@@ -767,9 +767,11 @@ class FollowUpRuleTest(unittest.TestCase):
                'stream seq 8 (subject "events.a.y") failed: the handler sent NAK: "database down"\n')
         turned = follow_up_rule.acks_turned_into_naks(log)
         self.assertEqual(dict(turned), {"F": {7}})
-        self.assertTrue(follow_up_rule.held_ack_redelivery("jetfan_resent", 7, turned["F"]))
-        self.assertTrue(follow_up_rule.held_ack_redelivery("server_restarted", 9, turned["F"]))
-        self.assertFalse(follow_up_rule.held_ack_redelivery("jetfan_resent", 8, turned["F"]))
+        self.assertTrue(follow_up_rule.held_ack_redelivery("jetfan_resent", 7, turned["F"], False))
+        self.assertTrue(follow_up_rule.held_ack_redelivery("server_restarted", 9, turned["F"], True))
+        self.assertTrue(follow_up_rule.held_ack_redelivery("server_redelivered", 9, turned["F"], False))
+        self.assertFalse(follow_up_rule.held_ack_redelivery("server_redelivered", 9, turned["F"], True))
+        self.assertFalse(follow_up_rule.held_ack_redelivery("jetfan_resent", 8, turned["F"], False))
 
     def test_follow_ups_txt_is_read_per_handler(self):
         import follow_up_rule
