@@ -18,14 +18,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-void hello_v3(RawPeer& peer) {
-  peer.send("HELLO builder 3\r\n");
-  const auto ready = peer.next();
-  REQUIRE(ready);
-  REQUIRE(ready->kind == Frame::Kind::kReady);
-  REQUIRE(ready->ready.version == 3);
-}
-
 std::uint64_t publishes_in_flight(Mesh& mesh) {
   const auto doc = nlohmann::json::parse(control_request(mesh.control_path(), "STATUS JSON"));
   for (const auto& handler : doc["handlers"]) {

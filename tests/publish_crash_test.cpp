@@ -33,14 +33,6 @@ Frame next_answer(RawPeer& peer) {
   }
 }
 
-void hello_v3(RawPeer& peer) {
-  peer.send("HELLO builder 3\r\n");
-  const auto ready = peer.next();
-  REQUIRE(ready);
-  REQUIRE(ready->kind == Frame::Kind::kReady);
-  REQUIRE(ready->ready.version == 3);
-}
-
 std::string msg_id_of(Mesh& mesh, std::uint64_t seq) {
   for (const auto& [name, value] : mesh.controller().get_message("OUT", seq).headers) {
     if (name == "Nats-Msg-Id") return value;

@@ -51,15 +51,6 @@ Frame next_pubok(RawPeer& peer) {
   }
 }
 
-// Says HELLO as `handler` in protocol version 3 and checks that READY says 3.
-void hello_v3(RawPeer& peer, const std::string& handler = "builder") {
-  peer.send("HELLO " + handler + " 3\r\n");
-  const auto ready = peer.next();
-  REQUIRE(ready);
-  REQUIRE(ready->kind == Frame::Kind::kReady);
-  REQUIRE(ready->ready.version == 3);
-}
-
 }  // namespace
 
 TEST_CASE(

@@ -98,4 +98,13 @@ proto::Frame next_msg(RawPeer& peer, std::chrono::milliseconds timeout) {
   }
 }
 
+void hello_v3(RawPeer& peer, const std::string& handler) {
+  peer.send("HELLO " + handler + " 3\r\n");
+  const auto ready = peer.next();
+  if (!ready || ready->kind != proto::Frame::Kind::kReady || ready->ready.version != 3) {
+    throw std::runtime_error("HELLO " + handler + " 3 was not answered READY 3" +
+                             (ready && ready->kind == proto::Frame::Kind::kErr ? ": ERR " + ready->error : ""));
+  }
+}
+
 }  // namespace jetfan::testing

@@ -43,4 +43,8 @@ class RawPeer {
 // the test fails) if ERR comes first, or jetfan closes the connection or sends nothing in `timeout`.
 proto::Frame next_msg(RawPeer& peer, std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+// Says HELLO as `handler` in protocol version 3 (publishing's) and reads the READY. Throws (so the
+// test fails) unless jetfan answers READY in version 3.
+void hello_v3(RawPeer& peer, const std::string& handler = "builder");
+
 }  // namespace jetfan::testing

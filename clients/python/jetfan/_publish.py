@@ -5,13 +5,13 @@ connection's PUBs waiting for their answers. Pure: no I/O, no threads."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Mapping, Optional, Sequence, TypeVar, Union
+from typing import Container, Generic, Mapping, Optional, Sequence, TypeVar, Union
 
-from ._codec import ProtocolError, PubErr, PubOk
+from ._codec import PUBLISH_VERSION, ProtocolError, PubErr, PubOk
 from ._errors import PublishError
 from ._headers import Headers
 
-__all__ = ["Published", "HeadersArg", "Payload", "encode_headers", "encode_payload", "check_index", "Waiting", "refusal"]
+__all__ = ["Published", "HeadersArg", "Payload", "encode_headers", "encode_payload", "check_index", "Waiting", "refusal", "cannot_send"]
 
 _MAX_U64 = 2**64 - 1
 
@@ -174,3 +174,17 @@ def refusal(code: str, subject: str, path: str, version: int = 3) -> PublishErro
     wire_code, reason = reasons[code]
     return PublishError(wire_code, reason, subject, path)
 
+
+
+def cannot_send(
+    alive: bool, version: int, tied_to: Optional[int], unconfirmed: Container[int], subject: str, path: str
+) -> Optional[PublishError]:
+    """Why a PUB cannot go out on a connection (`alive`, speaking `version`, with deliveries
+    `unconfirmed`), as the refusal both clients raise; None when it can."""
+    if not alive:
+        return refusal("not-connected" if tied_to is None else "stale", subject, path)
+    if version < PUBLISH_VERSION:
+        return refusal("unsupported", subject, path, version)
+    if tied_to is not None and tied_to not in unconfirmed:
+        return refusal("confirmed", subject, path)
+    return None

@@ -20,7 +20,6 @@ from typing import Any, Awaitable, Callable, Optional, Union
 
 from ._codec import (
     PONG_LINE,
-    PUBLISH_VERSION,
     Err,
     FrameParser,
     MsgFrame,
@@ -36,7 +35,16 @@ from ._errors import JetfanError
 from ._message import Message
 from ._options import Options, check_concurrency
 from ._outcome import settle
-from ._publish import HeadersArg, Payload, Published, Waiting, encode_headers, encode_payload, refusal
+from ._publish import (
+    HeadersArg,
+    Payload,
+    Published,
+    Waiting,
+    cannot_send,
+    encode_headers,
+    encode_payload,
+    refusal,
+)
 
 __all__ = ["Handler", "connect", "Callback"]
 
@@ -297,12 +305,9 @@ class _Connection(asyncio.Protocol):
     def publish(
         self, subject: str, headers: bytes, payload: bytes, tied_to: Optional[int], index: int
     ) -> asyncio.Future[Published]:
-        if not self.alive:
-            raise refusal("not-connected" if tied_to is None else "stale", subject, self.path)
-        if self.version < PUBLISH_VERSION:
-            raise refusal("unsupported", subject, self.path, self.version)
-        if tied_to is not None and tied_to not in self._unconfirmed:
-            raise refusal("confirmed", subject, self.path)
+        problem = cannot_send(self.alive, self.version, tied_to, self._unconfirmed, subject, self.path)
+        if problem is not None:
+            raise problem
         id_ = self._waiting.next_id()
         line = encode_pub(id_, subject, headers, payload, tied_to, index)
         future: asyncio.Future[Published] = self.loop.create_future()

@@ -28,7 +28,6 @@ from typing import Any, Callable, Optional
 
 from ._codec import (
     PONG_LINE,
-    PUBLISH_VERSION,
     Err,
     Frame,
     FrameParser,
@@ -46,7 +45,16 @@ from ._errors import JetfanError, PublishError
 from ._message import Message
 from ._options import Options, check_concurrency
 from ._outcome import settle
-from ._publish import HeadersArg, Payload, Published, Waiting, encode_headers, encode_payload, refusal
+from ._publish import (
+    HeadersArg,
+    Payload,
+    Published,
+    Waiting,
+    cannot_send,
+    encode_headers,
+    encode_payload,
+    refusal,
+)
 
 __all__ = ["BlockingHandler"]
 
@@ -475,12 +483,10 @@ class _Connection:
     def publish(self, subject: str, headers: bytes, payload: bytes, tied_to: Optional[int], index: int) -> _Publishing:
         reading = self._reading
         with reading.lock:
-            if not self.alive or self.ended is not None:
-                raise refusal("not-connected" if tied_to is None else "stale", subject, self.path)
-            if self.version < PUBLISH_VERSION:
-                raise refusal("unsupported", subject, self.path, self.version)
-            if tied_to is not None and tied_to not in self._unconfirmed:
-                raise refusal("confirmed", subject, self.path)
+            alive = self.alive and self.ended is None
+            problem = cannot_send(alive, self.version, tied_to, self._unconfirmed, subject, self.path)
+            if problem is not None:
+                raise problem
             id_ = self._waiting.next_id()
             line = encode_pub(id_, subject, headers, payload, tied_to, index)
             future = _Publishing(self)
