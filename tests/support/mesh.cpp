@@ -132,7 +132,8 @@ example::MeshController& Mesh::controller() {
 }
 
 std::uint64_t Mesh::publish(const std::string& key, const std::string& payload) {
-  return controller().publish("events." + key, payload);
+  last_published_ = controller().publish("events." + key, payload);
+  return last_published_;
 }
 
 example::ConsumerState Mesh::state() { return controller().state("EVENTS", "node1_builder"); }
@@ -226,7 +227,7 @@ bool Mesh::wait_settled(std::chrono::milliseconds timeout) {
   return wait_until(
       [&] {
         const auto s = state();
-        return s.num_pending == 0 && s.num_ack_pending == 0;
+        return s.num_pending == 0 && s.num_ack_pending == 0 && s.delivered_stream_seq >= last_published_;
       },
       timeout);
 }

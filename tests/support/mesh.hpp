@@ -110,7 +110,10 @@ class Mesh {
   bool wait_seen(const std::string& name, std::size_t count, int instance = 1,
                  std::chrono::milliseconds timeout = 20s) const;
 
-  // Waits until the server says nothing is pending or awaiting ack for the consumer.
+  // Waits until the server says nothing is pending or awaiting ack for the consumer, and that it
+  // has delivered up to the last message publish() stored. The second part matters on newer servers:
+  // on 2.15.1, consumer info right after the publish's ack once still said 0 pending and 0 awaiting
+  // ack, as if the consumer had not yet heard of the message.
   bool wait_settled(std::chrono::milliseconds timeout = 20s);
 
  private:
@@ -122,6 +125,7 @@ class Mesh {
   std::unique_ptr<Process> jetfan_;
   std::vector<std::unique_ptr<Process>> handlers_;
   std::vector<std::pair<std::string, int>> handler_names_;
+  std::uint64_t last_published_ = 0;  // the stream sequence of publish()'s last message
 };
 
 }  // namespace jetfan::testing
