@@ -364,6 +364,8 @@ void Dispatcher::apply_effects() {
             ++next_nak_reason_;
           }
         }
+        // An ACK of it no longer counts: what its tied publishes came to need not wait for one.
+        publisher_.settled_otherwise(effect.connection, effect.delivery);
         log_.failed(effect, stored->second, session, ordered, reason, time_.now());
         if (tracing) tracing->effect(effect, 0, reason, traced_wall, traced_at);
         break;

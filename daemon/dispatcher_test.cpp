@@ -790,3 +790,34 @@ TEST_CASE(
             "last: nak: jetfan made its ACK a NAK: the tied publish of request 1 failed: refused") !=
         std::string::npos);
 }
+
+TEST_CASE("dispatcher: what a tied publish came to is not kept for a delivery whose ack_timeout passed", "[unit]") {
+  auto c = config({handler("builder", {"a.*"})});
+  c.handlers[0].ack_timeout = milliseconds(1000);
+  c.handlers[0].publish = PublishSettings{{"out.>"}};
+  Harness h(std::move(c));
+  const auto builder = h.hello("builder", 3);
+  h.deliver(7, "ev.a.x");
+  auto sent = h.msgs(builder);
+  REQUIRE(sent.size() == 1);
+  const std::string first = std::to_string(sent[0].id);
+  SECTION("the publish failed before the delivery timed out") {
+    h.send(builder, "PUB 1 out.made 0 1 " + first + " 0\r\nx\r\n");
+    PublishResult refused;
+    refused.error = "maximum messages exceeded";
+    h.upstream.publish_answer(h.upstream.published.back().id, refused);
+    h.pump();
+    CHECK(h.dispatcher().publisher().ties() == 1);  // kept for the ACK to come
+    h.advance(milliseconds(1100));
+  }
+  SECTION("the delivery timed out before the publish failed") {
+    h.send(builder, "PUB 1 out.made 0 1 " + first + " 0\r\nx\r\n");
+    h.advance(milliseconds(1100));
+    PublishResult refused;
+    refused.error = "maximum messages exceeded";
+    h.upstream.publish_answer(h.upstream.published.back().id, refused);
+    h.pump();
+  }
+  CHECK(h.replied(Kind::kNak) == std::vector<std::uint64_t>{7});  // the ack_timeout passed
+  CHECK(h.dispatcher().publisher().ties() == 0);
+}

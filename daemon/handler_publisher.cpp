@@ -157,7 +157,7 @@ PublishReply HandlerPublisher::settle(std::map<std::uint64_t, Pending>::iterator
       if (t.waiting == 0) {
         if (t.ack_held) released_.push_back(ReleasedAck{pending.connection, *pending.tied_to, t.failed});
         // Without an ACK yet, a failure is remembered for the ACK to come.
-        if (t.ack_held || t.failed.empty()) ties_.erase(tie);
+        if (t.ack_held || t.failed.empty() || t.settled) ties_.erase(tie);
       }
     }
   }
@@ -226,7 +226,12 @@ std::vector<ReleasedAck> HandlerPublisher::released() { return std::exchange(rel
 void HandlerPublisher::settled_otherwise(ConnectionId connection, DeliveryId delivery) {
   if (ties_.empty()) return;
   const auto tie = ties_.find({connection, delivery});
-  if (tie != ties_.end() && tie->second.waiting == 0) ties_.erase(tie);
+  if (tie == ties_.end()) return;
+  if (tie->second.waiting == 0) {
+    ties_.erase(tie);
+  } else {
+    tie->second.settled = true;
+  }
 }
 
 void HandlerPublisher::forget(ConnectionId connection) {

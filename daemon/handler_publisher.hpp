@@ -87,7 +87,8 @@ class HandlerPublisher {
   bool hold_ack(ConnectionId connection, DeliveryId delivery);
   // The held ACKs whose tied publishes are all answered since the last call.
   std::vector<ReleasedAck> released();
-  // The delivery was NAK'd or TERM'd: an ACK will not come, so no failure is kept for it.
+  // The delivery was NAK'd or TERM'd, or failed (its ack_timeout passed): an ACK will not count, so
+  // no failure is kept for it, now or once its tied publishes still waiting are answered.
   void settled_otherwise(ConnectionId connection, DeliveryId delivery);
 
   // The connection closed: what it has waiting is forgotten (the answers go nowhere, a held ACK with
@@ -98,6 +99,8 @@ class HandlerPublisher {
   // Publishes of `connection` waiting for the server.
   std::size_t waiting(ConnectionId connection) const;
   std::size_t waiting() const { return pending_.size(); }
+  // Deliveries with tied publishes it still keeps something for (waiting, a held ACK, a failure).
+  std::size_t ties() const { return ties_.size(); }
   // Each handler's publishes since start, by name (a handler that never sent a PUB has none).
   const std::map<std::string, PublishStats, std::less<>>& stats() const { return stats_; }
 
@@ -119,7 +122,8 @@ class HandlerPublisher {
   struct Tie {
     std::size_t waiting = 0;  // tied publishes not yet answered
     bool ack_held = false;
-    std::string failed;  // why the first failed one was not stored
+    bool settled = false;  // the delivery ended otherwise: nothing to keep once all are answered
+    std::string failed;    // why the first failed one was not stored
   };
 
   // A PUBERR known at once: counted refused, or failed for server-down (it was allowed).
