@@ -56,14 +56,16 @@ struct JetStreamReader::CnatsCallbacks : std::enable_shared_from_this<CnatsCallb
     std::string json;
     std::string error;
   };
-  void push_published(Published answer) {
+  void push_published(Published answer, NatsMsgPtr message) {
     std::lock_guard lock(mutex);
     published.push_back(std::move(answer));
+    spent.push_back(std::move(message));
     post_locked();
   }
-  void push_api(Api answer) {
+  void push_api(Api answer, NatsMsgPtr message) {
     std::lock_guard lock(mutex);
     api.push_back(std::move(answer));
+    spent.push_back(std::move(message));
     post_locked();
   }
   void post_locked() {
@@ -78,6 +80,7 @@ struct JetStreamReader::CnatsCallbacks : std::enable_shared_from_this<CnatsCallb
   std::vector<Link> links;
   std::vector<Published> published;
   std::vector<Api> api;
+  std::vector<NatsMsgPtr> spent;  // the answers read, for the io thread to destroy (SpentMessages)
   bool posted = false;
   std::atomic<bool> closing{false};                    // set before an intended close, read by cnats threads
   JetStreamReader* reader = nullptr;                   // read and cleared on the io thread only
@@ -228,7 +231,7 @@ void on_publish_answer(natsConnection*, natsSubscription*, natsMsg* raw, void* c
     } else {
       api.json = std::string(body);
     }
-    callbacks->push_api(std::move(api));
+    callbacks->push_api(std::move(api), std::move(message));
     return;
   }
   std::from_chars(token.data(), token.data() + token.size(), answer.id);
@@ -251,7 +254,7 @@ void on_publish_answer(natsConnection*, natsSubscription*, natsMsg* raw, void* c
       answer.error = std::move(std::get<jetstream::ApiError>(ack).description);
     }
   }
-  callbacks->push_published(std::move(answer));
+  callbacks->push_published(std::move(answer), std::move(message));
 }
 
 }  // namespace
@@ -431,6 +434,8 @@ void JetStreamReader::on_callbacks() {
     links.swap(callbacks_->links);
     published.swap(callbacks_->published);
     api.swap(callbacks_->api);
+    for (NatsMsgPtr& message : callbacks_->spent) spent_.add(std::move(message));
+    callbacks_->spent.clear();
     callbacks_->posted = false;
   }
   if (!listener_ || (links.empty() && published.empty() && api.empty())) return;
@@ -680,6 +685,7 @@ bool JetStreamReader::publish(std::uint64_t id, std::string_view subject, std::s
   NatsMsgPtr message(raw);
   set_headers(raw, headers);
   const natsStatus status = natsConnection_PublishMsg(connection_.get(), raw);
+  spent_.add(std::move(message));
   if (status != NATS_OK) {
     const std::string why = nats_last_error(status);
     log_warn("nats.publish_failed", {{"subject", subject}, {"reason", why}}, "nats: could not publish to {}: {}",

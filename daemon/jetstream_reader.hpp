@@ -51,6 +51,7 @@
 #include "nats_event_loop.hpp"
 #include "nats_handles.hpp"
 #include "pull_ledger.hpp"
+#include "spent_messages.hpp"
 #include "upstream.hpp"
 
 namespace jetfan {
@@ -120,6 +121,7 @@ class JetStreamReader final : public Upstream, public NatsBlocking {
   // cnats's socket I/O on `io` (its external event-loop API); the inbox is a synchronous
   // subscription drained after each read. Before connection_: it outlives the connection.
   NatsEventLoop loop_;
+  SpentMessages spent_{io_};  // what publish() sent and the answers to it, destroyed per turn
   NatsConnectionPtr connection_;
   NatsSubscriptionPtr subscription_;
   // publish()'s answers: an asynchronous subscription of its own, since cnats hands a synchronous

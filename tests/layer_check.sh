@@ -37,6 +37,9 @@ cnats_files=(
   daemon/nats_event_loop.cpp      #   its implementation
   daemon/jetstream_reader.hpp     # the Upstream over cnats: pulls, acks, publishes
   daemon/jetstream_reader.cpp     #   its implementation
+  daemon/spent_messages.hpp       # natsMsg handles destroyed per io turn
+  daemon/spent_messages.cpp       #   its implementation
+  daemon/spent_messages_test.cpp  #   its test
   daemon/nats_blocking.hpp        # the connection and a wait off the io thread, for requests before serving
   daemon/jetstream_admin.hpp      # the consumer's info and dead-letter streams, asked before serving
   daemon/jetstream_admin.cpp      #   its implementation
