@@ -255,6 +255,8 @@ def record(binary, out_root):
         else:
             skipped.append("consumer_info_paused (no pausing)")
 
+        answers["stream_info"] = api("$JS.API.STREAM.INFO.EVENTS")
+        answers["stream_info_no_stream"] = api("$JS.API.STREAM.INFO.NOSUCH")
         answers["stream_names"] = api("$JS.API.STREAM.NAMES", {"subject": "events.a"})
         answers["stream_names_none"] = api("$JS.API.STREAM.NAMES", {"subject": "nothing.here"})
 

@@ -15,6 +15,7 @@
 
 #include "consumer_info.hpp"
 #include "publish_ack.hpp"
+#include "stream_info.hpp"
 #include "stream_message.hpp"
 #include "stream_names.hpp"
 
@@ -42,6 +43,8 @@ const std::set<std::string> kEvery = {"consumer_info",
                                       "publish_ack",
                                       "publish_ack_duplicate",
                                       "publish_ack_error",
+                                      "stream_info",
+                                      "stream_info_no_stream",
                                       "stream_names",
                                       "stream_names_none"};
 const std::set<std::string> kNewer = {"consumer_info_overflow", "consumer_info_paused", "consumer_info_pinned"};
@@ -210,6 +213,20 @@ TEST_CASE("recorded answers: consumer info of a paused consumer", "[unit]") {
     CHECK(info.pause_until == "2100-01-01T00:00:00Z");
     CHECK(info.pause_remaining > seconds(0));
     CHECK(info.priority_groups.empty());
+  }
+}
+
+TEST_CASE("recorded answers: a stream's info gives its subjects and duplicate window, or stream not found", "[unit]") {
+  for (const auto& [version, text] : answers("stream_info")) {
+    INFO(version);
+    const auto info = must_be<StreamInfo>(parse_stream_info(text));
+    CHECK(info.name == "EVENTS");
+    CHECK(info.subjects == std::vector<std::string>{"events.>"});
+    CHECK(info.duplicate_window == std::chrono::minutes(2));  // the server's default
+  }
+  for (const auto& [version, text] : answers("stream_info_no_stream")) {
+    INFO(version);
+    check_server_error(must_be<ApiError>(parse_stream_info(text)), 404, kStreamNotFound);
   }
 }
 
