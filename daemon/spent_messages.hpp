@@ -8,9 +8,10 @@
 // lock contention with it. Destroyed together, a turn's messages wake it once. (bench/publish.sh's
 // P-C, see docs/BENCHMARKS.md: about a quarter fewer system calls and jetfan CPU per publish.)
 //
-// Thread: the io_context's thread only, with the cnats library open (nats_Open). Ownership: add() takes the message. What is still waiting
-// when this is destroyed is destroyed then; the drain posted to the io_context holds only the shared
-// list, so it may run (and find it empty) after this is gone.
+// Thread: the io_context's thread only, with the cnats library open (nats_Open). Ownership: add()
+// takes the message. What is still waiting when this is destroyed is destroyed then; the drain
+// posted to the io_context holds only the shared list, so it may run (and find it empty) after
+// this is gone.
 
 #include <nats/nats.h>
 #include <boost/asio/io_context.hpp>

@@ -37,8 +37,7 @@ TEST_CASE("spent messages: destroyed together once the turn is over", "[unit]") 
   CHECK(spent.waiting() == 0);
 }
 
-TEST_CASE("spent messages: what waits when the owner goes is destroyed then, and the drain finds nothing",
-          "[unit]") {
+TEST_CASE("spent messages: what waits when the owner goes is destroyed then, and the drain finds nothing", "[unit]") {
   boost::asio::io_context io;
   std::optional<SpentMessages> spent(std::in_place, io);
   spent->add(message("a"));
