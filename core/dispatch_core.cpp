@@ -1,6 +1,7 @@
 #include "dispatch_core.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <functional>
 #include <limits>
@@ -82,6 +83,18 @@ std::optional<std::uint64_t> DispatchCore::seq_in_flight(ConnectionId connection
   const auto flight = found->second.flights.find(delivery);
   if (flight == found->second.flights.end()) return std::nullopt;
   return flight->second.stream_seq;
+}
+
+void DispatchCore::remember_confirmed(std::uint64_t seq, HandlerMask settled) {
+  if (settled == 0 || messages_.contains(seq)) return;
+  Message known;
+  if (const auto found = confirmations_.find(seq); found != confirmations_.end()) {
+    known.settled = found->second.settled;
+    known.termed = found->second.termed;
+    known.poison = found->second.poison;
+  }
+  known.settled |= settled;
+  remember(seq, known);
 }
 
 HandlerMask DispatchCore::confirmed_before(std::uint64_t seq) const {
@@ -237,6 +250,7 @@ void DispatchCore::arrive_one(const Arrival& arrival, TimePoint now) {
   message.arrived = now;
   if (auto known = confirmations_.find(seq); known != confirmations_.end()) {
     message.settled = known->second.settled & arrival.recipients;
+    counters_.skipped_confirmed += static_cast<std::uint64_t>(std::popcount(message.settled));
     message.termed = known->second.termed & arrival.recipients;
     message.poison = known->second.poison;
   }

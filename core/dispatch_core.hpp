@@ -177,6 +177,7 @@ struct CoreCounters {
   std::uint64_t failed_timeout = 0;     // ... by ack_timeout
   std::uint64_t failed_disconnect = 0;  // ... by the connection closing
   std::uint64_t unknown_confirmations = 0;
+  std::uint64_t skipped_confirmed = 0;     // deliveries not made: the handler had confirmed it before
   std::uint64_t handed_back_for_room = 0;  // by hand_back_for_room
   std::uint64_t order_retries = 0;         // failures of messages an ordered handler owes, retried in the core
   std::uint64_t order_gave_up = 0;         // handed back and not back within order_away_hold(): order let go
@@ -314,6 +315,11 @@ class DispatchCore {
   // The handlers that confirmed stream seq `seq` in an earlier delivery, as the core remembers (a
   // copy arriving now goes only to the others): for `jetfan tail`, before the copy arrives.
   HandlerMask confirmed_before(std::uint64_t seq) const;
+  // The handlers in `settled` confirmed stream seq `seq` in an earlier run (the confirmation ledger,
+  // core/confirmation_ledger.hpp): a copy that arrives goes only to the others, as one handed back
+  // in this run does (kept as that is, within `remember`). Ignored for a message held now: what this
+  // run saw of it counts.
+  void remember_confirmed(std::uint64_t seq, HandlerMask settled);
   const CoreCounters& counters() const { return counters_; }
   const RetryBudget& budget() const { return budget_; }
   std::vector<Effect>& effects() { return effects_; }

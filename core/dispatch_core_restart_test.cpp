@@ -212,3 +212,31 @@ TEST_CASE("restart: an answer to a pull sent once all was due again ends the wai
   CHECK_FALSE(core.awaiting_outstanding());
   CHECK(sent_to(core, 1).seqs == std::vector<std::uint64_t>{7});
 }
+
+TEST_CASE("restart: a message the ledger says a handler confirmed goes only to the others, or is acked at once",
+          "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  core.remember_confirmed(5, 0b01);  // handler 0 confirmed 5 in the run before
+  core.remember_confirmed(6, 0b11);  // both confirmed 6: it was held for none, and not yet acked
+  core.remember_confirmed(7, 0);     // nothing
+  CHECK(core.confirmed_before(5) == 0b01);
+  core.arrive(Arrival{500, 5, 2, 0b11}, kStart);
+  core.arrive(Arrival{600, 6, 2, 0b11}, kStart);
+  const auto effects = testing::take_effects(core);
+  const auto delivered = testing::effects_of(effects, Kind::kDeliver);
+  REQUIRE(delivered.size() == 1);
+  CHECK(delivered[0].connection == 2);
+  CHECK(delivered[0].message == 500);
+  const auto acked = testing::effects_of(effects, Kind::kAck);
+  REQUIRE(acked.size() == 1);
+  CHECK(acked[0].message == 600);
+  CHECK(core.counters().skipped_confirmed == 3);
+
+  // Once the other handler confirms, 5 is acked; a held message is not changed by the ledger.
+  core.remember_confirmed(5, 0b10);
+  CHECK(core.confirmed_before(5) == 0b01);
+  core.ack(2, delivered[0].delivery, kStart);
+  CHECK(testing::effects_of(testing::take_effects(core), Kind::kAck).size() == 1);
+}

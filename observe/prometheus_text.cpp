@@ -146,6 +146,8 @@ std::string render_prometheus(const StatusSnapshot& s) {
        t.already_held + t.already_settled},
       {"jetfan_unknown_confirmations_total", "Confirmations naming no delivery in flight (late, after a timeout).",
        t.unknown_confirmations},
+      {"jetfan_deliveries_skipped_total",
+       "Deliveries not made: the message came again and the handler had confirmed it before.", t.skipped_confirmed},
       {"jetfan_order_retries_total",
        "Failed deliveries of messages an ordered handler owed, given again by jetfan rather than handed back.",
        t.order_retries},

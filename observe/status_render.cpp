@@ -285,6 +285,7 @@ std::string render_status_json(const StatusSnapshot& s) {
                      {"already_settled", t.already_settled},
                      {"deliveries", t.deliveries},
                      {"unknown_confirmations", t.unknown_confirmations},
+                     {"skipped_confirmed", t.skipped_confirmed},
                      {"recent_unmatched_keys", s.recent_unmatched_keys},
                      {"unroutable_subjects", unroutable}};
   json unreadable = json::array();

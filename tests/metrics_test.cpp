@@ -111,7 +111,7 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
 
   mesh.publish("a.ok");  // builder and audit ack
   mesh.publish("a.ok");
-  mesh.publish("a.nak", "nak1@builder");          // nak'd once, acked on the redelivery
+  mesh.publish("a.ok", "nak1@builder");           // audit acks; builder naks once: the redelivery is builder's alone
   mesh.publish("a.term", "term@builder");         // terminated
   mesh.publish("zzz.nobody");                     // no recipient: acked
   mesh.controller().publish("other.thing", "x");  // no key prefix: terminated
@@ -135,8 +135,9 @@ TEST_CASE("metrics move exactly as the traffic says: acks, a NAK, a TERM, a time
   CHECK(moved(before, after, "jetfan_handler_confirmation_latency_seconds_count{handler=\"builder\"}") == 6);
   CHECK(moved(before, after, "jetfan_handler_confirmation_latency_seconds_bucket{handler=\"builder\",le=\"+Inf\"}") ==
         6);
-  CHECK(moved(before, after, "jetfan_handler_deliveries_total{handler=\"audit\"}") == 2);
-  CHECK(moved(before, after, "jetfan_handler_acks_total{handler=\"audit\"}") == 2);
+  CHECK(moved(before, after, "jetfan_handler_deliveries_total{handler=\"audit\"}") == 3);
+  CHECK(moved(before, after, "jetfan_handler_acks_total{handler=\"audit\"}") == 3);
+  CHECK(moved(before, after, "jetfan_deliveries_skipped_total") == 1);  // audit had confirmed it
   CHECK(moved(before, after, "jetfan_message_publish_age_seconds_count") == 9);
   CHECK(after.at("jetfan_messages_held") == 0);
   CHECK(after.at("jetfan_messages_held_bytes") == 0);  // every body freed once settled
