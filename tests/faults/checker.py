@@ -30,6 +30,7 @@ Terms:
 """
 
 import bisect
+import glob
 import json
 import os
 from collections import defaultdict
@@ -335,16 +336,24 @@ def check(workdir):
     for r in answers:
         answers_by_seq[r.seq].append(r)
 
-    def jetfan_acked_between(seq, t0, t1):
-        return any(r.kind == 1 and t0 - 5e8 <= r.t <= t1 for r in answers_by_seq.get(seq, ()))
+    def jetfan_acked_between(seq, t0, t1, deliveries=None):
+        """A +ACK of seq on record from t0 (less 0.5 s) to t1; of the delivery with that count, if given."""
+        return any(r.kind == 1 and t0 - 5e8 <= r.t <= t1 and deliveries in (None, r.aux)
+                   for r in answers_by_seq.get(seq, ()))
 
     # --- per handler ---
     dead_letters = dead_letter_rule.load_dead_letters(os.path.join(workdir, "dead_letters.txt"))
-    try:
-        with open(os.path.join(workdir, "jetfan.log"), errors="replace") as f:
-            turned = follow_up_rule.acks_turned_into_naks(f.read())
-    except FileNotFoundError:
-        turned = defaultdict(set)
+    # Every jetfan's log: jetfan.log, or one per side in the failover class (jetfan-J1.log, ...),
+    # where each side turns the ACKs it held.
+    turned = defaultdict(set)
+    unlogged = defaultdict(lambda: [0])  # per handler: its NAK failures the logs' rate limit left out
+    for log in sorted(glob.glob(os.path.join(workdir, "jetfan*.log"))):
+        with open(log, errors="replace") as f:
+            text = f.read()
+        for name, seqs in follow_up_rule.acks_turned_into_naks(text).items():
+            turned[name] |= seqs
+        for name, n in follow_up_rule.naks_not_logged(text).items():
+            unlogged[name][0] += n
     result_handlers = {}
     received_by = {}  # name -> id -> its deliveries to that handler, oldest first
     unconfirmed = set()
@@ -438,9 +447,15 @@ def check(workdir):
                         sub = "server_reoffered"
                     else:
                         sub = "jetfan_resent"
+                    held_sub = sub
+                    if sub == "server_reoffered" and not jetfan_acked_between(
+                            cur["seq"], prev["answer_t"], cur["t"], prev["aux"]):
+                        # The +ACK on record was of another delivery (another jetfan's, in the
+                        # failover class): this one jetfan gave again itself.
+                        held_sub = "jetfan_resent"
                     if h.get("follow_up") and follow_up_rule.held_ack_redelivery(
-                            sub, cur["seq"], turned[name],
-                            jetfan_acked_between(cur["seq"], prev["answer_t"], cur["t"])):
+                            held_sub, cur["seq"], turned[name],
+                            jetfan_acked_between(cur["seq"], prev["answer_t"], cur["t"]), unlogged[name]):
                         cause = "after_held_ack"  # its ACK had not counted yet (follow_up_rule.py)
                     else:
                         causes["after_ack_" + sub] += 1

@@ -18,6 +18,20 @@ _TURNED = re.compile(r'handler "([^"]+)" \(connection [^)]*\): delivery \d+ of s
                      r'jetfan made its ACK a NAK')
 
 
+# jetfan's note of failures its log's rate limit left out, inline ("(5 more like it were not logged:
+# ...)") or after the fact ("5 more like the last warning were not logged in the last 10s: ...").
+_UNLOGGED_NAKS = re.compile(r'(\d+) more like (?:it|the last warning) were not logged[^:]*: failed deliveries to '
+                            r'handler "([^"]+)": the handler sent NAK')
+
+
+def naks_not_logged(jetfan_log_text):
+    """{handler: n}: the NAK failures of each handler the log's rate limit left out."""
+    out = defaultdict(int)
+    for m in _UNLOGGED_NAKS.finditer(jetfan_log_text):
+        out[m.group(2)] += int(m.group(1))
+    return out
+
+
 def acks_turned_into_naks(jetfan_log_text):
     """{handler: {stream seq}} of the ACKs jetfan turned into NAKs (a tied publish not stored)."""
     out = defaultdict(set)
@@ -26,14 +40,24 @@ def acks_turned_into_naks(jetfan_log_text):
     return out
 
 
-def held_ack_redelivery(sub, seq, turned, jetfan_acked):
+def held_ack_redelivery(sub, seq, turned, jetfan_acked, unlogged=None):
     """Whether a follow-up handler's message given again after its ACK is the ACK's due: that ACK
     counts only once the tied follow-up is stored, so the message comes again when jetfan turned it
     into a NAK (`turned`: the seqs it did for this handler), when a restarted nats-server redelivered
     it (`sub` "server_restarted"), or when the server redelivered it (a consumer leader that took
     over counts AckWait anew) before jetfan had sent its +ACK (`jetfan_acked` false: jetfan held the
-    ACK while the follow-up was not stored)."""
-    return seq in turned or sub == "server_restarted" or (sub == "server_redelivered" and not jetfan_acked)
+    ACK while the follow-up was not stored).
+
+    `unlogged`, when given, is a one-item list: how many NAK failures of this handler jetfan's log
+    left out (naks_not_logged). A follow-up handler never NAKs on its own, so each was an ACK jetfan
+    turned; a copy jetfan gave again itself (`sub` "jetfan_resent") is put down to one of them while
+    any are left."""
+    if seq in turned or sub == "server_restarted" or (sub == "server_redelivered" and not jetfan_acked):
+        return True
+    if sub == "jetfan_resent" and unlogged and unlogged[0] > 0:
+        unlogged[0] -= 1
+        return True
+    return False
 
 
 def load_follow_ups(path):

@@ -773,6 +773,24 @@ class FollowUpRuleTest(unittest.TestCase):
         self.assertFalse(follow_up_rule.held_ack_redelivery("server_redelivered", 9, turned["F"], True))
         self.assertFalse(follow_up_rule.held_ack_redelivery("jetfan_resent", 8, turned["F"], False))
 
+    def test_turned_acks_the_log_left_out_explain_as_many_resends(self):
+        import follow_up_rule
+        log = ('2026-12-07T15:39:03.210+00:00 warning handler "F" (connection 10, pid 1, uid 0): delivery 5 of '
+               'stream seq 9 (subject "events.a.y") failed: the handler sent NAK: "jetfan made its ACK a NAK: x". '
+               'It goes back. (1 more like it were not logged: failed deliveries to handler "F": the handler '
+               'sent NAK)\n'
+               '2026-12-07T15:39:34.790+00:00 warning 2 more like the last warning were not logged in the last '
+               '10s: failed deliveries to handler "F": the handler sent NAK\n'
+               '2026-12-07T15:39:34.790+00:00 warning 4 more like the last warning were not logged in the last '
+               '10s: failed deliveries to handler "L": the handler sent NAK\n')
+        self.assertEqual(dict(follow_up_rule.naks_not_logged(log)), {"F": 3, "L": 4})
+        unlogged = [2]
+        self.assertFalse(follow_up_rule.held_ack_redelivery("server_reoffered", 7, set(), True, unlogged))
+        self.assertTrue(follow_up_rule.held_ack_redelivery("jetfan_resent", 7, set(), False, unlogged))
+        self.assertTrue(follow_up_rule.held_ack_redelivery("jetfan_resent", 8, set(), False, unlogged))
+        self.assertFalse(follow_up_rule.held_ack_redelivery("jetfan_resent", 10, set(), False, unlogged))
+        self.assertEqual(unlogged, [0])
+
     def test_follow_ups_txt_is_read_per_handler(self):
         import follow_up_rule
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
