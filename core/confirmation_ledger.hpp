@@ -19,8 +19,10 @@
 // after a restart, as without a ledger. Handlers are known by name (a record outlives a config
 // change between runs); at most kMaxNames distinct names are recorded, the rest dropped likewise.
 //
-// What is read. At start, and at a takeover, the caller loads this durable's records (load());
-// a message that arrives again asks confirmed_before(seq) which handlers are not to get it.
+// What is read. At start, and at a takeover, the caller loads this durable's records (load()), and
+// gives the same records to DispatchCore::remember_confirmed: the core decides who gets a message
+// that arrives again. The ledger keeps what it loaded only to rewrite or delete those records;
+// confirmed_before(seq) names them by handler (for status and tests).
 // Records of messages below the consumer's ack floor will not come again: forget_below() drops them
 // from memory (the bucket's max_age removes them there).
 //
