@@ -18,6 +18,7 @@
 #include "accounts.hpp"
 #include "byte_size.hpp"
 #include "encoder.hpp"
+#include "ledger_record.hpp"
 #include "nats_subject.hpp"
 #include "protocol.hpp"
 #include "topic_pattern.hpp"
@@ -657,6 +658,23 @@ class ConfigReader {
     tracing = settings;
   }
 
+  // Off unless given; every key but bucket has a default.
+  void read_ledger(const YAML::Node& node, std::optional<LedgerConfig>& ledger) {
+    if (!node) return;
+    if (!check_map(node, "ledger", config_keys::kLedger)) return;
+    LedgerConfig settings;
+    read_string(node, "ledger", "bucket", settings.bucket, true);
+    if (!settings.bucket.empty() && !jetstream::valid_bucket_name(settings.bucket)) {
+      error(node["bucket"], "ledger.bucket",
+            "\"" + settings.bucket + "\" is not a key-value bucket's name: letters, digits, '_' and '-' only");
+    }
+    read_duration_within(node, "ledger", "interval", settings.interval, Duration(100), Duration(3'600'000),
+                         "100ms to 1h");
+    read_int(node, "ledger", "max_records", settings.max_records, 1, 10'000'000);
+    read_int(node, "ledger", "max_in_flight", settings.max_in_flight, 1, 4096);
+    ledger = settings;
+  }
+
   void read_handlers(const YAML::Node& node, std::vector<HandlerSettings>& handlers) {
     if (!node) {
       errors_.push_back(file_ + ":1: handlers: is required (a list of handlers with name and patterns)");
@@ -863,6 +881,7 @@ class ConfigReader {
     read_control(root["control"], config.socket, config.control);
     read_metrics(root["metrics"], config.metrics);
     read_tracing(root["tracing"], config.tracing);
+    read_ledger(root["ledger"], config.ledger);
     read_handlers(root["handlers"], config.handlers);
     read_delivery(root["delivery"], config.delivery);
     read_log(root["log"], config);

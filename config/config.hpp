@@ -133,6 +133,18 @@ struct TracingSettings {
   Duration request_timeout = defaults::kTracingRequestTimeout;  // one POST, all of it; 100ms..60s
 };
 
+// The confirmation ledger (issue 39; core/ConfirmationLedger, jetstream/ledger_record.hpp): a
+// JetStream key-value bucket where jetfan records which handlers confirmed a message it still
+// holds, so that after a restart it does not deliver that message to them again. Off unless
+// configured; every key, and turning it on or off, needs a restart. Named apart from
+// core's LedgerSettings, which is what the ledger itself is given.
+struct LedgerConfig {
+  std::string bucket;  // required: letters, digits, '_' and '-' (stream KV_<bucket>); made by the controller
+  Duration interval = defaults::kLedgerInterval;  // a record only for a message partly confirmed this long; 100ms..1h
+  std::size_t max_records = defaults::kLedgerMaxRecords;     // messages tracked (and records loaded); 1..10000000
+  std::size_t max_in_flight = defaults::kLedgerMaxInFlight;  // writes waiting for the server; 1..4096
+};
+
 // handlers[].order_by (core/order_by.hpp): "key", "token:N", "header:NAME", or "none", as the
 // config file spells it.
 std::string to_string(const OrderBy& order_by);
@@ -191,6 +203,7 @@ struct Config {
   ControlSettings control;
   std::optional<MetricsSettings> metrics;
   std::optional<TracingSettings> tracing;
+  std::optional<LedgerConfig> ledger;
   std::vector<HandlerSettings> handlers;
   DeliverySettings delivery;
   std::string log_level = "info";

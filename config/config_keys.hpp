@@ -7,8 +7,8 @@
 
 namespace jetfan::config_keys {
 
-inline constexpr std::array kTop = {"nats",    "consumer", "key",      "socket",   "control",
-                                    "metrics", "tracing",  "handlers", "delivery", "log"};
+inline constexpr std::array kTop = {"nats",    "consumer", "key",      "socket",   "control", "metrics",
+                                    "tracing", "ledger",   "handlers", "delivery", "log"};
 inline constexpr std::array kNats = {
     "servers",  "name",          "creds", "nkey_seed",       "nkey",           "token",    "token_file", "user",
     "password", "password_file", "tls",   "connect_timeout", "reconnect_wait", "retry_max"};
@@ -30,6 +30,7 @@ inline constexpr std::array kControl = {"path", "mode", "allow", "allow_read"};
 inline constexpr std::array kMetrics = {"listen", "max_connections"};
 inline constexpr std::array kTracing = {"endpoint",  "sample_ratio", "service_name",   "max_queued",
                                         "max_batch", "interval",     "request_timeout"};
+inline constexpr std::array kLedger = {"bucket", "interval", "max_records", "max_in_flight"};
 inline constexpr std::array kHandler = {"name",          "patterns", "max_inflight",      "ack_timeout",  "allow",
                                         "max_instances", "max_rate", "when_full",         "order_by",     "retry",
                                         "dead_letter",   "paused",   "adaptive_inflight", "min_inflight", "publish"};

@@ -702,3 +702,111 @@ TEST_CASE("the example config's commented-out tracing block loads once uncomment
   CHECK(loaded.config->tracing->interval == defaults.interval);
   CHECK(loaded.config->tracing->request_timeout == defaults.request_timeout);
 }
+
+TEST_CASE("ledger: off unless given, and only a bucket is required", "[unit]") {
+  const std::string base = kGood;
+  auto loaded = load_config_text(base, "t.yaml");
+  REQUIRE(loaded.errors.empty());
+  CHECK_FALSE(loaded.config->ledger);
+  loaded = load_config_text(base + "ledger:\n  bucket: jetfan_confirmations\n", "t.yaml");
+  REQUIRE(loaded.errors.empty());
+  REQUIRE(loaded.config->ledger);
+  const auto& ledger = *loaded.config->ledger;
+  CHECK(ledger.bucket == "jetfan_confirmations");
+  CHECK(ledger.interval == jetfan::defaults::kLedgerInterval);
+  CHECK(ledger.interval == jetfan::Duration(1000));
+  CHECK(ledger.max_records == jetfan::defaults::kLedgerMaxRecords);
+  CHECK(ledger.max_records == 100'000);
+  CHECK(ledger.max_in_flight == jetfan::defaults::kLedgerMaxInFlight);
+  CHECK(ledger.max_in_flight == 64);
+}
+
+TEST_CASE("ledger: every key is read, each bound included", "[unit]") {
+  const auto loaded = load_config_text(std::string(kGood) +
+                                           "ledger:\n"
+                                           "  bucket: Jet-fan_2\n"
+                                           "  interval: 1m30s\n"
+                                           "  max_records: 5000\n"
+                                           "  max_in_flight: 8\n",
+                                       "t.yaml");
+  REQUIRE(loaded.errors.empty());
+  const auto& ledger = *loaded.config->ledger;
+  CHECK(ledger.bucket == "Jet-fan_2");
+  CHECK(ledger.interval == jetfan::Duration(90'000));
+  CHECK(ledger.max_records == 5000);
+  CHECK(ledger.max_in_flight == 8);
+  const std::string low = "ledger:\n  bucket: b\n  interval: 100ms\n  max_records: 1\n  max_in_flight: 1\n";
+  const std::string high = "ledger:\n  bucket: b\n  interval: 1h\n  max_records: 10000000\n  max_in_flight: 4096\n";
+  CHECK(errors_of(std::string(kGood) + low).empty());
+  CHECK(errors_of(std::string(kGood) + high).empty());
+}
+
+TEST_CASE("ledger.bucket: required, not empty, and a key-value bucket's name", "[unit]") {
+  const auto one_error = [](const std::string& section) {
+    const auto errors = errors_of(std::string(kGood) + section);
+    REQUIRE(errors.size() == 1);
+    return errors[0];
+  };
+  // kGood has 17 lines: ledger: is line 18, its first key is on line 19.
+  CHECK(one_error("ledger:\n  interval: 2s\n") == "jetfan.yaml:19: ledger.bucket: is required");
+  CHECK(one_error("ledger:\n  bucket: \"\"\n") == "jetfan.yaml:19: ledger.bucket: cannot be empty");
+  for (const std::string bucket : {"jetfan.confirmations", "jetfan confirmations", "KV_*", "a>", "ledger/b", "ü"}) {
+    INFO(bucket);
+    CHECK(one_error("ledger:\n  bucket: \"" + bucket + "\"\n") ==
+          "jetfan.yaml:19: ledger.bucket: \"" + bucket +
+              "\" is not a key-value bucket's name: letters, digits, '_' and '-' only");
+  }
+  CHECK_THAT(one_error("ledger:\n  bucket: [a, b]\n"), Catch::Contains("ledger.bucket: expected a single value"));
+}
+
+TEST_CASE("ledger: interval, max_records and max_in_flight are checked", "[unit]") {
+  const auto one_error = [](const std::string& keys) {
+    const auto errors = errors_of(std::string(kGood) + "ledger:\n  bucket: b\n" + keys);
+    REQUIRE(errors.size() == 1);
+    return errors[0];
+  };
+  CHECK(one_error("  interval: 99ms\n") == "jetfan.yaml:20: ledger.interval: \"99ms\" must be from 100ms to 1h");
+  CHECK(one_error("  interval: 61m\n") == "jetfan.yaml:20: ledger.interval: \"61m\" must be from 100ms to 1h");
+  CHECK_THAT(one_error("  interval: 5\n"), Catch::Contains("jetfan.yaml:20: ledger.interval: \"5\" is not a duration"));
+  CHECK(one_error("  max_records: 0\n") ==
+        "jetfan.yaml:20: ledger.max_records: \"0\" must be a whole number from 1 to 10000000");
+  CHECK(one_error("  max_records: 10000001\n") ==
+        "jetfan.yaml:20: ledger.max_records: \"10000001\" must be a whole number from 1 to 10000000");
+  CHECK(one_error("  max_in_flight: 0\n") ==
+        "jetfan.yaml:20: ledger.max_in_flight: \"0\" must be a whole number from 1 to 4096");
+  CHECK(one_error("  max_in_flight: 4097\n") ==
+        "jetfan.yaml:20: ledger.max_in_flight: \"4097\" must be a whole number from 1 to 4096");
+  CHECK_THAT(one_error("  max_in_flight: many\n"), Catch::Contains("ledger.max_in_flight: \"many\" must be"));
+}
+
+TEST_CASE("ledger: an unknown key is refused with the keys the section has", "[unit]") {
+  const auto errors = errors_of(std::string(kGood) + "ledger:\n  bucket: b\n  max_inflight: 8\n");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] ==
+        "jetfan.yaml:20: ledger.max_inflight: unknown key (expected one of: bucket, interval, max_records, "
+        "max_in_flight)");
+  CHECK_THAT(errors_of(std::string(kGood) + "ledger: jetfan_confirmations\n")[0],
+             Catch::Contains("ledger: expected a mapping of keys to values"));
+  CHECK_THAT(errors_of(std::string(kGood) + "ledger:\n")[0],
+             Catch::Contains("ledger: expected a mapping of keys to values"));
+}
+
+TEST_CASE("the example config's commented-out ledger block loads once uncommented, with every default", "[unit]") {
+  std::ifstream in(JETFAN_EXAMPLE_CONFIG);
+  REQUIRE(in);
+  std::string block;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    inside = line.starts_with("# ledger:") || (inside && line.starts_with("#   "));
+    if (inside) block += line.substr(2) + "\n";
+  }
+  REQUIRE_THAT(block, Catch::Contains("bucket:") && Catch::Contains("max_in_flight:"));
+  const auto loaded = load_config_text(std::string(kGood) + block, "example.yaml");
+  REQUIRE(loaded.errors == std::vector<std::string>{});
+  REQUIRE(loaded.config->ledger);
+  const jetfan::LedgerConfig defaults;
+  CHECK(loaded.config->ledger->bucket == "jetfan_confirmations");
+  CHECK(loaded.config->ledger->interval == defaults.interval);
+  CHECK(loaded.config->ledger->max_records == defaults.max_records);
+  CHECK(loaded.config->ledger->max_in_flight == defaults.max_in_flight);
+}

@@ -74,6 +74,17 @@ inline constexpr std::size_t kTracingMaxBatch = 512;
 inline constexpr Duration kTracingInterval{5000};
 inline constexpr Duration kTracingRequestTimeout{5000};
 
+// --- ledger (issue 39, the confirmation ledger)
+// Most messages are confirmed by every handler within a second and so never cost a write; one a
+// handler is slow with, or away from, is recorded after a second, well before a restart is likely.
+inline constexpr Duration kLedgerInterval{1000};
+// As delivery.remember's default: by default the ledger tracks as many messages as jetfan
+// remembers the confirmations of.
+inline constexpr std::size_t kLedgerMaxRecords = 100000;
+// As a handler's max_inflight: enough writes in flight to keep up with a server at LAN latency,
+// few enough that a slow server makes the ledger wait rather than pile up requests.
+inline constexpr std::size_t kLedgerMaxInFlight = 64;
+
 // --- handlers
 inline constexpr int kMaxInflight = 64;        // per connection; a handler raises it for throughput
 inline constexpr Duration kAckTimeout{30000};  // the server's default AckWait, for the same reason

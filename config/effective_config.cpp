@@ -138,6 +138,19 @@ void tracing_block(YAML::Emitter& out, const std::optional<TracingSettings>& tra
   out << YAML::EndMap;
 }
 
+void ledger_block(YAML::Emitter& out, const std::optional<LedgerConfig>& ledger) {
+  if (!ledger) {
+    out << YAML::Newline << YAML::Comment("ledger: off");
+    return;
+  }
+  out << YAML::Key << "ledger" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "bucket" << YAML::Value << ledger->bucket;
+  out << YAML::Key << "interval" << YAML::Value << format_duration(ledger->interval);
+  out << YAML::Key << "max_records" << YAML::Value << ledger->max_records;
+  out << YAML::Key << "max_in_flight" << YAML::Value << ledger->max_in_flight;
+  out << YAML::EndMap;
+}
+
 void handler_block(YAML::Emitter& out, const HandlerSettings& handler) {
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << handler.name;
@@ -256,6 +269,7 @@ std::string effective_config_yaml(const Config& config) {
     out << YAML::Newline << YAML::Comment("metrics: off");
   }
   tracing_block(out, config.tracing);
+  ledger_block(out, config.ledger);
   out << YAML::Key << "handlers" << YAML::Value << YAML::BeginSeq;
   for (const auto& handler : config.handlers) handler_block(out, handler);
   out << YAML::EndSeq;

@@ -58,6 +58,11 @@ tracing:
   max_batch: 100
   interval: 1500ms
   request_timeout: 2s
+ledger:
+  bucket: jetfan_confirmations
+  interval: 2500ms
+  max_records: 5000
+  max_in_flight: 16
 handlers:
   - name: builder
     patterns: ["a.*", "b.>"]
@@ -162,7 +167,7 @@ TEST_CASE("the effective config loads back to itself, with defaults written and 
                           Catch::Contains("ack_timeout: 30s") &&
                           Catch::Contains("# ack_policy: the consumer's, from the server") &&
                           Catch::Contains("path: /run/jetfan/x.ctl") && Catch::Contains("# metrics: off") &&
-                          Catch::Contains("\n# tracing: off\n"));
+                          Catch::Contains("\n# tracing: off\n") && Catch::Contains("\n# ledger: off\n"));
 }
 
 TEST_CASE("the effective config writes the tracing section with every key, defaults included, or says it is off",
@@ -170,7 +175,7 @@ TEST_CASE("the effective config writes the tracing section with every key, defau
   CHECK_THAT(effective_config_yaml(loaded(kFull)),
              Catch::Contains("\ntracing:\n  endpoint: http://[::1]:4318/v1/traces\n  sample_ratio: 0.25\n"
                              "  service_name: orders\n  max_queued: 1000\n  max_batch: 100\n  interval: 1.5s\n"
-                             "  request_timeout: 2s\nhandlers:\n"));
+                             "  request_timeout: 2s\nledger:\n"));
   const std::string defaults = effective_config_yaml(loaded(kRest + "tracing:\n  endpoint: http://collector\n"));
   CHECK_THAT(defaults, Catch::Contains("\ntracing:\n  endpoint: http://collector\n  sample_ratio: 1\n"
                                        "  service_name: jetfan\n  max_queued: 2048\n  max_batch: 512\n"
@@ -179,6 +184,20 @@ TEST_CASE("the effective config writes the tracing section with every key, defau
   const std::string none = effective_config_yaml(loaded(kRest + "tracing:\n  endpoint: http://c\n  sample_ratio: 0\n"));
   CHECK_THAT(none, Catch::Contains("  sample_ratio: 0\n"));
   CHECK(loaded(none).tracing->sample_ratio == 0);
+}
+
+TEST_CASE("the effective config writes the ledger section with every key, defaults included, or says it is off",
+          "[unit]") {
+  CHECK_THAT(effective_config_yaml(loaded(kFull)),
+             Catch::Contains("\nledger:\n  bucket: jetfan_confirmations\n  interval: 2.5s\n  max_records: 5000\n"
+                             "  max_in_flight: 16\nhandlers:\n"));
+  const std::string defaults = effective_config_yaml(loaded(kRest + "ledger:\n  bucket: b\n"));
+  CHECK_THAT(defaults, Catch::Contains("\nledger:\n  bucket: b\n  interval: 1s\n  max_records: 100000\n"
+                                       "  max_in_flight: 64\n") &&
+                           !Catch::Contains("ledger: off"));
+  CHECK(loaded(defaults).ledger->bucket == "b");
+  // Off, it is a comment between tracing and the handlers, as the sections come in the file.
+  CHECK_THAT(effective_config_yaml(loaded(kRest)), Catch::Contains("# tracing: off\n# ledger: off\nhandlers:\n"));
 }
 
 TEST_CASE("the effective config writes every key the loader accepts", "[unit]") {
@@ -197,6 +216,7 @@ TEST_CASE("the effective config writes every key the loader accepts", "[unit]") 
       {"control", {k::kControl.begin(), k::kControl.end()}},
       {"metrics", {k::kMetrics.begin(), k::kMetrics.end()}},
       {"tracing", {k::kTracing.begin(), k::kTracing.end()}},
+      {"ledger", {k::kLedger.begin(), k::kLedger.end()}},
       {"handlers", {k::kHandler.begin(), k::kHandler.end()}},
       {"retry", {k::kRetry.begin(), k::kRetry.end()}},
       {"dead_letter", {k::kDeadLetter.begin(), k::kDeadLetter.end()}},

@@ -50,16 +50,27 @@ bool same_metrics(const std::optional<MetricsSettings>& a, const std::optional<M
   return !a || (a->host == b->host && a->port == b->port);
 }
 
-bool same_tracing_endpoint(const std::optional<TracingSettings>& a, const std::optional<TracingSettings>& b) {
-  if (a.has_value() != b.has_value()) return false;
-  return !a || a->endpoint == b->endpoint;
+// The required key of a section that is off unless given: on in both with the same value, or off in
+// both. Turning the section on or off is a change of this key.
+template <typename Section, typename Value>
+std::function<bool(const Config&, const Config&)> same_required(std::optional<Section> Config::*section,
+                                                                Value Section::*key) {
+  return [section, key](const Config& a, const Config& b) {
+    const auto& was = a.*section;
+    const auto& is = b.*section;
+    if (was.has_value() != is.has_value()) return false;
+    return !was || (*was).*key == (*is).*key;
+  };
 }
 
-// A tracing key other than endpoint: equal, or tracing off in either (the endpoint tells that).
-template <typename Value>
-std::function<bool(const Config&, const Config&)> same_tracing(Value TracingSettings::*key) {
-  return [key](const Config& a, const Config& b) {
-    return !a.tracing || !b.tracing || (*a.tracing).*key == (*b.tracing).*key;
+// Any other key of such a section: equal, or the section off in either (its required key tells that).
+template <typename Section, typename Value>
+std::function<bool(const Config&, const Config&)> same_optional(std::optional<Section> Config::*section,
+                                                                Value Section::*key) {
+  return [section, key](const Config& a, const Config& b) {
+    const auto& was = a.*section;
+    const auto& is = b.*section;
+    return !was || !is || (*was).*key == (*is).*key;
   };
 }
 
@@ -142,13 +153,18 @@ const std::vector<Fixed>& fixed_keys() {
          return !a.metrics || !b.metrics || a.metrics->max_connections == b.metrics->max_connections;
        }},
       // Turning tracing on or off is a change of tracing.endpoint.
-      {"tracing.endpoint",
-       [](const Config& a, const Config& b) { return same_tracing_endpoint(a.tracing, b.tracing); }},
-      {"tracing.service_name", same_tracing(&TracingSettings::service_name)},
-      {"tracing.max_queued", same_tracing(&TracingSettings::max_queued)},
-      {"tracing.max_batch", same_tracing(&TracingSettings::max_batch)},
-      {"tracing.interval", same_tracing(&TracingSettings::interval)},
-      {"tracing.request_timeout", same_tracing(&TracingSettings::request_timeout)},
+      {"tracing.endpoint", same_required(&Config::tracing, &TracingSettings::endpoint)},
+      {"tracing.service_name", same_optional(&Config::tracing, &TracingSettings::service_name)},
+      {"tracing.max_queued", same_optional(&Config::tracing, &TracingSettings::max_queued)},
+      {"tracing.max_batch", same_optional(&Config::tracing, &TracingSettings::max_batch)},
+      {"tracing.interval", same_optional(&Config::tracing, &TracingSettings::interval)},
+      {"tracing.request_timeout", same_optional(&Config::tracing, &TracingSettings::request_timeout)},
+      // Turning the ledger on or off is a change of ledger.bucket. The ledger is made with these
+      // keys at start and loads its records from the bucket then, so none changes while jetfan runs.
+      {"ledger.bucket", same_required(&Config::ledger, &LedgerConfig::bucket)},
+      {"ledger.interval", same_optional(&Config::ledger, &LedgerConfig::interval)},
+      {"ledger.max_records", same_optional(&Config::ledger, &LedgerConfig::max_records)},
+      {"ledger.max_in_flight", same_optional(&Config::ledger, &LedgerConfig::max_in_flight)},
       {"delivery.remember",
        [](const Config& a, const Config& b) { return a.delivery.remember == b.delivery.remember; }},
       {"log.format", [](const Config& a, const Config& b) { return a.log_format == b.log_format; }},

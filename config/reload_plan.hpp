@@ -8,7 +8,8 @@
 // while jetfan runs: the connection to NATS (servers, credentials, TLS, timeouts), the consumer and
 // how it is read, the key prefix, the socket (path, mode, owner, group, connection limits and
 // timeouts), control socket and metrics endpoint, tracing (on or off, and every other key of it),
-// log.format, and delivery.remember (it sizes what is remembered). A new config that changes any of
+// the confirmation ledger (on or off, and every key of it), log.format, and delivery.remember (it
+// sizes what is remembered). A new config that changes any of
 // those is refused as a whole, naming every such key, and the running config stays in force.
 //
 // Handlers are matched by name: a handler of the same name in both keeps its instances and what

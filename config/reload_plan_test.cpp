@@ -109,6 +109,7 @@ TEST_CASE("reload: every config key is either applied by a reload or refused, an
   check_section("control", config_keys::kControl);
   check_section("metrics", config_keys::kMetrics);
   check_section("tracing", config_keys::kTracing);
+  check_section("ledger", config_keys::kLedger);
   check_section("handlers", config_keys::kHandler);
   check_section("delivery", config_keys::kDelivery);
   check_section("log", config_keys::kLog);
@@ -165,4 +166,23 @@ TEST_CASE("reload: tracing.sample_ratio is applied, and every other tracing key,
   CHECK(others.refused == std::vector<std::string>{"tracing.service_name", "tracing.max_queued", "tracing.max_batch",
                                                    "tracing.interval", "tracing.request_timeout"});
   CHECK(others.changes.empty());
+}
+
+TEST_CASE("reload: every ledger key, and turning the ledger on or off, is refused", "[unit]") {
+  const std::string on = "ledger:\n  bucket: jetfan_confirmations\n";
+  const auto running = load(kTwo + on);
+  const auto same = plan_reload(running, load(kTwo + on + "  interval: 1s\n  max_records: 100000\n"));
+  CHECK(same.refused.empty());  // the defaults written out are no change
+  CHECK(same.changes.empty());
+
+  CHECK(plan_reload(load(kTwo), running).refused == std::vector<std::string>{"ledger.bucket"});  // turned on
+  CHECK(plan_reload(running, load(kTwo)).refused == std::vector<std::string>{"ledger.bucket"});  // turned off
+  CHECK(plan_reload(running, load(kTwo + "ledger:\n  bucket: other\n")).refused ==
+        std::vector<std::string>{"ledger.bucket"});
+  const auto others = plan_reload(running, load(kTwo + on + "  interval: 5s\n  max_records: 10\n  max_in_flight: 1\n"));
+  CHECK(others.refused == std::vector<std::string>{"ledger.interval", "ledger.max_records", "ledger.max_in_flight"});
+  CHECK(others.changes.empty());
+  // Turned on with other keys than the defaults: named once, by its bucket.
+  CHECK(plan_reload(load(kTwo), load(kTwo + on + "  interval: 5s\n")).refused ==
+        std::vector<std::string>{"ledger.bucket"});
 }

@@ -212,6 +212,7 @@ TEST_CASE("the config schema's properties are the keys the config loader accepts
       {"/properties/control", keys(k::kControl)},
       {"/properties/metrics", keys(k::kMetrics)},
       {"/properties/tracing", keys(k::kTracing)},
+      {"/properties/ledger", keys(k::kLedger)},
       {"/properties/handlers/items", keys(k::kHandler)},
       {"/$defs/allow", keys(k::kAllow)},  // handlers[].allow, control.allow and control.allow_read
       {"/properties/handlers/items/properties/retry", keys(k::kRetry)},
@@ -259,6 +260,13 @@ TEST_CASE("the config schema refuses what the loader refuses: unknown keys, bad 
       " max_queued: 100, max_batch: 100, interval: 100ms, request_timeout: 60s}\n";
   REQUIRE(validate(base + handlers + tracing).empty());
   REQUIRE(jetfan::load_config_text(base + handlers + tracing, "good.yaml").errors.empty());
+  for (const std::string ledger : {"ledger: {bucket: jetfan_confirmations}\n",
+                                   "ledger: {bucket: Jet-fan_2, interval: 100ms, max_records: 1, max_in_flight: 1}\n",
+                                   "ledger: {bucket: b, interval: 1h, max_records: 10000000, max_in_flight: 4096}\n"}) {
+    INFO(ledger);
+    CHECK(validate(base + handlers + ledger).empty());
+    CHECK(jetfan::load_config_text(base + handlers + ledger, "good.yaml").errors.empty());
+  }
   const std::vector<std::pair<std::string, std::string>> bad = {
       {base + handlers + "surprise: 1\n", "surprise: not a key the schema allows"},
       {base + handlers + "log: {level: info, colour: true}\n", "log.colour: not a key the schema allows"},
@@ -276,6 +284,16 @@ TEST_CASE("the config schema refuses what the loader refuses: unknown keys, bad 
       {base + handlers + "tracing: {endpoint: \"http://c\", service_name: \"\"}\n", "tracing.service_name: shorter"},
       {base + handlers + "tracing: {endpoint: \"http://c\", max_queued: 0}\n", "tracing.max_queued: below 1"},
       {base + handlers + "tracing: {endpoint: \"http://c\", interval: 5}\n", "tracing.interval"},
+      {base + handlers + "ledger: {interval: 1s}\n", "ledger.bucket: required"},
+      {base + handlers + "ledger: {bucket: \"\"}\n", "ledger.bucket: \"\" does not match"},
+      {base + handlers + "ledger: {bucket: jetfan.confirmations}\n",
+       "ledger.bucket: \"jetfan.confirmations\" does not match"},
+      {base + handlers + "ledger: {bucket: b, max_inflight: 8}\n", "ledger.max_inflight: not a key the schema allows"},
+      {base + handlers + "ledger: {bucket: b, interval: 5}\n", "ledger.interval"},
+      {base + handlers + "ledger: {bucket: b, max_records: 0}\n", "ledger.max_records: below 1"},
+      {base + handlers + "ledger: {bucket: b, max_records: 10000001}\n", "ledger.max_records: above 10000000"},
+      {base + handlers + "ledger: {bucket: b, max_in_flight: 0}\n", "ledger.max_in_flight: below 1"},
+      {base + handlers + "ledger: {bucket: b, max_in_flight: 4097}\n", "ledger.max_in_flight: above 4096"},
       {"consumer: {stream: S, durable: D}\n" + handlers, "socket: required"},
       {base + "handlers: [{name: a}]\n", "handlers[0].patterns: required"},
       {base + "handlers: [{name: a b, patterns: x}]\n", "handlers[0].name"},
