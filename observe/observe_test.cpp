@@ -383,3 +383,62 @@ TEST_CASE("messages with an unreadable subject are shown in status, status json 
   CHECK(doc["messages"]["unreadable_subject_total"] == 2);
   CHECK(doc["messages"]["unreadable_subject"][0]["outcome"] == "dead-lettered for builder; terminated");
 }
+
+TEST_CASE("the confirmation ledger is shown in status, status json and metrics, and nowhere when off", "[unit]") {
+  StatusSnapshot off = example();
+  CHECK(nlohmann::json::parse(render_status_json(off))["ledger"].is_null());
+  CHECK_THAT(render_status_text(off), !Catch::Contains("ledger"));
+  CHECK_THAT(render_prometheus(off), !Catch::Contains("jetfan_ledger_"));
+
+  StatusSnapshot s = example();
+  s.handlers.at(1).queued = 0;  // no other problem: the ledger's alone is counted below
+  s.ledger = StatusSnapshot::Ledger{"jetfan_ledger", 1.0, 12, 11, 2, 1, 3, 4, 1, ""};
+  std::string status = render_status_text(s);
+  CHECK_THAT(status,
+             Catch::Contains("\nledger:  bucket jetfan_ledger, interval 1.0s; 12 written, 11 deleted, 2 failed, "
+                             "1 dropped, 3 loaded; 4 tracked, 1 waiting\n"));
+  CHECK_THAT(status, !Catch::Contains("NOT WRITTEN"));
+  CHECK(status_problems(s).empty());
+  auto doc = nlohmann::json::parse(render_status_json(s));
+  CHECK(doc["ledger"] == nlohmann::json{{"bucket", "jetfan_ledger"},
+                                        {"interval_seconds", 1.0},
+                                        {"puts", 12},
+                                        {"deletes", 11},
+                                        {"failed", 2},
+                                        {"dropped", 1},
+                                        {"loaded", 3},
+                                        {"tracked", 4},
+                                        {"waiting", 1},
+                                        {"not_written", nullptr}});
+  std::string text = render_prometheus(s);
+  CHECK_THAT(text, Catch::Contains("# TYPE jetfan_ledger_writes_total counter\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_ledger_writes_total{kind=\"put\"} 12\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_ledger_writes_total{kind=\"delete\"} 11\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE jetfan_ledger_write_failures_total counter\n"
+                                   "jetfan_ledger_write_failures_total 2\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE jetfan_ledger_dropped_total counter\njetfan_ledger_dropped_total 1\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE jetfan_ledger_loaded_total counter\njetfan_ledger_loaded_total 3\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE jetfan_ledger_tracked gauge\njetfan_ledger_tracked 4\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE jetfan_ledger_waiting gauge\njetfan_ledger_waiting 1\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE jetfan_ledger_writing gauge\njetfan_ledger_writing 1\n"));
+
+  // Not written: a problem shown first and on its line, 0 for the alert, and still ready: the ledger
+  // never decides an ack, so its outage costs duplicates after a restart, not messages.
+  s.ledger->not_written = "the server did not answer for 2m05s (timeout)";
+  const std::string problem =
+      "the confirmation ledger (bucket jetfan_ledger) is not being written: the server did not answer for 2m05s "
+      "(timeout); after a restart, handlers may get again messages they confirmed (duplicates, never lost messages)";
+  REQUIRE(status_problems(s).size() == 1);
+  CHECK(status_problems(s)[0] == problem);
+  status = render_status_text(s);
+  CHECK_THAT(status, Catch::Contains("\nPROBLEM: " + problem + "\nready:   yes\n"));
+  CHECK_THAT(status, Catch::Contains("\nledger:  NOT WRITTEN: the server did not answer for 2m05s (timeout); a "
+                                     "restart now costs duplicates, never messages\n"));
+  doc = nlohmann::json::parse(render_status_json(s));
+  CHECK(doc["ready"] == true);
+  CHECK(doc["problems"] == nlohmann::json::array({problem}));
+  CHECK(doc["ledger"]["not_written"] == "the server did not answer for 2m05s (timeout)");
+  text = render_prometheus(s);
+  CHECK_THAT(text, Catch::Contains("jetfan_ledger_writing 0\n"));
+  CHECK_THAT(text, Catch::Contains("jetfan_ready 1\n"));
+}

@@ -121,6 +121,30 @@ std::string render_prometheus(const StatusSnapshot& s) {
              tr.export_requests - std::min(tr.failed_requests, tr.export_requests));
     w.sample("jetfan_trace_export_requests_total", "result=\"failed\"", tr.failed_requests);
   }
+  if (s.ledger) {
+    const auto& l = *s.ledger;
+    w.family("jetfan_ledger_writes_total", "counter",
+             "Confirmation ledger records written (put), and deleted once their message settled (delete).");
+    w.sample("jetfan_ledger_writes_total", "kind=\"put\"", l.puts);
+    w.sample("jetfan_ledger_writes_total", "kind=\"delete\"", l.deletes);
+    w.family("jetfan_ledger_write_failures_total", "counter",
+             "Ledger writes the server did not take or did not answer; each is tried again.");
+    w.sample("jetfan_ledger_write_failures_total", "", l.failed);
+    w.family("jetfan_ledger_dropped_total", "counter",
+             "Confirmations not recorded in the ledger: past ledger.max_records, or too many handler names.");
+    w.sample("jetfan_ledger_dropped_total", "", l.dropped);
+    w.family("jetfan_ledger_loaded_total", "counter", "Ledger records read at start or at a takeover.");
+    w.sample("jetfan_ledger_loaded_total", "", l.loaded);
+    w.family("jetfan_ledger_tracked", "gauge",
+             "Messages the ledger tracks now: partly confirmed, or with a record to delete.");
+    w.sample("jetfan_ledger_tracked", "", static_cast<std::uint64_t>(l.tracked));
+    w.family("jetfan_ledger_waiting", "gauge", "Ledger writes waiting for the server's answer.");
+    w.sample("jetfan_ledger_waiting", "", static_cast<std::uint64_t>(l.waiting));
+    // A gauge rather than the reason: an alert needs a number, and the reason is in jetfan status.
+    w.family("jetfan_ledger_writing", "gauge",
+             "1 while the confirmation ledger is being written, 0 while it is not (a restart then costs duplicates).");
+    w.sample("jetfan_ledger_writing", "", std::uint64_t{l.not_written.empty() ? 1u : 0u});
+  }
 
   struct Counter {
     const char* name;

@@ -60,6 +60,13 @@ json cuts_json(const HandlerView& h) {
   return cuts;
 }
 
+// The ledger never decides an ack, so what its outage costs is said with it: an operator should
+// not mistake it for lost messages, nor ignore the duplicates it brings after a restart.
+std::string ledger_not_written(const StatusSnapshot::Ledger& ledger) {
+  return "the confirmation ledger (bucket " + ledger.bucket + ") is not being written: " + ledger.not_written +
+         "; after a restart, handlers may get again messages they confirmed (duplicates, never lost messages)";
+}
+
 }  // namespace
 
 std::vector<std::string> status_problems(const StatusSnapshot& s) {
@@ -87,6 +94,7 @@ std::vector<std::string> status_problems(const StatusSnapshot& s) {
     for (const auto& h : s.handlers) any = any || !h.instances.empty();
     if (!any) problems.push_back("no handler is connected");
   }
+  if (s.ledger && !s.ledger->not_written.empty()) problems.push_back(ledger_not_written(*s.ledger));
   return problems;
 }
 
@@ -149,6 +157,16 @@ std::string render_status_text(const StatusSnapshot& s) {
          std::to_string(tr.dropped_queue_full) + " queue full, " + std::to_string(tr.dropped_export_failed) +
          " export failed); " + std::to_string(tr.failed_requests) + " of " + std::to_string(tr.export_requests) +
          " export(s) failed" + (tr.last_error.empty() ? "" : ", the last: " + tr.last_error));
+  }
+  if (s.ledger) {
+    const auto& l = *s.ledger;
+    line("ledger:  bucket " + l.bucket + ", interval " + format::duration(l.interval_seconds) + "; " +
+         std::to_string(l.puts) + " written, " + std::to_string(l.deletes) + " deleted, " + std::to_string(l.failed) +
+         " failed, " + std::to_string(l.dropped) + " dropped, " + std::to_string(l.loaded) + " loaded; " +
+         std::to_string(l.tracked) + " tracked, " + std::to_string(l.waiting) + " waiting");
+    if (!l.not_written.empty()) {
+      line("ledger:  NOT WRITTEN: " + l.not_written + "; a restart now costs duplicates, never messages");
+    }
   }
   for (const auto& h : s.handlers) {
     line("");
@@ -315,6 +333,17 @@ std::string render_status_json(const StatusSnapshot& s) {
                       {"last_error", tr.last_error.empty() ? json(nullptr) : json(tr.last_error)}};
   } else {
     doc["tracing"] = nullptr;
+  }
+  if (s.ledger) {
+    const auto& l = *s.ledger;
+    doc["ledger"] = {
+        {"bucket", l.bucket},   {"interval_seconds", l.interval_seconds},
+        {"puts", l.puts},       {"deletes", l.deletes},
+        {"failed", l.failed},   {"dropped", l.dropped},
+        {"loaded", l.loaded},   {"tracked", l.tracked},
+        {"waiting", l.waiting}, {"not_written", l.not_written.empty() ? json(nullptr) : json(l.not_written)}};
+  } else {
+    doc["ledger"] = nullptr;
   }
   doc["pulls"] = {{"outstanding", s.pulls_outstanding}, {"batch", s.pull_batch}, {"reconnects", s.reconnects}};
   doc["nats"] = {{"connected", s.nats_connected},

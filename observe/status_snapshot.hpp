@@ -171,6 +171,23 @@ struct StatusSnapshot {
     std::string last_error;                              // of the last failed export; "" if none
   };
   std::optional<Tracing> tracing;
+  // The confirmation ledger (config `ledger:`, daemon/LedgerWriter); absent when off. Off the
+  // critical path: its writes never decide an ack, so a failed one costs at most a duplicate after
+  // a restart, never a message, and never makes jetfan not ready.
+  struct Ledger {
+    std::string bucket;
+    double interval_seconds = 0;
+    std::uint64_t puts = 0;     // records written
+    std::uint64_t deletes = 0;  // records deleted (their message settled at the server)
+    std::uint64_t failed = 0;   // writes the server did not take or did not answer (each tried again)
+    std::uint64_t dropped = 0;  // confirmations not recorded: past max_records, or too many handler names
+    std::uint64_t loaded = 0;   // records read at start or at a takeover
+    std::size_t tracked = 0;    // messages tracked now (partly confirmed, or with a record to delete)
+    std::size_t waiting = 0;    // writes waiting for the server's answer
+    // Why the ledger is not being written now (the last failure, and for how long); "" when it is.
+    std::string not_written;
+  };
+  std::optional<Ledger> ledger;
   LatencyHistogram publish_age;  // from publish (JetStream timestamp) to arrival
   std::vector<TailView> tails;
   std::uint64_t tail_dropped = 0;  // by every tail, ever
@@ -194,7 +211,8 @@ struct StatusSnapshot {
 
 // The problems an operator should see first, one line each: why jetfan is not consuming, a declared
 // handler with no instance while messages wait for it, no handler connected at all, not (yet)
-// serving.
+// serving, the confirmation ledger not being written. Shown only: readiness and `jetfan status`'s
+// exit status follow `ready` (not_consuming), never this list.
 std::vector<std::string> status_problems(const StatusSnapshot& snapshot);
 
 }  // namespace jetfan
