@@ -110,6 +110,9 @@ int setup(const std::vector<std::string>& a) {
   for (char& c : lower) c = static_cast<char>(std::tolower(c));
   controller.delete_stream(a[1]);
   controller.create_stream(a[1], {lower + ".>"});
+  // The confirmation ledger's bucket, for runs with BENCH_CONFIG_EXTRA=$'ledger:\n  bucket: bench_ledger'.
+  controller.delete_stream("KV_bench_ledger");
+  controller.create_key_value("bench_ledger", std::chrono::hours(1));
   jetfan::example::ConsumerSpec spec;
   spec.durable = a[2];
   spec.max_ack_pending = std::stoll(a[3]);

@@ -58,6 +58,12 @@ struct LedgerChange {
   std::uint64_t version = 0;  // for written(): which state of the record this was
 };
 
+// A record as read from the bucket (daemon/LedgerReader): these handlers confirmed stream seq `seq`.
+struct LedgerRecord {
+  std::uint64_t seq = 0;
+  std::vector<std::string> handlers;
+};
+
 struct LedgerCounts {
   std::uint64_t puts = 0;     // written
   std::uint64_t deletes = 0;  // deleted

@@ -240,3 +240,24 @@ TEST_CASE("restart: a message the ledger says a handler confirmed goes only to t
   core.ack(2, delivered[0].delivery, kStart);
   CHECK(testing::effects_of(testing::take_effects(core), Kind::kAck).size() == 1);
 }
+
+TEST_CASE("restart: a message the ledger says an ordered handler confirmed counts as confirmed for its key", "[unit]") {
+  DispatchCore core(settings(2));
+  core.connect(1, 0, kStart);
+  core.connect(2, 1, kStart);
+  // 5 (key a) was left outstanding; the ledger says the ordered handler 0 had confirmed it.
+  core.expect_outstanding(Outstanding{{away(5, "a")}, false, 4, 5, 1, kUntil}, kStart);
+  core.remember_confirmed(5, 0b01);
+  core.arrive(ordered(6, "a", 0b01), kStart);
+  CHECK(sent_to(core, 1).seqs.empty());  // 6 waits for 5
+  // 5 comes again: it goes to handler 1 alone, and 6 goes to handler 0 at once.
+  core.arrive(ordered(5, "a", 0b11, 2), kStart);
+  CHECK_FALSE(core.awaiting_outstanding());
+  const auto effects = testing::take_effects(core);
+  std::vector<std::uint64_t> to_ordered, to_other;
+  for (const auto& e : testing::effects_of(effects, Kind::kDeliver))
+    (e.connection == 1 ? to_ordered : to_other).push_back(e.message / 100);
+  CHECK(to_ordered == std::vector<std::uint64_t>{6});
+  CHECK(to_other == std::vector<std::uint64_t>{5});
+  CHECK(core.counters().skipped_confirmed == 1);
+}

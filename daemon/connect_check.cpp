@@ -80,6 +80,15 @@ int run_connect_check(const Config& config, std::FILE* out, std::chrono::seconds
   } catch (const StartupError& e) {
     failed(e);
   }
+  if (config.ledger) {
+    try {
+      const AdminReport bucket = admin.check_ledger_bucket();
+      for (const auto& line : bucket.ok) say(out, "ok", line);
+      for (const auto& line : bucket.warnings) say(out, "warn", line);
+    } catch (const StartupError& e) {
+      failed(e);
+    }
+  }
   if (status == kExitOk) {
     const ServeSettingsResult derived = derive_serve_settings(config, facts);
     if (!derived.settings) {
@@ -87,7 +96,7 @@ int run_connect_check(const Config& config, std::FILE* out, std::chrono::seconds
       status = kExitConfig;
     } else {
       for (const auto& warning : derived.settings->warnings) say(out, "warn", warning);
-      const PublishTargetReport targets =
+      const AdminReport targets =
           admin.check_publish_subjects(derived.settings->ack_wait, derived.settings->core.max_deliver);
       for (const auto& line : targets.ok) say(out, "ok", line);
       for (const auto& line : targets.warnings) say(out, "warn", line);

@@ -11,6 +11,7 @@
 
 #include "jetfan/version.hpp"
 #include "jetstream_admin.hpp"
+#include "ledger_reader.hpp"
 #include "logging.hpp"
 #include "nats_auth.hpp"
 #include "startup_error.hpp"
@@ -60,6 +61,12 @@ int Daemon::run() {
   for (const auto& line : admin.check_publish_subjects(s.ack_wait, s.core.max_deliver).warnings) {
     log_warn("publish.target", {{"file", config_.file}}, "{}", line);
   }
+  if (config_.ledger) {
+    const AdminReport bucket = admin.check_ledger_bucket();
+    for (const auto& line : bucket.ok) log_info("ledger.bucket", {{"bucket", config_.ledger->bucket}}, "{}", line);
+    for (const auto& line : bucket.warnings)
+      log_warn("ledger.bucket", {{"bucket", config_.ledger->bucket}}, "{}", line);
+  }
   log_info("nats.bound",
            {{"stream", config_.consumer.stream},
             {"consumer", config_.consumer.durable},
@@ -87,7 +94,10 @@ int Daemon::run() {
   if (config_.tracing) start_tracing();
   if (facts.from_server) dispatcher_->bound(facts);
   // A pinned_client reader stands by first: what is outstanding is read when the pin comes to it.
-  if (!pinned) expect_outstanding(facts, ack_policy, max_held, ack_wait);
+  if (!pinned) {
+    load_ledger(facts, ack_wait / 2);
+    expect_outstanding(facts, ack_policy, max_held, ack_wait);
+  }
   dispatcher_->start();
   listener_->start([this](HandlerListener::Socket socket) { dispatcher_->accept(std::move(socket)); });
   control_->attach(*dispatcher_, JetStreamReader::client_version());
@@ -173,6 +183,7 @@ void Daemon::expect_outstanding(const ConsumerFacts& facts, AckPolicy ack_policy
 
 void Daemon::take_over(AckPolicy ack_policy, std::size_t max_held, Duration ack_wait) {
   if (auto facts = JetStreamAdmin(config_, reader_).read_facts()) {
+    load_ledger(*facts, ack_wait / 2);
     expect_outstanding(*facts, ack_policy, max_held, ack_wait);
   } else {
     // Nothing says what the former owner left: every ordered delivery waits for it (R26-R31).
@@ -180,6 +191,16 @@ void Daemon::take_over(AckPolicy ack_policy, std::size_t max_held, Duration ack_
     unknown.ack_pending = 1;
     unknown.delivered = 1;
     dispatcher_->expect_outstanding(unknown, std::nullopt);
+  }
+}
+
+void Daemon::load_ledger(const ConsumerFacts& facts, Duration budget) {
+  if (!config_.ledger) return;
+  // Without the consumer's info the floor is unknown: every record is kept (one below the floor is
+  // of a message that will not come again, and costs only memory until the ledger is full).
+  const std::uint64_t floor = facts.from_server ? facts.ack_floor : 0;
+  if (auto records = LedgerReader(config_, reader_).read(config_.ledger->max_records, budget)) {
+    dispatcher_->load_ledger(*records, floor);
   }
 }
 

@@ -43,6 +43,9 @@ class Daemon {
   // former owner left unacked expected as after a restart. Blocks the io thread for the answers
   // (at most about 5 s and half an AckWait), while jetfan delivers nothing anyway.
   void take_over(AckPolicy ack_policy, std::size_t max_held, Duration ack_wait);
+  // Reads the confirmation ledger's records (LedgerReader) into the dispatcher, at start and at a
+  // takeover; nothing when config.ledger is not set. Waits at most `budget`.
+  void load_ledger(const ConsumerFacts& facts, Duration budget);
   // Starts the span exporter of config.tracing; throws StartupError if it cannot be made.
   void start_tracing();
   // SIGHUP and the control socket's RELOAD.

@@ -55,6 +55,7 @@ Dispatcher::Dispatcher(const Config& config, ServeSettings settings, Upstream& u
       warnings_(kWarningBurst, kWarningWindow),
       log_(config, warnings_),
       full_(config, settings_.pull, warnings_) {
+  if (config_.ledger) ledger_.emplace(*config_.ledger, config_.consumer.durable, upstream_, warnings_);
   if (settings_.pin) {
     pinned_.emplace(config_, *settings_.pin, upstream_, static_cast<PinHost&>(*this));
     pulls_.attach(*pinned_);
@@ -262,6 +263,7 @@ void Dispatcher::on_alarm(Alarm alarm) {
 void Dispatcher::after_input() {
   holds_.note(core_);
   apply_effects();
+  if (ledger_) ledger_->write_due(time_.now());
   if (state_ == State::kServing) top_up_pulls();
   if (state_ == State::kDraining && core_.in_flight() == 0) {
     finish();
@@ -338,12 +340,14 @@ void Dispatcher::apply_effects() {
       }
       case Effect::Kind::kAck:
         upstream_.ack(message);
+        if (ledger_) ledger_->settled(stored->second.stream_seq, time_.now());
         break;
       case Effect::Kind::kNak:
         upstream_.nak(message, effect.delay);
         break;
       case Effect::Kind::kTerm:
         upstream_.term(message);
+        if (ledger_) ledger_->settled(stored->second.stream_seq, time_.now());
         break;
       case Effect::Kind::kWip:
         upstream_.wip(message);
@@ -409,7 +413,10 @@ void Dispatcher::apply_effects() {
 }
 
 void Dispatcher::arm_wakeup() {
-  const auto wake = core_.next_wakeup();
+  auto wake = core_.next_wakeup();
+  if (ledger_) {
+    if (const auto due = ledger_->next_due(); due && (!wake || *due < *wake)) wake = due;
+  }
   if (!wake || (armed_for_ && *armed_for_ <= *wake)) return;
   armed_for_ = wake;
   time_.set(Alarm::kWakeup, *wake);
@@ -444,6 +451,10 @@ void Dispatcher::housekeeping() {
   release_acks(now);
   jobs_.time_out(now);
   unreadable_.time_out(now);
+  if (ledger_) {
+    ledger_->time_out(now);
+    ledger_->write_due(now);
+  }
   notifier_.status(status_line());
   if (state_ == State::kDraining) {
     const Duration left = std::max(Duration(0), std::chrono::ceil<Duration>(drain_deadline_ - now));
@@ -471,6 +482,10 @@ std::optional<std::string> Dispatcher::start_dead_letter_job(const DeadLetterJob
 
 void Dispatcher::on_published(std::uint64_t id, const PublishResult& result) {
   JETFAN_ON_IO_THREAD(thread_);
+  if (LedgerWriter::owns(id)) {
+    if (ledger_) ledger_->on_published(id, result, batch_now());
+    return;
+  }
   if (UnreadableMessages::owns(id)) {
     unreadable_.on_published(id, result);
     return;
@@ -636,9 +651,12 @@ void Dispatcher::on_command(HandlerSession& session, const proto::Command& comma
 void Dispatcher::confirm(HandlerSession& session, const proto::Command& command, TimePoint now) {
   bool known = true;
   switch (command.verb) {
-    case proto::Verb::kAck:
+    case proto::Verb::kAck: {
+      const auto seq = ledger_ ? core_.seq_in_flight(session.id(), command.id) : std::nullopt;
       known = core_.ack(session.id(), command.id, now);
+      if (known && ledger_) note_confirmed(session, seq, now);
       break;
+    }
     case proto::Verb::kNak: {
       if (const auto seq = core_.seq_in_flight(session.id(), command.id); seq && session.handler()) {
         dead_letters_.note_reason(*session.handler(), *seq, false, command.reason);
@@ -653,14 +671,17 @@ void Dispatcher::confirm(HandlerSession& session, const proto::Command& command,
       known = core_.nak(session.id(), command.id, delay, now);
       break;
     }
-    case proto::Verb::kTerm:
-      if (const auto seq = core_.seq_in_flight(session.id(), command.id); seq && session.handler()) {
-        dead_letters_.note_reason(*session.handler(), *seq, true, command.reason);
-      }
+    case proto::Verb::kTerm: {
+      const auto seq = core_.seq_in_flight(session.id(), command.id);
+      if (seq && session.handler()) dead_letters_.note_reason(*session.handler(), *seq, true, command.reason);
       publisher_.settled_otherwise(session.id(), command.id);
       known = core_.term(session.id(), command.id, now);
-      if (known) log_.terminated(session, command.id, command.reason);
+      if (known) {
+        log_.terminated(session, command.id, command.reason);
+        if (ledger_) note_confirmed(session, seq, now);
+      }
       break;
+    }
     case proto::Verb::kWip:
       known = core_.wip(session.id(), command.id, now);
       break;
@@ -673,6 +694,37 @@ void Dispatcher::confirm(HandlerSession& session, const proto::Command& command,
   } else if (tracing_ && !tracing_->idle()) {
     tracing_->answered(session.id(), command, static_cast<std::uint64_t>(time_.wall_now_ns()), now);
   }
+}
+
+void Dispatcher::note_confirmed(const HandlerSession& session, std::optional<std::uint64_t> seq, TimePoint now) {
+  if (!seq || !session.handler()) return;
+  // Settled by this answer (its last owner), the message is gone from the core; only one still owed
+  // elsewhere, or handed back for another, can come again.
+  if ((core_.confirmed_before(*seq) & (HandlerMask{1} << *session.handler())) == 0) return;
+  ledger_->confirmed(*seq, config_.handlers[*session.handler()].name, now);
+}
+
+void Dispatcher::load_ledger(const std::vector<LedgerRecord>& records, std::uint64_t ack_floor) {
+  JETFAN_ON_IO_THREAD(thread_);
+  ledger_->load(records, ack_floor);
+  std::uint64_t remembered = 0;
+  for (const LedgerRecord& record : records) {
+    if (record.seq <= ack_floor) continue;
+    HandlerMask confirmed = 0;
+    for (const std::string& name : record.handlers) {
+      for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+        if (config_.handlers[h].name == name) confirmed |= HandlerMask{1} << h;
+      }
+    }
+    if (confirmed == 0) continue;  // only handlers no longer configured: kept for the record alone
+    core_.remember_confirmed(record.seq, confirmed);
+    ++remembered;
+  }
+  log_info("ledger.loaded",
+           {{"bucket", config_.ledger->bucket}, {"records", records.size()}, {"remembered", remembered}},
+           "ledger: read {} record(s) from bucket \"{}\"; {} message(s) above the ack floor will go only to the "
+           "handlers that had not confirmed them",
+           records.size(), config_.ledger->bucket, remembered);
 }
 
 void Dispatcher::on_publish(HandlerSession& session, const proto::Command& pub) {
@@ -779,6 +831,7 @@ void Dispatcher::finish() {
   // What was held is handed back with a delay past jetfan's own requests: a standby may take the pin now.
   if (pinned_) pinned_->release();
   DispatchLog::stopped(core_.counters());
+  if (ledger_) ledger_->write_all(time_.now());
   upstream_.close(kFinalFlush);
   table_.close_all();
   for (std::size_t a = 0; a < kAlarmCount; ++a) time_.cancel(static_cast<Alarm>(a));
@@ -815,6 +868,7 @@ void Dispatcher::fill_status(StatusSnapshot& snapshot, const RateWindow& rates, 
   reader_health_.fill(snapshot, time_.now());
   unreadable_.fill(snapshot);
   if (tracing_) tracing_->fill(snapshot);
+  if (ledger_) snapshot.ledger = ledger_->view(time_.now());
 }
 
 void Dispatcher::enable_tracing(SpanSink& sink, const SpanExporter* exporter, std::uint64_t seed) {

@@ -17,6 +17,7 @@
 //   PinnedReader (pinned_reader.hpp)    a pinned_client group: the pin, keep-alives, step-down
 //   UnreadableMessages (unreadable_messages.hpp) a message whose subject breaks the connection
 //   DispatchTracing (dispatch_tracing.hpp) spans of each message and handler delivery, when on
+//   LedgerWriter (ledger_writer.hpp)    the confirmation ledger's records, when on (config ledger:)
 // It exists only once the consumer is bound: everything it owns is whole from construction.
 //
 // Its seams, and nothing else, reach outside it:
@@ -64,6 +65,7 @@
 #include "held_messages.hpp"
 #include "hold_reporter.hpp"
 #include "io_thread.hpp"
+#include "ledger_writer.hpp"
 #include "log_rate_limiter.hpp"
 #include "logging.hpp"
 #include "message_bytes.hpp"
@@ -114,6 +116,11 @@ class Dispatcher final : private SessionOwner,
 
   // Starts pulling and keeping house.
   void start();
+  // The confirmation ledger's records of this durable (LedgerReader), read at start or at a
+  // takeover: a message that comes again goes only to the handlers not named in its record (the
+  // core's remember_confirmed). Those at or below `ack_floor` will not come again. Precondition:
+  // config.ledger is set.
+  void load_ledger(const std::vector<LedgerRecord>& records, std::uint64_t ack_floor);
   // Ordered handlers wait for what an earlier reader of the consumer may have left unacked: the
   // messages of the stream in (facts.ack_floor, facts.delivered], as `read` from the stream
   // (StreamReader::read), or nullopt when they could not all be read, when every ordered
@@ -189,6 +196,7 @@ class Dispatcher final : private SessionOwner,
   void set_tap(DispatcherTap* tap) { tap_ = tap; }
   const DispatchCore& core() const { return core_; }
   const HandlerPublisher& publisher() const { return publisher_; }
+  const LedgerWriter* ledger() const { return ledger_ ? &*ledger_ : nullptr; }
   std::size_t instances(std::size_t handler) const override { return table_.instances(handler); }
   std::size_t messages_stored() const { return stored_.size(); }
 
@@ -200,6 +208,9 @@ class Dispatcher final : private SessionOwner,
   // An ACK, NAK, TERM or WIP of `session`'s delivery, to the core (an ACK is no longer held): logged,
   // and told to the tap and to tracing, whether it came from the handler or from release_acks.
   void confirm(HandlerSession& session, const proto::Command& command, TimePoint now);
+  // The ledger (when on) hears of `session`'s confirmation of `seq` (ACK or TERM, taken by the
+  // core) if the message is still owed to another handler.
+  void note_confirmed(const HandlerSession& session, std::optional<std::uint64_t> seq, TimePoint now);
   // A PUB (protocol version 3): to the HandlerPublisher, whose answer, when it has one at once, is
   // sent; a connection with as much waiting as it may have is read no more until answers come.
   void on_publish(HandlerSession& session, const proto::Command& pub);
@@ -305,6 +316,7 @@ class Dispatcher final : private SessionOwner,
   std::optional<PinnedReader> pinned_;  // set for a pinned_client group (settings_.pin)
   UnreadableMessages unreadable_{config_, upstream_, arena_, static_cast<UnreadableHost&>(*this)};
   std::unique_ptr<DispatchTracing> tracing_;  // set when tracing is on (enable_tracing)
+  std::optional<LedgerWriter> ledger_;        // set when config.ledger is
 };
 
 }  // namespace jetfan

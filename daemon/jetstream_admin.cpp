@@ -6,6 +6,7 @@
 #include "consumer_info.hpp"
 #include "duplicate_window.hpp"
 #include "effective_config.hpp"
+#include "ledger_record.hpp"
 #include "logging.hpp"
 #include "nats_handles.hpp"
 #include "server_info.hpp"
@@ -146,8 +147,8 @@ void JetStreamAdmin::check_dead_letter_subjects() {
   }
 }
 
-PublishTargetReport JetStreamAdmin::check_publish_subjects(Duration ack_wait, std::int64_t max_deliver) {
-  PublishTargetReport report;
+AdminReport JetStreamAdmin::check_publish_subjects(Duration ack_wait, std::int64_t max_deliver) {
+  AdminReport report;
   for (const auto& handler : config_.handlers) {
     if (!handler.publish) continue;
     const std::string where = config_.file + ": handlers." + handler.name + ".publish.subjects";
@@ -186,6 +187,54 @@ PublishTargetReport JetStreamAdmin::check_publish_subjects(Duration ack_wait, st
       }
     }
   }
+  return report;
+}
+
+}  // namespace jetfan
+
+namespace jetfan {
+
+AdminReport JetStreamAdmin::check_ledger_bucket() {
+  const std::string& bucket = config_.ledger->bucket;
+  const std::string stream = jetstream::ledger_stream(bucket);
+  const std::string where = config_.file + ": ledger.bucket";
+  AdminReport report;
+  const auto answer = request(jetstream::stream_info_subject(stream), "");
+  if (answer.index() == 1) {
+    report.warnings.push_back(where + ": cannot read bucket \"" + bucket + "\" (" + std::get<1>(answer) +
+                              "); jetfan goes on, and writes its records when it can");
+    return report;
+  }
+  const auto info = jetstream::parse_stream_info(std::get<0>(answer));
+  if (const auto* error = std::get_if<jetstream::ApiError>(&info)) {
+    if (error->err_code == jetstream::kStreamNotFound) {
+      throw StartupError(kExitConfig, where + ": no key-value bucket \"" + bucket + "\" (stream " + stream +
+                                          "). jetfan never creates it: have the controller make it, or run `nats kv "
+                                          "add " +
+                                          bucket +
+                                          " --history 1 --ttl 1h --replicas 3` (docs/OPERATING.md, "
+                                          "\"Ledger\")");
+    }
+    report.warnings.push_back(where + ": cannot read bucket \"" + bucket + "\" (" + error->describe() +
+                              "); jetfan goes on, and writes its records when it can");
+    return report;
+  }
+  const jetstream::StreamInfo& settings = std::get<jetstream::StreamInfo>(info);
+  if (settings.max_msgs_per_subject != 1) {
+    report.warnings.push_back(where + ": bucket \"" + bucket + "\" keeps a history of " +
+                              (settings.max_msgs_per_subject < 1 ? std::string("every value")
+                                                                 : std::to_string(settings.max_msgs_per_subject)) +
+                              " per key: jetfan reads only the last; --history 1 keeps it small");
+  }
+  if (settings.max_age.count() == 0) {
+    report.warnings.push_back(where + ": bucket \"" + bucket +
+                              "\" has no TTL: the record of a message the server stops redelivering (MaxDeliver) "
+                              "stays until deleted; --ttl 1h lets it go");
+  }
+  const auto ttl = std::chrono::duration_cast<std::chrono::seconds>(settings.max_age).count();
+  report.ok.push_back("ledger: bucket \"" + bucket + "\" (stream " + stream + "), " +
+                      std::to_string(settings.num_replicas) + " replica(s), TTL " +
+                      (ttl == 0 ? std::string("none") : std::to_string(ttl) + " s"));
   return report;
 }
 

@@ -24,9 +24,10 @@
 
 namespace jetfan {
 
-// What check_publish_subjects found: a line per stream whose duplicate window is long enough, and
-// one per problem (no stream, a window too short, a question the server did not answer).
-struct PublishTargetReport {
+// What a check found: a line per thing found right (a stream whose duplicate window is long
+// enough, the ledger's bucket), and one per problem (no stream, a window too short, a question
+// the server did not answer, a bucket's setting that costs).
+struct AdminReport {
   std::vector<std::string> ok;
   std::vector<std::string> warnings;
 };
@@ -54,7 +55,14 @@ class JetStreamAdmin {
   // whether each one's duplicate_window ($JS.API.STREAM.INFO) outlasts a message's redeliveries
   // (`ack_wait`, the consumer's `max_deliver`, the handler's retry.max_attempts). Never throws: a
   // publish to a subject no stream captures is answered PUBERR no-stream, not fatal to jetfan.
-  PublishTargetReport check_publish_subjects(Duration ack_wait, std::int64_t max_deliver);
+  AdminReport check_publish_subjects(Duration ack_wait, std::int64_t max_deliver);
+
+  // The confirmation ledger's bucket (config.ledger; its stream KV_<bucket>). Throws StartupError
+  // (kExitConfig) when the stream does not exist, naming the command that makes it: jetfan never
+  // creates it. Warns of settings that cost: a history above 1 (old records kept), no TTL (records
+  // of messages the server gave up on stay). A server that cannot be asked is a warning too: the
+  // ledger is off the critical path. Precondition: config.ledger is set.
+  AdminReport check_ledger_bucket();
 
  private:
   BindingVerdict ask_consumer_info();

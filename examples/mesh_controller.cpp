@@ -65,6 +65,19 @@ void MeshController::create_stream(const std::string& stream, const std::vector<
   check(status, "create stream " + stream);
 }
 
+void MeshController::create_key_value(const std::string& bucket, std::chrono::milliseconds ttl, int replicas) {
+  kvConfig config;
+  kvConfig_Init(&config);
+  config.Bucket = bucket.c_str();
+  config.History = 1;
+  config.TTL = std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count();  // cnats takes nanoseconds
+  config.Replicas = replicas;
+  kvStore* kv = nullptr;
+  const natsStatus status = js_CreateKeyValue(&kv, js_.get(), &config);
+  KvStorePtr owned(kv);
+  check(status, "create key-value bucket " + bucket);
+}
+
 void MeshController::delete_stream(const std::string& stream) {
   jsErrCode code;
   const natsStatus status = js_DeleteStream(js_.get(), stream.c_str(), nullptr, &code);

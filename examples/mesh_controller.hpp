@@ -52,6 +52,9 @@ class MeshController {
   void create_stream(const std::string& stream, const std::vector<std::string>& subjects, std::int64_t max_msgs = 0,
                      std::chrono::milliseconds duplicate_window = std::chrono::milliseconds(0));
   void delete_stream(const std::string& stream);  // no error if there is none
+  // A key-value bucket (stream KV_<bucket>) as docs/OPERATING.md "Ledger" has it made for jetfan's
+  // confirmation ledger: history 1, records expiring after `ttl`, `replicas` copies.
+  void create_key_value(const std::string& bucket, std::chrono::milliseconds ttl, int replicas = 1);
   void create_consumer(const std::string& stream, const ConsumerSpec& spec);
   // Publishes to JetStream and waits for the stream's ack. Returns the stream sequence.
   std::uint64_t publish(const std::string& subject, const std::string& payload,

@@ -21,5 +21,8 @@ using NatsMsgPtr = std::unique_ptr<natsMsg, NatsDeleter<natsMsg, natsMsg_Destroy
 using JsCtxPtr = std::unique_ptr<jsCtx, NatsDeleter<jsCtx, jsCtx_Destroy>>;
 using JsConsumerInfoPtr = std::unique_ptr<jsConsumerInfo, NatsDeleter<jsConsumerInfo, jsConsumerInfo_Destroy>>;
 using NatsInboxPtr = std::unique_ptr<natsInbox, NatsDeleter<natsInbox, natsInbox_Destroy>>;
+using KvStorePtr = std::unique_ptr<kvStore, NatsDeleter<kvStore, kvStore_Destroy>>;
+using KvWatcherPtr = std::unique_ptr<kvWatcher, NatsDeleter<kvWatcher, kvWatcher_Destroy>>;
+using KvEntryPtr = std::unique_ptr<kvEntry, NatsDeleter<kvEntry, kvEntry_Destroy>>;
 
 }  // namespace jetfan

@@ -17,6 +17,10 @@ std::variant<StreamInfo, ApiError> parse_stream_info(std::string_view json_text)
   if (!detail::read(*config, "duplicate_window", out.duplicate_window)) {
     return unreadable("a duplicate_window that is not a number", json_text);
   }
+  if (!detail::read(*config, "max_msgs_per_subject", out.max_msgs_per_subject) ||
+      !detail::read(*config, "max_age", out.max_age) || !detail::read(*config, "num_replicas", out.num_replicas)) {
+    return unreadable("a max_msgs_per_subject, max_age or num_replicas that is not a number", json_text);
+  }
   if (const auto subjects = config->find("subjects"); subjects != config->end() && subjects->is_array()) {
     for (const auto& subject : *subjects) {
       if (subject.is_string()) out.subjects.push_back(subject.get<std::string>());

@@ -18,6 +18,9 @@ TEST_CASE("stream info: the duplicate window, the server's error, an unreadable 
   CHECK(info.name == "OUT");
   CHECK(info.subjects == std::vector<std::string>{"out.>"});
   CHECK(info.duplicate_window == std::chrono::minutes(2));
+  CHECK(info.max_msgs_per_subject == -1);
+  CHECK(info.max_age == std::chrono::nanoseconds(0));
+  CHECK(info.num_replicas == 1);
   const auto missing = parse_stream_info(R"({"error":{"code":404,"err_code":10059,"description":"stream not found"}})");
   REQUIRE(std::holds_alternative<ApiError>(missing));
   CHECK(std::get<ApiError>(missing).from_server());
@@ -27,4 +30,19 @@ TEST_CASE("stream info: the duplicate window, the server's error, an unreadable 
     REQUIRE(std::holds_alternative<ApiError>(read));
     CHECK_FALSE(std::get<ApiError>(read).from_server());
   }
+}
+
+TEST_CASE("stream info: a key-value bucket's history, TTL and replicas", "[unit]") {
+  // As `nats kv add B --history 1 --ttl 1h --replicas 3` makes it (trimmed).
+  const auto out = parse_stream_info(
+      R"({"config":{"name":"KV_B","subjects":["$KV.B.>"],"max_msgs_per_subject":1,"max_age":3600000000000,)"
+      R"("num_replicas":3,"duplicate_window":120000000000,"allow_rollup_hdrs":true,"deny_delete":true}})");
+  REQUIRE(std::holds_alternative<StreamInfo>(out));
+  const StreamInfo& info = std::get<StreamInfo>(out);
+  CHECK(info.max_msgs_per_subject == 1);
+  CHECK(info.max_age == std::chrono::hours(1));
+  CHECK(info.num_replicas == 3);
+  const auto bad = parse_stream_info(R"({"config":{"name":"KV_B","max_age":"1h"}})");
+  REQUIRE(std::holds_alternative<ApiError>(bad));
+  CHECK_FALSE(std::get<ApiError>(bad).from_server());
 }

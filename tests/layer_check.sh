@@ -45,6 +45,8 @@ cnats_files=(
   daemon/jetstream_admin.cpp      #   its implementation
   daemon/stream_reader.hpp        # messages read straight from the stream (MSG.GET) at startup
   daemon/stream_reader.cpp        #   its implementation
+  daemon/ledger_reader.hpp        # the confirmation ledger's records read at start (cnats's key-value watcher)
+  daemon/ledger_reader.cpp        #   its implementation
   daemon/daemon.hpp               # owns the JetStreamReader
   daemon/daemon.cpp               #   its implementation: checks the credentials with nats_auth
   daemon/cli.cpp                  # the credential checks (nats_auth); nats_CloseAndWait at exit
