@@ -109,6 +109,34 @@ std::vector<LedgerChange> ConfirmationLedger::take_due(TimePoint now) {
   return changes;
 }
 
+std::vector<LedgerChange> ConfirmationLedger::take_all() {
+  std::vector<LedgerChange> changes;
+  for (const auto& [due, seq] : due_) {
+    const auto found = entries_.find(seq);
+    if (found == entries_.end() || !found->second.queued) continue;
+    Entry& entry = found->second;
+    entry.queued = false;  // a seq queued twice goes once
+    LedgerChange change;
+    change.seq = seq;
+    change.version = entry.version;
+    if (entry.settled) {
+      if (entry.stored == 0) continue;
+      change.kind = LedgerChange::Kind::kDelete;
+    } else if (entry.version != entry.stored) {
+      change.handlers = names_of(entry.handlers);
+    } else {
+      continue;
+    }
+    changes.push_back(std::move(change));
+  }
+  std::stable_partition(changes.begin(), changes.end(),
+                        [](const LedgerChange& c) { return c.kind == LedgerChange::Kind::kPut; });
+  due_.clear();
+  entries_.clear();
+  in_flight_ = 0;
+  return changes;
+}
+
 void ConfirmationLedger::written(const LedgerChange& change, bool ok, TimePoint now) {
   const auto found = entries_.find(change.seq);
   if (found == entries_.end() || !found->second.in_flight) return;

@@ -85,6 +85,10 @@ class ConfirmationLedger {
 
   // The changes due at `now`, each waiting for written() from then on.
   std::vector<LedgerChange> take_due(TimePoint now);
+  // As jetfan stops: every change queued, due or not and past max_in_flight, puts first (they keep
+  // duplicates away; a delete only tidies what the bucket's TTL removes too). What is tracked is
+  // forgotten: nothing waits for the answers.
+  std::vector<LedgerChange> take_all();
   // The server's answer to a change take_due() gave: `ok` when it took it.
   void written(const LedgerChange& change, bool ok, TimePoint now);
   // When take_due() next has something, if anything waits (nullopt: nothing, or only what waits

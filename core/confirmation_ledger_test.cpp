@@ -173,3 +173,26 @@ TEST_CASE("ledger: past max_records, or past its number of names, a confirmation
   CHECK(names.counts().dropped == 1);
   CHECK(names.confirmed_before(1).size() == ConfirmationLedger::kMaxNames);
 }
+
+TEST_CASE("ledger: as jetfan stops, every queued change goes, due or not and past max_in_flight, puts first",
+          "[unit]") {
+  ConfirmationLedger ledger(settings(1));
+  ledger.load(3, {"audit"});
+  ledger.settled(3, t0);             // a delete, queued first
+  ledger.confirmed(7, "audit", t0);  // due at t0 + 1 s
+  ledger.confirmed(8, "mailer", t0 + milliseconds(500));
+  ledger.confirmed(9, "audit", t0);
+  ledger.settled(9, t0);  // never written: forgotten, nothing to send
+  const auto all = ledger.take_all();
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].kind == Kind::kPut);
+  CHECK(all[0].seq == 7);
+  CHECK(all[1].kind == Kind::kPut);
+  CHECK(all[1].seq == 8);
+  CHECK(all[1].handlers == Names{"mailer"});
+  CHECK(all[2].kind == Kind::kDelete);
+  CHECK(all[2].seq == 3);
+  CHECK(ledger.tracked() == 0);
+  CHECK(ledger.take_all().empty());
+  CHECK_FALSE(ledger.next_due());
+}

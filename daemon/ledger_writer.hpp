@@ -51,9 +51,9 @@ class LedgerWriter {
 
   // Sends what is due at `now`.
   void write_due(TimePoint now) { send(ledger_.take_due(now), now, true); }
-  // As jetfan stops: sends everything queued (up to ledger.max_in_flight), due or not, without
-  // waiting for answers. Partly confirmed messages are handed back now: their records count.
-  void write_all(TimePoint now) { send(ledger_.take_due(TimePoint::max()), now, false); }
+  // As jetfan stops: sends everything queued, due or not (ConfirmationLedger::take_all), without
+  // waiting for answers. Partly confirmed messages are handed back now: their records count most.
+  void write_all(TimePoint now) { send(ledger_.take_all(), now, false); }
   // When write_due next has something to send, if anything waits.
   std::optional<TimePoint> next_due() const { return ledger_.next_due(); }
   void on_published(std::uint64_t id, const PublishResult& result, TimePoint now);

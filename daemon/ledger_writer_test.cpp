@@ -116,11 +116,11 @@ TEST_CASE("ledger writer: a refused or unanswered write is counted, said in stat
 
 TEST_CASE("ledger writer: not connected, a write fails at once, and as jetfan stops everything queued goes", "[unit]") {
   Bench b;
-  b.writer.confirmed(3, "audit", b.now);
-  b.writer.confirmed(4, "audit", b.now + milliseconds(100));
-  // Stopping: both are sent now, before their interval, and no answer is waited for.
+  // More than max_in_flight (4), none due yet.
+  for (std::uint64_t seq = 1; seq <= 6; ++seq) b.writer.confirmed(seq, "audit", b.now + milliseconds(seq * 10));
+  // Stopping: all are sent now, before their interval, and no answer is waited for.
   b.writer.write_all(b.now + milliseconds(200));
-  CHECK(b.upstream.published.size() == 2);
+  CHECK(b.upstream.published.size() == 6);
   b.writer.on_published(b.upstream.published[0].id, b.stored(), b.now);  // not waited for: not counted
   CHECK(b.writer.view(b.now).puts == 0);
 
