@@ -16,6 +16,13 @@ Terms:
                                        (after ack_timeout, or while jetfan was stopped)
                  after_jetfan_restart  h ACKed it, then jetfan was restarted before it was acked
                                        at the server (allowed: at least once)
+                 after_restart_confirmed_long_before
+                                       the same, or after a failover, but h had confirmed it more
+                                       than the ledger's interval + LEDGER_MARGIN_S before that
+                                       jetfan ended (see confirmed_long_before in check()): the
+                                       confirmation ledger (issue 39) is there to keep these from
+                                       h. A finding in LEDGER_CLASSES when the run wrote the
+                                       ledger; without it, the figure of what the ledger removes
                  after_ack             h ACKed it in time, and the same jetfan gave it to h again.
                                        PROTOCOL.md: "A message a handler has ACKed is not sent to
                                        it again while jetfan runs." A finding.
@@ -41,6 +48,28 @@ import records
 from progress import load_full_consumer, load_monitor, progress_figures
 
 SAMPLE = 20
+
+# The confirmation ledger (issue 39; core/confirmation_ledger.hpp): a handler's confirmation of a
+# message still held for another handler is put in the bucket `interval` after it, so that a jetfan
+# started again (or the standby taking over) does not hand it to that handler again. run.json's
+# "ledger" ({"bucket", "interval_s"}) says the run's jetfan wrote one; a run without it is judged
+# with the default interval, so that it shows how many duplicates the ledger would remove.
+LEDGER_DEFAULT_INTERVAL_S = 1.0
+# A confirmation counts as written once it is older than interval + margin when its jetfan ends.
+# The write goes out at `interval` after the confirmation, at the io loop's next turn, and is stored
+# a round trip later (one that waited for an earlier write of the same record, a round trip more);
+# a write still in flight when jetfan is killed is lost. 0.5 s covers those on loopback with room.
+LEDGER_MARGIN_S = 0.5
+LONG_BEFORE = "after_restart_confirmed_long_before"
+# The classes whose faults end or stop jetfan: with the ledger on, LONG_BEFORE must be 0 in them.
+# Elsewhere (and with the ledger off) it is only reported.
+LEDGER_CLASSES = ("jetfan-kill", "jetfan-stop", "sigterm", "failover")
+# Faults that drop jetfan's bytes to the server (not stops_jetfan: jetfan itself runs on): a ledger
+# write sent meanwhile never arrives. So does one in flight when a server is killed.
+DROPS_JETFAN_WRITES = ("jetfan SIGKILL in the ack window", "network cut")
+# A ledger write the server has not answered in this long has failed and is tried again an interval
+# later (daemon/ledger_writer.hpp, LedgerWriter::kAnswerTimeout).
+LEDGER_ANSWER_TIMEOUT_S = 5.0
 
 
 def load_run(workdir):
@@ -341,6 +370,87 @@ def check(workdir):
         return any(r.kind == 1 and t0 - 5e8 <= r.t <= t1 and deliveries in (None, r.aux)
                    for r in answers_by_seq.get(seq, ()))
 
+    # --- the confirmation ledger: which duplicates after a restart or a failover it must remove ---
+    ledger = run.get("ledger")
+    ledger_interval_ns = ((ledger or {}).get("interval_s") or LEDGER_DEFAULT_INTERVAL_S) * 1e9
+    ledger_margin_ns = LEDGER_MARGIN_S * 1e9
+    # When each jetfan process stopped being able to write: the harness's SIGTERM (what it writes
+    # while draining, LedgerWriter::write_all, is not counted on: a drain may be killed), its exit,
+    # or the next start on its side; in the failover class also a fault against it (SIGKILL,
+    # SIGSTOP, step-down; not the consumer leader's step-down, after which it is meant to stay
+    # pinned).
+    process_ends = defaultdict(list)  # generation, or (side, generation) -> times
+    for e in history:
+        if e["kind"] in ("jetfan_sigterm", "jetfan_exit", "jetfan_crash") and e.get("gen") is not None:
+            process_ends[(e["side"], e["gen"]) if e.get("side") else e["gen"]].append(e["t"])
+    victim_faults = defaultdict(list)  # side -> begins
+    for e in faults:
+        if e.get("victim") and e.get("scenario") not in ("leader", "leader-full"):
+            victim_faults[e["victim"]].append(e["begin"])
+    # While jetfan could not reach the server: (begin, end, whether a write in flight was lost). A
+    # write that fell due then went out at the end (jetfan stopped, the network stalled or slow: the
+    # bytes wait), or failed and was tried again an interval later (ConfirmationLedger::written): by
+    # the end + interval. One in flight when its bytes were dropped (a server killed, the connection
+    # cut, the proxy's held bytes dropped) failed only after LEDGER_ANSWER_TIMEOUT_S: by then +
+    # interval at the latest.
+    unwritable = [(e["begin"], e["end"], e.get("name") in DROPS_JETFAN_WRITES) for e in faults
+                  if e.get("stops_jetfan") or e.get("name") in DROPS_JETFAN_WRITES]
+    down_since = {}
+    for e in history:
+        if e["kind"] == "server_kill":
+            down_since.setdefault(e.get("node"), e["t"])
+        elif e["kind"] == "server_start" and e.get("node") in down_since:
+            unwritable.append((down_since.pop(e["node"]), e["t"], True))
+    unwritable += [(t, float("inf"), True) for t in down_since.values()]
+    unwritable.sort()
+
+    def hold_ended(prev, cur, confirmed_t):
+        """When the jetfan that had prev's confirmation (at confirmed_t) stopped being able to write
+        it, before cur came: the first of process_ends, the next start on its side, a fault against
+        it, and the takeover (the pin gained) by cur's jetfan, which reads the ledger then. None when
+        none of them is known."""
+        side = side_of(prev)
+        proc = gen_of(prev, confirmed_t)
+        ends = [t for t in process_ends.get(proc, ()) if t > confirmed_t]
+        starts = starts_by_side[side] if side else gen_starts
+        i = bisect.bisect_right(starts, confirmed_t)
+        if i < len(starts):
+            ends.append(starts[i])
+        if side:
+            ends += [t for t in victim_faults.get(side, ()) if t > confirmed_t]
+        if side_of(cur) and epoch_of(cur) != epoch_of(prev, confirmed_t):
+            ends += [t for t in gains_by_side[side_of(cur)] if confirmed_t < t <= cur["t"]]
+        return min(ends, default=None)
+
+    def confirmed_long_before(name, follow_up, prev, cur):
+        """For a copy cur after a restart or a failover, whose delivery before, prev, h ACKed: the
+        details when the ledger must have had that confirmation, else None. It must when the write
+        was due (the confirmation + interval, moved past any time jetfan could not write that it
+        fell in, within the margin) more than the margin before its jetfan ended, and the message
+        was not settled on the wire in between (then the ledger holds nothing of it: coming again is
+        the server's doing). A follow-up handler's ACK that jetfan turned into a NAK
+        (follow_up_rule.py) was no confirmation."""
+        confirmed_t = prev["answer_t"]
+        end = hold_ended(prev, cur, confirmed_t)
+        if end is None:
+            return None
+        due = confirmed_t + ledger_interval_ns
+        for begin, until, loses in unwritable:
+            if begin >= end:
+                break
+            if begin - ledger_margin_ns < due <= until + ledger_margin_ns:
+                retried = begin + LEDGER_ANSWER_TIMEOUT_S * 1e9 if loses else 0
+                due = max(until, retried) + ledger_interval_ns
+        if due + ledger_margin_ns >= end:
+            return None
+        if any(r.kind in (1, 3) and confirmed_t - 5e8 <= r.t <= cur["t"] for r in answers_by_seq.get(cur["seq"], ())):
+            return None
+        if follow_up and cur["seq"] in turned[name]:
+            return None
+        return {"id": cur["id"], "seq": cur["seq"], "confirmed_t": confirmed_t, "jetfan_ended_t": end,
+                "age_s": round((end - confirmed_t) / 1e9, 3), "again_t": cur["t"],
+                "deliveries": [prev["aux"], cur["aux"]]}
+
     # --- per handler ---
     dead_letters = dead_letter_rule.load_dead_letters(os.path.join(workdir, "dead_letters.txt"))
     # Every jetfan's log: jetfan.log, or one per side in the failover class (jetfan-J1.log, ...),
@@ -406,6 +516,7 @@ def check(workdir):
         concurrent = []
         across_failover = []
         violations = []
+        long_before_sample = []
         poison_redeliveries = 0
         for ident, ds in received.items():
             for prev, cur in zip(ds, ds[1:]):
@@ -463,6 +574,12 @@ def check(workdir):
                         violations.append({"id": ident, "seq": cur["seq"], "why": sub, "first_t": prev["t"],
                                            "acked_t": prev["answer_t"], "again_t": cur["t"],
                                            "deliveries": [prev["aux"], cur["aux"]]})
+                if cause in ("after_jetfan_restart", "after_failover"):
+                    long_before = confirmed_long_before(name, h.get("follow_up"), prev, cur)
+                    if long_before:
+                        cause = LONG_BEFORE
+                        if len(long_before_sample) < SAMPLE:
+                            long_before_sample.append(long_before)
                 causes[cause] += 1
                 # two copies at once: cur arrived while prev was unanswered, on another connection
                 if (prev["answer"] == "ack" and (prev["file"], prev["conn"]) != (cur["file"], cur["conn"])
@@ -499,6 +616,7 @@ def check(workdir):
             "max_copies": max((len(ds) for i, ds in received.items() if i not in poison), default=0),
             "duplicate_causes": dict(causes),
             "after_ack_sample": violations,
+            "confirmed_long_before_sample": long_before_sample,
             "concurrent": len(concurrent),
             "concurrent_sample": concurrent[:SAMPLE],
             "two_copies_across_failover": len(across_failover),
@@ -533,6 +651,13 @@ def check(workdir):
                             f"{causes.get('after_ack_server_reoffered', 0)} offered again by the server with the same "
                             f"delivery count after jetfan's +ACK, {causes.get('after_ack_jetfan_resent', 0)} resent by "
                             f"jetfan itself")
+        long_before = causes.get(LONG_BEFORE, 0)
+        if long_before and ledger and run.get("name") in LEDGER_CLASSES:
+            findings.append(f"CONFIRMED BEFORE THE RESTART: handler {name} was given again {long_before} message(s) "
+                            f"after a jetfan restart or failover that it had confirmed more than the ledger's "
+                            f"interval + {LEDGER_MARGIN_S:g} s ({ledger_interval_ns / 1e9 + LEDGER_MARGIN_S:g} s) "
+                            f"before that jetfan ended: the confirmation ledger in {ledger.get('bucket')} should "
+                            f"have kept them from it, e.g. {long_before_sample[:1]}")
         if concurrent:
             findings.append(f"CONCURRENT COPIES: handler {name} held two copies of one message at once "
                             f"{len(concurrent)} time(s), e.g. {concurrent[:1]}")
@@ -728,6 +853,9 @@ def check(workdir):
         "poison_redeliveries": total_poison_redeliveries,
         "lost": sum(h["lost"] for h in result_handlers.values()),
         "after_ack": sum(h["duplicate_causes"].get("after_ack", 0) for h in result_handlers.values()),
+        LONG_BEFORE: sum(h["duplicate_causes"].get(LONG_BEFORE, 0) for h in result_handlers.values()),
+        "ledger": {"on": bool(ledger), "bucket": (ledger or {}).get("bucket"),
+                   "interval_s": ledger_interval_ns / 1e9, "margin_s": LEDGER_MARGIN_S},
         "concurrent": sum(h["concurrent"] for h in result_handlers.values()),
         "order_violations": sum(h["order"]["two_in_flight"] + h["order"]["before_earlier_confirmed"]
                                 for h in result_handlers.values() if "order" in h),

@@ -43,7 +43,7 @@ import time
 
 import records
 import scenarios
-from mesh import Run, Settings, standard_handlers
+from mesh import LEDGER_BUCKET, Run, Settings, standard_handlers
 from proc import Proc, read_text, wait_until
 from servers import DURABLE, STREAM, nats_server_binary, server_version
 
@@ -150,7 +150,8 @@ class FailoverRun(Run):
         from servers import NatsTool
         self.tool = NatsTool(os.path.join(self.build, "tests/faults/faults-nats"), self.servers.urls,
                              os.path.join(self.dir, "faults-nats.log"))
-        self.tool.create(3, s.ack_wait_s, s.max_ack_pending, consumer_extra=s.consumer_extra)
+        self.tool.create(3, s.ack_wait_s, s.max_ack_pending, consumer_extra=s.consumer_extra,
+                         ledger_bucket=LEDGER_BUCKET if s.ledger else None)
         self.start_watcher()
         urls = [n.url for n in self.servers.nodes]
         for k, side in enumerate(self.sides.values()):

@@ -8,6 +8,12 @@
   faults.py --class NAME [--seed N] [--duration S] [--runs N]   one class (re-run a failure)
   faults.py --regress NAME|all           the regression cases of the bugs it found
   faults.py --list
+  --no-ledger                            any mode, with jetfan's confirmation ledger off (it is on by default):
+                                         the "before" figure of the duplicates it removes
+
+Duplicates are counted by cause (checker.py); "long-confirmed" are those a handler had confirmed more
+than the ledger's interval + 0.5 s before its jetfan ended, given again after that restart or a
+failover: with the ledger on, a finding in the classes that end or stop jetfan.
 
 Results: a one-screen verdict on stdout, results.json (machine-readable) in --out (default
 build/faults/). A failing run keeps its directory (seed, logs, histories) and prints how to re-run it.
@@ -24,6 +30,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import mesh  # noqa: E402
 import proc  # noqa: E402
 import regressions  # noqa: E402
 import scenarios  # noqa: E402
@@ -38,11 +45,21 @@ def duration_arg(text):
     return float(text)
 
 
+def long_confirmed(result):
+    """Duplicates after a restart or failover of what the handler confirmed long before (checker.py);
+    - for a result judged before that figure existed."""
+    return result.get("after_restart_confirmed_long_before", "-")
+
+
+def ledger_note(result):
+    return ", no ledger" if result.get("ledger") and not result["ledger"]["on"] else ""
+
+
 def summarize(name, result, workdir, kept, rerun):
     p = result["progress"]
     line = (f"{result['verdict']:4}  {name:<22} seed {result['run'].get('seed', '-'):<10} "
             f"faults {result['faults']:>3}  published {result['published']['stored']:>7}  lost {result['lost']:>3}  "
-            f"dups {result['duplicates']:>5}  longest gap {p['longest_gap_s']:>5.1f}s  "
+            f"dups {result['duplicates']:>5} (long-confirmed {long_confirmed(result):>3}{ledger_note(result)})  longest gap {p['longest_gap_s']:>5.1f}s  "
             f"resume {p['max_resume_s'] if p['max_resume_s'] is not None else '-':>5}s")
     print(line, flush=True)
     for f in result.get("server_findings", []):
@@ -72,6 +89,8 @@ class Suite:
     def record(self, kind, name, result, workdir, rerun):
         failed = result["verdict"] != "PASS"
         keep = failed or self.args.keep
+        if self.args.no_ledger:
+            rerun += " --no-ledger"
         summarize(name, result, workdir, keep, rerun)
         entry = {"kind": kind, "name": name, "result": result, "rerun": rerun,
                  "kept": workdir if keep else None}
@@ -159,7 +178,11 @@ def main():
     parser.add_argument("--no-regressions", action="store_true",
                         help="--short without the regression cases (ctest runs each as a test of its own)")
     parser.add_argument("--only", help="--short or --full: only these classes (comma-separated)")
+    parser.add_argument("--no-ledger", action="store_true",
+                        help="jetfan without its confirmation ledger (on by default): measures the duplicates it "
+                             "removes (long-confirmed), which are then no finding")
     args = parser.parse_args()
+    mesh.ledger_by_default = not args.no_ledger
     args.out = args.out or os.path.join(args.build, "faults")
 
     if args.recheck:

@@ -16,6 +16,14 @@ from proc import Proc, read_text, wait_until
 from proxy import Proxy
 from servers import DURABLE, STREAM, NatsTool, Servers
 
+# The confirmation ledger (issue 39): jetfan's `ledger:` section, its bucket made by the harness as
+# a controller would (NatsTool.create). Every run writes one unless its Settings say otherwise;
+# faults.py --no-ledger clears ledger_by_default, to measure what the ledger removes (checker.py,
+# after_restart_confirmed_long_before).
+LEDGER_BUCKET = "FAULTS_LEDGER"
+LEDGER_INTERVAL_S = 1.0
+ledger_by_default = True
+
 # Keys and how often each is used: message `id` has key KEYS[id % len(KEYS)].
 KEYS = (["a.x"] * 4 + ["a.y"] * 3 + ["a.z"] * 2 + ["b.x"] * 3 + ["b.y"] * 2 + ["b.c.d"] * 2 + ["b"]
         + ["c.x"] * 3 + ["c.y.z"] * 2 + ["c"] * 2 + ["g.1"])
@@ -93,6 +101,12 @@ class Settings:
         self.consumer_extra = kw.get("consumer_extra")  # more of the durable's config (priority groups)
         self.max_held = kw.get("max_held")  # consumer.max_held, if set
         self.control_extra = kw.get("control_extra", [])  # config lines for control: (the adversary class)
+        self.ledger = kw.get("ledger", ledger_by_default)  # jetfan writes the confirmation ledger
+        self.ledger_interval_s = kw.get("ledger_interval_s", LEDGER_INTERVAL_S)
+
+    def ledger_info(self):
+        """run.json's "ledger": what the checker judges the run's duplicates after a restart by."""
+        return {"bucket": LEDGER_BUCKET, "interval_s": self.ledger_interval_s} if self.ledger else None
 
 
 class Run:
@@ -133,7 +147,7 @@ class Run:
         self.tool = NatsTool(os.path.join(self.build, "tests/faults/faults-nats"), self.servers.urls,
                              os.path.join(self.dir, "faults-nats.log"))
         self.tool.create(3 if self.cluster_size > 1 else 1, s.ack_wait_s, s.max_ack_pending,
-                         consumer_extra=s.consumer_extra)
+                         consumer_extra=s.consumer_extra, ledger_bucket=LEDGER_BUCKET if s.ledger else None)
         if s.watch_answers:
             self.start_watcher()
         if self.cluster_size == 1 and s.use_proxy:
@@ -210,6 +224,8 @@ class Run:
                 lines.append(f"    publish: {{subjects: [\"{h.follow_up}.>\"]}}")
         lines += ["delivery:", "  nak_delay: 200ms", f"  nak_delay_max: {int(s.nak_delay_max_s * 1000)}ms",
                   f"  drain_timeout: {int(s.drain_timeout_s * 1000)}ms"]
+        if s.ledger:
+            lines += ["ledger:", f"  bucket: {LEDGER_BUCKET}", f"  interval: {int(s.ledger_interval_s * 1000)}ms"]
         self.config_path = os.path.join(self.dir, "jetfan.yaml")
         with open(self.config_path, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -23,6 +23,21 @@ def order_violations(results):
     return sum(counts) if counts else "-"
 
 
+def long_confirmed(results):
+    """Duplicates after a restart or failover of what the handler had confirmed long before
+    (checker.py, after_restart_confirmed_long_before: the ones the confirmation ledger removes),
+    summed over the runs, or - where no run was judged with that figure."""
+    counts = [x["after_restart_confirmed_long_before"] for x in results if "after_restart_confirmed_long_before" in x]
+    return sum(counts) if counts else "-"
+
+
+def without_ledger(run):
+    """Whether a run's jetfan wrote no confirmation ledger (faults.py --no-ledger): its rows are kept
+    apart, they are the "before" figures."""
+    ledger = (run.get("result") or {}).get("ledger")
+    return ledger is not None and not ledger.get("on")
+
+
 def figures(paths):
     runs, commands, started = [], [], []
     for p in paths:
@@ -30,6 +45,8 @@ def figures(paths):
         with open(path) as f:
             data = json.load(f)
         for r in data["runs"]:
+            if without_ledger(r):
+                r["name"] = f"{r['name']} without the ledger"
             if label:
                 r["name"] = f"{r['name']} at {label}"
         runs += data["runs"]
@@ -41,9 +58,9 @@ def figures(paths):
     out = [f"Runs started {', '.join(sorted(set(started)))}; command: "
            + "; ".join(f"`scripts/faults.sh {c}`" for c in commands if c) + ".", ""]
     out += ["| class | runs | passed | faults injected | messages published | lost | duplicates delivered "
-            "| of which after an ACK | two copies at once | order violations | longest time without progress (s) "
-            "| longest resume after a fault was healed (s) |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| of which after an ACK | of which confirmed long before a restart | two copies at once "
+            "| order violations | longest time without progress (s) | longest resume after a fault was healed (s) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (kind, name), rs in by_class.items():
         if kind == "soak":
             continue
@@ -53,6 +70,7 @@ def figures(paths):
                    f"| {sum(x['verdict'] == 'PASS' for x in res)} | {sum(x['faults'] for x in res)} "
                    f"| {sum(x['published']['stored'] for x in res)} | {sum(x['lost'] for x in res)} "
                    f"| {sum(x['duplicates'] for x in res)} | {sum(x.get('after_ack', 0) for x in res)} "
+                   f"| {long_confirmed(res)} "
                    f"| {sum(x.get('concurrent', 0) for x in res)} | {order_violations(res)} "
                    f"| {fmt(max(x['progress']['longest_gap_s'] for x in res))} "
                    f"| {fmt(max(resumes) if resumes else None)} |")
@@ -79,14 +97,15 @@ def figures(paths):
                     out.append(f"- {f}")
             continue
         out += ["", f"### {name}{' (regression)' if kind == 'regression' else ''}", "",
-                "| seed | faults | published | lost | duplicates | after ACK | order violations | longest gap (s) "
-                "| resume (s) | verdict | findings |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+                "| seed | faults | published | lost | duplicates | after ACK | confirmed long before a restart "
+                "| order violations | longest gap (s) | resume (s) | verdict | findings |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
         for r in rs:
             x = r["result"]
             findings = "<br>".join(f.split(":")[0] for f in x["findings"]) or ""
             out.append(f"| {x['run'].get('seed')} | {x['faults']} | {x['published']['stored']} | {x['lost']} "
-                       f"| {x['duplicates']} | {x.get('after_ack', 0)} | {order_violations([x])} "
+                       f"| {x['duplicates']} | {x.get('after_ack', 0)} | {long_confirmed([x])} "
+                       f"| {order_violations([x])} "
                        f"| {fmt(x['progress']['longest_gap_s'])} "
                        f"| {fmt(x['progress']['max_resume_s'])} | {x['verdict']} | {findings} |")
     return "\n".join(out)

@@ -289,7 +289,7 @@ def subprocess_run(argv, log):
 
 def write_info(run, info):
     info.update(keys=KEYS, ack_wait_s=run.settings.ack_wait_s, nak_delay_max_s=run.settings.nak_delay_max_s,
-                max_ack_pending=run.settings.max_ack_pending,
+                max_ack_pending=run.settings.max_ack_pending, ledger=run.settings.ledger_info(),
                 rate=run.settings.rate,
                 cluster_size=run.cluster_size,
                 handlers=[{"name": h.name, "patterns": h.patterns, "poison": h.poison, "ghost": h.ghost,

@@ -38,6 +38,21 @@ def server_version(binary=None):
     return tuple(int(d) for d in digits[:3])
 
 
+def ledger_bucket_config(bucket, replicas):
+    """The stream of key-value bucket `bucket` as `nats kv add BUCKET --history 1 --ttl 1h
+    --replicas N` makes it (what jetfan's startup error and docs/OPERATING.md tell an operator to
+    run; nats.go's CreateKeyValue, cnats' js_CreateKeyValue as examples/mesh_controller.cpp calls
+    it): KV_<bucket> on $KV.<bucket>.>, one value per key, rollups allowed, deletes only the
+    key-value way (a DEL marker), new writes refused when full, direct gets, the duplicate window
+    the shorter of 2 minutes and the TTL. Replicas: the cluster's size, at most 3."""
+    ttl_ns = 3600 * 10**9
+    return {"name": f"KV_{bucket}", "subjects": [f"$KV.{bucket}.>"], "storage": "file",
+            "num_replicas": min(replicas, 3), "retention": "limits", "discard": "new",
+            "max_msgs_per_subject": 1, "max_msgs": -1, "max_bytes": -1, "max_msg_size": -1, "max_consumers": -1,
+            "max_age": ttl_ns, "duplicate_window": min(2 * 60 * 10**9, ttl_ns),
+            "deny_delete": True, "deny_purge": False, "allow_rollup_hdrs": True, "allow_direct": True}
+
+
 class Node:
     def __init__(self, name, workdir, port, cluster_port=None, routes=()):
         self.name = name
@@ -188,7 +203,9 @@ class NatsTool:
 
     # --- JetStream, as a controller would do it ---
 
-    def create(self, replicas, ack_wait_s, max_ack_pending, timeout=60, consumer_extra=None):
+    def create(self, replicas, ack_wait_s, max_ack_pending, timeout=60, consumer_extra=None, ledger_bucket=None):
+        """The stream, the dead-letter and follow-up streams, the durable, and with ledger_bucket the
+        confirmation ledger's key-value bucket (jetfan never creates it: ledger_bucket_config)."""
         stream = {"name": STREAM, "subjects": ["events.>"], "storage": "file", "num_replicas": replicas,
                   "retention": "limits", "discard": "old"}
         consumer = {"stream_name": STREAM, "config": {
@@ -204,10 +221,14 @@ class NatsTool:
                       "num_replicas": replicas, "retention": "limits", "discard": "old"}
         deadline = time.monotonic() + timeout
         last = None
-        for subject, body in ((f"$JS.API.STREAM.CREATE.{STREAM}", stream),
-                              (f"$JS.API.STREAM.CREATE.{DEAD_LETTER_STREAM}", dead_letters),
-                              (f"$JS.API.STREAM.CREATE.{FOLLOW_UP_STREAM}", follow_ups),
-                              (f"$JS.API.CONSUMER.DURABLE.CREATE.{STREAM}.{DURABLE}", consumer)):
+        requests = [(f"$JS.API.STREAM.CREATE.{STREAM}", stream),
+                    (f"$JS.API.STREAM.CREATE.{DEAD_LETTER_STREAM}", dead_letters),
+                    (f"$JS.API.STREAM.CREATE.{FOLLOW_UP_STREAM}", follow_ups),
+                    (f"$JS.API.CONSUMER.DURABLE.CREATE.{STREAM}.{DURABLE}", consumer)]
+        if ledger_bucket:
+            ledger = ledger_bucket_config(ledger_bucket, replicas)
+            requests.append((f"$JS.API.STREAM.CREATE.{ledger['name']}", ledger))
+        for subject, body in requests:
             while True:
                 try:
                     self.request(subject, json.dumps(body), 5000)

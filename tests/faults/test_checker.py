@@ -549,6 +549,126 @@ class TwoJetfansTest(unittest.TestCase):
         self.assertEqual(w.check()["findings"], [])
 
 
+class LedgerSplitTest(unittest.TestCase):
+    """Duplicates after a jetfan restart split by how long before it the handler had confirmed: more
+    than the ledger's interval + checker.LEDGER_MARGIN_S (the confirmation ledger must remove those)
+    or not. A finding only with the ledger on, in checker.LEDGER_CLASSES."""
+
+    KILL = 4013 * MS  # 3.0 s after A confirmed id 2 (at 1013 ms)
+    LEDGER = {"bucket": "FAULTS_LEDGER", "interval_s": 1.0}
+
+    def world(self, name="t", ledger=None):
+        """Ids 2 and 4 (a.x: A and C) are still held for C, which never answered them, when jetfan
+        generation 1 is killed: A confirmed id 2 3.0 s and id 4 0.2 s before. After the restart both
+        come again to both, who ACK them, and jetfan acks them at the server."""
+        w = World()
+        w.run_extra = {"name": name, "ledger": ledger}
+        w.handler["C"] = [x for x in w.handler["C"] if x[2] not in (2, 4) or x[4] == records.DELIVERED]
+        w.handler["A"] = [x for x in w.handler["A"] if x[2] != 4]
+        w.deliver("A", 4, self.KILL - 201 * MS)
+        w.answers = [a for a in w.answers if a[1] not in (2, 4)]
+        w.history[1:1] = [{"kind": "jetfan_exit", "gen": 1, "how": "SIGKILL", "status": -9, "t": self.KILL},
+                          {"kind": "jetfan_start", "gen": 2, "t": self.KILL + 300 * MS}]
+        for ident in (2, 4):
+            for name in ("A", "C"):
+                w.deliver(name, ident, self.KILL + (500 + 10 * ident) * MS, deliveries=2)
+            w.answers.append((self.KILL + 600 * MS, ident, 0, 2, 1, 0, 0))
+        return w
+
+    def test_confirmed_3_s_before_the_kill_is_split_from_confirmed_0_2_s_before(self):
+        r = self.world().check()
+        self.assertEqual(r["handlers"]["A"]["duplicate_causes"],
+                         {checker.LONG_BEFORE: 1, "after_jetfan_restart": 1})
+        self.assertEqual(r["handlers"]["C"]["duplicate_causes"], {"after_failure": 2})
+        sample = r["handlers"]["A"]["confirmed_long_before_sample"]
+        self.assertEqual([(x["id"], x["age_s"], x["jetfan_ended_t"]) for x in sample], [(2, 3.0, self.KILL)])
+        self.assertEqual(r[checker.LONG_BEFORE], 1)
+        # No ledger in the run: judged with the default interval, reported only (the "before" figure).
+        self.assertEqual(r["ledger"], {"on": False, "bucket": None, "interval_s": 1.0, "margin_s": 0.5})
+        self.assertEqual(r["findings"], [])
+
+    def test_with_the_ledger_on_it_is_a_finding_in_the_classes_that_end_or_stop_jetfan_only(self):
+        for name, ledger, finding in (("jetfan-kill", self.LEDGER, True), ("jetfan-stop", self.LEDGER, True),
+                                      ("sigterm", self.LEDGER, True), ("failover", self.LEDGER, True),
+                                      ("jetfan-kill", None, False), ("server", self.LEDGER, False)):
+            r = self.world(name, ledger).check()
+            self.assertEqual(r[checker.LONG_BEFORE], 1, name)
+            self.assertEqual(r["ledger"]["on"], ledger is not None)
+            found = [f for f in r["findings"] if f.startswith("CONFIRMED BEFORE THE RESTART")]
+            self.assertEqual(len(found), 1 if finding else 0, (name, ledger))
+            self.assertEqual(len(r["findings"]), len(found), r["findings"])
+            if finding:
+                self.assertIn("handler A was given again 1 message(s)", found[0])
+                self.assertIn("FAULTS_LEDGER", found[0])
+        # A run with none confirmed long before passes with the ledger on.
+        w = self.world("jetfan-kill", self.LEDGER)
+        w.handler["A"] = [x for x in w.handler["A"] if x[2] != 2 or x[0] > self.KILL]
+        w.deliver("A", 2, self.KILL - 301 * MS)
+        r = w.check()
+        self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_jetfan_restart": 2})
+        self.assertEqual(r["findings"], [])
+
+    def test_the_interval_is_the_runs(self):
+        r = self.world("jetfan-kill", {"bucket": "B", "interval_s": 3.0}).check()  # 3.0 s < 3.0 + 0.5
+        self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_jetfan_restart": 2})
+        self.assertEqual(r["findings"], [])
+
+    def test_a_sigterm_ends_the_jetfan_that_drains(self):
+        w = self.world()
+        w.history.insert(1, {"kind": "jetfan_sigterm", "gen": 1, "t": 2013 * MS})  # 1.0 s after id 2's confirmation
+        r = w.check()
+        self.assertEqual(r["handlers"]["A"]["duplicate_causes"], {"after_jetfan_restart": 2})
+
+    def test_a_write_due_while_the_server_was_down_is_not_counted_on_until_tried_again(self):
+        """Id 2's write was due at 2013 ms. A server down then (or within the margin of it) may have
+        taken it in flight: it fails after the answer timeout (5 s) and goes again an interval later,
+        after the kill at 4013 ms. A server down and back before it does not matter."""
+        for kill_ms, start_ms, split in ((1500, 3700, False), (1800, 1900, False), (2400, 2450, False),
+                                         (1200, 1400, True), (2600, 2700, True)):
+            w = self.world()
+            w.history[1:1] = [{"kind": "server_kill", "node": "n1", "t": kill_ms * MS},
+                              {"kind": "server_start", "node": "n1", "t": start_ms * MS}]
+            causes = w.check()["handlers"]["A"]["duplicate_causes"]
+            self.assertEqual(causes.get(checker.LONG_BEFORE, 0), 1 if split else 0, (kill_ms, start_ms))
+
+    def test_a_write_due_while_jetfan_was_stopped_counts_from_the_sigcont(self):
+        # Id 2's write, due at 2013 ms, goes out an interval after the SIGCONT at the latest.
+        for stop_ms, cont_ms, split in ((1900, 2400, True), (1900, 3000, False)):  # 2400 + 1000 + 500 < 4013
+            w = self.world()
+            w.history.insert(1, {"kind": "fault", "name": "jetfan SIGSTOP > AckWait", "begin": stop_ms * MS,
+                                 "end": cont_ms * MS, "stops_jetfan": True})
+            causes = w.check()["handlers"]["A"]["duplicate_causes"]
+            self.assertEqual(causes.get(checker.LONG_BEFORE, 0), 1 if split else 0, cont_ms)
+
+    def test_a_write_held_and_dropped_with_the_kill_in_the_ack_window_is_not_counted(self):
+        w = self.world()
+        w.history.insert(1, {"kind": "fault", "name": "jetfan SIGKILL in the ack window", "begin": 1800 * MS,
+                             "end": self.KILL + 300 * MS, "stops_jetfan": False})
+        self.assertEqual(w.check()["handlers"]["A"]["duplicate_causes"], {"after_jetfan_restart": 2})
+
+    def test_a_message_acked_on_the_wire_before_it_came_again_is_the_servers_doing(self):
+        w = self.world()
+        w.answers.append((2000 * MS, 2, 0, 1, 1, 0, 0))
+        self.assertEqual(w.check()["handlers"]["A"]["duplicate_causes"], {"after_jetfan_restart": 2})
+
+    def test_after_a_failover_the_takeover_or_the_fault_against_the_owner_ends_its_hold(self):
+        """A-0 on J1 confirmed id 2 at 1013 ms; A-1 on J2 gets it again at 5000 ms."""
+        for fault, gain_ms, split in ((None, 1800, False), ("kill", None, True), ("leader", None, False),
+                                      ("leader", 4500, True)):
+            w = TwoJetfansTest().world()
+            w.answers = [a for a in w.answers if a[1] != 2]
+            w.more_instances[("A", 1)] += [(5000 * MS, 2, 2, 2, records.DELIVERED, 0, 1),
+                                           (5001 * MS, 2, 2, 2, records.ACKED, 0, 1)]
+            if fault:
+                w.history.insert(3, {"kind": "fault", "name": fault, "scenario": fault, "victim": "J1",
+                                     "begin": self.KILL, "end": self.KILL + 100 * MS, "stops_jetfan": False})
+            if gain_ms:
+                w.history.insert(3, {"kind": "pin", "side": "J2", "gen": 1, "role": "active", "gained": 1,
+                                     "since": gain_ms * MS, "t": gain_ms * MS + 50 * MS})
+            causes = w.check()["handlers"]["A"]["duplicate_causes"]
+            self.assertEqual(causes, {checker.LONG_BEFORE: 1} if split else {"after_failover": 1}, (fault, gain_ms))
+
+
 class DeadLetterRuleTest(unittest.TestCase):
     """The dead-letter rule (dead_letter_rule.py) on made-up deliveries of one handler with
     max_attempts 2: generation 1 before t=100, 2 from then on."""

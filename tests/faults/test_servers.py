@@ -3,6 +3,7 @@
 serve` that answers as told: a connection whose every request fails is replaced, one that answers
 is kept."""
 
+import json
 import os
 import stat
 import sys
@@ -14,10 +15,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import servers  # noqa: E402
 
 # Answers "ok {}" while the file named by its second argument (the first is "serve") exists, else "err Timeout"; says on
-# stderr (the tool's log) that it started.
+# stderr (the tool's log) that it started, and each request it got.
 STAND_IN = """#!/bin/sh
 echo "started $$" >&2
 while read -r line; do
+  echo "got $line" >&2
   if [ -e "$2" ]; then echo 'ok {"num_pending": 0}'; else echo 'err Timeout'; fi
 done
 """
@@ -67,6 +69,22 @@ class NatsToolTest(unittest.TestCase):
         self.now = 20.0
         self.assertIsNone(self.tool.consumer_info())
         self.assertEqual(self.tool.proc.pid, first)
+    def requests(self):
+        with open(self.log) as f:
+            return [line.rstrip("\n").split(" ", 4)[3:] for line in f if line.startswith("got ")]
+
+    def test_the_ledger_bucket_is_made_only_when_asked_as_nats_kv_add_makes_it(self):
+        open(self.answering, "w").close()
+        self.tool.create(1, 5.0, 100)
+        self.assertFalse(any("KV_" in subject for subject, _ in self.requests()))
+        self.tool.create(3, 5.0, 100, ledger_bucket="B")
+        made = [json.loads(body) for subject, body in self.requests() if subject == "$JS.API.STREAM.CREATE.KV_B"]
+        self.assertEqual(len(made), 1)
+        self.assertEqual(made[0], servers.ledger_bucket_config("B", 3))
+        self.assertEqual((made[0]["subjects"], made[0]["max_msgs_per_subject"], made[0]["discard"],
+                          made[0]["num_replicas"], made[0]["deny_delete"], made[0]["allow_rollup_hdrs"]),
+                         (["$KV.B.>"], 1, "new", 3, True, True))
+
 
 if __name__ == "__main__":
     unittest.main()
