@@ -434,6 +434,10 @@ def check(workdir):
         end = hold_ended(prev, cur, confirmed_t)
         if end is None:
             return None
+        # The jetfan that gave cur read the ledger before it (at its start or takeover): a record
+        # written after cur came could not have kept it. The roles are polled, so a pin lost and
+        # regained between two polls leaves no event; cur's own time still bounds the end.
+        end = min(end, cur["t"])
         due = confirmed_t + ledger_interval_ns
         for begin, until, loses in unwritable:
             if begin >= end:
