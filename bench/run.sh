@@ -41,6 +41,8 @@
 # BENCH_CONFIG_EXTRA='tracing:\n  endpoint: ...' (top-level YAML lines), in any mode, is appended to every
 # jetfan's config: `BENCH_CONFIG_EXTRA=$'tracing:\n  endpoint: http://127.0.0.1:4318/v1/traces'
 # bench/run.sh --instructions` measures what a top-level section costs per message (bench/tracing.sh).
+# BENCH_OUT_DIR=DIR, in any mode, writes the results there (instead of bench/results or a temp dir).
+# BENCH_INSTRUCTIONS_C4=1, with --instructions, adds the figure with 4 all-matching handlers.
 # BENCH_STATUS_DIR=DIR, in any mode, saves `jetfan status --json` of every drained jetfan run (and
 # callgrind run) to DIR as it settles, before jetfan is stopped: status-<N>.json, N counting from 1.
 # BENCH_MAX_ACK_PENDING=N (default 20000), in the throughput, --ratios and --order runs, gives the
@@ -99,7 +101,7 @@ python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # past an
 bin=${JETFAN_BUILD_DIR:-build}; [[ $bin == /* ]] || bin=$root/$bin  # an absolute path is taken as it is
 tool=$bin/bench/jetfan-bench
 work=$(mktemp -d /tmp/jetfan-bench.XXXXXX)
-if [ $smoke = 1 ]; then out=$work/results; else out=$root/bench/results; fi
+if [ $smoke = 1 ]; then out=${BENCH_OUT_DIR:-$work/results}; else out=${BENCH_OUT_DIR:-$root/bench/results}; fi
 mkdir -p "$out"
 pids=()
 cleanup() {  # also what a failed run left behind: a jetfan without its server would never end
@@ -435,14 +437,15 @@ round_cases() {  # SIZE CASE...: one round of the cases, each "A", "G", "B" or "
       C*) run_jetfan "$size" "${c#C}" all ;;
     esac
     [ "$rss" = - ] && rss=""
-    echo "$r,$size,$c,$sec,$rss,${count[$size]}" >> "$out/rounds.csv"
+    [ "$cpu" = - ] && cpu=""
+    echo "$r,$size,$c,$sec,$rss,${count[$size]},$cpu" >> "$out/rounds.csv"
     [ "$c" = A ] && a=$sec
     line+=" $c $(awk -v a="$a" -v s="$sec" 'BEGIN {printf "%.2f", a / s}')"
   done
   echo "$line (×A)"
 }
 g_case=(); [ -n "${go_reader:-}" ] && g_case=(G)
-rounds_header() { echo "round,size,case,seconds,jetfan_peak_rss_mib,messages" > "$out/rounds.csv"; }
+rounds_header() { echo "round,size,case,seconds,jetfan_peak_rss_mib,messages,jetfan_cpu_s" > "$out/rounds.csv"; }
 
 if [ "$mode" = ratios ]; then
   echo "== ratios, interleaved rounds at 128 B: A, ${g_case[*]:+G, }C with 1, 4 and 8 all-matching handlers; at 256 B: A, ${g_case[*]:+G, }C1; $rounds rounds of ${count[128]}"
@@ -553,11 +556,11 @@ echo "== instructions per message inside jetfan (callgrind, ${cg[0]} vs ${cg[1]}
 # tries the lock 2000 times before it sleeps) until valgrind switches threads: how many instructions
 # that takes varies by hundreds per message between identical runs. The figure is given whole and
 # without lock acquisition (pthread_mutex_trylock and natsMutex_Lock), which is the one to compare.
-instructions() {  # spec N -> "total locking" instructions of the jetfan process
-  local spec=$1 n=$2
+instructions() {  # spec N [NAMES] -> "total locking" instructions of the jetfan process
+  local spec=$1 n=$2 handler_names=${3:- h0}
   fresh_stream; prepublish "$n" 128 "$(keys_for 16)"
   jetfan_config "$spec"
-  start_jetfan " h0" valgrind --tool=callgrind --callgrind-out-file="$work/cg.out"
+  start_jetfan "$handler_names" valgrind --tool=callgrind --callgrind-out-file="$work/cg.out"
   "$tool" watch "$url" BENCH bench_durable 600 > /dev/null
   save_status
   stop_all $jetfan_pid "${handler_pids[@]}"
@@ -581,6 +584,14 @@ echo "  2 patterns: $ipm2 instructions/message ($ipm2_nolock without lock acquis
 echo "  100 patterns: $ipm100 instructions/message ($ipm100_nolock without lock acquisition)"
 echo "patterns,instructions_per_message,without_locking" > "$out/instructions.csv"
 printf '2,%s,%s\n100,%s,%s\n' "$ipm2" "$ipm2_nolock" "$ipm100" "$ipm100_nolock" >> "$out/instructions.csv"
+# BENCH_INSTRUCTIONS_C4=1: the figure with 4 handlers on "#" too (each message delivered and confirmed 4
+# times; bench/ledger.sh: what the ledger tracks while the others confirm).
+if [ -n "${BENCH_INSTRUCTIONS_C4:-}" ]; then
+  all_handlers 4
+  read -r ipm4 ipm4_nolock <<< "$(ipm "$(instructions "$spec" "${cg[0]}" "$names")" "$(instructions "$spec" "${cg[1]}" "$names")")"
+  echo "  4 handlers: $ipm4 instructions/message ($ipm4_nolock without lock acquisition)"
+  printf 'c4,%s,%s\n' "$ipm4" "$ipm4_nolock" >> "$out/instructions.csv"
+fi
 [ "$mode" = instructions ] && exit 0
 
 bash bench/report.sh "$out" "$held_rss" "$held_peak" "$held_n" "$reps" "$lat_rate"

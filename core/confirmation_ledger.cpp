@@ -1,6 +1,7 @@
 #include "confirmation_ledger.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace jetfan {
 
@@ -27,9 +28,10 @@ void ConfirmationLedger::queue(std::uint64_t seq, Entry& entry, TimePoint due) {
   if (entry.queued || entry.in_flight) return;  // taken up at its turn, or once the server answered
   entry.queued = true;
   due_.emplace_back(due, seq);
+  std::push_heap(due_.begin(), due_.end(), std::greater<>());
 }
 
-void ConfirmationLedger::confirmed(std::uint64_t seq, std::string_view handler, TimePoint now) {
+void ConfirmationLedger::confirmed(std::uint64_t seq, std::string_view handler, TimePoint at) {
   const auto id = name_id(handler);
   if (!id) {
     ++counts_.dropped;
@@ -53,11 +55,11 @@ void ConfirmationLedger::confirmed(std::uint64_t seq, std::string_view handler, 
   if (entry.handlers[*id]) return;
   entry.handlers.set(*id);
   ++entry.version;
-  // Every entry is queued `interval` ahead, so due_ stays in order without a sort.
-  queue(seq, entry, now + settings_.interval);
+  queue(seq, entry, at + settings_.interval);
 }
 
 void ConfirmationLedger::settled(std::uint64_t seq, TimePoint now) {
+  if (entries_.empty() && loaded_.empty()) return;  // the common case: nothing was ever recorded
   auto found = entries_.find(seq);
   if (found == entries_.end()) {
     const auto loaded = loaded_.find(seq);
@@ -81,7 +83,8 @@ std::vector<LedgerChange> ConfirmationLedger::take_due(TimePoint now) {
   std::vector<LedgerChange> changes;
   while (!due_.empty() && due_.front().first <= now && in_flight_ < settings_.max_in_flight) {
     const std::uint64_t seq = due_.front().second;
-    due_.pop_front();
+    std::pop_heap(due_.begin(), due_.end(), std::greater<>());
+    due_.pop_back();
     const auto found = entries_.find(seq);
     if (found == entries_.end()) continue;
     Entry& entry = found->second;

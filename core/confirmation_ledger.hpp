@@ -31,7 +31,6 @@
 #include <bitset>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -78,8 +77,14 @@ class ConfirmationLedger {
 
   explicit ConfirmationLedger(LedgerSettings settings) : settings_(settings) {}
 
-  // `handler` confirmed message `seq`, which is still held for another handler.
-  void confirmed(std::uint64_t seq, std::string_view handler, TimePoint now);
+  // `handler` confirmed message `seq` at `at` (now, or earlier: the caller may hand on a message's
+  // first confirmations only once they stayed an interval, daemon/LedgerWriter), and the message is
+  // still held for another handler. Its record is due at `at` + interval.
+  void confirmed(std::uint64_t seq, std::string_view handler, TimePoint at);
+  // Whether `seq` has an entry or a loaded record: its further confirmations must be told at once.
+  bool tracks(std::uint64_t seq) const {
+    return !(entries_.empty() && loaded_.empty()) && (entries_.contains(seq) || loaded_.contains(seq));
+  }
   // Message `seq` is settled at the server (acked, terminated, dead-lettered): no record is needed.
   void settled(std::uint64_t seq, TimePoint now);
 
@@ -124,7 +129,8 @@ class ConfirmationLedger {
   LedgerSettings settings_;
   std::vector<std::string> names_;  // interned handler names; an id is an index
   std::unordered_map<std::uint64_t, Entry> entries_;
-  std::deque<std::pair<TimePoint, std::uint64_t>> due_;  // in due order: each is now + a fixed delay
+  // A min-heap by due time (std::push_heap with std::greater): confirmations come with their own time.
+  std::vector<std::pair<TimePoint, std::uint64_t>> due_;
   std::map<std::uint64_t, Names> loaded_;
   std::size_t in_flight_ = 0;
   LedgerCounts counts_;

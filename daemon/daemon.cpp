@@ -186,6 +186,8 @@ void Daemon::take_over(AckPolicy ack_policy, std::size_t max_held, Duration ack_
     load_ledger(*facts, ack_wait / 2);
     expect_outstanding(*facts, ack_policy, max_held, ack_wait);
   } else {
+    // Without the ack floor every record is kept: what they name still goes only to the others.
+    load_ledger(ConsumerFacts{}, ack_wait / 2);
     // Nothing says what the former owner left: every ordered delivery waits for it (R26-R31).
     ConsumerFacts unknown;
     unknown.ack_pending = 1;

@@ -1,6 +1,7 @@
 #include "dispatcher.hpp"
 
 #include <algorithm>
+#include <bit>
 
 #include <spdlog/spdlog.h>
 
@@ -263,7 +264,7 @@ void Dispatcher::on_alarm(Alarm alarm) {
 void Dispatcher::after_input() {
   holds_.note(core_);
   apply_effects();
-  if (ledger_) ledger_->write_due(time_.now());
+  if (ledger_) ledger_->write_due(time_.now(), [this](std::uint64_t seq) { return confirmed_names(seq); });
   if (state_ == State::kServing) top_up_pulls();
   if (state_ == State::kDraining && core_.in_flight() == 0) {
     finish();
@@ -453,7 +454,7 @@ void Dispatcher::housekeeping() {
   unreadable_.time_out(now);
   if (ledger_) {
     ledger_->time_out(now);
-    ledger_->write_due(now);
+    ledger_->write_due(now, [this](std::uint64_t seq) { return confirmed_names(seq); });
   }
   notifier_.status(status_line());
   if (state_ == State::kDraining) {
@@ -700,8 +701,18 @@ void Dispatcher::note_confirmed(const HandlerSession& session, std::optional<std
   if (!seq || !session.handler()) return;
   // Settled by this answer (its last owner), the message is gone from the core; only one still owed
   // elsewhere, or handed back for another, can come again.
-  if ((core_.confirmed_before(*seq) & (HandlerMask{1} << *session.handler())) == 0) return;
-  ledger_->confirmed(*seq, config_.handlers[*session.handler()].name, now);
+  const HandlerMask confirmed = core_.confirmed_before(*seq);
+  if ((confirmed & (HandlerMask{1} << *session.handler())) == 0) return;
+  ledger_->confirmed(*seq, config_.handlers[*session.handler()].name, std::popcount(confirmed) == 1, now);
+}
+
+std::vector<std::string_view> Dispatcher::confirmed_names(std::uint64_t seq) const {
+  std::vector<std::string_view> names;
+  const HandlerMask confirmed = core_.confirmed_before(seq);
+  for (std::size_t h = 0; h < config_.handlers.size(); ++h) {
+    if (confirmed & (HandlerMask{1} << h)) names.emplace_back(config_.handlers[h].name);
+  }
+  return names;
 }
 
 void Dispatcher::load_ledger(const std::vector<LedgerRecord>& records, std::uint64_t ack_floor) {
@@ -831,7 +842,7 @@ void Dispatcher::finish() {
   // What was held is handed back with a delay past jetfan's own requests: a standby may take the pin now.
   if (pinned_) pinned_->release();
   DispatchLog::stopped(core_.counters());
-  if (ledger_) ledger_->write_all(time_.now());
+  if (ledger_) ledger_->write_all(time_.now(), [this](std::uint64_t seq) { return confirmed_names(seq); });
   upstream_.close(kFinalFlush);
   table_.close_all();
   for (std::size_t a = 0; a < kAlarmCount; ++a) time_.cancel(static_cast<Alarm>(a));

@@ -211,6 +211,8 @@ class Dispatcher final : private SessionOwner,
   // The ledger (when on) hears of `session`'s confirmation of `seq` (ACK or TERM, taken by the
   // core) if the message is still owed to another handler.
   void note_confirmed(const HandlerSession& session, std::optional<std::uint64_t> seq, TimePoint now);
+  // The names of the handlers that have confirmed `seq` by now, as the core knows (for the ledger).
+  std::vector<std::string_view> confirmed_names(std::uint64_t seq) const;
   // A PUB (protocol version 3): to the HandlerPublisher, whose answer, when it has one at once, is
   // sent; a connection with as much waiting as it may have is read no more until answers come.
   void on_publish(HandlerSession& session, const proto::Command& pub);

@@ -21,6 +21,46 @@ void LedgerWriter::load(const std::vector<LedgerRecord>& records, std::uint64_t 
   }
 }
 
+void LedgerWriter::confirmed(std::uint64_t seq, std::string_view handler, bool first, TimePoint now) {
+  if (ledger_.tracks(seq)) {
+    ledger_.confirmed(seq, handler, now);
+  } else if (first) {
+    if (firsts_.size() >= config_.max_records) {
+      ++dropped_firsts_;
+      return;
+    }
+    firsts_.emplace_back(now, seq);
+  }
+  // A later confirmation of a message not yet tracked is read from the core with the first.
+}
+
+void LedgerWriter::write_due(TimePoint now, const ConfirmedNow& confirmed_now) {
+  while (!firsts_.empty() && firsts_.front().first + config_.interval <= now) {
+    const auto [at, seq] = firsts_.front();
+    firsts_.pop_front();
+    // Each is handed on as made at the first one's time: the record is due now.
+    for (const std::string_view handler : confirmed_now(seq)) ledger_.confirmed(seq, handler, at);
+  }
+  send(ledger_.take_due(now), now, true);
+}
+
+void LedgerWriter::write_all(TimePoint now, const ConfirmedNow& confirmed_now) {
+  for (const auto& [at, seq] : firsts_) {
+    for (const std::string_view handler : confirmed_now(seq)) ledger_.confirmed(seq, handler, at);
+  }
+  firsts_.clear();
+  send(ledger_.take_all(), now, false);
+}
+
+std::optional<TimePoint> LedgerWriter::next_due() const {
+  auto due = ledger_.next_due();
+  if (!firsts_.empty()) {
+    const TimePoint first = firsts_.front().first + config_.interval;
+    if (!due || first < *due) due = first;
+  }
+  return due;
+}
+
 void LedgerWriter::send(std::vector<LedgerChange> changes, TimePoint now, bool answered) {
   for (LedgerChange& change : changes) {
     const std::uint64_t id = next_id_++ | kIdBit;
@@ -89,9 +129,9 @@ StatusSnapshot::Ledger LedgerWriter::view(TimePoint now) const {
   out.puts = counts.puts;
   out.deletes = counts.deletes;
   out.failed = counts.failed;
-  out.dropped = counts.dropped;
+  out.dropped = counts.dropped + dropped_firsts_;
   out.loaded = counts.loaded;
-  out.tracked = ledger_.tracked();
+  out.tracked = ledger_.tracked() + firsts_.size();
   out.waiting = ledger_.waiting_for_server();
   out.not_written = not_written(now);
   return out;

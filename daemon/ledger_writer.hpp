@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -41,21 +42,30 @@ class LedgerWriter {
 
   LedgerWriter(const LedgerConfig& config, std::string durable, Upstream& upstream, RateLimitedLog& warnings);
 
-  // `handler` confirmed (ACK or TERM) stream seq `seq`, which some other handler still owes.
-  void confirmed(std::uint64_t seq, std::string_view handler, TimePoint now) { ledger_.confirmed(seq, handler, now); }
+  // The handlers that have confirmed `seq` by now (none when it is settled or forgotten): what the
+  // dispatcher's core knows, asked when a message's first confirmation has stayed an interval.
+  using ConfirmedNow = std::function<std::vector<std::string_view>(std::uint64_t seq)>;
+
+  // `handler` confirmed (ACK or TERM) stream seq `seq`, which some other handler still owes;
+  // `first`: no handler had before. The common case costs a note of the first confirmation and
+  // nothing more: the message is looked at again an interval later (write_due), and only if some
+  // handler still owes it then does the ledger hear of its confirmations. Once it has, it hears of
+  // each one at once.
+  void confirmed(std::uint64_t seq, std::string_view handler, bool first, TimePoint now);
   // Message `seq` was acked or terminated at the server.
   void settled(std::uint64_t seq, TimePoint now) { ledger_.settled(seq, now); }
   // The records read at start or at a takeover (daemon/LedgerReader); those at or below `ack_floor` will
   // not come again and are left to the bucket's TTL.
   void load(const std::vector<LedgerRecord>& records, std::uint64_t ack_floor);
 
-  // Sends what is due at `now`.
-  void write_due(TimePoint now) { send(ledger_.take_due(now), now, true); }
+  // Hands the ledger the first confirmations that stayed an interval and are not settled (asking
+  // `confirmed_now`), and sends what is due at `now`.
+  void write_due(TimePoint now, const ConfirmedNow& confirmed_now);
   // As jetfan stops: sends everything queued, due or not (ConfirmationLedger::take_all), without
   // waiting for answers. Partly confirmed messages are handed back now: their records count most.
-  void write_all(TimePoint now) { send(ledger_.take_all(), now, false); }
+  void write_all(TimePoint now, const ConfirmedNow& confirmed_now);
   // When write_due next has something to send, if anything waits.
-  std::optional<TimePoint> next_due() const { return ledger_.next_due(); }
+  std::optional<TimePoint> next_due() const;
   void on_published(std::uint64_t id, const PublishResult& result, TimePoint now);
   // Writes unanswered for kAnswerTimeout fail (and are tried again).
   void time_out(TimePoint now);
@@ -82,7 +92,10 @@ class LedgerWriter {
   std::uint64_t next_id_ = 1;
   std::unordered_map<std::uint64_t, Sent> sent_;                // by id, with kIdBit
   std::deque<std::pair<TimePoint, std::uint64_t>> sent_order_;  // (sent at, id), oldest first
-  std::optional<TimePoint> failing_since_;                      // the first failure since the last success
+  // First confirmations, (made at, seq), oldest first; at most config.max_records.
+  std::deque<std::pair<TimePoint, std::uint64_t>> firsts_;
+  std::uint64_t dropped_firsts_ = 0;        // past max_records
+  std::optional<TimePoint> failing_since_;  // the first failure since the last success
   std::string last_error_;
 };
 
