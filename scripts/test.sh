@@ -57,6 +57,7 @@ bench/adaptive.sh --smoke  # the adaptive in-flight limit: ~25 s, fails if anyth
 bench/tracing.sh --smoke   # tracing at sample_ratio 1 to a null collector: ~5 s, fails if a message is lost or no span arrives
 bench/flow_control.sh --smoke  # off, max_rate and adaptive_inflight, a few thousand messages each: ~10 s, fails if one is lost
 bench/publish.sh --smoke       # publishing through jetfan against cnats and nats.go publishers, and a chain: ~15 s, fails if a follow-up is missing or doubled
+bench/ledger.sh --smoke        # the confirmation ledger on, one small ratios round: fails if the consumer does not drain
 
 stage "one build (build-fuzz/: clang, ASan, UBSan, the debug checks) for the fuzz targets and the tests"
 # One instrumented build serves both: gcc's sanitizer build took three times as long as clang's.
