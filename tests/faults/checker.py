@@ -447,6 +447,14 @@ def check(workdir):
                 due = max(until, retried) + ledger_interval_ns
         if due + ledger_margin_ns >= end:
             return None
+        # The jetfan that gave cur read the ledger when it started, or when it last gained the pin,
+        # before cur: a record written after that read could not keep cur from h (a takeover just
+        # after a step-down reads before the confirmations of the old owner's last deliveries).
+        side = side_of(cur)
+        reads = starts_by_side[side] + gains_by_side[side] if side else gen_starts
+        read_t = max((t for t in reads if t <= cur["t"]), default=None)
+        if read_t is not None and due + ledger_margin_ns >= read_t:
+            return None
         if any(r.kind in (1, 3) and confirmed_t - 5e8 <= r.t <= cur["t"] for r in answers_by_seq.get(cur["seq"], ())):
             return None
         if follow_up and cur["seq"] in turned[name]:

@@ -652,9 +652,11 @@ class LedgerSplitTest(unittest.TestCase):
         self.assertEqual(w.check()["handlers"]["A"]["duplicate_causes"], {"after_jetfan_restart": 2})
 
     def test_after_a_failover_the_takeover_or_the_fault_against_the_owner_ends_its_hold(self):
-        """A-0 on J1 confirmed id 2 at 1013 ms; A-1 on J2 gets it again at 5000 ms."""
-        for fault, gain_ms, split in ((None, 1800, False), ("kill", None, True), ("leader", None, False),
-                                      ("leader", 4500, True)):
+        """A-0 on J1 confirmed id 2 at 1013 ms; A-1 on J2 gets it again at 5000 ms. J2 read the ledger when
+        it gained the pin: one gained before the record was due (1800 ms), or not seen at all (J2's last
+        read is its start), could not have kept the copy."""
+        for fault, gain_ms, split in ((None, 1800, False), ("kill", 3000, True), ("kill", None, False),
+                                      ("leader", None, False), ("leader", 4500, True)):
             w = TwoJetfansTest().world()
             w.answers = [a for a in w.answers if a[1] != 2]
             w.more_instances[("A", 1)] += [(5000 * MS, 2, 2, 2, records.DELIVERED, 0, 1),
