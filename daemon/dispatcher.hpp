@@ -196,7 +196,6 @@ class Dispatcher final : private SessionOwner,
   void set_tap(DispatcherTap* tap) { tap_ = tap; }
   const DispatchCore& core() const { return core_; }
   const HandlerPublisher& publisher() const { return publisher_; }
-  const LedgerWriter* ledger() const { return ledger_ ? &*ledger_ : nullptr; }
   std::size_t instances(std::size_t handler) const override { return table_.instances(handler); }
   std::size_t messages_stored() const { return stored_.size(); }
 

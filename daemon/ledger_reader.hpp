@@ -26,10 +26,9 @@ class LedgerReader {
   LedgerReader(const Config& config, NatsBlocking& nats) : config_(config), nats_(nats) {}
 
   // Every record of the durable, in no set order; nullopt (logged) when the bucket could not be
-  // read in `budget`, or held more than `limit` records. Records that cannot be read are skipped
-  // and counted in `unreadable`.
+  // read in `budget`, or held more than `limit` records. Records that cannot be read are skipped,
+  // and how many is logged.
   std::optional<std::vector<LedgerRecord>> read(std::size_t limit, Duration budget);
-  std::uint64_t unreadable() const { return unreadable_; }
 
  private:
   const Config& config_;
